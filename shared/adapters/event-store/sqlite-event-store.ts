@@ -1,0 +1,192 @@
+import Database from 'better-sqlite3';
+import { randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import {
+  type AppendResult,
+  type EventStore,
+  type ExpectedVersion,
+  ExpectedVersionConflictError,
+  expectedVersionHolds,
+  type Json,
+  type NewEvent,
+  type RecordedEvent,
+  type SubscribeToAllOptions,
+  type Subscription,
+} from '../../ports/event-store.ts';
+import { GroupCommit, type Outcome } from '../group-commit.ts';
+import type { SqliteDb } from '../sqlite/sqlite-database.ts';
+import { PollingSubscription } from './polling-subscription.ts';
+
+export interface SqliteEventStoreOptions {
+  /** Subscriptions re-read the feed at least this often; local appends wake them at once. Default 250 ms. */
+  pollMs?: number;
+  /** Test hook: awaited inside the write transaction, after the inserts and before COMMIT. */
+  beforeCommit?: () => Promise<void>;
+}
+
+interface AppendRequest {
+  streamId: string;
+  events: NewEvent[];
+  expectedVersion: ExpectedVersion;
+}
+
+interface EventRow {
+  position: number;
+  stream_id: string;
+  revision: number;
+  id: string;
+  type: string;
+  data: string;
+  metadata: string;
+  recorded_at: number;
+}
+
+const SCHEMA = `
+  CREATE TABLE IF NOT EXISTS events (
+    position    INTEGER PRIMARY KEY AUTOINCREMENT,
+    stream_id   TEXT    NOT NULL,
+    revision    INTEGER NOT NULL,
+    id          TEXT    NOT NULL,
+    type        TEXT    NOT NULL,
+    data        TEXT    NOT NULL,
+    metadata    TEXT    NOT NULL,
+    recorded_at INTEGER NOT NULL,
+    UNIQUE (stream_id, revision)
+  );
+  CREATE TABLE IF NOT EXISTS event_checkpoints (
+    id       TEXT PRIMARY KEY,
+    position INTEGER NOT NULL
+  );
+`;
+
+const toRecorded = (row: EventRow): RecordedEvent => ({
+  id: row.id,
+  streamId: row.stream_id,
+  revision: row.revision,
+  position: BigInt(row.position),
+  type: row.type,
+  data: JSON.parse(row.data) as Json,
+  metadata: JSON.parse(row.metadata) as Record<string, Json>,
+  recordedAt: new Date(row.recorded_at),
+});
+
+/**
+ * Event store in the embedded SQLite database. Writes go through one connection, one transaction
+ * per group of concurrent appends; reads use a second, read-only connection, so a reader only ever
+ * sees committed transactions. SQLite has one writer at a time, so positions commit in order and
+ * the global feed has no late-commit gaps.
+ */
+export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOptions = {}): EventStore => {
+  db.exec(SCHEMA);
+  const reader = new Database(db.name, { readonly: true, fileMustExist: true });
+  reader.pragma('busy_timeout = 5000');
+
+  const currentRevision = db.prepare<[string], { revision: number | null }>(
+    'SELECT max(revision) AS revision FROM events WHERE stream_id = ?',
+  );
+  const insert = db.prepare(
+    'INSERT INTO events (stream_id, revision, id, type, data, metadata, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+  );
+  const readStream = reader.prepare<[string, number, number], EventRow>(
+    'SELECT * FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision LIMIT ?',
+  );
+  const readAll = reader.prepare<[number, number], EventRow>('SELECT * FROM events WHERE position > ? ORDER BY position LIMIT ?');
+  const readCheckpoint = reader.prepare<[string], { position: number }>('SELECT position FROM event_checkpoints WHERE id = ?');
+  const storeCheckpoint = db.prepare(
+    'INSERT INTO event_checkpoints (id, position) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET position = excluded.position',
+  );
+
+  const appended = new EventEmitter().setMaxListeners(0);
+  const subscriptions = new Set<Subscription>();
+
+  const writeBatch = (requests: AppendRequest[]): Outcome<AppendResult>[] => {
+    const versions = new Map<string, number>();
+    const now = Date.now();
+    return requests.map(({ streamId, events, expectedVersion }) => {
+      const actual = versions.get(streamId) ?? currentRevision.get(streamId)?.revision ?? -1;
+      if (!expectedVersionHolds(expectedVersion, actual)) return new ExpectedVersionConflictError(streamId, expectedVersion, actual);
+      let revision = actual;
+      let position = 0n;
+      for (const event of events) {
+        revision += 1;
+        const info = insert.run(
+          streamId,
+          revision,
+          event.id ?? randomUUID(),
+          event.type,
+          JSON.stringify(event.data),
+          JSON.stringify(event.metadata ?? {}),
+          now,
+        );
+        position = BigInt(info.lastInsertRowid);
+      }
+      versions.set(streamId, revision);
+      return { nextExpectedVersion: revision, position };
+    });
+  };
+
+  const flush = async (requests: AppendRequest[]): Promise<Outcome<AppendResult>[]> => {
+    db.exec('BEGIN IMMEDIATE');
+    try {
+      const outcomes = writeBatch(requests);
+      if (options.beforeCommit) await options.beforeCommit();
+      db.exec('COMMIT');
+      appended.emit('appended');
+      return outcomes;
+    } catch (error) {
+      if (db.inTransaction) db.exec('ROLLBACK');
+      throw error;
+    }
+  };
+  const commits = new GroupCommit(flush);
+
+  const store: EventStore = {
+    append(streamId, events, appendOptions = {}) {
+      if (events.length === 0) return Promise.reject(new TypeError('append needs at least one event'));
+      return commits.submit({ streamId, events, expectedVersion: appendOptions.expectedVersion ?? 'any' });
+    },
+
+    async readStream(streamId, { fromRevision = 0, maxCount = Number.MAX_SAFE_INTEGER } = {}) {
+      return readStream.all(streamId, fromRevision, maxCount).map(toRecorded);
+    },
+
+    async readAll({ after = 0n, maxCount = 1000 } = {}) {
+      return readAll.all(Number(after), maxCount).map(toRecorded);
+    },
+
+    subscribeToAll(subscribeOptions: SubscribeToAllOptions) {
+      const subscription = new PollingSubscription(
+        {
+          readAll: (o) => store.readAll(o),
+          readCheckpoint: (id) => store.readCheckpoint(id),
+          storeCheckpoint: (id, p) => store.storeCheckpoint(id, p),
+          onAppended(listener) {
+            appended.on('appended', listener);
+            return () => appended.off('appended', listener);
+          },
+        },
+        subscribeOptions,
+        options.pollMs ?? 250,
+      );
+      subscriptions.add(subscription);
+      void subscription.done.finally(() => subscriptions.delete(subscription)).catch(() => undefined);
+      return subscription;
+    },
+
+    async readCheckpoint(checkpointId) {
+      const row = readCheckpoint.get(checkpointId);
+      return row ? BigInt(row.position) : undefined;
+    },
+
+    async storeCheckpoint(checkpointId, position) {
+      storeCheckpoint.run(checkpointId, Number(position));
+    },
+
+    async close() {
+      await Promise.all([...subscriptions].map((s) => s.stop()));
+      await commits.drain();
+      reader.close();
+    },
+  };
+  return store;
+};

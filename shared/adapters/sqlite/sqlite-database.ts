@@ -1,0 +1,97 @@
+import Database from 'better-sqlite3';
+import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { join, resolve } from 'node:path';
+
+export type SqliteDb = Database.Database;
+
+/** Another process holds the data directory. */
+export class DataDirLockedError extends Error {
+  readonly code = 'DATA_DIR_LOCKED';
+  constructor(readonly dataDir: string, readonly holder: string) {
+    super(`data directory ${dataDir} is in use by ${holder}; stop that process or set DATA_DIR to another directory`);
+    this.name = 'DataDirLockedError';
+  }
+}
+
+export interface OpenedSqlite {
+  db: SqliteDb;
+  dataDir: string;
+  /** Closes the database (checkpointing the WAL) and releases the directory lock. */
+  close(): void;
+}
+
+const LOCK_FILE = 'LOCK';
+const DB_FILE = 'calls.sqlite';
+
+const isAlive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+};
+
+/**
+ * Takes the data directory's lock file. A lock left by a process that no longer runs on this host
+ * is taken over; a live holder is named in the error.
+ */
+const lockDataDir = (dataDir: string): (() => void) => {
+  const path = join(dataDir, LOCK_FILE);
+  const mine = JSON.stringify({ pid: process.pid, host: hostname(), since: new Date().toISOString() });
+  for (let attempt = 0; attempt < 3; attempt++) {
+    try {
+      const fd = openSync(path, 'wx', 0o644);
+      writeSync(fd, mine);
+      closeSync(fd);
+      return () => rmSync(path, { force: true });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      let holder: { pid?: number; host?: string; since?: string } = {};
+      try {
+        holder = JSON.parse(readFileSync(path, 'utf8')) as typeof holder;
+      } catch {
+        // Unreadable or half-written lock: treat as stale only if it stays unreadable.
+        if (attempt < 2) continue;
+      }
+      const sameHost = holder.host === undefined || holder.host === hostname();
+      if (holder.pid !== undefined && (!sameHost || isAlive(holder.pid))) {
+        throw new DataDirLockedError(dataDir, `process ${holder.pid} on ${holder.host ?? 'this host'} (since ${holder.since ?? 'unknown'})`);
+      }
+      rmSync(path, { force: true });
+    }
+  }
+  throw new DataDirLockedError(dataDir, `an unreadable lock file at ${path}`);
+};
+
+/**
+ * Opens the embedded database in `dataDir`: WAL journal, `synchronous=FULL` (a committed
+ * transaction survives power loss), one process at a time.
+ */
+export const openSqlite = (dataDir: string): OpenedSqlite => {
+  const dir = resolve(dataDir);
+  mkdirSync(dir, { recursive: true });
+  const unlock = lockDataDir(dir);
+  try {
+    const db = new Database(join(dir, DB_FILE));
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = FULL');
+    db.pragma('busy_timeout = 5000');
+    db.pragma('foreign_keys = ON');
+    let closed = false;
+    return {
+      db,
+      dataDir: dir,
+      close() {
+        if (closed) return;
+        closed = true;
+        db.close();
+        unlock();
+      },
+    };
+  } catch (error) {
+    unlock();
+    throw error;
+  }
+};

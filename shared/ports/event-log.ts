@@ -1,0 +1,124 @@
+/**
+ * Event log port, shaped like Kafka: topics split into partitions, records with a key, a value and
+ * headers, the partition chosen from the key (same key → same partition → order kept), and
+ * consumer groups that commit offsets.
+ */
+
+export interface TopicSpec {
+  name: string;
+  /** Number of partitions; fixed once the topic exists. */
+  partitions: number;
+}
+
+/** A record to publish. */
+export interface OutgoingRecord {
+  /** Chooses the partition (murmur2, as Kafka's default partitioner) and so the order. */
+  key: string;
+  /** UTF-8 text, usually JSON. */
+  value: string;
+  headers?: Record<string, string>;
+}
+
+/** Where a published record landed. */
+export interface RecordPosition {
+  topic: string;
+  partition: number;
+  offset: bigint;
+}
+
+/** A record as read from the log. */
+export interface LogRecord extends RecordPosition {
+  key: string;
+  value: string;
+  headers: Record<string, string>;
+  /** When the log accepted it. */
+  timestamp: Date;
+}
+
+export interface PartitionRef {
+  topic: string;
+  partition: number;
+}
+
+export interface ConsumeOptions {
+  /** Consumer group: members of one group split the partitions and share committed offsets. */
+  groupId: string;
+  topics: string[];
+  /** Where a group with no committed offset starts: `'earliest'` (default) or `'latest'`. */
+  fromBeginning?: boolean;
+  /**
+   * Handles one record. Records with the same key run one at a time in log order; records with
+   * different keys run concurrently. An offset is committed only once it and every record before
+   * it in its partition are done. A thrown error stops the consumer (nothing after the failed
+   * record is committed, so it is redelivered); `Consumer.done` rejects with it.
+   */
+  handler: (record: LogRecord) => Promise<void>;
+  /** Most records in flight at once across keys; default 64. */
+  concurrency?: number;
+  /** Called when this member receives partitions. */
+  onAssigned?: (partitions: PartitionRef[]) => void | Promise<void>;
+  /** Called before this member gives partitions up; in-flight records are finished first. */
+  onRevoked?: (partitions: PartitionRef[]) => void | Promise<void>;
+}
+
+export interface Consumer {
+  /** Finishes in-flight records, commits, leaves the group; resolves when stopped. */
+  stop(): Promise<void>;
+  /** Settles when the consumer stops: resolves on `stop()`, rejects on a handler error. */
+  readonly done: Promise<void>;
+  /** Partitions this member currently owns. */
+  assignment(): PartitionRef[];
+}
+
+export interface ReadTopicOptions {
+  /** Only this partition; default all. */
+  partition?: number;
+  /** First offset to read (inclusive), per partition; default 0. */
+  fromOffset?: bigint;
+  /** Most records; default 100. */
+  limit?: number;
+}
+
+export interface EventLog {
+  /** Creates missing topics with the given partition count; existing topics are left as they are. */
+  ensureTopics(topics: TopicSpec[]): Promise<void>;
+
+  /**
+   * Appends records to a topic. Resolves only once every record is durable (Kafka: acks=all with
+   * an idempotent producer; SQL: a committed transaction). Concurrent publishes are batched.
+   * @throws EventLogUnavailableError when the log cannot take the records.
+   */
+  publish(topic: string, records: OutgoingRecord[]): Promise<RecordPosition[]>;
+
+  /** Starts a member of a consumer group. */
+  consume(options: ConsumeOptions): Promise<Consumer>;
+
+  /** Reads records without a consumer group (inspection, tests). */
+  read(topic: string, options?: ReadTopicOptions): Promise<LogRecord[]>;
+
+  /** Committed offset of a group for one partition (the next offset it will read), if any. */
+  committedOffset(groupId: string, topic: string, partition: number): Promise<bigint | undefined>;
+
+  /** Stops consumers and closes connections. */
+  close(): Promise<void>;
+}
+
+/** The log cannot take or give records right now; worth retrying later. */
+export class EventLogUnavailableError extends Error {
+  readonly code = 'EVENT_LOG_UNAVAILABLE';
+  readonly retriable = true;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'EventLogUnavailableError';
+  }
+}
+
+/** A topic that does not exist was named. */
+export class UnknownTopicError extends Error {
+  readonly code = 'UNKNOWN_TOPIC';
+  readonly retriable = false;
+  constructor(readonly topic: string) {
+    super(`unknown topic ${topic}`);
+    this.name = 'UnknownTopicError';
+  }
+}

@@ -1,0 +1,164 @@
+/**
+ * Event store port: streams of events with optimistic concurrency, and one global feed.
+ *
+ * Shaped to fit PostgreSQL, SQLite and KurrentDB alike: a stream revision is the 0-based index of
+ * an event in its stream (KurrentDB's "stream revision"); a global position is a strictly
+ * increasing number across all streams (KurrentDB's `$all` commit position).
+ */
+
+/** JSON-serialisable value. */
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+/**
+ * What the stream must look like for an append to succeed.
+ * - `'no_stream'`: the stream has no events yet.
+ * - `'any'`: no check.
+ * - `'stream_exists'`: the stream has at least one event.
+ * - a number: the revision of the stream's last event (0 after one event).
+ */
+export type ExpectedVersion = 'no_stream' | 'any' | 'stream_exists' | number;
+
+/** An event to append. */
+export interface NewEvent {
+  /** Event type, e.g. `CallSubmitted`. */
+  type: string;
+  /** The payload; stored as JSON. */
+  data: Json;
+  /** Correlation, causation, trace ids and the like; stored as JSON. */
+  metadata?: Record<string, Json>;
+  /**
+   * Event id (UUID). Give a deterministic one to let downstream consumers deduplicate; a random
+   * one is generated when absent.
+   */
+  id?: string;
+}
+
+/** An event as stored. */
+export interface RecordedEvent {
+  id: string;
+  streamId: string;
+  /** 0-based index of the event in its stream. */
+  revision: number;
+  /** Position in the global feed; strictly increasing in commit order. */
+  position: bigint;
+  type: string;
+  data: Json;
+  metadata: Record<string, Json>;
+  recordedAt: Date;
+}
+
+export interface AppendResult {
+  /** Revision of the last event now in the stream: pass it as the next expected version. */
+  nextExpectedVersion: number;
+  /** Global position of the last appended event. */
+  position: bigint;
+}
+
+export interface ReadStreamOptions {
+  /** First revision to read (inclusive); default 0. */
+  fromRevision?: number;
+  /** Stop after this many events; default all. */
+  maxCount?: number;
+}
+
+export interface ReadAllOptions {
+  /** Read events strictly after this position; default from the start (0n). */
+  after?: bigint;
+  /** Stop after this many events; default 1000. */
+  maxCount?: number;
+}
+
+export interface SubscribeToAllOptions {
+  /**
+   * Names a durable checkpoint kept by the store: the subscription starts after it and the store
+   * advances it after each batch the handler finished. Omit it to manage the checkpoint yourself
+   * (for example in the same transaction as a projection's rows) and pass `after`.
+   */
+  checkpointId?: string;
+  /** Start strictly after this position (ignored when a stored checkpoint exists). Default 0n. */
+  after?: bigint;
+  /** Largest batch handed to the handler; default 500. */
+  batchSize?: number;
+  /**
+   * Receives events in global order, each exactly once per subscription, never skipping one that
+   * committed late. A thrown error stops the subscription; `Subscription.done` rejects with it.
+   */
+  handler: (events: RecordedEvent[]) => Promise<void>;
+}
+
+export interface Subscription {
+  /** Stops after the batch in hand; resolves when stopped. */
+  stop(): Promise<void>;
+  /** Settles when the subscription stops: resolves on `stop()`, rejects on a handler error. */
+  readonly done: Promise<void>;
+  /** Position of the last event handed to the handler and finished. */
+  readonly position: bigint;
+  /** Resolves once the subscription has handled every event that existed when it was called. */
+  caughtUp(): Promise<void>;
+}
+
+export interface EventStore {
+  /**
+   * Appends events atomically to one stream. Concurrent appends are group-committed (they share
+   * one transaction and one fsync) without weakening each append's own expected-version check.
+   * @throws ExpectedVersionConflictError when the stream is not at `expectedVersion` (default `'any'`).
+   */
+  append(streamId: string, events: NewEvent[], options?: { expectedVersion?: ExpectedVersion }): Promise<AppendResult>;
+
+  /** Reads a stream forward; an unknown stream reads as empty. */
+  readStream(streamId: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
+
+  /** Reads the global feed forward from a position; only committed events, without gaps. */
+  readAll(options?: ReadAllOptions): Promise<RecordedEvent[]>;
+
+  /** Catch-up subscription to the global feed, then live. */
+  subscribeToAll(options: SubscribeToAllOptions): Subscription;
+
+  /** Last stored value of a durable checkpoint, or undefined. */
+  readCheckpoint(checkpointId: string): Promise<bigint | undefined>;
+
+  /** Stores a durable checkpoint. */
+  storeCheckpoint(checkpointId: string, position: bigint): Promise<void>;
+
+  /** Stops subscriptions and releases the connection or file. */
+  close(): Promise<void>;
+}
+
+/** The one error every adapter raises when an expected version does not hold. */
+export class ExpectedVersionConflictError extends Error {
+  readonly code = 'EXPECTED_VERSION_CONFLICT';
+  readonly retriable = true;
+  constructor(
+    readonly streamId: string,
+    readonly expected: ExpectedVersion,
+    /** Revision of the stream's last event, or -1 when the stream does not exist. */
+    readonly actual: number,
+  ) {
+    super(`stream ${streamId}: expected version ${String(expected)}, actual ${actual === -1 ? 'no stream' : actual}`);
+    this.name = 'ExpectedVersionConflictError';
+  }
+}
+
+/** The store cannot be reached or refused the operation for a reason worth retrying. */
+export class EventStoreUnavailableError extends Error {
+  readonly code = 'EVENT_STORE_UNAVAILABLE';
+  readonly retriable = true;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'EventStoreUnavailableError';
+  }
+}
+
+/** Whether `actual` (revision of the last event, -1 for no stream) satisfies `expected`. */
+export const expectedVersionHolds = (expected: ExpectedVersion, actual: number): boolean => {
+  switch (expected) {
+    case 'any':
+      return true;
+    case 'no_stream':
+      return actual === -1;
+    case 'stream_exists':
+      return actual >= 0;
+    default:
+      return actual === expected;
+  }
+};

@@ -1,0 +1,237 @@
+/**
+ * The event store conformance suite: every adapter passes it unchanged.
+ * `eventStoreConformance(name, factory)` is called once per adapter from a `*.test.ts` file.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, describe, test } from 'node:test';
+import {
+  type EventStore,
+  ExpectedVersionConflictError,
+  type NewEvent,
+  type RecordedEvent,
+} from '../../shared/ports/event-store.ts';
+import { eventually } from '../support/eventually.ts';
+
+export interface StoreHandle {
+  store: EventStore;
+  /** Closes the store and removes what the test created. */
+  cleanup?: () => Promise<void>;
+}
+
+export interface EventStoreFactory {
+  /** A store over fresh, empty storage. `beforeCommit` is awaited inside each write transaction. */
+  fresh(options?: { beforeCommit?: () => Promise<void> }): Promise<StoreHandle>;
+  /**
+   * A second store over the same storage as `handle` (another process's view), or undefined when the
+   * adapter allows one opener only (SQLite); late-commit tests then use the one store.
+   */
+  sameStorage?(handle: StoreHandle): Promise<StoreHandle>;
+}
+
+export interface EventStoreConformanceOptions {
+  skip?: string;
+}
+
+const event = (type: string, n: number): NewEvent => ({ type, data: { n, text: `héllo ${n}` }, metadata: { by: 'test' } });
+const stream = (prefix = 'call') => `${prefix}-${randomUUID()}`;
+
+export const eventStoreConformance = (name: string, factory: EventStoreFactory, options: EventStoreConformanceOptions = {}) => {
+  describe(`event store conformance: ${name}`, { skip: options.skip }, () => {
+    const handles: StoreHandle[] = [];
+    const open = async (o?: { beforeCommit?: () => Promise<void> }) => {
+      const handle = await factory.fresh(o);
+      handles.push(handle);
+      return handle;
+    };
+    after(async () => {
+      for (const h of handles.reverse()) await h.cleanup?.();
+    });
+
+    test('append then read a stream back in order, with revisions from 0', async () => {
+      const { store } = await open();
+      const id = stream();
+      const result = await store.append(id, [event('A', 1), event('B', 2)], { expectedVersion: 'no_stream' });
+      assert.equal(result.nextExpectedVersion, 1);
+      await store.append(id, [event('C', 3)], { expectedVersion: 1 });
+      const read = await store.readStream(id);
+      assert.deepEqual(read.map((e) => [e.type, e.revision, e.data]), [
+        ['A', 0, { n: 1, text: 'héllo 1' }],
+        ['B', 1, { n: 2, text: 'héllo 2' }],
+        ['C', 2, { n: 3, text: 'héllo 3' }],
+      ]);
+      assert.deepEqual(read[0]!.metadata, { by: 'test' });
+      assert.ok(read[0]!.recordedAt instanceof Date && !Number.isNaN(read[0]!.recordedAt.getTime()));
+      assert.ok(read[0]!.position < read[1]!.position && read[1]!.position < read[2]!.position);
+      assert.equal(result.position, read[1]!.position);
+    });
+
+    test('an unknown stream reads as empty', async () => {
+      const { store } = await open();
+      assert.deepEqual(await store.readStream(stream()), []);
+    });
+
+    test('readStream honours fromRevision and maxCount', async () => {
+      const { store } = await open();
+      const id = stream();
+      await store.append(id, [1, 2, 3, 4, 5].map((n) => event('E', n)));
+      const read = await store.readStream(id, { fromRevision: 1, maxCount: 3 });
+      assert.deepEqual(read.map((e) => e.revision), [1, 2, 3]);
+    });
+
+    test('the given event id is kept; a missing one is generated', async () => {
+      const { store } = await open();
+      const id = stream();
+      const given = randomUUID();
+      await store.append(id, [{ ...event('A', 1), id: given }, event('B', 2)]);
+      const [a, b] = await store.readStream(id);
+      assert.equal(a!.id, given);
+      assert.match(b!.id, /^[0-9a-f-]{36}$/);
+    });
+
+    test('expected version: no_stream, exact, stream_exists and any', async () => {
+      const { store } = await open();
+      const id = stream();
+      await assert.rejects(store.append(id, [event('A', 1)], { expectedVersion: 'stream_exists' }), ExpectedVersionConflictError);
+      await assert.rejects(store.append(id, [event('A', 1)], { expectedVersion: 0 }), ExpectedVersionConflictError);
+      await store.append(id, [event('A', 1)], { expectedVersion: 'no_stream' });
+      const conflict = await store.append(id, [event('A', 1)], { expectedVersion: 'no_stream' }).catch((e: unknown) => e);
+      assert.ok(conflict instanceof ExpectedVersionConflictError);
+      assert.equal(conflict.streamId, id);
+      assert.equal(conflict.actual, 0);
+      assert.equal(conflict.code, 'EXPECTED_VERSION_CONFLICT');
+      await assert.rejects(store.append(id, [event('B', 2)], { expectedVersion: 5 }), ExpectedVersionConflictError);
+      await store.append(id, [event('B', 2)], { expectedVersion: 0 });
+      await store.append(id, [event('C', 3)], { expectedVersion: 'stream_exists' });
+      await store.append(id, [event('D', 4)], { expectedVersion: 'any' });
+      assert.deepEqual((await store.readStream(id)).map((e) => e.type), ['A', 'B', 'C', 'D']);
+    });
+
+    test('a conflicting append writes nothing', async () => {
+      const { store } = await open();
+      const id = stream();
+      await store.append(id, [event('A', 1)]);
+      await assert.rejects(store.append(id, [event('X', 2), event('Y', 3)], { expectedVersion: 'no_stream' }));
+      assert.deepEqual((await store.readStream(id)).map((e) => e.type), ['A']);
+    });
+
+    test('concurrent appends with the same expected version: exactly one wins, the others conflict', async () => {
+      const { store } = await open();
+      const id = stream();
+      await store.append(id, [event('A', 0)]);
+      const results = await Promise.allSettled(Array.from({ length: 20 }, (_, n) => store.append(id, [event('B', n)], { expectedVersion: 0 })));
+      assert.equal(results.filter((r) => r.status === 'fulfilled').length, 1);
+      for (const r of results) if (r.status === 'rejected') assert.ok(r.reason instanceof ExpectedVersionConflictError);
+      assert.equal((await store.readStream(id)).length, 2);
+    });
+
+    test('many concurrent appends to different streams all land (group commit keeps each check)', async () => {
+      const { store } = await open();
+      const ids = Array.from({ length: 200 }, () => stream());
+      const results = await Promise.all(ids.map((id, n) => store.append(id, [event('A', n)], { expectedVersion: 'no_stream' })));
+      assert.equal(new Set(results.map((r) => r.position)).size, 200);
+      for (const id of ids.slice(0, 10)) assert.equal((await store.readStream(id)).length, 1);
+    });
+
+    test('readAll returns the global feed in position order after a position', async () => {
+      const { store } = await open();
+      const [s1, s2] = [stream(), stream()];
+      await store.append(s1, [event('A', 1)]);
+      await store.append(s2, [event('B', 2)]);
+      await store.append(s1, [event('C', 3)]);
+      const all = await store.readAll({ maxCount: 10_000 });
+      const mine = all.filter((e) => e.streamId === s1 || e.streamId === s2);
+      assert.deepEqual(mine.map((e) => e.type), ['A', 'B', 'C']);
+      const afterFirst = await store.readAll({ after: mine[0]!.position, maxCount: 10_000 });
+      assert.deepEqual(afterFirst.filter((e) => e.streamId === s1 || e.streamId === s2).map((e) => e.type), ['B', 'C']);
+      assert.equal((await store.readAll({ maxCount: 1 })).length, 1);
+    });
+
+    test('subscribeToAll catches up, then receives live events, each exactly once in order', async () => {
+      const { store } = await open();
+      const id = stream();
+      await store.append(id, [event('A', 1), event('B', 2)]);
+      const seen: RecordedEvent[] = [];
+      const sub = store.subscribeToAll({ batchSize: 1, handler: async (events) => void seen.push(...events) });
+      await sub.caughtUp();
+      await store.append(id, [event('C', 3)]);
+      await eventually(() => assert.deepEqual(seen.filter((e) => e.streamId === id).map((e) => e.type), ['A', 'B', 'C']));
+      await sub.stop();
+      assertStrictlyIncreasing(seen);
+    });
+
+    test('a durable checkpoint resumes a subscription after its last handled batch', async () => {
+      const { store } = await open();
+      const id = stream();
+      const checkpointId = `cp-${randomUUID()}`;
+      await store.append(id, [event('A', 1), event('B', 2)]);
+      const first: string[] = [];
+      const sub1 = store.subscribeToAll({ checkpointId, handler: async (events) => void first.push(...events.filter((e) => e.streamId === id).map((e) => e.type)) });
+      await sub1.caughtUp();
+      await sub1.stop();
+      assert.deepEqual(first, ['A', 'B']);
+      assert.equal(await store.readCheckpoint(checkpointId), sub1.position);
+      await store.append(id, [event('C', 3)]);
+      const second: string[] = [];
+      const sub2 = store.subscribeToAll({ checkpointId, handler: async (events) => void second.push(...events.filter((e) => e.streamId === id).map((e) => e.type)) });
+      await sub2.caughtUp();
+      await sub2.stop();
+      assert.deepEqual(second, ['C']);
+    });
+
+    test('a handler error stops the subscription and is reported through done', async () => {
+      const { store } = await open();
+      await store.append(stream(), [event('A', 1)]);
+      const sub = store.subscribeToAll({ handler: async () => { throw new Error('projection broke'); } });
+      await assert.rejects(sub.done, /projection broke/);
+    });
+
+    test('the global feed never skips an event that commits late', async () => {
+      let release!: () => void;
+      let holding!: () => void;
+      const held = new Promise<void>((resolve) => (holding = resolve));
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      let holdNext = false;
+      const slow = await open({
+        beforeCommit: async () => {
+          if (!holdNext) return;
+          holdNext = false;
+          holding();
+          await gate;
+        },
+      });
+      const other = factory.sameStorage ? await factory.sameStorage(slow) : slow;
+      if (other !== slow) handles.push(other);
+      const [early, late] = [stream('early'), stream('late')];
+      const seen: RecordedEvent[] = [];
+      const sub = slow.store.subscribeToAll({ handler: async (events) => void seen.push(...events) });
+      await sub.caughtUp();
+
+      // The first transaction takes its position and is held open before COMMIT…
+      holdNext = true;
+      const first = slow.store.append(early, [event('EARLY', 1)]);
+      await held;
+      // …while a later append is issued (on another connection where the adapter allows one).
+      const second = other.store.append(late, [event('LATE', 2)]);
+      await new Promise((r) => setTimeout(r, 150));
+      const whileHeld = [...seen];
+      release();
+      await Promise.all([first, second]);
+      await eventually(() => assert.equal(seen.filter((e) => e.streamId === early || e.streamId === late).length, 2));
+      await sub.stop();
+
+      const mine = seen.filter((e) => e.streamId === early || e.streamId === late);
+      assert.equal(whileHeld.filter((e) => e.streamId === early).length, 0, 'an uncommitted event was delivered');
+      assert.deepEqual(new Set(mine.map((e) => e.type)), new Set(['EARLY', 'LATE']), 'each event exactly once');
+      assertStrictlyIncreasing(seen);
+      const feed = (await slow.store.readAll({ maxCount: 10_000 })).filter((e) => e.streamId === early || e.streamId === late);
+      assert.deepEqual(feed.map((e) => e.type), mine.map((e) => e.type), 'subscription order equals feed order');
+    });
+  });
+};
+
+const assertStrictlyIncreasing = (events: RecordedEvent[]) => {
+  for (let i = 1; i < events.length; i++) {
+    assert.ok(events[i]!.position > events[i - 1]!.position, `position ${events[i]!.position} after ${events[i - 1]!.position}`);
+  }
+};

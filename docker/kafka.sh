@@ -68,6 +68,20 @@ running_pid() {
   echo "$pid"
 }
 
+# SIGTERM (Kafka shuts down cleanly), SIGKILL after $2 seconds; returns once it is gone.
+terminate() {
+  local pid="$1" deadline=$((SECONDS + $2))
+  kill -TERM "$pid" 2>/dev/null || return 0
+  while kill -0 "$pid" 2>/dev/null; do
+    if (( SECONDS >= deadline )); then
+      log "pid $pid still alive after ${2}s, sending SIGKILL"
+      kill -KILL "$pid" 2>/dev/null || true
+      deadline=$((SECONDS + 3600))
+    fi
+    sleep 0.2
+  done
+}
+
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 show_log_tail() {
@@ -248,8 +262,12 @@ cmd_start() {
   "$JAVA" -Xmx128m -XX:TieredStopAtLevel=1 -Dlog4j2.configurationFile="$LOG4J_TOOLS" \
     -cp "$READY_CLASSES:$CLASSPATH_VALUE" KafkaReady "$BROKERS" "$KAFKA_START_TIMEOUT" \
     </dev/null >/dev/null 2>"$KAFKA_HOME_DIR/readiness.log" &
-  local ready_pid=$! ready_rc=0
+  local ready_pid=$! ready_rc=0 deadline=$((SECONDS + KAFKA_START_TIMEOUT))
   while kill -0 "$ready_pid" 2>/dev/null; do
+    if (( SECONDS >= deadline )); then
+      kill "$ready_pid" 2>/dev/null || true
+      break
+    fi
     if ! kill -0 "$pid" 2>/dev/null; then
       kill "$ready_pid" 2>/dev/null || true
       wait "$ready_pid" 2>/dev/null || true
@@ -264,7 +282,7 @@ cmd_start() {
     show_log_tail 60
     log "readiness probe output:"; tail -n 20 "$KAFKA_HOME_DIR/readiness.log" >&2 || true
     log "stopping the unresponsive broker (pid $pid)"
-    kill "$pid" 2>/dev/null || true
+    terminate "$pid" 10
     rm -f "$PID_FILE"
     die "broker did not become ready on $BROKERS within ${KAFKA_START_TIMEOUT}s"
   fi
@@ -277,15 +295,7 @@ cmd_stop() {
   local pid
   if pid="$(running_pid)"; then
     log "stopping broker (pid $pid)"
-    kill -TERM "$pid" 2>/dev/null || true
-    local deadline=$((SECONDS + KAFKA_STOP_TIMEOUT))
-    while kill -0 "$pid" 2>/dev/null; do
-      if (( SECONDS >= deadline )); then
-        log "broker still alive after ${KAFKA_STOP_TIMEOUT}s, sending SIGKILL"
-        kill -KILL "$pid" 2>/dev/null || true
-      fi
-      sleep 0.2
-    done
+    terminate "$pid" "$KAFKA_STOP_TIMEOUT"
     log "stopped"
   else
     log "not running (no live broker for $PID_FILE)"

@@ -213,8 +213,11 @@ export const eventStoreConformance = (name: string, factory: EventStoreFactory, 
       await held;
       // …while a later append is issued (on another connection where the adapter allows one).
       const second = other.store.append(late, [event('LATE', 2)]);
-      await new Promise((r) => setTimeout(r, 150));
+      // Give the subscription time to poll (and wake it with the later append where that committed).
+      await new Promise((r) => setTimeout(r, 300));
       const whileHeld = [...seen];
+      const feedWhileHeld = [...(await slow.store.readAll({ maxCount: 10_000 })), ...(await other.store.readAll({ maxCount: 10_000 }))];
+      assert.equal(feedWhileHeld.filter((e) => e.streamId === early).length, 0, 'readAll returned an uncommitted event');
       release();
       await Promise.all([first, second]);
       await eventually(() => assert.equal(seen.filter((e) => e.streamId === early || e.streamId === late).length, 2));

@@ -1,0 +1,231 @@
+import { randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import type pg from 'pg';
+import {
+  type AppendResult,
+  type EventStore,
+  type ExpectedVersion,
+  ExpectedVersionConflictError,
+  EventStoreUnavailableError,
+  expectedVersionHolds,
+  type Json,
+  type NewEvent,
+  type RecordedEvent,
+  type Subscription,
+} from '../../ports/event-store.ts';
+import { GroupCommit, type Outcome } from '../group-commit.ts';
+import { createPostgresPool, inTransaction, type PostgresOptions } from '../postgres/postgres-pool.ts';
+import { PollingSubscription } from './polling-subscription.ts';
+
+export interface PostgresEventStoreOptions extends PostgresOptions {
+  /** Subscriptions re-read the feed at least this often; appends from any process wake them through NOTIFY. Default 250 ms. */
+  pollMs?: number;
+  /** Test hook: awaited inside the write transaction, after the inserts and before COMMIT. */
+  beforeCommit?: () => Promise<void>;
+}
+
+interface AppendRequest {
+  streamId: string;
+  events: NewEvent[];
+  expectedVersion: ExpectedVersion;
+}
+
+interface EventRow {
+  position: string;
+  stream_id: string;
+  revision: number;
+  id: string;
+  type: string;
+  data: Json;
+  metadata: Record<string, Json>;
+  recorded_at: Date;
+}
+
+const SCHEMA = `
+  CREATE TABLE IF NOT EXISTS events (
+    position    BIGSERIAL PRIMARY KEY,
+    stream_id   TEXT        NOT NULL,
+    revision    INTEGER     NOT NULL,
+    id          UUID        NOT NULL,
+    type        TEXT        NOT NULL,
+    data        JSONB       NOT NULL,
+    metadata    JSONB       NOT NULL,
+    recorded_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+    UNIQUE (stream_id, revision)
+  );
+  CREATE TABLE IF NOT EXISTS event_checkpoints (
+    id       TEXT PRIMARY KEY,
+    position BIGINT NOT NULL
+  );
+`;
+
+const CHANNEL = 'events_appended';
+
+const toRecorded = (row: EventRow): RecordedEvent => ({
+  id: row.id,
+  streamId: row.stream_id,
+  revision: row.revision,
+  position: BigInt(row.position),
+  type: row.type,
+  data: row.data,
+  metadata: row.metadata,
+  recordedAt: row.recorded_at,
+});
+
+/** Connection-level failures are worth retrying; everything else is a bug or a schema problem. */
+const CONNECTION_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', '57P01', '57P02', '57P03', '53300']);
+const translate = (error: unknown): unknown => {
+  const code = (error as { code?: string }).code;
+  if ((code && CONNECTION_ERRORS.has(code)) || /Connection terminated|timeout exceeded when trying to connect/i.test(String((error as Error).message))) {
+    return new EventStoreUnavailableError(`PostgreSQL event store unavailable: ${(error as Error).message}`, { cause: error });
+  }
+  return error;
+};
+
+/**
+ * Event store on a PostgreSQL server. Concurrent appends are group-committed: one transaction per
+ * batch, a handful of statements whatever its size. Every write transaction first takes one
+ * transaction-scoped advisory lock, so positions are allocated and committed in the same order
+ * across all processes: a reader that sees position N has already seen every committed position
+ * below N, and the global feed never skips an event that commits late.
+ */
+export const createPostgresEventStore = async (options: PostgresEventStoreOptions): Promise<EventStore> => {
+  const pool = await createPostgresPool(options).catch((error: unknown) => {
+    throw translate(error);
+  });
+  await pool.query(SCHEMA);
+  const schema = options.schema ?? 'public';
+  const appended = new EventEmitter().setMaxListeners(0);
+  const subscriptions = new Set<Subscription>();
+  let listener: pg.PoolClient | undefined;
+
+  const listen = async () => {
+    if (listener) return;
+    listener = await pool.connect();
+    listener.on('notification', (message) => {
+      if (message.payload === schema) appended.emit('appended');
+    });
+    listener.on('error', () => undefined);
+    await listener.query(`LISTEN ${CHANNEL}`);
+  };
+
+  const flush = async (requests: AppendRequest[]): Promise<Outcome<AppendResult>[]> =>
+    inTransaction(pool, async (client) => {
+      await client.query("SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.events'))");
+      const streamIds = [...new Set(requests.map((r) => r.streamId))];
+      const { rows } = await client.query<{ stream_id: string; revision: number }>(
+        'SELECT stream_id, max(revision) AS revision FROM events WHERE stream_id = ANY($1) GROUP BY stream_id',
+        [streamIds],
+      );
+      const versions = new Map(rows.map((r) => [r.stream_id, r.revision]));
+      const columns = { stream: [] as string[], revision: [] as number[], id: [] as string[], type: [] as string[], data: [] as string[], metadata: [] as string[] };
+      const outcomes: Outcome<{ nextExpectedVersion: number; lastRow: number }>[] = requests.map(({ streamId, events, expectedVersion }) => {
+        const actual = versions.get(streamId) ?? -1;
+        if (!expectedVersionHolds(expectedVersion, actual)) return new ExpectedVersionConflictError(streamId, expectedVersion, actual);
+        let revision = actual;
+        for (const event of events) {
+          revision += 1;
+          columns.stream.push(streamId);
+          columns.revision.push(revision);
+          columns.id.push(event.id ?? randomUUID());
+          columns.type.push(event.type);
+          columns.data.push(JSON.stringify(event.data));
+          columns.metadata.push(JSON.stringify(event.metadata ?? {}));
+        }
+        versions.set(streamId, revision);
+        return { nextExpectedVersion: revision, lastRow: columns.stream.length };
+      });
+      let positions: string[] = [];
+      if (columns.stream.length > 0) {
+        const inserted = await client.query<{ position: string }>(
+          `INSERT INTO events (stream_id, revision, id, type, data, metadata)
+           SELECT stream_id, revision, id, type, data, metadata
+             FROM unnest($1::text[], $2::int[], $3::uuid[], $4::text[], $5::jsonb[], $6::jsonb[])
+                  WITH ORDINALITY AS t(stream_id, revision, id, type, data, metadata, n)
+            ORDER BY n
+           RETURNING position`,
+          [columns.stream, columns.revision, columns.id, columns.type, columns.data, columns.metadata],
+        );
+        positions = inserted.rows.map((r) => r.position).sort((a, b) => (BigInt(a) < BigInt(b) ? -1 : 1));
+        await client.query('SELECT pg_notify($1, current_schema())', [CHANNEL]);
+      }
+      if (options.beforeCommit) await options.beforeCommit();
+      return outcomes.map((o) => (o instanceof Error ? o : { nextExpectedVersion: o.nextExpectedVersion, position: BigInt(positions[o.lastRow - 1]!) }));
+    });
+
+  const commits = new GroupCommit<AppendRequest, AppendResult>(async (requests) => {
+    try {
+      const outcomes = await flush(requests);
+      appended.emit('appended');
+      return outcomes;
+    } catch (error) {
+      throw translate(error);
+    }
+  });
+
+  const query = async <R extends pg.QueryResultRow>(sql: string, params: unknown[]): Promise<R[]> => {
+    try {
+      return (await pool.query<R>(sql, params)).rows;
+    } catch (error) {
+      throw translate(error);
+    }
+  };
+
+  const store: EventStore = {
+    append(streamId, events, appendOptions = {}) {
+      if (events.length === 0) return Promise.reject(new TypeError('append needs at least one event'));
+      return commits.submit({ streamId, events, expectedVersion: appendOptions.expectedVersion ?? 'any' });
+    },
+
+    async readStream(streamId, { fromRevision = 0, maxCount = 2_147_483_647 } = {}) {
+      const rows = await query<EventRow>('SELECT * FROM events WHERE stream_id = $1 AND revision >= $2 ORDER BY revision LIMIT $3', [streamId, fromRevision, maxCount]);
+      return rows.map(toRecorded);
+    },
+
+    async readAll({ after = 0n, maxCount = 1000 } = {}) {
+      const rows = await query<EventRow>('SELECT * FROM events WHERE position > $1 ORDER BY position LIMIT $2', [after.toString(), maxCount]);
+      return rows.map(toRecorded);
+    },
+
+    subscribeToAll(subscribeOptions) {
+      const subscription = new PollingSubscription(
+        {
+          readAll: (o) => store.readAll(o),
+          readCheckpoint: (id) => store.readCheckpoint(id),
+          storeCheckpoint: (id, p) => store.storeCheckpoint(id, p),
+          onAppended(wake) {
+            appended.on('appended', wake);
+            // Without LISTEN the subscription still polls; it only loses the cross-process wake-up.
+            listen().catch(() => undefined);
+            return () => appended.off('appended', wake);
+          },
+        },
+        subscribeOptions,
+        options.pollMs ?? 250,
+      );
+      subscriptions.add(subscription);
+      void subscription.done.finally(() => subscriptions.delete(subscription)).catch(() => undefined);
+      return subscription;
+    },
+
+    async readCheckpoint(checkpointId) {
+      const rows = await query<{ position: string }>('SELECT position FROM event_checkpoints WHERE id = $1', [checkpointId]);
+      return rows[0] ? BigInt(rows[0].position) : undefined;
+    },
+
+    async storeCheckpoint(checkpointId, position) {
+      await query(
+        'INSERT INTO event_checkpoints (id, position) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET position = excluded.position',
+        [checkpointId, position.toString()],
+      );
+    },
+
+    async close() {
+      await Promise.all([...subscriptions].map((s) => s.stop()));
+      await commits.drain();
+      listener?.release();
+      await pool.end();
+    },
+  };
+  return store;
+};

@@ -5,12 +5,17 @@
 # the local Maven repository (~/.m2), so only the first start downloads anything.
 #
 # Usage: docker/kafka.sh start|stop|status|logs
+#   start   resolve jars, write config, format fresh storage, start in the background, wait until
+#           it answers; prints KAFKA_BROKERS=127.0.0.1:<port>. No-op if already running.
+#   stop    stop the broker from the pid file and delete its data.
+# Broker settings: auto.create.topics.enable=true, num.partitions=1, all replication factors 1,
+# group.initial.rebalance.delay.ms=0. Needs a JDK 17+ (java + javac) and Maven.
 #
 # Environment (all optional):
 #   KAFKA_PORT             client listener port on 127.0.0.1        (default 9092)
 #   KAFKA_CONTROLLER_PORT  KRaft controller listener port            (default KAFKA_PORT+1)
 #   KAFKA_HOME_DIR         config, data, log and pid file            (default ${TMPDIR:-/tmp}/kafka-local-$KAFKA_PORT)
-#   KAFKA_VERSION          Kafka version to fetch (4.x)              (default: kafka.version in docker/kafka/pom.xml)
+#   KAFKA_VERSION          Kafka version to fetch                    (default: kafka.version in docker/kafka/pom.xml, 4.3.1)
 #   KAFKA_HEAP_OPTS        broker JVM heap                           (default "-Xms256m -Xmx512m")
 #   KAFKA_START_TIMEOUT    seconds to wait for the broker to answer  (default 90)
 #   KAFKA_STOP_TIMEOUT     seconds to wait before SIGKILL on stop    (default 30)
@@ -117,7 +122,7 @@ resolve_classpath() {
   if ! "$MVN" -B -q -f "$POM" $MVN_ARGS $version_arg \
         dependency:build-classpath -Dmdep.includeScope=runtime \
         -Dmdep.outputFile="$cp_file.tmp" >"$mvn_out" 2>&1; then
-    tail -n 30 "$mvn_out" >&2 || true
+    grep -m 1 'ERROR' "$mvn_out" | sed 's/\x1b\[[0-9;]*m//g' >&2 || tail -n 20 "$mvn_out" >&2 || true
     rm -f "$cp_file.tmp"
     die "maven could not resolve Kafka's jars (see $mvn_out)"
   fi
@@ -310,7 +315,7 @@ cmd_status() {
     echo "running (pid $pid) KAFKA_BROKERS=$BROKERS home=$KAFKA_HOME_DIR"
   else
     echo "not running (home=$KAFKA_HOME_DIR)"
-    return 1
+    exit 1
   fi
 }
 

@@ -48,7 +48,7 @@ const startContainer = async (name: BackendName): Promise<Started> => {
       return { url: `redis://${c.getHost()}:${c.getMappedPort(6379)}`, stop: () => c.stop() };
     }
     case 'kurrentdb': {
-      const c = await new tc.GenericContainer('docker.kurrent.io/kurrent-latest/kurrentdb:25.0.1')
+      const c = await new tc.GenericContainer('docker.kurrent.io/kurrent-latest/kurrentdb:25.1.4')
         .withEnvironment({ KURRENTDB_INSECURE: 'true', KURRENTDB_RUN_PROJECTIONS: 'None' })
         .withExposedPorts(2113)
         .withWaitStrategy(tc.Wait.forHttp('/health/live', 2113).forStatusCode(204))
@@ -57,7 +57,7 @@ const startContainer = async (name: BackendName): Promise<Started> => {
     }
     case 'kafka': {
       const port = 9093 + Math.floor(Math.random() * 500);
-      const c = await new tc.GenericContainer('apache/kafka:3.9.1')
+      const c = await new tc.GenericContainer('apache/kafka:4.3.1')
         .withExposedPorts({ container: port, host: port })
         .withEnvironment({
           KAFKA_NODE_ID: '1',

@@ -1,0 +1,99 @@
+/**
+ * The one catalogue of error codes the HTTP API answers with, and the one table from code to
+ * status. Every error body is RFC 9457 `application/problem+json`:
+ * `{ type, title, status, detail, code, errors? }`.
+ */
+
+export const ERROR_STATUS = {
+  /** No API key, a malformed one, or one that is unknown or revoked. */
+  API_KEY_INVALID: 401,
+  /** Admin API called without the right bearer token. */
+  ADMIN_TOKEN_INVALID: 401,
+  /** More requests than the key's limit in the sliding window (or too many failed authentications from one address). */
+  RATE_LIMITED: 429,
+  /** Body larger than the limit (10 MB on the ingest endpoint). */
+  PAYLOAD_TOO_LARGE: 413,
+  /** Content-Type is not application/json. */
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  /** The body is not valid JSON. */
+  MALFORMED_JSON: 400,
+  /** One or more fields break a rule; `errors[]` names each field and rule. */
+  VALIDATION_FAILED: 400,
+  /** The team's live call capacity is used up and auto-recharge is off. */
+  CAPACITY_EXHAUSTED: 402,
+  /** A resource named in the path does not exist (or belongs to another team). */
+  NOT_FOUND: 404,
+  /** The request conflicts with the current state (e.g. revoking a revoked key). */
+  CONFLICT: 409,
+  /** The same Idempotency-Key was sent with a different body. */
+  IDEMPOTENCY_KEY_REUSED: 422,
+  /** A backend (event log, event store) cannot take the request right now; retry after Retry-After. */
+  SERVICE_UNAVAILABLE: 503,
+  /** An unexpected failure; the detail never carries internal messages. */
+  INTERNAL: 500,
+} as const satisfies Record<string, number>;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+const TITLES: Record<ErrorCode, string> = {
+  API_KEY_INVALID: 'Missing or invalid API key',
+  ADMIN_TOKEN_INVALID: 'Missing or invalid admin token',
+  RATE_LIMITED: 'Too many requests',
+  PAYLOAD_TOO_LARGE: 'Request body too large',
+  UNSUPPORTED_MEDIA_TYPE: 'Unsupported media type',
+  MALFORMED_JSON: 'Malformed JSON body',
+  VALIDATION_FAILED: 'Invalid request',
+  CAPACITY_EXHAUSTED: 'Live call capacity exhausted',
+  NOT_FOUND: 'Not found',
+  CONFLICT: 'Conflict',
+  IDEMPOTENCY_KEY_REUSED: 'Idempotency key reused with another body',
+  SERVICE_UNAVAILABLE: 'Service temporarily unavailable',
+  INTERNAL: 'Internal error',
+};
+
+export interface FieldError {
+  /** The field as the caller named it, e.g. `call_tags[3]` or `deal.dealSize`. */
+  field: string;
+  /** The rule it breaks. */
+  message: string;
+}
+
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  code: ErrorCode;
+  errors?: FieldError[];
+}
+
+/** An error that becomes a problem+json response; extra headers (Retry-After, …) ride along. */
+export class ProblemError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    readonly detail: string,
+    readonly extra: { errors?: FieldError[]; headers?: Record<string, string> } = {},
+  ) {
+    super(detail);
+    this.name = 'ProblemError';
+  }
+
+  get status(): number {
+    return ERROR_STATUS[this.code];
+  }
+
+  toProblem(): Problem {
+    return problem(this.code, this.detail, this.extra.errors);
+  }
+}
+
+export const problemType = (code: ErrorCode) => `urn:calls:problem:${code.toLowerCase().replaceAll('_', '-')}`;
+
+export const problem = (code: ErrorCode, detail: string, errors?: FieldError[]): Problem => ({
+  type: problemType(code),
+  title: TITLES[code],
+  status: ERROR_STATUS[code],
+  detail,
+  code,
+  ...(errors ? { errors } : {}),
+});

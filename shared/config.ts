@@ -1,0 +1,86 @@
+/**
+ * The service configuration: read from the environment once, validated, frozen.
+ * Nothing else in the code base reads `process.env`.
+ */
+import { type Static, Type } from '@sinclair/typebox';
+import { Value } from '@sinclair/typebox/value';
+
+const Integer = (description: string, minimum = 0) => Type.Integer({ description, minimum });
+
+export const ConfigSchema = Type.Object({
+  /** HTTP port. */
+  port: Integer('PORT: HTTP port (default 3000)', 0),
+  /** HTTP bind address. */
+  host: Type.String({ description: 'HOST: bind address (default 127.0.0.1)', minLength: 1 }),
+  /** Embedded database directory (default backend). */
+  dataDir: Type.String({ description: 'DATA_DIR: embedded database directory (default ./data)', minLength: 1 }),
+  /** Bearer token of the admin API; generated into DATA_DIR/admin-token when unset on the embedded default. */
+  adminToken: Type.Optional(Type.String({ description: 'ADMIN_TOKEN: bearer token of the admin API', minLength: 16 })),
+  /** A call still pending this long after submission fails with `processing_timeout`. */
+  processingTimeoutMs: Integer('PROCESSING_TIMEOUT_MS: processing deadline per call (default 3600000 = 60 min)', 1),
+  /** PostgreSQL server for the event store (and the event log when Kafka is not configured). */
+  databaseUrl: Type.Optional(Type.String({ description: 'DATABASE_URL: postgres://… — event store on PostgreSQL', minLength: 1 })),
+  /** Schema holding the service's PostgreSQL tables. */
+  databaseSchema: Type.String({ description: 'DATABASE_SCHEMA: PostgreSQL schema (default public)', pattern: '^[a-z_][a-z0-9_]{0,62}$' }),
+  /** Kafka bootstrap brokers, comma-separated. */
+  kafkaBrokers: Type.Array(Type.String({ minLength: 1 }), { description: 'KAFKA_BROKERS: host:port,… — event log on Apache Kafka' }),
+  /** Partitions of each topic the service creates. */
+  topicPartitions: Integer('TOPIC_PARTITIONS: partitions per created topic (default 6)', 1),
+  /** Redis for rate-limit counters shared by every ingress process. */
+  redisUrl: Type.Optional(Type.String({ description: 'REDIS_URL: redis://… — shared rate limits', minLength: 1 })),
+  /** Log level of the service's structured logs. */
+  logLevel: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)), {
+    description: 'LOG_LEVEL (default info)',
+  }),
+});
+
+export type Config = Readonly<Static<typeof ConfigSchema>>;
+
+type Env = Record<string, string | undefined>;
+
+const integer = (env: Env, name: string, fallback: number): number => {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value)) throw new ConfigError(`${name} must be a whole number, got ${JSON.stringify(raw)}`);
+  return value;
+};
+
+const optional = (env: Env, name: string): string | undefined => {
+  const raw = env[name]?.trim();
+  return raw ? raw : undefined;
+};
+
+/** A variable is missing or malformed; the message names it. */
+export class ConfigError extends Error {
+  readonly code = 'CONFIG_INVALID';
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Builds the configuration from an environment (default `process.env`); throws ConfigError naming the variable. */
+export const loadConfig = (env: Env = process.env): Config => {
+  const config = {
+    port: integer(env, 'PORT', 3000),
+    host: optional(env, 'HOST') ?? '127.0.0.1',
+    dataDir: optional(env, 'DATA_DIR') ?? './data',
+    adminToken: optional(env, 'ADMIN_TOKEN'),
+    processingTimeoutMs: integer(env, 'PROCESSING_TIMEOUT_MS', 60 * 60 * 1000),
+    databaseUrl: optional(env, 'DATABASE_URL'),
+    databaseSchema: optional(env, 'DATABASE_SCHEMA') ?? 'public',
+    kafkaBrokers: (optional(env, 'KAFKA_BROKERS') ?? '').split(',').map((b) => b.trim()).filter(Boolean),
+    topicPartitions: integer(env, 'TOPIC_PARTITIONS', 6),
+    redisUrl: optional(env, 'REDIS_URL'),
+    logLevel: optional(env, 'LOG_LEVEL') ?? 'info',
+  };
+  for (const key of Object.keys(config) as (keyof typeof config)[]) if (config[key] === undefined) delete config[key];
+  const error = Value.Errors(ConfigSchema, config).First();
+  if (error) {
+    const field = error.path.split('/')[1] ?? '';
+    const description = (ConfigSchema.properties as Record<string, { description?: string }>)[field]?.description ?? field;
+    throw new ConfigError(`invalid configuration: ${description.split(':')[0]} ${error.message} (got ${JSON.stringify(error.value)})`);
+  }
+  return Object.freeze(config) as Config;
+};

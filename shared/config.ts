@@ -16,6 +16,8 @@ export const ConfigSchema = Type.Object({
   dataDir: Type.String({ description: 'DATA_DIR: embedded database directory (default ./data)', minLength: 1 }),
   /** Bearer token of the admin API; generated into DATA_DIR/admin-token when unset on the embedded default. */
   adminToken: Type.Optional(Type.String({ description: 'ADMIN_TOKEN: bearer token of the admin API', minLength: 16 })),
+  /** Secret of the keyed hash under which API keys are stored; generated into DATA_DIR/api-key-secret when unset on the embedded default. */
+  apiKeySecret: Type.Optional(Type.String({ description: 'API_KEY_SECRET: secret of the keyed hash of API keys (at least 32 characters)', minLength: 32 })),
   /** A call still pending this long after submission fails with `processing_timeout`. */
   processingTimeoutMs: Integer('PROCESSING_TIMEOUT_MS: processing deadline per call (default 3600000 = 60 min)', 1),
   /** PostgreSQL server for the event store (and the event log when Kafka is not configured). */
@@ -67,6 +69,7 @@ export const loadConfig = (env: Env = process.env): Config => {
     host: optional(env, 'HOST') ?? '127.0.0.1',
     dataDir: optional(env, 'DATA_DIR') ?? './data',
     adminToken: optional(env, 'ADMIN_TOKEN'),
+    apiKeySecret: optional(env, 'API_KEY_SECRET'),
     processingTimeoutMs: integer(env, 'PROCESSING_TIMEOUT_MS', 60 * 60 * 1000),
     databaseUrl: optional(env, 'DATABASE_URL'),
     databaseSchema: optional(env, 'DATABASE_SCHEMA') ?? 'public',

@@ -1,3 +1,8 @@
+import type { FieldError, Problem } from '../../shared/domain/submission/submission-schema.ts';
+import type { TeamErrorCode } from '../../shared/domain/team/team-decider.ts';
+
+export type { FieldError, Problem };
+
 /**
  * The one catalogue of error codes the HTTP API answers with, and the one table from code to
  * status. Every error body is RFC 9457 `application/problem+json`:
@@ -51,21 +56,19 @@ const TITLES: Record<ErrorCode, string> = {
   INTERNAL: 'Internal error',
 };
 
-export interface FieldError {
-  /** The field as the caller named it, e.g. `call_tags[3]` or `deal.dealSize`. */
-  field: string;
-  /** The rule it breaks. */
-  message: string;
-}
-
-export interface Problem {
-  type: string;
-  title: string;
-  status: number;
-  detail: string;
-  code: ErrorCode;
-  errors?: FieldError[];
-}
+/** How each refusal of the domain is answered. */
+export const DOMAIN_ERROR_CODES: Record<TeamErrorCode, ErrorCode> = {
+  TEAM_ALREADY_EXISTS: 'CONFLICT',
+  TEAM_NOT_FOUND: 'NOT_FOUND',
+  INVALID_TEAM_INPUT: 'VALIDATION_FAILED',
+  INVALID_MINUTES: 'VALIDATION_FAILED',
+  MEMBER_ALREADY_EXISTS: 'CONFLICT',
+  MEMBER_EMAIL_TAKEN: 'CONFLICT',
+  API_KEY_ALREADY_EXISTS: 'CONFLICT',
+  API_KEY_NOT_FOUND: 'NOT_FOUND',
+  API_KEY_ALREADY_REVOKED: 'CONFLICT',
+  CAPACITY_EXHAUSTED: 'CAPACITY_EXHAUSTED',
+};
 
 /** An error that becomes a problem+json response; extra headers (Retry-After, …) ride along. */
 export class ProblemError extends Error {

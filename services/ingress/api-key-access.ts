@@ -1,0 +1,76 @@
+/**
+ * Authentication and rate limiting for API-key routes, run as an `onRequest` hook: before the body
+ * is read, so the order of answers is 401 → 429 → 413 → 400 → 402 (DESIGN.md).
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { RateLimitDecision, RateLimiter, RateLimitRule } from '../../shared/ports/rate-limiter.ts';
+import { ProblemError } from './errors.ts';
+import type { KeyOwner } from './teams/team-directory.ts';
+import type { TeamService } from './teams/team-service.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The team and key that authenticated the request (API-key routes only). */
+    apiKey?: KeyOwner;
+  }
+}
+
+/** Failed authentications allowed per client address per minute before 429. */
+export const AUTH_FAILURE_RULE: RateLimitRule = { limit: 100, windowMs: 60_000 };
+
+/** The key from `X-API-Key` (preferred) or `Authorization: Bearer`; never from the query or body. */
+export const apiKeyFromHeaders = (headers: FastifyRequest['headers']): string | undefined => {
+  const header = headers['x-api-key'];
+  const fromHeader = (Array.isArray(header) ? header[0] : header)?.trim();
+  if (fromHeader) return fromHeader;
+  const bearer = /^Bearer\s+(\S+)\s*$/i.exec(headers.authorization ?? '');
+  return bearer?.[1];
+};
+
+const seconds = (ms: number) => String(Math.max(1, Math.ceil(ms / 1000)));
+
+/** IETF RateLimit headers, on every authenticated response. */
+export const rateLimitHeaders = (decision: RateLimitDecision, rule: RateLimitRule): Record<string, string> => ({
+  'ratelimit-limit': String(decision.limit),
+  'ratelimit-remaining': String(decision.remaining),
+  'ratelimit-reset': seconds(decision.resetMs),
+  'ratelimit-policy': `${rule.limit};w=${Math.round(rule.windowMs / 1000)}`,
+});
+
+export interface ApiKeyAccessOptions {
+  teams: TeamService;
+  limiter: RateLimiter;
+  /** The per-key limit of the routes this hook guards. */
+  rule: RateLimitRule;
+  /** Names the limit in counters, so each route family has its own budget per key. */
+  scope: string;
+}
+
+export const apiKeyAccess = ({ teams, limiter, rule, scope }: ApiKeyAccessOptions) =>
+  async function authenticate(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const raw = apiKeyFromHeaders(request.headers);
+    const owner = raw ? teams.authenticate(raw) : undefined;
+    if (!owner) {
+      const failures = await limiter.hit(`auth-failure:${request.ip}`, AUTH_FAILURE_RULE);
+      if (!failures.allowed) {
+        throw new ProblemError('RATE_LIMITED', 'Too many failed authentications from this address; retry after the Retry-After delay.', {
+          headers: { 'retry-after': seconds(failures.retryAfterMs) },
+        });
+      }
+      throw new ProblemError(
+        'API_KEY_INVALID',
+        raw
+          ? 'The API key is not valid: it is mistyped, unknown or revoked.'
+          : 'No API key: send it in the X-API-Key header or as Authorization: Bearer <key>. A key in the query string or the body does not authenticate.',
+        { headers: { 'www-authenticate': 'Bearer realm="push-api"' } },
+      );
+    }
+    request.apiKey = owner;
+    const decision = await limiter.hit(`${scope}:${owner.keyId}`, rule);
+    void reply.headers(rateLimitHeaders(decision, rule));
+    if (!decision.allowed) {
+      throw new ProblemError('RATE_LIMITED', `More than ${rule.limit} requests in ${Math.round(rule.windowMs / 1000)} s for this key; retry after the Retry-After delay.`, {
+        headers: { 'retry-after': seconds(decision.retryAfterMs) },
+      });
+    }
+  };

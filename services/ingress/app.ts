@@ -1,0 +1,68 @@
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyBaseLogger } from 'fastify';
+import type { TypedApp } from './typed-app.ts';
+import type { Logger } from 'pino';
+import type { EventLog } from '../../shared/ports/event-log.ts';
+import type { RateLimiter } from '../../shared/ports/rate-limiter.ts';
+import { registerAdminRoutes } from './admin-routes.ts';
+import { installErrorHandler } from './error-handler.ts';
+import { registerIngestRoute } from './ingest-route.ts';
+import type { TeamService } from './teams/team-service.ts';
+
+export interface IngressDeps {
+  logger: Logger;
+  /** Probes the backends for GET /readyz. */
+  check: () => Promise<Record<string, boolean>>;
+  teams: TeamService;
+  limiter: RateLimiter;
+  eventLog: EventLog;
+  adminToken: string;
+  now?: () => Date;
+}
+
+export type IngressApp = TypedApp;
+
+/** Builds the HTTP app; starts nothing (tests call `app.inject()`, main.ts calls `listen`). */
+export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
+  const app = Fastify({
+    loggerInstance: deps.logger as FastifyBaseLogger,
+    // Behind a proxy set trustProxy through a future option; the address throttles failed auth.
+    trustProxy: false,
+    ajv: { customOptions: { coerceTypes: false, removeAdditional: false } },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  // JSON only: anything else is a 415, not a string body the rules would then reject as a 400.
+  app.removeContentTypeParser('text/plain');
+  installErrorHandler(app);
+
+  await app.register(swagger, {
+    openapi: {
+      info: {
+        title: 'Call ingestion service',
+        version: '1.0.0',
+        description: 'Push API: submit sales calls for asynchronous analysis. Errors are RFC 9457 application/problem+json with a stable code.',
+      },
+      components: {
+        securitySchemes: {
+          apiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'Push API key (pk_…), the preferred header.' },
+          bearer: { type: 'http', scheme: 'bearer', description: 'Push API key as Authorization: Bearer pk_…' },
+          adminToken: { type: 'http', scheme: 'bearer', description: 'ADMIN_TOKEN, admin API only.' },
+        },
+      },
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+
+  app.get('/healthz', { schema: { tags: ['Operations'], summary: 'The process is alive' } }, async () => ({ status: 'ok' }));
+  app.get('/readyz', { schema: { tags: ['Operations'], summary: 'The backends answer' } }, async (_request, reply) => {
+    const backends = await deps.check();
+    const ready = Object.values(backends).every(Boolean);
+    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'unavailable', backends });
+  });
+
+  registerIngestRoute(app, { teams: deps.teams, limiter: deps.limiter, eventLog: deps.eventLog, now: deps.now });
+  registerAdminRoutes(app, { teams: deps.teams, adminToken: deps.adminToken });
+  return app;
+};

@@ -1,0 +1,62 @@
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { EventLogUnavailableError } from '../../shared/ports/event-log.ts';
+import { EventStoreUnavailableError } from '../../shared/ports/event-store.ts';
+import { DomainError } from '../../shared/domain/decider.ts';
+import type { TeamErrorCode } from '../../shared/domain/team/team-decider.ts';
+import { DOMAIN_ERROR_CODES, ERROR_STATUS, type ErrorCode, type FieldError, problem, ProblemError } from './errors.ts';
+
+const PROBLEM_JSON = 'application/problem+json; charset=utf-8';
+
+/** Fastify's own errors that mean "the request is wrong", mapped to our codes. */
+const FASTIFY_CODES: Record<string, ErrorCode> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'MALFORMED_JSON',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'MALFORMED_JSON',
+  FST_ERR_CTP_INVALID_JSON_BODY: 'MALFORMED_JSON',
+  FST_ERR_VALIDATION: 'VALIDATION_FAILED',
+};
+
+const validationErrors = (error: FastifyError): FieldError[] =>
+  (error.validation ?? []).map((v) => {
+    const path = (v.instancePath || '').replace(/^\//, '').replaceAll('/', '.');
+    const missing = (v.params as { missingProperty?: string }).missingProperty;
+    const field = [path, missing].filter(Boolean).join('.') || (error.validationContext ?? 'body');
+    return { field, message: missing ? 'is required' : (v.message ?? 'is invalid') };
+  });
+
+/** Installs the one place where errors become problem+json responses. */
+export const installErrorHandler = (app: FastifyInstance): void => {
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    if (error instanceof ProblemError) {
+      for (const [name, value] of Object.entries(error.extra.headers ?? {})) void reply.header(name, value);
+      return reply.code(error.status).type(PROBLEM_JSON).send(error.toProblem());
+    }
+    if (error instanceof DomainError && error.code in DOMAIN_ERROR_CODES) {
+      const code = DOMAIN_ERROR_CODES[error.code as TeamErrorCode];
+      return reply.code(ERROR_STATUS[code]).type(PROBLEM_JSON).send(problem(code, error.message));
+    }
+    if (error instanceof EventLogUnavailableError || error instanceof EventStoreUnavailableError) {
+      request.log.warn({ err: error }, 'backend unavailable');
+      return reply
+        .code(503)
+        .header('retry-after', '5')
+        .type(PROBLEM_JSON)
+        .send(problem('SERVICE_UNAVAILABLE', 'The service cannot store the request right now; nothing was accepted. Retry after the Retry-After delay.'));
+    }
+    const mapped = error.code ? FASTIFY_CODES[error.code] : undefined;
+    if (mapped === 'VALIDATION_FAILED') {
+      return reply.code(400).type(PROBLEM_JSON).send(problem(mapped, 'The request breaks one or more rules; see errors.', validationErrors(error)));
+    }
+    if (mapped) return reply.code(problem(mapped, '').status).type(PROBLEM_JSON).send(problem(mapped, error.message));
+    if (error instanceof SyntaxError || (error.statusCode === 400 && /JSON/i.test(error.message))) {
+      return reply.code(400).type(PROBLEM_JSON).send(problem('MALFORMED_JSON', 'The body is not valid JSON.'));
+    }
+    request.log.error({ err: error }, 'unhandled error');
+    return reply.code(500).type(PROBLEM_JSON).send(problem('INTERNAL', 'An unexpected error occurred; it has been logged.'));
+  });
+
+  app.setNotFoundHandler((request, reply) =>
+    reply.code(404).type(PROBLEM_JSON).send(problem('NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}.`)),
+  );
+};

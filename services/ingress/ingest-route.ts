@@ -1,0 +1,115 @@
+/**
+ * POST /api/integrations/push-api/ingest — accept one call.
+ * 401/429 come from the onRequest hook, 413/415 from body parsing, then: 400 (normalisation),
+ * 402 (capacity), 503 (the log cannot take it; the reservation is released) or 201 once the
+ * CallSubmitted record is durable on the event log.
+ */
+import type { TypedApp } from './typed-app.ts';
+import { randomUUID } from 'node:crypto';
+import { toRecord } from '../../shared/cloudevents.ts';
+import { CALL_SUBMITTED_TYPE, type CallSubmittedData } from '../../shared/domain/call/call-submitted.ts';
+import { isDomainError } from '../../shared/domain/decider.ts';
+import { normaliseSubmission } from '../../shared/domain/submission/normalise-submission.ts';
+import { ProblemSchema, SubmissionAcceptedSchema, SubmissionBodySchema } from '../../shared/domain/submission/submission-schema.ts';
+import { estimateCallMinutes } from '../../shared/domain/team/capacity.ts';
+import { matchMember } from '../../shared/domain/team/match-member.ts';
+import { type EventLog, EventLogUnavailableError } from '../../shared/ports/event-log.ts';
+import type { RateLimiter } from '../../shared/ports/rate-limiter.ts';
+import { TOPICS } from '../../shared/topics.ts';
+import { apiKeyAccess } from './api-key-access.ts';
+import { ProblemError } from './errors.ts';
+import type { TeamService } from './teams/team-service.ts';
+
+export const INGEST_PATH = '/api/integrations/push-api/ingest';
+/** Spec Limits: 30 requests per minute per API key. */
+export const INGEST_RATE_LIMIT = { limit: 30, windowMs: 60_000 };
+/** Spec Limits: 10 MB request body. */
+export const INGEST_BODY_LIMIT = 10 * 1024 * 1024;
+
+export interface IngestDeps {
+  teams: TeamService;
+  limiter: RateLimiter;
+  eventLog: EventLog;
+  now?: () => Date;
+}
+
+const problems = (...statuses: number[]) => Object.fromEntries(statuses.map((s) => [s, ProblemSchema]));
+
+export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
+  const now = deps.now ?? (() => new Date());
+  app.post(
+    INGEST_PATH,
+    {
+      bodyLimit: INGEST_BODY_LIMIT,
+      onRequest: apiKeyAccess({ teams: deps.teams, limiter: deps.limiter, rule: INGEST_RATE_LIMIT, scope: 'ingest' }),
+      // The schema documents the body; the normaliser validates it, so every alias conflict and
+      // rule is reported with the field name the caller sent.
+      validatorCompiler: () => (value) => ({ value }),
+      schema: {
+        summary: 'Submit one call for analysis',
+        description:
+          'A recording link (audioUrl), an inline transcript, or both, plus optional descriptive data. The team is inferred from the API key. ' +
+          'Answers 201 once the call is durably queued; analysis runs asynchronously.',
+        tags: ['Push API'],
+        security: [{ apiKeyHeader: [] }, { bearer: [] }],
+        body: SubmissionBodySchema,
+        response: { 201: SubmissionAcceptedSchema, ...problems(400, 401, 402, 413, 415, 429, 503) },
+      },
+    },
+    async (request, reply) => {
+      const owner = request.apiKey!;
+      const normalised = normaliseSubmission(request.body);
+      if (!normalised.ok) {
+        throw new ProblemError('VALIDATION_FAILED', 'The submission breaks one or more rules; see errors.', { errors: normalised.errors });
+      }
+      const { submission, warnings } = normalised;
+      const team = deps.teams.directoryTeam(owner.teamId);
+      if (!team) throw new ProblemError('API_KEY_INVALID', 'The team of this API key no longer exists.');
+
+      const callId = randomUUID();
+      const reservedMinutes = estimateCallMinutes(submission);
+      let reservation;
+      try {
+        reservation = await deps.teams.reserve(owner.teamId, callId, reservedMinutes);
+      } catch (error) {
+        if (isDomainError(error, 'CAPACITY_EXHAUSTED')) {
+          throw new ProblemError(
+            'CAPACITY_EXHAUSTED',
+            "The team's live call hours are used up. Add capacity or enable auto-recharge, then retry this request.",
+          );
+        }
+        throw error;
+      }
+
+      const submittedAt = now().toISOString();
+      const data: CallSubmittedData = {
+        callId,
+        teamId: owner.teamId,
+        keyId: owner.keyId,
+        submittedAt,
+        submission,
+        attributedTo: matchMember(team, submission.repEmail),
+        capacity: { reservedMinutes, autoRechargedMinutes: reservation.autoRechargedMinutes },
+        warnings,
+      };
+      try {
+        await deps.eventLog.publish(TOPICS.callsSubmitted, [
+          toRecord({ id: callId, type: CALL_SUBMITTED_TYPE, source: INGEST_PATH, subject: callId, time: submittedAt, data, extensions: { teamid: owner.teamId } }),
+        ]);
+      } catch (error) {
+        // Nothing was acknowledged: give the capacity back before answering 503.
+        await deps.teams.release(owner.teamId, callId).catch((releaseError: unknown) => request.log.error({ err: releaseError, callId }, 'capacity release failed'));
+        throw error instanceof EventLogUnavailableError ? error : new EventLogUnavailableError('the event log did not take the call', { cause: error });
+      }
+      request.log.info({ callId, teamId: owner.teamId, keyId: owner.keyId }, 'call accepted');
+      return reply.code(201).send({
+        callId,
+        status: 'pending' as const,
+        processingTriggered: true,
+        processingError: null,
+        statusReason: 'queued_for_processing',
+        warnings,
+      });
+    },
+  );
+};

@@ -1,0 +1,53 @@
+/**
+ * The ingress service assembled from its backends: the team directory (followed from the event
+ * store), the team use cases, and the HTTP app. Used by main.ts and by the contract tests.
+ */
+import type { Logger } from 'pino';
+import type { EventLog } from '../../shared/ports/event-log.ts';
+import type { EventStore } from '../../shared/ports/event-store.ts';
+import type { RateLimiter } from '../../shared/ports/rate-limiter.ts';
+import { buildIngressApp, type IngressApp } from './app.ts';
+import { TeamDirectory } from './teams/team-directory.ts';
+import { TeamService } from './teams/team-service.ts';
+
+export interface IngressOptions {
+  eventStore: EventStore;
+  eventLog: EventLog;
+  limiter: RateLimiter;
+  logger: Logger;
+  adminToken: string;
+  apiKeySecret: string;
+  check?: () => Promise<Record<string, boolean>>;
+  now?: () => Date;
+}
+
+export interface Ingress {
+  app: IngressApp;
+  teams: TeamService;
+  /** Closes the HTTP app (finishing in-flight requests) and stops following team events. */
+  close(): Promise<void>;
+}
+
+export const createIngress = async (options: IngressOptions): Promise<Ingress> => {
+  const directory = new TeamDirectory();
+  await directory.start(options.eventStore);
+  const teams = new TeamService({ store: options.eventStore, directory, keySecret: options.apiKeySecret, now: options.now });
+  const app = await buildIngressApp({
+    logger: options.logger,
+    check: options.check ?? (async () => ({})),
+    teams,
+    limiter: options.limiter,
+    eventLog: options.eventLog,
+    adminToken: options.adminToken,
+    now: options.now,
+  });
+  await app.ready();
+  return {
+    app,
+    teams,
+    async close() {
+      await app.close();
+      await directory.stop();
+    },
+  };
+};

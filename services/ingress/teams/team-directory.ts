@@ -1,0 +1,91 @@
+/**
+ * Every team's state in memory, kept current from the team events of the global feed, so the hot
+ * path (key lookup, capacity check, rep matching) never reads the store. A key revoked by any
+ * process stops working here as soon as the subscription sees the event (local appends wake it at
+ * once; other processes' within the store's poll interval or a NOTIFY).
+ *
+ * It is also the state cache of the team repository: a command folds only events newer than the
+ * version held here.
+ */
+import type { TeamEvent } from '../../../shared/domain/team/team-events.ts';
+import { evolveTeam, initialTeamState, type ActiveTeam, type TeamState } from '../../../shared/domain/team/team-state.ts';
+import type { EventStore, RecordedEvent, Subscription } from '../../../shared/ports/event-store.ts';
+import type { StateCache, Versioned } from '../../runtime/aggregate-repository.ts';
+
+const TEAM_STREAM = /^team-(.+)$/;
+
+export interface KeyOwner {
+  teamId: string;
+  keyId: string;
+}
+
+export class TeamDirectory implements StateCache<TeamState> {
+  private readonly teams = new Map<string, Versioned<TeamState>>();
+  private readonly keysByHash = new Map<string, KeyOwner>();
+  private readonly lastUsed = new Map<string, string>();
+  private subscription?: Subscription;
+
+  /** Starts following the feed; resolves once every existing team event is applied. */
+  async start(store: EventStore): Promise<void> {
+    this.subscription = store.subscribeToAll({
+      batchSize: 2000,
+      handler: async (events) => {
+        for (const event of events) this.apply(event);
+      },
+    });
+    await this.subscription.caughtUp();
+  }
+
+  async stop(): Promise<void> {
+    await this.subscription?.stop();
+  }
+
+  /** The team and key a key hash belongs to, when the key is active. */
+  ownerOf(keyHash: string): KeyOwner | undefined {
+    return this.keysByHash.get(keyHash);
+  }
+
+  team(teamId: string): ActiveTeam | undefined {
+    const state = this.teams.get(teamId)?.state;
+    return state?.status === 'active' ? state : undefined;
+  }
+
+  /** When a key last authenticated a request in this process (ISO 8601), if it did. */
+  lastUsedAt(keyId: string): string | undefined {
+    return this.lastUsed.get(keyId);
+  }
+
+  markUsed(keyId: string, at: string): void {
+    this.lastUsed.set(keyId, at);
+  }
+
+  get(teamId: string): Versioned<TeamState> | undefined {
+    return this.teams.get(teamId);
+  }
+
+  set(teamId: string, value: Versioned<TeamState>): void {
+    const held = this.teams.get(teamId);
+    if (held && held.version >= value.version) return;
+    this.teams.set(teamId, value);
+    this.index(teamId, value.state);
+  }
+
+  private apply(event: RecordedEvent): void {
+    const match = TEAM_STREAM.exec(event.streamId);
+    if (!match) return;
+    const teamId = match[1]!;
+    const held = this.teams.get(teamId) ?? { state: initialTeamState, version: -1 };
+    // Commands of this process already folded newer events in; a gap means we are behind and the
+    // subscription will deliver the missing ones in order.
+    if (event.revision !== held.version + 1) return;
+    this.set(teamId, { state: evolveTeam(held.state, { type: event.type, data: event.data } as TeamEvent), version: event.revision });
+  }
+
+  private index(teamId: string, state: TeamState): void {
+    if (state.status !== 'active') return;
+    for (const key of state.apiKeys.values()) {
+      if (key.revokedAt) this.keysByHash.delete(key.keyHash);
+      else this.keysByHash.set(key.keyHash, { teamId, keyId: key.keyId });
+    }
+  }
+}

@@ -1,0 +1,122 @@
+/**
+ * Team use cases for the admin API and the ingest path: each turns a request into a Team command,
+ * with the ids and the time it needs, and runs it through the repository.
+ */
+import { randomUUID } from 'node:crypto';
+import { hoursToMinutes } from '../../../shared/domain/team/capacity.ts';
+import type { TeamCommand } from '../../../shared/domain/team/team-commands.ts';
+import { teamDecider } from '../../../shared/domain/team/team-decider.ts';
+import { teamStreamId, type TeamEvent } from '../../../shared/domain/team/team-events.ts';
+import type { ActiveTeam, TeamState } from '../../../shared/domain/team/team-state.ts';
+import { generateApiKey, generateKeyId, hashApiKey, parseApiKey } from '../../../shared/security/api-keys.ts';
+import type { EventStore } from '../../../shared/ports/event-store.ts';
+import { AggregateRepository } from '../../runtime/aggregate-repository.ts';
+import type { KeyOwner, TeamDirectory } from './team-directory.ts';
+
+export interface TeamServiceDeps {
+  store: EventStore;
+  directory: TeamDirectory;
+  /** Secret of the keyed hash under which API keys are stored. */
+  keySecret: string;
+  now?: () => Date;
+}
+
+export interface CapacityView {
+  remainingMinutes: number;
+  autoRecharge: { enabled: boolean; blockMinutes: number };
+}
+
+export class TeamService {
+  private readonly repository: AggregateRepository<TeamCommand, TeamState, TeamEvent>;
+  private readonly now: () => Date;
+
+  constructor(private readonly deps: TeamServiceDeps) {
+    this.repository = new AggregateRepository(deps.store, teamDecider, teamStreamId, { cache: deps.directory });
+    this.now = deps.now ?? (() => new Date());
+  }
+
+  /** The team and key behind a raw API key, or undefined for a malformed, unknown or revoked key. */
+  authenticate(rawKey: string): KeyOwner | undefined {
+    const parsed = parseApiKey(rawKey);
+    if (!parsed.ok) return undefined;
+    const owner = this.deps.directory.ownerOf(hashApiKey(parsed.key, this.deps.keySecret));
+    if (owner) this.deps.directory.markUsed(owner.keyId, this.now().toISOString());
+    return owner;
+  }
+
+  async createTeam(input: { name: string; ownerEmail: string; ownerName?: string; capacityHours?: number }): Promise<string> {
+    const teamId = randomUUID();
+    await this.run(teamId, {
+      type: 'CreateTeam',
+      teamId,
+      name: input.name,
+      owner: { email: input.ownerEmail, name: input.ownerName ?? input.ownerEmail },
+      capacityMinutes: hoursToMinutes(input.capacityHours ?? 0),
+      now: this.now().toISOString(),
+    });
+    return teamId;
+  }
+
+  async addMember(teamId: string, input: { email: string; name: string }): Promise<string> {
+    const memberId = randomUUID();
+    await this.run(teamId, { type: 'AddMember', memberId, email: input.email, name: input.name });
+    return memberId;
+  }
+
+  /** Issues a key; the key itself is returned once and never stored. */
+  async issueKey(teamId: string, label?: string): Promise<{ keyId: string; key: string }> {
+    const key = generateApiKey();
+    const keyId = generateKeyId();
+    const keyHash = hashApiKey(key, this.deps.keySecret);
+    await this.run(teamId, { type: 'IssueApiKey', keyId, label: label ?? '', keyHash, now: this.now().toISOString() });
+    return { keyId, key };
+  }
+
+  async revokeKey(teamId: string, keyId: string): Promise<void> {
+    await this.run(teamId, { type: 'RevokeApiKey', keyId, now: this.now().toISOString() });
+  }
+
+  async changeCapacity(teamId: string, input: { addHours?: number; autoRecharge?: { enabled: boolean; hours?: number } }): Promise<CapacityView> {
+    if (input.addHours !== undefined) await this.run(teamId, { type: 'AddCapacity', minutes: hoursToMinutes(input.addHours) });
+    if (input.autoRecharge) {
+      const { enabled, hours } = input.autoRecharge;
+      await this.run(teamId, { type: 'SetAutoRecharge', enabled, ...(hours !== undefined ? { blockMinutes: hoursToMinutes(hours) } : {}) });
+    }
+    return this.capacity(await this.load(teamId));
+  }
+
+  /** Reserves a call's estimate; throws DomainError CAPACITY_EXHAUSTED when nothing is left. */
+  async reserve(teamId: string, callId: string, minutes: number): Promise<CapacityView & { autoRechargedMinutes: number }> {
+    const { state, events } = await this.run(teamId, { type: 'ReserveCapacity', callId, minutes });
+    const reserved = events.find((e) => e.type === 'CapacityReserved');
+    return { ...this.capacity(state as ActiveTeam), autoRechargedMinutes: reserved?.type === 'CapacityReserved' ? reserved.data.autoRechargedMinutes : 0 };
+  }
+
+  async release(teamId: string, callId: string): Promise<void> {
+    await this.run(teamId, { type: 'ReleaseCapacity', callId });
+  }
+
+  /** When a key last authenticated a request in this process. */
+  lastUsedAt(keyId: string): string | undefined {
+    return this.deps.directory.lastUsedAt(keyId);
+  }
+
+  /** The team as this process knows it (no I/O): for attribution on the hot path. */
+  directoryTeam(teamId: string): ActiveTeam | undefined {
+    return this.deps.directory.team(teamId);
+  }
+
+  /** The team as stored now (reads events newer than the directory's copy). */
+  async load(teamId: string): Promise<ActiveTeam | undefined> {
+    const { state } = await this.repository.load(teamId);
+    return state.status === 'active' ? state : undefined;
+  }
+
+  capacity(team: ActiveTeam | undefined): CapacityView {
+    return { remainingMinutes: team?.remainingMinutes ?? 0, autoRecharge: team?.autoRecharge ?? { enabled: false, blockMinutes: 0 } };
+  }
+
+  private run(teamId: string, command: TeamCommand) {
+    return this.repository.handle(teamId, command);
+  }
+}

@@ -1,0 +1,78 @@
+/**
+ * Opens the event store and the event log the configuration asks for:
+ * - nothing configured: both in the embedded SQLite database in DATA_DIR;
+ * - DATABASE_URL: the event store on PostgreSQL (and the event log too, unless KAFKA_BROKERS);
+ * - KAFKA_BROKERS: the event log on Apache Kafka.
+ */
+import type { Logger } from 'pino';
+import { createKafkaEventLog } from '../../shared/adapters/event-log/kafka-event-log.ts';
+import { createPostgresEventLog, createSqliteEventLog } from '../../shared/adapters/event-log/sql-event-log.ts';
+import { createPostgresEventStore } from '../../shared/adapters/event-store/postgres-event-store.ts';
+import { createSqliteEventStore } from '../../shared/adapters/event-store/sqlite-event-store.ts';
+import { openSqlite, type OpenedSqlite } from '../../shared/adapters/sqlite/sqlite-database.ts';
+import type { Config } from '../../shared/config.ts';
+import type { EventLog } from '../../shared/ports/event-log.ts';
+import type { EventStore } from '../../shared/ports/event-store.ts';
+import { ALL_TOPICS } from '../../shared/topics.ts';
+
+export interface Backends {
+  eventStore: EventStore;
+  eventLog: EventLog;
+  /** The embedded database when one is open (for DATA_DIR files such as the admin token). */
+  sqlite?: OpenedSqlite;
+  /** One line per backend, for the start-up log. */
+  description: { eventStore: string; eventLog: string };
+  /** Probes each backend; used by GET /readyz. */
+  check(): Promise<{ eventStore: boolean; eventLog: boolean }>;
+  close(): Promise<void>;
+}
+
+const redact = (url: string) => url.replace(/\/\/([^:@/]+):[^@/]+@/, '//$1:***@');
+
+export const openBackends = async (config: Config, log: Logger): Promise<Backends> => {
+  const sqlite = config.databaseUrl ? undefined : openSqlite(config.dataDir);
+  try {
+    const eventStore = config.databaseUrl
+      ? await createPostgresEventStore({ connectionString: config.databaseUrl, schema: config.databaseSchema })
+      : createSqliteEventStore(sqlite!.db);
+    const eventLog =
+      config.kafkaBrokers.length > 0
+        ? await createKafkaEventLog({ brokers: config.kafkaBrokers })
+        : config.databaseUrl
+          ? await createPostgresEventLog({ connectionString: config.databaseUrl, schema: config.databaseSchema })
+          : createSqliteEventLog(sqlite!.db);
+    await eventLog.ensureTopics(ALL_TOPICS.map((name) => ({ name, partitions: config.topicPartitions })));
+    const description = {
+      eventStore: config.databaseUrl ? `postgresql ${redact(config.databaseUrl)} schema ${config.databaseSchema}` : `sqlite ${sqlite!.dataDir}`,
+      eventLog:
+        config.kafkaBrokers.length > 0
+          ? `kafka ${config.kafkaBrokers.join(',')}`
+          : config.databaseUrl
+            ? `postgresql table log (schema ${config.databaseSchema})`
+            : `sqlite table log ${sqlite!.dataDir}`,
+    };
+    log.info(description, 'backends open');
+    return {
+      eventStore,
+      eventLog,
+      sqlite,
+      description,
+      async check() {
+        const probe = async (fn: () => Promise<unknown>) => fn().then(() => true, () => false);
+        const [store, events] = await Promise.all([
+          probe(() => eventStore.readAll({ maxCount: 1 })),
+          probe(() => eventLog.committedOffset('readiness-probe', ALL_TOPICS[0]!, 0)),
+        ]);
+        return { eventStore: store, eventLog: events };
+      },
+      async close() {
+        await eventLog.close();
+        await eventStore.close();
+        sqlite?.close();
+      },
+    };
+  } catch (error) {
+    sqlite?.close();
+    throw error;
+  }
+};

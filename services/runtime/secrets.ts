@@ -1,0 +1,36 @@
+/**
+ * The admin token and the API-key hash secret. From the environment when set; on the embedded
+ * default, generated once into DATA_DIR (mode 0600) and reused; on a shared database they must be
+ * configured, since every process has to agree on them.
+ */
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { type Config, ConfigError } from '../../shared/config.ts';
+
+export interface Secrets {
+  adminToken: string;
+  apiKeySecret: string;
+  /** Files generated or read, for the start-up log (never the values). */
+  files: { adminToken?: string; apiKeySecret?: string };
+}
+
+const fromFile = (path: string): string => {
+  if (existsSync(path)) return readFileSync(path, 'utf8').trim();
+  const value = randomBytes(32).toString('base64url');
+  writeFileSync(path, `${value}\n`, { mode: 0o600, flag: 'wx' });
+  chmodSync(path, 0o600);
+  return value;
+};
+
+export const resolveSecrets = (config: Config, dataDir: string | undefined): Secrets => {
+  const resolve = (value: string | undefined, variable: string, file: string): [string, string | undefined] => {
+    if (value) return [value, undefined];
+    if (!dataDir) throw new ConfigError(`${variable} must be set when the service runs on a shared database (DATABASE_URL): every process needs the same value`);
+    const path = join(dataDir, file);
+    return [fromFile(path), path];
+  };
+  const [adminToken, adminFile] = resolve(config.adminToken, 'ADMIN_TOKEN', 'admin-token');
+  const [apiKeySecret, secretFile] = resolve(config.apiKeySecret, 'API_KEY_SECRET', 'api-key-secret');
+  return { adminToken, apiKeySecret, files: { adminToken: adminFile, apiKeySecret: secretFile } };
+};

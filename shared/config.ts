@@ -30,6 +30,8 @@ export const ConfigSchema = Type.Object({
   topicPartitions: Integer('TOPIC_PARTITIONS: partitions per created topic (default 6)', 1),
   /** Redis for rate-limit counters shared by every ingress process. */
   redisUrl: Type.Optional(Type.String({ description: 'REDIS_URL: redis://… — shared rate limits', minLength: 1 })),
+  /** Base URL of a running service, for the admin CLI. */
+  apiUrl: Type.String({ description: 'API_URL: base URL the admin CLI talks to (default http://HOST:PORT)', minLength: 1 }),
   /** Log level of the service's structured logs. */
   logLevel: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)), {
     description: 'LOG_LEVEL (default info)',
@@ -77,7 +79,9 @@ export const loadConfig = (env: Env = process.env): Config => {
     topicPartitions: integer(env, 'TOPIC_PARTITIONS', 6),
     redisUrl: optional(env, 'REDIS_URL'),
     logLevel: optional(env, 'LOG_LEVEL') ?? 'info',
+    apiUrl: '',
   };
+  config.apiUrl = (optional(env, 'API_URL') ?? `http://${config.host}:${config.port}`).replace(/\/+$/, '');
   for (const key of Object.keys(config) as (keyof typeof config)[]) if (config[key] === undefined) delete config[key];
   const error = Value.Errors(ConfigSchema, config).First();
   if (error) {

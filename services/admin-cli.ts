@@ -1,0 +1,141 @@
+/**
+ * `npm run admin -- <command>`: the admin API for people at a terminal.
+ * Reads the admin token from ADMIN_TOKEN or DATA_DIR/admin-token, the service from API_URL
+ * (default http://HOST:PORT).
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { loadConfig } from '../shared/config.ts';
+
+const HELP = `Usage: npm run admin -- <command> [options]
+
+Teams
+  team create --name <name> --owner-email <email> [--owner-name <name>] [--hours <n>]
+  team show --team <teamId>
+Members
+  member add --team <teamId> --email <email> --name <name>
+API keys
+  key create --team <teamId> [--label <label>]      prints the key once: store it
+  key revoke --team <teamId> --key <keyId>
+Capacity
+  capacity add --team <teamId> --hours <n>
+  capacity auto-recharge --team <teamId> (--on --hours <n> | --off)
+
+Environment: API_URL (default http://HOST:PORT, i.e. http://127.0.0.1:3000),
+ADMIN_TOKEN (default: the file DATA_DIR/admin-token written by the service).
+`;
+
+class UsageError extends Error {}
+
+const options = {
+  name: { type: 'string' },
+  'owner-email': { type: 'string' },
+  'owner-name': { type: 'string' },
+  hours: { type: 'string' },
+  team: { type: 'string' },
+  email: { type: 'string' },
+  label: { type: 'string' },
+  key: { type: 'string' },
+  on: { type: 'boolean' },
+  off: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+type Values = ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true }>>['values'];
+
+const need = (values: Values, name: keyof Values): string => {
+  const value = values[name];
+  if (typeof value !== 'string' || value === '') throw new UsageError(`--${name} is required`);
+  return value;
+};
+const hours = (values: Values): number => {
+  const n = Number(need(values, 'hours'));
+  if (!Number.isFinite(n) || n <= 0) throw new UsageError('--hours must be a positive number');
+  return n;
+};
+
+const main = async (argv: string[]): Promise<number> => {
+  const { values, positionals } = parseArgs({ args: argv, options, allowPositionals: true, strict: true });
+  if (values.help || positionals.length === 0) {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  const config = loadConfig();
+  const tokenFile = join(config.dataDir, 'admin-token');
+  const token = config.adminToken ?? (existsSync(tokenFile) ? readFileSync(tokenFile, 'utf8').trim() : undefined);
+  if (!token) throw new UsageError(`no admin token: set ADMIN_TOKEN, or start the service once so it writes ${tokenFile}`);
+  const base = config.apiUrl;
+
+  const call = async (method: string, path: string, body?: unknown) => {
+    let res: Response;
+    try {
+      res = await fetch(`${base}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    } catch (error) {
+      throw new UsageError(`cannot reach the service at ${base} (${(error as Error).cause ?? (error as Error).message}); is it running? set API_URL otherwise`);
+    }
+    const text = await res.text();
+    const parsed: unknown = text ? JSON.parse(text) : null;
+    if (!res.ok) {
+      const problem = parsed as { detail?: string; errors?: { field: string; message: string }[] } | null;
+      const details = problem?.errors?.map((e) => `\n  ${e.field}: ${e.message}`).join('') ?? '';
+      throw new UsageError(`${res.status} ${problem?.detail ?? res.statusText}${details}`);
+    }
+    return parsed as Record<string, unknown>;
+  };
+  const print = (value: unknown) => process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+
+  const [noun, verb] = positionals;
+  switch (`${noun} ${verb ?? ''}`.trim()) {
+    case 'team create':
+      print(
+        await call('POST', '/api/admin/teams', {
+          name: need(values, 'name'),
+          ownerEmail: need(values, 'owner-email'),
+          ...(values['owner-name'] ? { ownerName: values['owner-name'] } : {}),
+          ...(values.hours ? { capacityHours: hours(values) } : {}),
+        }),
+      );
+      return 0;
+    case 'team show':
+      print(await call('GET', `/api/admin/teams/${encodeURIComponent(need(values, 'team'))}`));
+      return 0;
+    case 'member add':
+      print(await call('POST', `/api/admin/teams/${encodeURIComponent(need(values, 'team'))}/members`, { email: need(values, 'email'), name: need(values, 'name') }));
+      return 0;
+    case 'key create': {
+      const issued = await call('POST', `/api/admin/teams/${encodeURIComponent(need(values, 'team'))}/keys`, values.label ? { label: values.label } : {});
+      print(issued);
+      process.stderr.write('This key is shown once: store it now. Send it as X-API-Key: <key>.\n');
+      return 0;
+    }
+    case 'key revoke':
+      await call('DELETE', `/api/admin/teams/${encodeURIComponent(need(values, 'team'))}/keys/${encodeURIComponent(need(values, 'key'))}`);
+      process.stdout.write('revoked\n');
+      return 0;
+    case 'capacity add':
+      print(await call('POST', `/api/admin/teams/${encodeURIComponent(need(values, 'team'))}/capacity`, { addHours: hours(values) }));
+      return 0;
+    case 'capacity auto-recharge': {
+      if (values.on === values.off) throw new UsageError('give exactly one of --on or --off');
+      const autoRecharge = values.on ? { enabled: true, hours: hours(values) } : { enabled: false };
+      print(await call('POST', `/api/admin/teams/${encodeURIComponent(need(values, 'team'))}/capacity`, { autoRecharge }));
+      return 0;
+    }
+    default:
+      throw new UsageError(`unknown command "${positionals.join(' ')}"`);
+  }
+};
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    const usage = error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
+    process.stderr.write(`admin: ${(error as Error).message}\n${usage ? 'Run npm run admin -- --help for the commands.\n' : ''}`);
+    process.exit(usage ? 2 : 1);
+  },
+);

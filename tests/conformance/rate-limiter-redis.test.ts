@@ -1,0 +1,146 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { createServer, type Socket } from 'node:net';
+import { after, describe, test } from 'node:test';
+import { Redis } from 'ioredis';
+import { createFallbackRateLimiter } from '../../shared/adapters/rate-limit/fallback-rate-limiter.ts';
+import { createMemoryRateLimiter } from '../../shared/adapters/rate-limit/memory-rate-limiter.ts';
+import { createRedisRateLimiter } from '../../shared/adapters/rate-limit/redis-rate-limiter.ts';
+import { RateLimiterUnavailableError } from '../../shared/ports/rate-limiter.ts';
+import { backend } from '../support/backends.ts';
+import { type RateLimiterHandle, rateLimiterConformance } from './rate-limiter.ts';
+
+const redis = await backend('redis');
+const runPrefix = `rl-test-${randomUUID()}:`;
+
+let admin: Redis | undefined;
+const adminClient = () => (admin ??= new Redis(redis.url!, { maxRetriesPerRequest: 1 }));
+after(async () => {
+  if (!admin) return;
+  let cursor = '0';
+  do {
+    const [next, keys] = await admin.scan(cursor, 'MATCH', `${runPrefix}*`, 'COUNT', 1000);
+    if (keys.length > 0) await admin.del(...keys);
+    cursor = next;
+  } while (cursor !== '0');
+  await admin.quit();
+});
+
+const prefixes = new Map<RateLimiterHandle, string>();
+const open = (keyPrefix: string): RateLimiterHandle => {
+  adminClient();
+  const limiter = createRedisRateLimiter({ url: redis.url!, keyPrefix });
+  return { limiter, cleanup: () => limiter.close() };
+};
+
+rateLimiterConformance(
+  'redis',
+  {
+    async fresh() {
+      const keyPrefix = `${runPrefix}${randomUUID()}:`;
+      const handle = open(keyPrefix);
+      prefixes.set(handle, keyPrefix);
+      return handle;
+    },
+    async sameStorage(handle) {
+      return open(prefixes.get(handle)!);
+    },
+  },
+  { skip: redis.skip },
+);
+
+describe('redis rate limiter: failures', { skip: redis.skip }, () => {
+  const rule = { limit: 2, windowMs: 1_000 };
+
+  test('a server error that is not transient (WRONGTYPE) is rethrown as is, not reported as unavailable', async () => {
+    const keyPrefix = `${runPrefix}${randomUUID()}:`;
+    await adminClient().set(`${keyPrefix}taken`, 'a string, not a sorted set');
+    const limiter = createRedisRateLimiter({ url: redis.url!, keyPrefix });
+    try {
+      const error = await limiter.hit('taken', rule, 0).catch((e: unknown) => e);
+      assert.ok(error instanceof Error && !(error instanceof RateLimiterUnavailableError), String(error));
+      assert.match(error.message, /WRONGTYPE/);
+    } finally {
+      await limiter.close();
+    }
+  });
+
+  test('after the server forgets the script (restart, SCRIPT FLUSH), hits still work', async () => {
+    const limiter = createRedisRateLimiter({ url: redis.url!, keyPrefix: `${runPrefix}${randomUUID()}:` });
+    try {
+      assert.equal((await limiter.hit('k', rule, 0)).allowed, true);
+      await adminClient().script('FLUSH');
+      assert.deepEqual((await limiter.hit('k', rule, 1)).remaining, 0);
+      assert.equal((await limiter.hit('k', rule, 2)).allowed, false);
+    } finally {
+      await limiter.close();
+    }
+  });
+});
+
+// These need no Redis server: they check what happens when there is none.
+describe('redis rate limiter: unreachable Redis', () => {
+  const rule = { limit: 2, windowMs: 60_000 };
+  const timed = async <T>(promise: Promise<T>): Promise<{ value?: T; error?: unknown; ms: number }> => {
+    const started = performance.now();
+    const outcome = await promise.then(
+      (value) => ({ value }),
+      (error: unknown) => ({ error }),
+    );
+    return { ...outcome, ms: performance.now() - started };
+  };
+
+  test('refused connection: every call rejects with RateLimiterUnavailableError in well under a second', async () => {
+    const limiter = createRedisRateLimiter({ url: 'redis://127.0.0.1:1' });
+    try {
+      for (let i = 0; i < 3; i++) {
+        const { error, ms } = await timed(limiter.hit('k', rule, i));
+        assert.ok(error instanceof RateLimiterUnavailableError, String(error));
+        assert.equal(error.retriable, true);
+        assert.ok(ms < 600, `call ${i} took ${ms} ms`);
+      }
+    } finally {
+      await limiter.close();
+    }
+  });
+
+  test('a server that accepts connections but never answers: the call rejects after timeoutMs, not a hang', async () => {
+    const sockets = new Set<Socket>();
+    const silent = createServer((socket) => {
+      sockets.add(socket);
+      socket.on('close', () => sockets.delete(socket));
+    });
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const { port } = silent.address() as { port: number };
+    const limiter = createRedisRateLimiter({ url: `redis://127.0.0.1:${port}`, timeoutMs: 200 });
+    try {
+      const { error, ms } = await timed(limiter.hit('k', rule, 0));
+      assert.ok(error instanceof RateLimiterUnavailableError, String(error));
+      assert.ok(ms >= 150 && ms < 600, `took ${ms} ms`);
+    } finally {
+      await limiter.close();
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
+  });
+
+  test('behind the fallback wrapper, the in-process limiter answers and the outage is reported once', async () => {
+    const reported: unknown[] = [];
+    const limiter = createFallbackRateLimiter(createRedisRateLimiter({ url: 'redis://127.0.0.1:1' }), createMemoryRateLimiter(), (error) =>
+      reported.push(error),
+    );
+    try {
+      const { value, ms } = await timed(limiter.hit('k', rule, 0));
+      assert.ok(ms < 600, `took ${ms} ms`);
+      const decisions = [value, await limiter.hit('k', rule, 1), await limiter.hit('k', rule, 2)];
+      assert.deepEqual(
+        decisions.map((d) => d?.allowed),
+        [true, true, false],
+      );
+      assert.equal(reported.length, 1);
+      assert.ok(reported[0] instanceof RateLimiterUnavailableError);
+    } finally {
+      await limiter.close();
+    }
+  });
+});

@@ -1,0 +1,122 @@
+/**
+ * The Call aggregate as a decider: every step of processing is a command that is legal only at its
+ * stage, so a redelivered or late step is refused instead of applied twice, and nothing revives a
+ * finished call. Processing mode (spec): audio only → fetch, transcribe, analyse; transcript only →
+ * transcript-only analysis; both → the audio's transcript is the primary one.
+ */
+import { DomainError, type Decider } from '../decider.ts';
+import type { CallAnalysis, CallEvent, ProcessingMode } from './call-events.ts';
+import type { CallSubmittedData } from './call-submitted.ts';
+import { type CallState, evolveCall, initialCallState, type PendingCall, submittedDeal } from './call-state.ts';
+
+export type CallCommand =
+  | { type: 'SubmitCall'; data: CallSubmittedData }
+  | { type: 'StartProcessing'; now: string; timeoutMs: number }
+  | { type: 'RecordAudioFetched'; bytes: number; contentType: string; now: string }
+  | { type: 'RecordTranscript'; source: 'audio' | 'inline'; text: string; truncated: boolean; durationSeconds: number | null; engine: string | null; now: string }
+  | { type: 'RecordAnalysis'; analysis: CallAnalysis; now: string }
+  | { type: 'RecordDeal'; now: string }
+  | { type: 'CompleteCall'; now: string }
+  | { type: 'FailCall'; code: string; reason: string; now: string }
+  | { type: 'TimeOut'; now: string; timeoutMs: number };
+
+export const CALL_ERROR_CODES = ['CALL_NOT_FOUND', 'CALL_ALREADY_FINISHED', 'CALL_STEP_OUT_OF_ORDER'] as const;
+export type CallErrorCode = (typeof CALL_ERROR_CODES)[number];
+
+/** The reason (and code) of a call that stayed pending past its deadline (DESIGN.md). */
+export const PROCESSING_TIMEOUT = 'processing_timeout';
+
+const refuse = (code: CallErrorCode, message: string): never => {
+  throw new DomainError(code, message);
+};
+
+/** Audio when there is a recording link (even with a transcript), else the inline transcript. */
+export const processingMode = (submitted: CallSubmittedData): ProcessingMode => (submitted.submission.audioUrl ? 'audio' : 'transcript');
+
+/** The instant a pending call times out: its recorded deadline, else submission time + timeout. */
+export const deadlineOf = (call: PendingCall, timeoutMs: number): string =>
+  call.deadline ?? new Date(Date.parse(call.submitted.submittedAt) + timeoutMs).toISOString();
+
+const pendingCall = (state: CallState, step: string): PendingCall => {
+  if (state.status === 'absent') return refuse('CALL_NOT_FOUND', `${step}: the call does not exist`);
+  if (state.status !== 'pending') return refuse('CALL_ALREADY_FINISHED', `${step}: the call already ${state.status === 'completed' ? 'completed' : 'failed'}`);
+  return state;
+};
+
+const atStage = (state: CallState, step: string, ...stages: PendingCall['stage'][]): PendingCall => {
+  const call = pendingCall(state, step);
+  if (!stages.includes(call.stage)) refuse('CALL_STEP_OUT_OF_ORDER', `${step}: the call is at stage ${call.stage}`);
+  return call;
+};
+
+export const decideCall = (command: CallCommand, state: CallState): CallEvent[] => {
+  switch (command.type) {
+    case 'SubmitCall':
+      // A redelivered submission of a call already in the store changes nothing.
+      return state.status === 'absent' ? [{ type: 'CallSubmitted', data: command.data }] : [];
+    case 'StartProcessing': {
+      const call = atStage(state, 'start processing', 'queued');
+      return [{ type: 'ProcessingStarted', data: { mode: processingMode(call.submitted), deadline: deadlineOf(call, command.timeoutMs), at: command.now } }];
+    }
+    case 'RecordAudioFetched':
+      atStage(state, 'record fetched audio', 'fetching_audio');
+      return [{ type: 'AudioFetched', data: { bytes: command.bytes, contentType: command.contentType, at: command.now } }];
+    case 'RecordTranscript': {
+      const call = atStage(state, 'record transcript', 'fetching_audio', 'transcribing');
+      if (command.source === 'inline' && call.mode === 'audio') refuse('CALL_STEP_OUT_OF_ORDER', 'record transcript: an audio call takes its transcript from the audio');
+      if (command.source === 'audio' && call.mode !== 'audio') refuse('CALL_STEP_OUT_OF_ORDER', 'record transcript: the call has no audio');
+      const { source, text, truncated, durationSeconds, engine, now } = command;
+      return [{ type: 'TranscriptRecorded', data: { source, text, truncated, durationSeconds, engine, at: now } }];
+    }
+    case 'RecordAnalysis':
+      atStage(state, 'record analysis', 'analysing');
+      return [{ type: 'CallAnalysed', data: { ...command.analysis, at: command.now } }];
+    case 'RecordDeal': {
+      const call = atStage(state, 'record deal', 'recording_deal');
+      return [{ type: 'DealRecorded', data: { deal: submittedDeal(call)!, at: command.now } }];
+    }
+    case 'CompleteCall': {
+      const call = atStage(state, 'complete', 'completing');
+      return [{ type: 'CallCompleted', data: { durationSeconds: call.transcript?.durationSeconds ?? null, at: command.now } }];
+    }
+    case 'FailCall':
+      pendingCall(state, 'fail');
+      return [{ type: 'CallFailed', data: { code: command.code, reason: command.reason, at: command.now } }];
+    case 'TimeOut': {
+      // A timeout after the call finished does nothing: timers are at-least-once too.
+      if (state.status !== 'pending') return [];
+      if (Date.parse(command.now) < Date.parse(deadlineOf(state, command.timeoutMs))) return [];
+      return [{ type: 'CallFailed', data: { code: PROCESSING_TIMEOUT, reason: PROCESSING_TIMEOUT, at: command.now } }];
+    }
+    default: {
+      const unhandled: never = command;
+      throw new Error(`unknown call command ${(unhandled as { type: string }).type}`);
+    }
+  }
+};
+
+export const callDecider: Decider<CallCommand, CallState, CallEvent> = {
+  decide: decideCall,
+  evolve: evolveCall,
+  initialState: initialCallState,
+};
+
+/** What the processor does next for a call in this state. */
+export type NextStep = 'start' | 'fetch_and_transcribe' | 'record_inline_transcript' | 'analyse' | 'record_deal' | 'complete' | 'none';
+
+export const nextStep = (state: CallState): NextStep => {
+  if (state.status !== 'pending') return 'none';
+  switch (state.stage) {
+    case 'queued':
+      return 'start';
+    case 'fetching_audio':
+    case 'transcribing':
+      return state.mode === 'audio' ? 'fetch_and_transcribe' : 'record_inline_transcript';
+    case 'analysing':
+      return 'analyse';
+    case 'recording_deal':
+      return 'record_deal';
+    case 'completing':
+      return 'complete';
+  }
+};

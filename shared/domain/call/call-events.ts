@@ -1,0 +1,78 @@
+/**
+ * Events of the Call aggregate, stream `call-{callId}`. Times are ISO 8601 instants.
+ *
+ *   CallSubmitted → ProcessingStarted → [AudioFetched] → TranscriptRecorded → CallAnalysed
+ *     → [DealRecorded] → CallCompleted
+ *   any pending state → CallFailed (a terminal step error, or the processing timeout)
+ */
+import type { Deal } from '../submission/submission.ts';
+import type { CallSubmitted } from './call-submitted.ts';
+
+export type ProcessingMode = 'audio' | 'transcript';
+
+export interface ScoreComponent {
+  name: string;
+  /** The raw measure, e.g. 0.62 for a talk ratio or 7 questions. */
+  value: number;
+  /** 0–100. */
+  score: number;
+  weight: number;
+  explanation: string;
+}
+
+export interface Insight {
+  kind: 'strength' | 'improvement';
+  /** Stable, e.g. `talk_ratio_high`. */
+  code: string;
+  message: string;
+  /** The transcript line the insight is based on. */
+  evidence: string;
+}
+
+export interface CallAnalysis {
+  /** The AI title (title rule 1). */
+  title: string;
+  summary: string;
+  /** 0–100. */
+  score: number;
+  components: ScoreComponent[];
+  insights: Insight[];
+  engine: string;
+}
+
+export type ProcessingStarted = {
+  type: 'ProcessingStarted';
+  data: { mode: ProcessingMode; deadline: string; at: string };
+};
+export type AudioFetched = {
+  type: 'AudioFetched';
+  data: { bytes: number; contentType: string; at: string };
+};
+export type TranscriptRecorded = {
+  type: 'TranscriptRecorded';
+  data: {
+    source: 'audio' | 'inline';
+    text: string;
+    truncated: boolean;
+    /** Real audio length for `audio`; for `inline`, the normalised duration or a transcript-length estimate. */
+    durationSeconds: number | null;
+    engine: string | null;
+    at: string;
+  };
+};
+export type CallAnalysed = { type: 'CallAnalysed'; data: CallAnalysis & { at: string } };
+export type DealRecorded = { type: 'DealRecorded'; data: { deal: Deal; at: string } };
+export type CallCompleted = { type: 'CallCompleted'; data: { durationSeconds: number | null; at: string } };
+export type CallFailed = {
+  type: 'CallFailed';
+  data: {
+    /** Stable code, shown as the call's `processingError`, e.g. `processing_timeout`, `audio_fetch_blocked`. */
+    code: string;
+    /** For a person, shown as the call's `statusReason`. */
+    reason: string;
+    at: string;
+  };
+};
+
+export type CallEvent = CallSubmitted | ProcessingStarted | AudioFetched | TranscriptRecorded | CallAnalysed | DealRecorded | CallCompleted | CallFailed;
+export type CallEventType = CallEvent['type'];

@@ -1,0 +1,80 @@
+/**
+ * State of the Call aggregate and `evolve`. A union tagged by `status`; a pending call also has a
+ * `stage` saying where it is. Everything a step needs to run is in the state, so a processor that
+ * restarts resumes from the last event.
+ */
+import type { Deal } from '../submission/submission.ts';
+import type { CallAnalysis, CallEvent, ProcessingMode, TranscriptRecorded } from './call-events.ts';
+import type { CallSubmittedData } from './call-submitted.ts';
+
+export type CallStage = 'queued' | 'fetching_audio' | 'transcribing' | 'analysing' | 'recording_deal' | 'completing';
+
+interface CallFacts {
+  callId: string;
+  submitted: CallSubmittedData;
+  mode?: ProcessingMode;
+  /** ISO instant after which a pending call fails with `processing_timeout`. */
+  deadline?: string;
+  audio?: { bytes: number; contentType: string };
+  transcript?: TranscriptRecorded['data'];
+  analysis?: CallAnalysis;
+  /** The deal written for this call, once DealRecorded. */
+  dealRecorded?: Deal;
+}
+
+export type PendingCall = CallFacts & { status: 'pending'; stage: CallStage };
+export type CompletedCall = CallFacts & { status: 'completed'; completedAt: string; durationSeconds: number | null };
+export type FailedCall = CallFacts & { status: 'failed'; failedAt: string; code: string; reason: string };
+
+export type CallState = { status: 'absent' } | PendingCall | CompletedCall | FailedCall;
+
+export const initialCallState: CallState = { status: 'absent' };
+
+/** The deal data the submission carries, when it has any. */
+export const submittedDeal = (state: CallFacts): Deal | undefined => state.submitted.submission.deal;
+
+/** Where a pending call is, derived from what has happened so far. */
+const stageOf = (call: CallFacts): CallStage => {
+  if (!call.mode) return 'queued';
+  if (!call.transcript) return call.mode === 'audio' && !call.audio ? 'fetching_audio' : 'transcribing';
+  if (!call.analysis) return 'analysing';
+  if (submittedDeal(call) && !call.dealRecorded) return 'recording_deal';
+  return 'completing';
+};
+
+const pending = (facts: CallFacts): PendingCall => ({ ...facts, status: 'pending', stage: stageOf(facts) });
+
+const facts = (state: PendingCall | CompletedCall | FailedCall): CallFacts => {
+  const { callId, submitted, mode, deadline, audio, transcript, analysis, dealRecorded } = state;
+  return { callId, submitted, mode, deadline, audio, transcript, analysis, dealRecorded };
+};
+
+export const evolveCall = (state: CallState, event: CallEvent): CallState => {
+  if (event.type === 'CallSubmitted') {
+    return state.status === 'absent' ? pending({ callId: event.data.callId, submitted: event.data }) : state;
+  }
+  if (state.status === 'absent') return state;
+  const known = facts(state);
+  switch (event.type) {
+    case 'ProcessingStarted':
+      return pending({ ...known, mode: event.data.mode, deadline: event.data.deadline });
+    case 'AudioFetched':
+      return pending({ ...known, audio: { bytes: event.data.bytes, contentType: event.data.contentType } });
+    case 'TranscriptRecorded':
+      return pending({ ...known, transcript: event.data });
+    case 'CallAnalysed': {
+      const { at: _at, ...analysis } = event.data;
+      return pending({ ...known, analysis });
+    }
+    case 'DealRecorded':
+      return pending({ ...known, dealRecorded: event.data.deal });
+    case 'CallCompleted':
+      return { ...known, status: 'completed', completedAt: event.data.at, durationSeconds: event.data.durationSeconds };
+    case 'CallFailed':
+      return { ...known, status: 'failed', failedAt: event.data.at, code: event.data.code, reason: event.data.reason };
+    default: {
+      const unhandled: never = event;
+      throw new Error(`unknown call event ${(unhandled as { type: string }).type}`);
+    }
+  }
+};

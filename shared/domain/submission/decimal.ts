@@ -1,0 +1,17 @@
+/**
+ * Numbers that may arrive as strings. DESIGN.md: "Numbers sent as strings: accepted when
+ * unambiguous ("1200.50"); anything else is a 400 naming the field."
+ *
+ * Unambiguous means plain decimal notation: an optional minus, digits, optionally a dot and more
+ * digits. Refused: thousands separators ("1,200.50" — the comma could be a decimal comma),
+ * exponents ("1e3"), surrounding spaces, a leading "+" or ".", hex, "Infinity", "".
+ */
+const DECIMAL = /^-?\d+(?:\.\d+)?$/;
+
+/** The number a JSON number or an unambiguous decimal string denotes; `undefined` otherwise. */
+export const toDecimal = (value: unknown): number | undefined => {
+  if (typeof value === 'number') return Number.isFinite(value) ? value : undefined;
+  if (typeof value !== 'string' || !DECIMAL.test(value)) return undefined;
+  const n = Number(value);
+  return Number.isFinite(n) ? n : undefined; // 400 nines overflow to Infinity
+};

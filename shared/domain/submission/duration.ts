@@ -1,0 +1,131 @@
+/**
+ * Duration normalisation. The spec: "duration — number — Minutes, seconds or milliseconds.
+ * Normalised automatically." Callers send whatever their platform uses: seconds (dialers),
+ * minutes (video meetings), milliseconds (CRMs). We store seconds, with the unit we assumed and why.
+ *
+ * The rule, first match wins:
+ *   1. Explicit unit. The body may carry `durationUnit` (`duration_unit`): `seconds`, `minutes` or
+ *      `milliseconds`. It is trusted as sent and never corrected later.
+ *   2. Source hint. `metadata.source` (lower-cased) names the platform; its category gives the unit:
+ *        dialers → seconds:       aircall, dialpad, ringcentral, justcall, kixie, orum, five9,
+ *                                 talkdesk, twilio, nooks, cloudtalk, aloware
+ *        meeting tools → minutes: zoom, teams, msteams, microsoft-teams, google-meet, meet, webex,
+ *                                 gotomeeting, whereby
+ *        CRMs → milliseconds:     hubspot, salesforce, pipedrive, zoho, dynamics
+ *      The hint is used only when it gives a plausible call (0, or 1 s to 24 h); otherwise rule 3
+ *      decides, so a platform that breaks its category's habit is not read as a 0.3 s call.
+ *   3. Magnitude.
+ *        0                                    → 0 seconds
+ *        ≥ 36,000                             → milliseconds (36,000 s would be a 10-hour call)
+ *        not a whole number and < 600         → minutes (dialers and CRMs send whole numbers;
+ *                                               12.5 reads as 12½ minutes)
+ *        anything else                        → seconds
+ *      So 45 → 45 s, 600 → 10 min, 3600 → 1 h, 90,000 → 90 s, 1.5 → 90 s.
+ *   Negative values, non-numbers and strings that are not plain decimals ("1,5", "1e3", "5m")
+ *   are refused (400). Decimal strings ("300") are read as numbers, as for deal amounts.
+ *
+ * Correction. Once the real length is known — the audio's length after download, or failing that
+ * an estimate from the transcript at 150 spoken words per minute — a rule-2 or rule-3 unit is
+ * replaced by the candidate unit (seconds, minutes, milliseconds) whose reading of the raw value
+ * is nearest the evidence, nearness measured as a ratio (|ln(candidate / evidence)|): the
+ * candidates are 60× and 1000× apart, so even a rough word-count estimate picks the right one.
+ */
+import { toDecimal } from './decimal.ts';
+
+export const DURATION_UNITS = ['seconds', 'minutes', 'milliseconds'] as const;
+export type DurationUnit = (typeof DURATION_UNITS)[number];
+
+/** Why the unit was chosen: the body said so, the platform, the size of the number, or evidence. */
+export type DurationBasis = 'explicit' | 'source' | 'magnitude' | 'audio' | 'transcript';
+
+export interface NormalisedDuration {
+  /** Length of the call in seconds (millisecond precision). */
+  seconds: number;
+  /** The unit the raw value was read in. */
+  unit: DurationUnit;
+  basis: DurationBasis;
+  /** The value as sent (a decimal string already read as a number). */
+  raw: number;
+}
+
+export interface DurationHints {
+  /** `durationUnit` from the body, when sent. */
+  unit?: DurationUnit;
+  /** `metadata.source`, when sent: a platform name. */
+  source?: string;
+}
+
+export type DurationResult = { ok: true; duration: NormalisedDuration } | { ok: false; message: string };
+
+/** Evidence of the real length: the audio's length, or the transcript's word count. */
+export type DurationEvidence = { audioSeconds: number } | { transcriptWords: number };
+
+/** Speaking rate used to estimate a call's length from its transcript. */
+export const SPOKEN_WORDS_PER_MINUTE = 150;
+
+const SECONDS_PER: Record<DurationUnit, number> = { seconds: 1, minutes: 60, milliseconds: 0.001 };
+
+const SOURCES: Record<DurationUnit, readonly string[]> = {
+  seconds: ['aircall', 'dialpad', 'ringcentral', 'justcall', 'kixie', 'orum', 'five9', 'talkdesk', 'twilio', 'nooks', 'cloudtalk', 'aloware'],
+  minutes: ['zoom', 'teams', 'msteams', 'microsoft-teams', 'google-meet', 'meet', 'webex', 'gotomeeting', 'whereby'],
+  milliseconds: ['hubspot', 'salesforce', 'pipedrive', 'zoho', 'dynamics'],
+};
+
+/** Platform name (lower case) → the unit its durations come in. */
+export const SOURCE_DURATION_UNITS: ReadonlyMap<string, DurationUnit> = new Map(
+  DURATION_UNITS.flatMap((unit) => SOURCES[unit].map((source) => [source, unit] as const)),
+);
+
+const MILLISECONDS_FROM = 36_000;
+const FRACTIONAL_MINUTES_BELOW = 600;
+const PLAUSIBLE_SECONDS = { min: 1, max: 24 * 3600 };
+
+const toSeconds = (raw: number, unit: DurationUnit): number => Math.round(raw * SECONDS_PER[unit] * 1000) / 1000;
+
+const read = (raw: number, unit: DurationUnit, basis: DurationBasis): NormalisedDuration => ({ seconds: toSeconds(raw, unit), unit, basis, raw });
+
+const plausible = (seconds: number): boolean =>
+  seconds === 0 || (seconds >= PLAUSIBLE_SECONDS.min && seconds <= PLAUSIBLE_SECONDS.max);
+
+const byMagnitude = (raw: number): DurationUnit => {
+  if (raw >= MILLISECONDS_FROM) return 'milliseconds';
+  if (!Number.isInteger(raw) && raw < FRACTIONAL_MINUTES_BELOW) return 'minutes';
+  return 'seconds';
+};
+
+/** True when `value` names a duration unit. */
+export const isDurationUnit = (value: unknown): value is DurationUnit =>
+  typeof value === 'string' && (DURATION_UNITS as readonly string[]).includes(value);
+
+/** Reads `duration` to seconds by the rule at the top of this file. */
+export const normaliseDuration = (raw: unknown, hints: DurationHints = {}): DurationResult => {
+  const value = toDecimal(raw);
+  if (value === undefined || value < 0) {
+    return { ok: false, message: 'duration must be a number ≥ 0 (a plain decimal string like "90" is accepted)' };
+  }
+  if (hints.unit) return { ok: true, duration: read(value, hints.unit, 'explicit') };
+  const sourceUnit = hints.source === undefined ? undefined : SOURCE_DURATION_UNITS.get(hints.source.trim().toLowerCase());
+  if (sourceUnit && plausible(toSeconds(value, sourceUnit))) return { ok: true, duration: read(value, sourceUnit, 'source') };
+  return { ok: true, duration: read(value, byMagnitude(value), 'magnitude') };
+};
+
+/** Words in a transcript, for the length estimate. */
+export const countWords = (text: string): number => text.split(/\s+/u).filter((w) => w.length > 0).length;
+
+/** Seconds a transcript of this many words takes to speak at SPOKEN_WORDS_PER_MINUTE. */
+export const estimateSpokenSeconds = (words: number): number => (words / SPOKEN_WORDS_PER_MINUTE) * 60;
+
+/**
+ * Re-reads the raw value in the unit nearest the evidence (see the top of this file). An explicit
+ * unit, a zero duration and empty evidence leave the duration as it is.
+ */
+export const correctDuration = (duration: NormalisedDuration, evidence: DurationEvidence): NormalisedDuration => {
+  const [basis, evidenceSeconds] =
+    'audioSeconds' in evidence
+      ? (['audio', evidence.audioSeconds] as const)
+      : (['transcript', estimateSpokenSeconds(evidence.transcriptWords)] as const);
+  if (duration.basis === 'explicit' || duration.raw <= 0 || !(evidenceSeconds > 0) || !Number.isFinite(evidenceSeconds)) return duration;
+  const distance = (unit: DurationUnit): number => Math.abs(Math.log(toSeconds(duration.raw, unit) / evidenceSeconds));
+  const nearest = DURATION_UNITS.reduce((best, unit) => (distance(unit) < distance(best) ? unit : best));
+  return read(duration.raw, nearest, basis);
+};

@@ -1,0 +1,153 @@
+/**
+ * Readers for single submission fields, and alias resolution.
+ *
+ * Conventions the whole normaliser follows:
+ * - `null`, `""` and whitespace-only strings mean "not sent". Integrations built from templates
+ *   send empty values for missing data; refusing them would push every caller to special-case.
+ * - Short identity fields (URL, e-mail, rep name, title, tags) are trimmed; free text (transcript,
+ *   notes) is kept verbatim.
+ * - "Characters" are Unicode code points, so an emoji counts as one, as a person would count it.
+ * - Error fields are the names the caller sent (`rep_email`, `call_tags[3]`, `deal.dealSize`).
+ */
+import type { FieldError } from './submission-schema.ts';
+import { canonicalIsoDate } from './iso-date.ts';
+import { toDecimal } from './decimal.ts';
+
+/** What reading one field gave: nothing sent, a value, or the errors it breaks. */
+export type Read<T> = { kind: 'absent' } | { kind: 'ok'; value: T } | { kind: 'invalid'; errors: FieldError[] };
+export type Reader<T> = (value: unknown, field: string) => Read<T>;
+
+export const ABSENT = { kind: 'absent' } as const;
+export const ok = <T>(value: T): Read<T> => ({ kind: 'ok', value });
+export const invalid = (field: string, message: string): Read<never> => ({ kind: 'invalid', errors: [{ field, message }] });
+
+/** `null`, `undefined`, `""` or whitespace only. */
+export const isBlank = (value: unknown): boolean =>
+  value === undefined || value === null || (typeof value === 'string' && value.trim() === '');
+
+/** Code points in `text`, counting no further than `stopAfter` + 1 (enough to say "too long"). */
+export const characterCount = (text: string, stopAfter = Number.POSITIVE_INFINITY): number => {
+  let count = 0;
+  for (const _ of text) if (++count > stopAfter) break;
+  return count;
+};
+
+/** A string, kept verbatim; blank means not sent. */
+export const readText: Reader<string> = (value, field) => {
+  if (isBlank(value)) return ABSENT;
+  return typeof value === 'string' ? ok(value) : invalid(field, `${field} must be a string`);
+};
+
+/** A string, trimmed; blank means not sent. */
+export const readTrimmed: Reader<string> = (value, field) => {
+  const read = readText(value, field);
+  return read.kind === 'ok' ? ok(read.value.trim()) : read;
+};
+
+/** Free text of at most `max` characters, kept verbatim. */
+export const readLimitedText =
+  (max: number): Reader<string> =>
+  (value, field) => {
+    const read = readText(value, field);
+    if (read.kind !== 'ok') return read;
+    const count = characterCount(read.value, max);
+    return count > max ? invalid(field, `${field} at most ${max} characters`) : read;
+  };
+
+/**
+ * A real boolean. The exact strings "true" and "false" are accepted too: workflow tools (the spec's
+ * `syncMethod: workflow`) often can only send strings, and those two are unambiguous — the same
+ * reasoning DESIGN.md applies to numbers. "yes", "1", "TRUE" and numbers are refused.
+ */
+export const readBoolean: Reader<boolean> = (value, field) => {
+  if (isBlank(value)) return ABSENT;
+  if (typeof value === 'boolean') return ok(value);
+  if (value === 'true' || value === 'false') return ok(value === 'true');
+  return invalid(field, `${field} must be a boolean (true or false)`);
+};
+
+/** An absolute http:// or https:// URL with a host. */
+export const readHttpUrl: Reader<string> = (value, field) => {
+  const read = readTrimmed(value, field);
+  if (read.kind !== 'ok') return read;
+  let url: URL;
+  try {
+    url = new URL(read.value);
+  } catch {
+    return invalid(field, `${field} must be an absolute http(s) URL`);
+  }
+  const web = (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
+  return web ? read : invalid(field, `${field} must be an absolute http(s) URL`);
+};
+
+// The WHATWG "valid e-mail address" (what browsers accept in <input type=email>), at most 254 characters.
+const EMAIL =
+  /^[a-zA-Z0-9.!#$%&'*+/=?^_`{|}~-]+@[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*$/;
+
+/** An e-mail address, trimmed; case kept as sent (matching lower-cases it). */
+export const readEmail: Reader<string> = (value, field) => {
+  const read = readTrimmed(value, field);
+  if (read.kind !== 'ok') return read;
+  return read.value.length <= 254 && EMAIL.test(read.value) ? read : invalid(field, `${field} must be an e-mail address`);
+};
+
+/** An ISO 8601 date or date-time, returned as a canonical UTC instant (see iso-date.ts). */
+export const readIsoDate: Reader<string> = (value, field) => {
+  const read = readTrimmed(value, field);
+  if (read.kind !== 'ok') return read;
+  const canonical = canonicalIsoDate(read.value);
+  return canonical === undefined
+    ? invalid(field, `${field} must be an ISO 8601 date (YYYY-MM-DD) or date-time (YYYY-MM-DDTHH:MM:SSZ)`)
+    : ok(canonical);
+};
+
+/** A money amount: finite and ≥ 0, as a number or a plain decimal string (see decimal.ts). */
+export const readAmount: Reader<number> = (value, field) => {
+  if (isBlank(value)) return ABSENT;
+  const n = toDecimal(value);
+  if (n === undefined) return invalid(field, `${field} must be a number or a plain decimal string like "1200.50"`);
+  return n >= 0 ? ok(n) : invalid(field, `${field} must be ≥ 0`);
+};
+
+/** One place a value may come from: the field name as sent, and its value. */
+export interface Source {
+  field: string;
+  value: unknown;
+}
+
+export interface Resolved<T> {
+  /** The value, when some alias carried a valid one. */
+  value?: T;
+  /** The alias it came from. */
+  field?: string;
+  errors: FieldError[];
+}
+
+/**
+ * Reads every alias that was sent. Invalid ones report their own errors. Valid ones must agree
+ * (by `equals`); if two differ the error names both: "repName and rep_name differ; send one".
+ */
+export const resolveAliases = <T>(
+  sources: readonly Source[],
+  reader: Reader<T>,
+  equals: (a: T, b: T) => boolean = Object.is,
+): Resolved<T> => {
+  const errors: FieldError[] = [];
+  let first: { field: string; value: T } | undefined;
+  for (const { field, value } of sources) {
+    const read = reader(value, field);
+    if (read.kind === 'invalid') errors.push(...read.errors);
+    if (read.kind !== 'ok') continue;
+    if (first === undefined) first = { field, value: read.value };
+    else if (!equals(first.value, read.value)) errors.push({ field: first.field, message: `${first.field} and ${field} differ; send one` });
+  }
+  return errors.length > 0 || first === undefined ? { errors } : { value: first.value, field: first.field, errors };
+};
+
+/** The sources for these names that `object` actually carries, `prefix` added to each field name. */
+export const sourcesOf = (object: Readonly<Record<string, unknown>>, names: readonly string[], prefix = ''): Source[] =>
+  names.filter((name) => Object.hasOwn(object, name)).map((name) => ({ field: `${prefix}${name}`, value: object[name] }));
+
+/** A JSON object (not an array, not null). */
+export const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);

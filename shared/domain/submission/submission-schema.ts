@@ -1,0 +1,159 @@
+/**
+ * TypeBox schemas of the Push API: the request body with every alias, the 201 body and the
+ * RFC 9457 problem body. They document the contract (OpenAPI); `normaliseSubmission` is the
+ * validator. Register the body schema for documentation only and let the normaliser answer: it
+ * collects every error with the field name the caller sent, where a JSON Schema validator would
+ * report in its own words (and refuse `null`, which the normaliser reads as "not sent").
+ *
+ * Unknown fields: ignored, never a 400 — integrations add fields over time and the spec names no
+ * error for them — but each is reported in the 201 body's `warnings`, so a misspelt field
+ * (`repEmial`) does not go unnoticed. Hence `additionalProperties: true`.
+ *
+ * The normaliser's list of known fields is read from these schemas, so a field cannot be accepted
+ * without being documented here.
+ */
+import { Type, type Static, type TSchema, type TOptional } from '@sinclair/typebox';
+
+const MAX_TAGS = 20;
+const MAX_TAG_CHARS = 50;
+const MAX_NOTES_CHARS = 2000;
+const MAX_METADATA_KEYS = 20;
+
+/** The same field under its camelCase and snake_case names. */
+const pair = <C extends string, S extends string, T extends TSchema>(
+  camel: C,
+  snake: S,
+  make: (description: string) => T,
+  description: string,
+): Record<C | S, TOptional<T>> =>
+  ({
+    [camel]: Type.Optional(make(description)),
+    [snake]: Type.Optional(make(`${description} snake_case alias of ${camel}.`)),
+  }) as unknown as Record<C | S, TOptional<T>>;
+
+const text = (description: string) => Type.String({ description });
+const booleanLike = (description: string) =>
+  Type.Union([Type.Boolean(), Type.Literal('true'), Type.Literal('false')], {
+    description: `${description} A real boolean; the strings "true" and "false" are also accepted.`,
+  });
+const amount = (description: string) =>
+  Type.Union([Type.Number({ minimum: 0 }), Type.String({ pattern: '^\\d+(\\.\\d+)?$' })], {
+    description: `${description} A finite number ≥ 0, or a plain decimal string such as "1200.50".`,
+  });
+const isoDate = (description: string) =>
+  Type.String({
+    description: `${description} ISO 8601 date (YYYY-MM-DD, midnight UTC) or date-time; a date-time without an offset is read as UTC.`,
+    examples: ['2026-11-20', '2026-11-20T14:30:00Z'],
+  });
+const notes = (description: string) => Type.String({ maxLength: MAX_NOTES_CHARS, description });
+const tags = (description: string) =>
+  Type.Array(Type.String({ minLength: 1, maxLength: MAX_TAG_CHARS }), { maxItems: MAX_TAGS, description });
+const durationUnit = (description: string) =>
+  Type.Union([Type.Literal('seconds'), Type.Literal('minutes'), Type.Literal('milliseconds')], { description });
+
+/** The deal object, `deal` in the body. */
+export const DealSchema = Type.Object(
+  {
+    ...pair('dealSize', 'deal_size', amount, 'Deal amount.'),
+    ...pair('revenueCollected', 'revenue_collected', amount, 'Revenue collected so far.'),
+    ...pair('dealDate', 'deal_date', isoDate, 'Date of the deal.'),
+    notes: Type.Optional(notes(`Deal notes, at most ${MAX_NOTES_CHARS} characters.`)),
+  },
+  {
+    additionalProperties: true,
+    description:
+      'Deal data, written to the deal record the call page and revenue analytics use. Each field may instead be sent flat ' +
+      '(dealSize, revenueCollected, dealDate, dealNotes); sending both with different values is a 400.',
+  },
+);
+
+/** The request body of POST /api/integrations/push-api/ingest. */
+export const SubmissionBodySchema = Type.Object(
+  {
+    transcript: Type.Optional(
+      Type.String({
+        description:
+          'Inline transcript. One of transcript or audioUrl is required (non-empty). Capped at 500 KB (512,000 bytes of UTF-8): ' +
+          'longer text is truncated on a character boundary and the response says so in warnings.',
+      }),
+    ),
+    ...pair('audioUrl', 'audio_url', (d) => Type.String({ format: 'uri', description: d }),
+      'Absolute http(s) link to the recording, downloaded by the service. One of transcript or audioUrl is required. When both are sent, the audio is transcribed and used.'),
+    ...pair('repName', 'rep_name', text, "Rep's full name."),
+    ...pair('repEmail', 'rep_email', (d) => Type.String({ format: 'email', description: d }),
+      'E-mail of the rep; matched case-insensitively to a team member. No match: tags and notes go to the team owner.'),
+    ...pair('callTitle', 'call_title', text, 'Displayed only when AI title generation is disabled and the title is not blank.'),
+    ...pair('disableAiTitleGeneration', 'disable_ai_title_generation', booleanLike, 'Default false.'),
+    ...pair('useAiCallTitle', 'use_ai_call_title', booleanLike, 'Inverse of disableAiTitleGeneration; contradicting it is a 400.'),
+    ...pair('callDate', 'call_date', isoDate, 'When the call happened.'),
+    duration: Type.Optional(
+      Type.Union([Type.Number({ minimum: 0 }), Type.String({ pattern: '^\\d+(\\.\\d+)?$' })], {
+        description:
+          'Call length in seconds, minutes or milliseconds, normalised to seconds: by durationUnit when sent, else by the ' +
+          'platform in metadata.source, else by magnitude; corrected later by the audio or transcript length.',
+      }),
+    ),
+    ...pair('durationUnit', 'duration_unit', durationUnit, 'Unit of duration, when the sender knows it.'),
+    ...pair('tags', 'call_tags', tags, `At most ${MAX_TAGS} tags, each a non-empty string of at most ${MAX_TAG_CHARS} characters.`),
+    callTags: Type.Optional(tags('Alias of tags.')),
+    ...pair('notes', 'call_notes', notes, `Free text, at most ${MAX_NOTES_CHARS} characters.`),
+    callNotes: Type.Optional(notes('Alias of notes.')),
+    metadata: Type.Optional(
+      Type.Record(Type.String(), Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()]), {
+        maxProperties: MAX_METADATA_KEYS,
+        description: `Flat key/value object, at most ${MAX_METADATA_KEYS} keys; values are strings, numbers, booleans or null. Recommended: source (lower-case platform name), the platform's call id, syncMethod.`,
+      }),
+    ),
+    deal: Type.Optional(DealSchema),
+    ...pair('dealSize', 'deal_size', amount, 'Flat alias of deal.dealSize.'),
+    ...pair('revenueCollected', 'revenue_collected', amount, 'Flat alias of deal.revenueCollected.'),
+    ...pair('dealDate', 'deal_date', isoDate, 'Flat alias of deal.dealDate.'),
+    ...pair('dealNotes', 'deal_notes', notes, 'Flat alias of deal.notes.'),
+  },
+  { additionalProperties: true, description: 'A call to analyse. Every optional field accepts its camelCase or snake_case name.' },
+);
+
+/** The request body as a JSON Schema validator would type it (the normaliser takes `unknown`). */
+export type SubmissionBody = Static<typeof SubmissionBodySchema>;
+
+/** Every top-level field name the service understands. */
+export const SUBMISSION_FIELDS: ReadonlySet<string> = new Set(Object.keys(SubmissionBodySchema.properties));
+/** Every field name the service understands inside `deal`. */
+export const DEAL_FIELDS: ReadonlySet<string> = new Set(Object.keys(DealSchema.properties));
+
+/** The 201 body. */
+export const SubmissionAcceptedSchema = Type.Object({
+  callId: Type.String({ description: 'Identifier of the created call, for auditing.' }),
+  status: Type.Literal('pending', { description: 'A new call waits for analysis.' }),
+  processingTriggered: Type.Boolean({ description: 'Whether processing was started.' }),
+  processingError: Type.Union([Type.Null(), Type.String()], { description: 'Why processing could not start; null when it did.' }),
+  statusReason: Type.String({ description: "Reason for the call's status, e.g. queued_for_processing." }),
+  warnings: Type.Array(Type.String(), { description: 'What the service changed or ignored: truncated transcript, unknown fields.' }),
+});
+export type SubmissionAccepted = Static<typeof SubmissionAcceptedSchema>;
+
+/** One invalid field of a 400: the name the caller sent (`call_tags[3]`) and the rule it breaks. */
+export const FieldErrorSchema = Type.Object({
+  field: Type.String({ description: 'The field as the caller named it, e.g. call_tags[3] or deal.dealSize.' }),
+  message: Type.String({ description: 'The rule the value breaks, e.g. "each tag at most 50 characters".' }),
+});
+export type FieldError = Static<typeof FieldErrorSchema>;
+
+/** RFC 9457 problem details (`application/problem+json`), with a stable `code` and, for 400, `errors`. */
+export const ProblemSchema = Type.Object({
+  type: Type.String({ description: 'URI reference identifying the problem type.' }),
+  title: Type.String({ description: 'Short summary of the problem type.' }),
+  status: Type.Integer({ minimum: 400, maximum: 599, description: 'HTTP status code.' }),
+  detail: Type.String({ description: 'Explanation of this occurrence.' }),
+  code: Type.String({ description: 'Stable machine-readable error code, e.g. VALIDATION_FAILED.' }),
+  errors: Type.Optional(Type.Array(FieldErrorSchema, { description: 'Every invalid field (400 only).' })),
+});
+export type Problem = Static<typeof ProblemSchema>;
+
+/** Limits the schema documents and the normaliser enforces. */
+export const SUBMISSION_LIMITS = {
+  maxTags: MAX_TAGS,
+  maxTagChars: MAX_TAG_CHARS,
+  maxNotesChars: MAX_NOTES_CHARS,
+  maxMetadataKeys: MAX_METADATA_KEYS,
+} as const;

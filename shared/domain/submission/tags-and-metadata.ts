@@ -1,0 +1,62 @@
+/**
+ * Readers for the two collection fields: `tags` (≤ 20 strings of ≤ 50 characters) and `metadata`
+ * (a flat object of ≤ 20 keys). Element errors stop after MAX_ELEMENT_ERRORS per field: the count
+ * error already says the whole value is refused, and a 10 MB body of bad elements must not become
+ * a response of millions of errors.
+ */
+import type { FieldError } from './submission-schema.ts';
+import { SUBMISSION_LIMITS } from './submission-schema.ts';
+import { ABSENT, characterCount, isPlainObject, ok, type Read, type Reader } from './field-readers.ts';
+
+const MAX_ELEMENT_ERRORS = 20;
+
+/** A metadata value: flat, so no object or array. */
+export type MetadataValue = string | number | boolean | null;
+
+const limited = (errors: FieldError[]): FieldError[] => errors.slice(0, MAX_ELEMENT_ERRORS);
+
+/**
+ * Tags: an array of non-empty strings, each trimmed. Exact duplicates are dropped (order kept):
+ * tags filter call history as a set. Limits apply to what was sent.
+ */
+export const readTags: Reader<string[]> = (value, field) => {
+  if (value === null || value === undefined) return ABSENT;
+  if (!Array.isArray(value)) return { kind: 'invalid', errors: [{ field, message: `${field} must be an array of strings` }] };
+  const { maxTags, maxTagChars } = SUBMISSION_LIMITS;
+  const errors: FieldError[] = [];
+  if (value.length > maxTags) errors.push({ field, message: `at most ${maxTags} tags (got ${value.length})` });
+  const elementErrors: FieldError[] = [];
+  value.forEach((tag: unknown, i) => {
+    const at = `${field}[${i}]`;
+    if (typeof tag !== 'string') elementErrors.push({ field: at, message: 'each tag must be a string' });
+    else if (tag.trim() === '') elementErrors.push({ field: at, message: 'each tag must be non-empty' });
+    else if (characterCount(tag.trim(), maxTagChars) > maxTagChars) elementErrors.push({ field: at, message: `each tag at most ${maxTagChars} characters` });
+  });
+  errors.push(...limited(elementErrors));
+  if (errors.length > 0) return { kind: 'invalid', errors };
+  return ok([...new Set((value as string[]).map((tag) => tag.trim()))]);
+};
+
+/** Two tag lists are the same when they hold the same tags in the same order. */
+export const sameTags = (a: readonly string[], b: readonly string[]): boolean =>
+  a.length === b.length && a.every((tag, i) => tag === b[i]);
+
+/** Metadata: a flat object of at most 20 keys; values are strings, numbers, booleans or null. */
+export const readMetadata: Reader<Record<string, MetadataValue>> = (value, field): Read<Record<string, MetadataValue>> => {
+  if (value === null || value === undefined) return ABSENT;
+  if (!isPlainObject(value)) return { kind: 'invalid', errors: [{ field, message: `${field} must be a flat object of key/value pairs` }] };
+  const { maxMetadataKeys } = SUBMISSION_LIMITS;
+  const keys = Object.keys(value);
+  const errors: FieldError[] = [];
+  if (keys.length > maxMetadataKeys) errors.push({ field, message: `${field} at most ${maxMetadataKeys} keys (got ${keys.length})` });
+  let nested = 0;
+  for (const key of keys) {
+    const v = value[key];
+    if (typeof v !== 'object' || v === null) continue;
+    if (++nested > MAX_ELEMENT_ERRORS) break;
+    errors.push({ field: `${field}.${key}`, message: `${field} must be flat: values are strings, numbers, booleans or null, not objects or arrays` });
+  }
+  if (errors.length > 0) return { kind: 'invalid', errors };
+  // The parsed body's own object: JSON.parse makes "__proto__" an own, plain key, never a prototype.
+  return ok(value as Record<string, MetadataValue>);
+};

@@ -1,0 +1,32 @@
+/**
+ * Commands of the Team aggregate. Ids (`teamId`, `memberId`, `keyId`, `callId`) and time (`now`,
+ * ISO 8601) come from the caller, so `decide` stays pure. Minutes are whole numbers.
+ */
+import type { Person } from './team-events.ts';
+
+export type CreateTeam = { type: 'CreateTeam'; teamId: string; name: string; owner: Person; capacityMinutes: number; now: string };
+export type AddMember = { type: 'AddMember'; memberId: string; email: string; name: string };
+/** `keyHash` is `hashApiKey(key, secret)`; the key itself never reaches the domain. */
+export type IssueApiKey = { type: 'IssueApiKey'; keyId: string; label: string; keyHash: string; now: string };
+export type RevokeApiKey = { type: 'RevokeApiKey'; keyId: string; now: string };
+/** Minutes to add; the admin API speaks hours, converted with `hoursToMinutes`. */
+export type AddCapacity = { type: 'AddCapacity'; minutes: number };
+/** `blockMinutes` is required to enable; when disabling it may be left out (the last block is kept). */
+export type SetAutoRecharge = { type: 'SetAutoRecharge'; enabled: boolean; blockMinutes?: number };
+/** Reserve the estimate of a submitted call (see `estimateCallMinutes`). */
+export type ReserveCapacity = { type: 'ReserveCapacity'; callId: string; minutes: number };
+/** The call's real length is known. */
+export type SettleCapacity = { type: 'SettleCapacity'; callId: string; actualMinutes: number };
+/** The call was never taken (its submission did not reach the log): give the reservation back. */
+export type ReleaseCapacity = { type: 'ReleaseCapacity'; callId: string };
+
+export type TeamCommand =
+  | CreateTeam
+  | AddMember
+  | IssueApiKey
+  | RevokeApiKey
+  | AddCapacity
+  | SetAutoRecharge
+  | ReserveCapacity
+  | SettleCapacity
+  | ReleaseCapacity;

@@ -1,0 +1,42 @@
+/**
+ * Events of the Team aggregate, stream `team-{teamId}`. Times are ISO 8601 instants; capacity is in
+ * whole minutes. An API key appears only as its keyed hash: the secret is shown once, never stored.
+ */
+
+/** A person as the team knows them: the e-mail as given (matching ignores case). */
+export interface Person {
+  name: string;
+  email: string;
+}
+
+export type TeamCreated = {
+  type: 'TeamCreated';
+  data: { teamId: string; name: string; owner: Person; capacityMinutes: number; at: string };
+};
+export type MemberAdded = { type: 'MemberAdded'; data: { memberId: string; email: string; name: string } };
+export type ApiKeyIssued = { type: 'ApiKeyIssued'; data: { keyId: string; label: string; keyHash: string; at: string } };
+export type ApiKeyRevoked = { type: 'ApiKeyRevoked'; data: { keyId: string; at: string } };
+export type CapacityAdded = { type: 'CapacityAdded'; data: { minutes: number } };
+export type AutoRechargeSet = { type: 'AutoRechargeSet'; data: { enabled: boolean; blockMinutes: number } };
+/** `autoRechargedMinutes` > 0 when the reservation first bought blocks of capacity (auto-recharge). */
+export type CapacityReserved = { type: 'CapacityReserved'; data: { callId: string; minutes: number; autoRechargedMinutes: number } };
+/** The real length is known: the difference between reserved and actual goes back (or is taken). */
+export type CapacitySettled = { type: 'CapacitySettled'; data: { callId: string; reservedMinutes: number; actualMinutes: number } };
+/** The call never made it onto the log: the whole reservation goes back. */
+export type CapacityReleased = { type: 'CapacityReleased'; data: { callId: string; minutes: number } };
+
+export type TeamEvent =
+  | TeamCreated
+  | MemberAdded
+  | ApiKeyIssued
+  | ApiKeyRevoked
+  | CapacityAdded
+  | AutoRechargeSet
+  | CapacityReserved
+  | CapacitySettled
+  | CapacityReleased;
+
+export type TeamEventType = TeamEvent['type'];
+
+/** The stream that holds a team's events. */
+export const teamStreamId = (teamId: string): string => `team-${teamId}`;

@@ -1,0 +1,111 @@
+/**
+ * State of the Team aggregate and `evolve`. The state is a union tagged by `status`: a team that
+ * was never created has nothing else. Maps (not records) hold keys and reservations so an id like
+ * "toString" or "__proto__" is just a key. Only open reservations are kept: the set stays as small
+ * as the number of calls in flight, however long the stream grows.
+ */
+import type { Person, TeamEvent } from './team-events.ts';
+
+export interface Member {
+  memberId: string;
+  /** As given; compare with `emailKey`. */
+  email: string;
+  name: string;
+}
+
+export interface ApiKeyRecord {
+  keyId: string;
+  label: string;
+  keyHash: string;
+  issuedAt: string;
+  revokedAt?: string;
+}
+
+export interface ActiveTeam {
+  status: 'active';
+  teamId: string;
+  name: string;
+  owner: Person;
+  createdAt: string;
+  members: readonly Member[];
+  apiKeys: ReadonlyMap<string, ApiKeyRecord>;
+  /** Minutes left; negative by at most one call's estimate (plus any overrun settled later). */
+  remainingMinutes: number;
+  autoRecharge: { enabled: boolean; blockMinutes: number };
+  /** callId → minutes reserved, for calls not yet settled or released. */
+  reservations: ReadonlyMap<string, number>;
+}
+
+export type TeamState = { status: 'absent' } | ActiveTeam;
+
+export const initialTeamState: TeamState = { status: 'absent' };
+
+/** The form of an e-mail used for matching: trimmed, lower-cased. */
+export const emailKey = (email: string): string => email.trim().toLowerCase();
+
+const without = <V>(map: ReadonlyMap<string, V>, key: string): Map<string, V> => {
+  const copy = new Map(map);
+  copy.delete(key);
+  return copy;
+};
+
+const evolveActive = (state: ActiveTeam, event: Exclude<TeamEvent, { type: 'TeamCreated' }>): ActiveTeam => {
+  switch (event.type) {
+    case 'MemberAdded':
+      return { ...state, members: [...state.members, { ...event.data }] };
+    case 'ApiKeyIssued': {
+      const { keyId, label, keyHash, at } = event.data;
+      return { ...state, apiKeys: new Map(state.apiKeys).set(keyId, { keyId, label, keyHash, issuedAt: at }) };
+    }
+    case 'ApiKeyRevoked': {
+      const key = state.apiKeys.get(event.data.keyId);
+      if (!key) return state;
+      return { ...state, apiKeys: new Map(state.apiKeys).set(key.keyId, { ...key, revokedAt: event.data.at }) };
+    }
+    case 'CapacityAdded':
+      return { ...state, remainingMinutes: state.remainingMinutes + event.data.minutes };
+    case 'AutoRechargeSet':
+      return { ...state, autoRecharge: { ...event.data } };
+    case 'CapacityReserved': {
+      const { callId, minutes, autoRechargedMinutes } = event.data;
+      return {
+        ...state,
+        remainingMinutes: state.remainingMinutes + autoRechargedMinutes - minutes,
+        reservations: new Map(state.reservations).set(callId, minutes),
+      };
+    }
+    case 'CapacitySettled': {
+      const { callId, reservedMinutes, actualMinutes } = event.data;
+      return { ...state, remainingMinutes: state.remainingMinutes + reservedMinutes - actualMinutes, reservations: without(state.reservations, callId) };
+    }
+    case 'CapacityReleased': {
+      const { callId, minutes } = event.data;
+      return { ...state, remainingMinutes: state.remainingMinutes + minutes, reservations: without(state.reservations, callId) };
+    }
+    default: {
+      const unhandled: never = event;
+      throw new Error(`unknown team event ${JSON.stringify(unhandled)}`);
+    }
+  }
+};
+
+/** Folds one event into the team's state. */
+export const evolveTeam = (state: TeamState, event: TeamEvent): TeamState => {
+  if (event.type === 'TeamCreated') {
+    const { teamId, name, owner, capacityMinutes, at } = event.data;
+    return {
+      status: 'active',
+      teamId,
+      name,
+      owner: { ...owner },
+      createdAt: at,
+      members: [],
+      apiKeys: new Map(),
+      remainingMinutes: capacityMinutes,
+      autoRecharge: { enabled: false, blockMinutes: 0 },
+      reservations: new Map(),
+    };
+  }
+  // decide never emits anything but TeamCreated for a team that does not exist.
+  return state.status === 'active' ? evolveActive(state, event) : state;
+};

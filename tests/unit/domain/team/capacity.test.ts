@@ -1,0 +1,31 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { DEFAULT_ESTIMATE_MINUTES, estimateCallMinutes, hoursToMinutes, minutesForSeconds } from '../../../../shared/domain/team/capacity.ts';
+import { normaliseDuration } from '../../../../shared/domain/submission/duration.ts';
+
+const duration = (raw: number) => {
+  const result = normaliseDuration(raw, {});
+  assert.ok(result.ok);
+  return result.duration;
+};
+const transcript = (words: number) => ({ text: 'word '.repeat(words), truncated: false, originalBytes: words * 5 });
+
+test('hours from the admin API are kept as minutes (× 60)', () => {
+  assert.deepEqual([hoursToMinutes(10), hoursToMinutes(1.5), hoursToMinutes(0.01)], [600, 90, 1]);
+});
+
+test('a started minute counts', () => {
+  assert.deepEqual([0, 1, 60, 61, 3600].map(minutesForSeconds), [0, 1, 1, 2, 60]);
+});
+
+test('the estimate: the duration, corrected by the transcript when there is one', () => {
+  assert.equal(estimateCallMinutes({ duration: duration(600) }), 10);
+  assert.equal(estimateCallMinutes({ duration: duration(45), transcript: transcript(6000) }), 45); // 45 minutes, not seconds
+});
+
+test('the estimate without a duration: the transcript at 150 words/minute, else the default', () => {
+  assert.equal(estimateCallMinutes({ transcript: transcript(1500) }), 10);
+  assert.equal(estimateCallMinutes({ transcript: transcript(3) }), 1);
+  assert.equal(estimateCallMinutes({}), DEFAULT_ESTIMATE_MINUTES);
+  assert.equal(estimateCallMinutes({ duration: duration(0) }), 1);
+});

@@ -32,6 +32,20 @@ export const ConfigSchema = Type.Object({
   redisUrl: Type.Optional(Type.String({ description: 'REDIS_URL: redis://… — shared rate limits', minLength: 1 })),
   /** Base URL of a running service, for the admin CLI. */
   apiUrl: Type.String({ description: 'API_URL: base URL the admin CLI talks to (default http://HOST:PORT)', minLength: 1 }),
+  /** OpenAI-compatible transcription endpoint (base URL); the local engine is used when unset. */
+  transcribeUrl: Type.Optional(Type.String({ description: 'TRANSCRIBE_URL: base URL of an OpenAI-compatible /v1/audio/transcriptions endpoint', minLength: 1 })),
+  transcribeApiKey: Type.Optional(Type.String({ description: 'TRANSCRIBE_API_KEY: bearer key of the transcription endpoint', minLength: 1 })),
+  transcribeModel: Type.String({ description: 'TRANSCRIBE_MODEL: model name sent to the transcription endpoint (default whisper-1)', minLength: 1 }),
+  /** OpenAI-compatible chat endpoint for analysis; the built-in analyser is used when unset. */
+  analyseUrl: Type.Optional(Type.String({ description: 'ANALYSE_URL: base URL of an OpenAI-compatible /v1/chat/completions endpoint', minLength: 1 })),
+  analyseApiKey: Type.Optional(Type.String({ description: 'ANALYSE_API_KEY: bearer key of the analysis endpoint', minLength: 1 })),
+  analyseModel: Type.String({ description: 'ANALYSE_MODEL: model name sent to the analysis endpoint (default gpt-4o-mini)', minLength: 1 }),
+  /** Lifts the private-address check of audio downloads (local development and tests only). */
+  audioFetchAllowPrivate: Type.Boolean({ description: 'AUDIO_FETCH_ALLOW_PRIVATE: true lets audioUrl point at private/loopback addresses (development only)' }),
+  audioMaxBytes: Integer('AUDIO_MAX_BYTES: largest recording downloaded (default 524288000 = 500 MiB)', 1),
+  audioFetchTimeoutMs: Integer('AUDIO_FETCH_TIMEOUT_MS: deadline of one recording download (default 600000 = 10 min)', 1),
+  processorConcurrency: Integer('PROCESSOR_CONCURRENCY: calls processed at once per process (default 16)', 1),
+  transcribeConcurrency: Integer('TRANSCRIBE_CONCURRENCY: transcriptions at once per process (default 1)', 1),
   /** Log level of the service's structured logs. */
   logLevel: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)), {
     description: 'LOG_LEVEL (default info)',
@@ -48,6 +62,14 @@ const integer = (env: Env, name: string, fallback: number): number => {
   const value = Number(raw);
   if (!Number.isInteger(value)) throw new ConfigError(`${name} must be a whole number, got ${JSON.stringify(raw)}`);
   return value;
+};
+
+const boolean = (env: Env, name: string, fallback: boolean): boolean => {
+  const raw = env[name]?.trim().toLowerCase();
+  if (raw === undefined || raw === '') return fallback;
+  if (['true', '1', 'yes'].includes(raw)) return true;
+  if (['false', '0', 'no'].includes(raw)) return false;
+  throw new ConfigError(`${name} must be true or false, got ${JSON.stringify(env[name])}`);
 };
 
 const optional = (env: Env, name: string): string | undefined => {
@@ -79,6 +101,17 @@ export const loadConfig = (env: Env = process.env): Config => {
     topicPartitions: integer(env, 'TOPIC_PARTITIONS', 6),
     redisUrl: optional(env, 'REDIS_URL'),
     logLevel: optional(env, 'LOG_LEVEL') ?? 'info',
+    transcribeUrl: optional(env, 'TRANSCRIBE_URL'),
+    transcribeApiKey: optional(env, 'TRANSCRIBE_API_KEY'),
+    transcribeModel: optional(env, 'TRANSCRIBE_MODEL') ?? 'whisper-1',
+    analyseUrl: optional(env, 'ANALYSE_URL'),
+    analyseApiKey: optional(env, 'ANALYSE_API_KEY'),
+    analyseModel: optional(env, 'ANALYSE_MODEL') ?? 'gpt-4o-mini',
+    audioFetchAllowPrivate: boolean(env, 'AUDIO_FETCH_ALLOW_PRIVATE', false),
+    audioMaxBytes: integer(env, 'AUDIO_MAX_BYTES', 500 * 1024 * 1024),
+    audioFetchTimeoutMs: integer(env, 'AUDIO_FETCH_TIMEOUT_MS', 10 * 60 * 1000),
+    processorConcurrency: integer(env, 'PROCESSOR_CONCURRENCY', 16),
+    transcribeConcurrency: integer(env, 'TRANSCRIBE_CONCURRENCY', 1),
     apiUrl: '',
   };
   config.apiUrl = (optional(env, 'API_URL') ?? `http://${config.host}:${config.port}`).replace(/\/+$/, '');

@@ -1,0 +1,175 @@
+/**
+ * The work of one call's actor: look at the call's state, run its next step, record the outcome as
+ * an event (appended with the expected version), repeat until the call is finished. Every step is
+ * safe to run again after a crash: effects are reads (fetch, transcribe, analyse) or idempotent
+ * (capacity settle/release), and the event that records a step can only be appended once.
+ */
+import type { Logger } from 'pino';
+import { callDecider, type CallCommand, deadlineOf, nextStep } from '../../shared/domain/call/call-decider.ts';
+import type { CallEvent } from '../../shared/domain/call/call-events.ts';
+import type { CallState, PendingCall } from '../../shared/domain/call/call-state.ts';
+import { callStreamId } from '../../shared/domain/call/call-submitted.ts';
+import { isDomainError } from '../../shared/domain/decider.ts';
+import { correctDuration, countWords, estimateSpokenSeconds } from '../../shared/domain/submission/duration.ts';
+import { minutesForSeconds } from '../../shared/domain/team/capacity.ts';
+import type { TeamCommand } from '../../shared/domain/team/team-commands.ts';
+import { teamDecider } from '../../shared/domain/team/team-decider.ts';
+import { teamStreamId, type TeamEvent } from '../../shared/domain/team/team-events.ts';
+import type { TeamState } from '../../shared/domain/team/team-state.ts';
+import type { Analyser } from '../../shared/ports/analyser.ts';
+import type { AudioSource } from '../../shared/ports/audio-source.ts';
+import type { EventStore } from '../../shared/ports/event-store.ts';
+import { StepError } from '../../shared/ports/step-error.ts';
+import type { Transcriber } from '../../shared/ports/transcriber.ts';
+import { AggregateRepository } from '../runtime/aggregate-repository.ts';
+import type { ActorContext } from './actors.ts';
+import { retrying, type RetryPolicy } from './retry.ts';
+
+export interface PipelineDeps {
+  store: EventStore;
+  audio: AudioSource;
+  transcriber: Transcriber;
+  analyser: Analyser;
+  logger: Logger;
+  processingTimeoutMs: number;
+  retry: RetryPolicy;
+  /** Limits concurrent transcriptions (the local engine is CPU-bound). */
+  transcriptionSlot: <T>(work: () => Promise<T>) => Promise<T>;
+  now?: () => Date;
+}
+
+export const createCallPipeline = (deps: PipelineDeps) => {
+  const calls = new AggregateRepository(deps.store, callDecider, callStreamId);
+  const teams = new AggregateRepository<TeamCommand, TeamState, TeamEvent>(deps.store, teamDecider, teamStreamId);
+  const now = () => (deps.now ?? (() => new Date()))().toISOString();
+
+  /** Appends a step's outcome; a step that lost a race (call finished or moved on) changes nothing. */
+  const record = async (callId: string, command: CallCommand): Promise<CallEvent[]> => {
+    try {
+      return (await calls.handle(callId, command)).events;
+    } catch (error) {
+      if (isDomainError(error) && ['CALL_ALREADY_FINISHED', 'CALL_STEP_OUT_OF_ORDER'].includes(error.code)) return [];
+      throw error;
+    }
+  };
+
+  const settleCapacity = (call: PendingCall, seconds: number | null) =>
+    teams.handle(call.submitted.teamId, {
+      type: 'SettleCapacity',
+      callId: call.callId,
+      actualMinutes: seconds === null ? call.submitted.capacity.reservedMinutes : Math.max(1, minutesForSeconds(seconds)),
+    });
+  const releaseCapacity = (call: { callId: string; submitted: { teamId: string } }) =>
+    teams.handle(call.submitted.teamId, { type: 'ReleaseCapacity', callId: call.callId });
+
+  /** Length of an inline-transcript call: its duration corrected by the transcript, else the transcript estimate. */
+  const inlineSeconds = (call: PendingCall): number | null => {
+    const { duration, transcript } = call.submitted.submission;
+    const words = transcript ? countWords(transcript.text) : 0;
+    if (duration) return Math.round((words ? correctDuration(duration, { transcriptWords: words }) : duration).seconds);
+    return words ? Math.round(estimateSpokenSeconds(words)) : null;
+  };
+
+  const runStep = async (call: PendingCall, signal: AbortSignal): Promise<void> => {
+    const step = nextStep(call);
+    const { submission } = call.submitted;
+    switch (step) {
+      case 'start':
+        await record(call.callId, { type: 'StartProcessing', now: now(), timeoutMs: deps.processingTimeoutMs });
+        return;
+      case 'record_inline_transcript': {
+        const transcript = submission.transcript;
+        if (!transcript) throw new StepError('transcript_missing', 'The call has neither a recording nor a transcript.', false);
+        await record(call.callId, {
+          type: 'RecordTranscript',
+          source: 'inline',
+          text: transcript.text,
+          truncated: transcript.truncated,
+          durationSeconds: inlineSeconds(call),
+          engine: null,
+          now: now(),
+        });
+        return;
+      }
+      case 'fetch_and_transcribe': {
+        const fetched = await deps.audio.fetch(submission.audioUrl!, { signal });
+        try {
+          if (!call.audio) await record(call.callId, { type: 'RecordAudioFetched', bytes: fetched.bytes, contentType: fetched.contentType, now: now() });
+          const transcription = await deps.transcriptionSlot(() => deps.transcriber.transcribe({ audioPath: fetched.path, contentType: fetched.contentType, signal }));
+          await record(call.callId, {
+            type: 'RecordTranscript',
+            source: 'audio',
+            text: transcription.text,
+            truncated: false,
+            durationSeconds: transcription.durationSeconds,
+            engine: transcription.engine,
+            now: now(),
+          });
+        } finally {
+          await fetched.cleanup();
+        }
+        return;
+      }
+      case 'analyse': {
+        const analysis = await deps.analyser.analyse(
+          { transcript: call.transcript!.text, repName: submission.repName, repEmail: submission.repEmail, callDate: submission.callDate, callTitle: submission.callTitle },
+          { signal },
+        );
+        const { title, summary, score, components, insights, engine } = analysis;
+        await record(call.callId, { type: 'RecordAnalysis', analysis: { title, summary, score, components, insights, engine }, now: now() });
+        return;
+      }
+      case 'record_deal':
+        await record(call.callId, { type: 'RecordDeal', now: now() });
+        return;
+      case 'complete':
+        // Settle first: it is idempotent, so a crash before CallCompleted only repeats a no-op.
+        await settleCapacity(call, call.transcript?.durationSeconds ?? null);
+        await record(call.callId, { type: 'CompleteCall', now: now() });
+        return;
+      case 'none':
+        return;
+    }
+  };
+
+  /** Ends the call as failed; the capacity goes back first (idempotent, see `complete`). */
+  const fail = async (call: PendingCall, code: string, reason: string) => {
+    await releaseCapacity(call);
+    await record(call.callId, { type: 'FailCall', code, reason, now: now() });
+  };
+
+  return {
+    /** Runs the call to the end (or until aborted). */
+    async run({ callId, signal }: ActorContext): Promise<void> {
+      const log = deps.logger.child({ callId });
+      for (;;) {
+        if (signal.aborted) return;
+        const { state } = await calls.load(callId);
+        if (state.status !== 'pending') return;
+        const step = nextStep(state);
+        try {
+          await retrying(() => runStep(state, signal), deps.retry, signal, (error, attempt, delayMs) =>
+            log.warn({ step, attempt, delayMs, code: (error as StepError).code, err: error }, 'step failed; retrying'),
+          );
+        } catch (error) {
+          if (signal.aborted) return;
+          const terminal = error instanceof StepError ? error : new StepError('internal_error', 'Processing failed unexpectedly; the error was logged.', false, { cause: error });
+          log.warn({ step, code: terminal.code, err: error }, 'call failed');
+          await fail(state, terminal.code, terminal.message);
+          return;
+        }
+        log.debug({ step }, 'step done');
+      }
+    },
+
+    /** Fails a pending call whose deadline has passed; nothing for a finished one. */
+    async timeOut(callId: string): Promise<CallState> {
+      const { state } = await calls.load(callId);
+      if (state.status === 'pending' && Date.parse(deadlineOf(state, deps.processingTimeoutMs)) <= Date.parse(now())) await releaseCapacity(state);
+      const result = await calls.handle(callId, { type: 'TimeOut', now: now(), timeoutMs: deps.processingTimeoutMs });
+      return result.state;
+    },
+  };
+};
+
+export type CallPipeline = ReturnType<typeof createCallPipeline>;

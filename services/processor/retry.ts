@@ -1,0 +1,51 @@
+/**
+ * Retries with jittered exponential backoff ("full jitter"): retriable errors wait
+ * random(0, min(maxDelay, base × 2^attempt)) and try again, up to `maxAttempts`; a terminal error,
+ * or the last attempt's error, is thrown.
+ */
+export interface RetryPolicy {
+  maxAttempts: number;
+  baseDelayMs: number;
+  maxDelayMs: number;
+}
+
+export const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 8, baseDelayMs: 500, maxDelayMs: 60_000 };
+
+/** StepError.retriable, EventStoreUnavailableError.retriable, …; unknown errors count as retriable. */
+export const isRetriable = (error: unknown): boolean => (error as { retriable?: boolean })?.retriable !== false;
+
+export const backoffDelay = (policy: RetryPolicy, attempt: number, random: () => number = Math.random): number =>
+  Math.floor(random() * Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (attempt - 1)));
+
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const timer = setTimeout(done, ms);
+    function done() {
+      signal.removeEventListener('abort', abort);
+      resolve();
+    }
+    function abort() {
+      clearTimeout(timer);
+      reject(signal.reason);
+    }
+    signal.addEventListener('abort', abort, { once: true });
+  });
+
+export const retrying = async <T>(
+  work: () => Promise<T>,
+  policy: RetryPolicy,
+  signal: AbortSignal,
+  onRetry?: (error: unknown, attempt: number, delayMs: number) => void,
+): Promise<T> => {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work();
+    } catch (error) {
+      if (signal.aborted || !isRetriable(error) || attempt >= policy.maxAttempts) throw error;
+      const delayMs = backoffDelay(policy, attempt);
+      onRetry?.(error, attempt, delayMs);
+      await sleep(delayMs, signal);
+    }
+  }
+};

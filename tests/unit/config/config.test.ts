@@ -1,0 +1,37 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { ConfigError, loadConfig } from '../../../shared/config.ts';
+
+test('defaults: embedded backends on 127.0.0.1:3000 with a 60-minute processing timeout', () => {
+  const config = loadConfig({});
+  assert.equal(config.port, 3000);
+  assert.equal(config.host, '127.0.0.1');
+  assert.equal(config.dataDir, './data');
+  assert.equal(config.processingTimeoutMs, 3_600_000);
+  assert.equal(config.databaseUrl, undefined);
+  assert.deepEqual(config.kafkaBrokers, []);
+  assert.equal(config.audioFetchAllowPrivate, false);
+  assert.equal(config.apiUrl, 'http://127.0.0.1:3000');
+  assert.ok(Object.isFrozen(config));
+});
+
+test('variables are read and trimmed; brokers split on commas', () => {
+  const config = loadConfig({ PORT: '8080', KAFKA_BROKERS: ' a:9092, b:9092 ', DATABASE_URL: 'postgres://x', AUDIO_FETCH_ALLOW_PRIVATE: 'true' });
+  assert.equal(config.port, 8080);
+  assert.deepEqual(config.kafkaBrokers, ['a:9092', 'b:9092']);
+  assert.equal(config.databaseUrl, 'postgres://x');
+  assert.equal(config.audioFetchAllowPrivate, true);
+});
+
+const rejects = (env: Record<string, string>, variable: string) =>
+  assert.throws(() => loadConfig(env), (error: unknown) => error instanceof ConfigError && error.message.includes(variable), variable);
+
+test('a malformed variable fails fast with a message naming it', () => {
+  rejects({ PORT: 'eighty' }, 'PORT');
+  rejects({ PORT: '-1' }, 'PORT');
+  rejects({ PROCESSING_TIMEOUT_MS: '0' }, 'PROCESSING_TIMEOUT_MS');
+  rejects({ AUDIO_FETCH_ALLOW_PRIVATE: 'maybe' }, 'AUDIO_FETCH_ALLOW_PRIVATE');
+  rejects({ LOG_LEVEL: 'loud' }, 'LOG_LEVEL');
+  rejects({ ADMIN_TOKEN: 'short' }, 'ADMIN_TOKEN');
+  rejects({ DATABASE_SCHEMA: 'Bad-Name' }, 'DATABASE_SCHEMA');
+});

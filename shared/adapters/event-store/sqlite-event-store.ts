@@ -14,7 +14,7 @@ import {
   type Subscription,
 } from '../../ports/event-store.ts';
 import { GroupCommit, type Outcome } from '../group-commit.ts';
-import type { SqliteDb } from '../sqlite/sqlite-database.ts';
+import { serialised, type SqliteDb } from '../sqlite/sqlite-database.ts';
 import { PollingSubscription } from './polling-subscription.ts';
 
 export interface SqliteEventStoreOptions {
@@ -125,7 +125,8 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
     });
   };
 
-  const flush = async (requests: AppendRequest[]): Promise<Outcome<AppendResult>[]> => {
+  const flush = (requests: AppendRequest[]): Promise<Outcome<AppendResult>[]> => serialised(db, () => writeTransaction(requests));
+  const writeTransaction = async (requests: AppendRequest[]): Promise<Outcome<AppendResult>[]> => {
     db.exec('BEGIN IMMEDIATE');
     try {
       const outcomes = writeBatch(requests);
@@ -179,7 +180,7 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
     },
 
     async storeCheckpoint(checkpointId, position) {
-      storeCheckpoint.run(checkpointId, Number(position));
+      await serialised(db, () => storeCheckpoint.run(checkpointId, Number(position)));
     },
 
     async close() {

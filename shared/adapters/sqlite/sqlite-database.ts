@@ -5,6 +5,25 @@ import { join, resolve } from 'node:path';
 
 export type SqliteDb = Database.Database;
 
+/** One queue per connection, shared by every adapter writing through it. */
+const queues = new WeakMap<SqliteDb, { tail: Promise<unknown> }>();
+
+/**
+ * Runs `work` when no other work queued on this connection is running. Every adapter that writes
+ * through a shared connection (event store, event log, read models) goes through here, so a
+ * transaction whose body awaits can never have another adapter's statements land inside it.
+ */
+export const serialised = <T>(db: SqliteDb, work: () => Promise<T> | T): Promise<T> => {
+  let queue = queues.get(db);
+  if (!queue) {
+    queue = { tail: Promise.resolve() };
+    queues.set(db, queue);
+  }
+  const run = queue.tail.then(work);
+  queue.tail = run.catch(() => undefined);
+  return run;
+};
+
 /** Another process holds the data directory. */
 export class DataDirLockedError extends Error {
   readonly code = 'DATA_DIR_LOCKED';

@@ -1,0 +1,216 @@
+/**
+ * One member of a Kafka consumer group (kafkajs, `eachBatch`, no auto-commit). Each batch is
+ * pushed into the keyed dispatcher; the batch handler then waits until that partition's records
+ * are finished (heartbeating meanwhile) and commits, so by the time kafkajs rejoins the group in a
+ * rebalance nothing of this member is in flight and its progress is committed.
+ *
+ * kafkajs has no pre-revoke hook: after each join, revoked = previous assignment − new one and
+ * assigned = new − previous, then `onRevoked` / `onAssigned` run (before any record of the new
+ * assignment is handled). A handler error stops the member without throwing into kafkajs (which
+ * would retry the batch).
+ */
+import type kafkajs from 'kafkajs';
+import type { ConsumeOptions, Consumer, PartitionRef } from '../../ports/event-log.ts';
+import { EventLogUnavailableError } from '../../ports/event-log.ts';
+import { KeyedDispatcher, partitionKey } from './keyed-dispatcher.ts';
+import { messageToRecord } from './kafka-read.ts';
+
+/** Group timing of Kafka consumers. */
+export interface KafkaConsumerSettings {
+  /** Broker drops a member silent this long; default 10000. */
+  sessionTimeoutMs: number;
+  /** default 500: how quickly members notice a rebalance. */
+  heartbeatIntervalMs: number;
+  /** How long the broker waits for members to rejoin; default 30000. */
+  rebalanceTimeoutMs: number;
+  /** Longest wait of an empty fetch; default 500. */
+  maxWaitTimeMs: number;
+  /** Partitions whose batches are handled at once; default 8. */
+  partitionsConsumedConcurrently: number;
+  /** Commit at least this often while a long batch finishes; default 1000. */
+  commitIntervalMs: number;
+}
+
+type EachBatch = kafkajs.EachBatchPayload;
+
+/** Resolves `true` when `promise` settles first, `false` after `ms`; never leaves a timer behind. */
+const settlesWithin = (promise: Promise<unknown>, ms: number): Promise<boolean> => {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    promise.then(() => true),
+    new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms))),
+  ]).finally(() => clearTimeout(timer));
+};
+
+export class KafkaConsumer implements Consumer {
+  readonly done: Promise<void>;
+  private readonly dispatcher: KeyedDispatcher;
+  private owned = new Map<string, PartitionRef>();
+  private readonly committed = new Map<string, bigint>();
+  /** onRevoked / onAssigned of the latest join; batches wait for it. */
+  private callbacks: Promise<void> = Promise.resolve();
+  private failure: { error: unknown } | undefined;
+  private stopping: Promise<void> | undefined;
+  private settle: { resolve: () => void; reject: (error: unknown) => void } = { resolve: () => {}, reject: () => {} };
+
+  private constructor(
+    private readonly consumer: kafkajs.Consumer,
+    private readonly options: ConsumeOptions,
+    private readonly settings: KafkaConsumerSettings,
+    private readonly toEventLogError: (error: unknown) => unknown,
+  ) {
+    this.done = new Promise((resolve, reject) => (this.settle = { resolve, reject }));
+    this.done.catch(() => undefined);
+    this.dispatcher = new KeyedDispatcher(options.handler, { concurrency: options.concurrency ?? 64 });
+    void this.dispatcher.failure.then((error) => this.fail(error));
+    consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => this.joined(payload.memberAssignment));
+    consumer.on(consumer.events.CRASH, ({ payload }) => {
+      if (!payload.restart) this.fail(this.toEventLogError(payload.error));
+    });
+  }
+
+  /** Joins the group and starts consuming; resolves after the first join. */
+  static async start(
+    kafka: kafkajs.Kafka,
+    options: ConsumeOptions,
+    settings: KafkaConsumerSettings,
+    retry: kafkajs.RetryOptions,
+    toEventLogError: (error: unknown) => unknown,
+  ): Promise<KafkaConsumer> {
+    const consumer = kafka.consumer({
+      groupId: options.groupId,
+      sessionTimeout: settings.sessionTimeoutMs,
+      heartbeatInterval: settings.heartbeatIntervalMs,
+      rebalanceTimeout: settings.rebalanceTimeoutMs,
+      maxWaitTimeInMs: settings.maxWaitTimeMs,
+      allowAutoTopicCreation: false,
+      // Transient failures restart the member (kafkajs rejoins); anything else ends it.
+      retry: { ...retry, restartOnFailure: async (error) => toEventLogError(error) instanceof EventLogUnavailableError },
+    });
+    const member = new KafkaConsumer(consumer, options, settings, toEventLogError);
+    try {
+      await consumer.connect();
+      await consumer.subscribe({ topics: options.topics, fromBeginning: options.fromBeginning ?? true });
+      await consumer.run({
+        autoCommit: false,
+        eachBatchAutoResolve: false,
+        partitionsConsumedConcurrently: settings.partitionsConsumedConcurrently,
+        eachBatch: (payload) => member.eachBatch(payload),
+      });
+    } catch (error) {
+      await consumer.disconnect().catch(() => undefined);
+      throw toEventLogError(error);
+    }
+    return member;
+  }
+
+  assignment(): PartitionRef[] {
+    return [...this.owned.values()].map((ref) => ({ ...ref }));
+  }
+
+  async stop(): Promise<void> {
+    await this.shutdown();
+  }
+
+  private async eachBatch({ batch, resolveOffset, heartbeat, isRunning, isStale, commitOffsetsIfNecessary }: EachBatch): Promise<void> {
+    await this.callbacks;
+    if (this.halted()) return;
+    const ref = { topic: batch.topic, partition: batch.partition };
+    let interrupted: unknown;
+    const beat = async () => {
+      if (interrupted !== undefined) return;
+      try {
+        await heartbeat();
+      } catch (error) {
+        interrupted = error; // usually a rebalance: finish and commit first, then let kafkajs rejoin
+      }
+    };
+    let lastBeat = Date.now();
+    for (const message of batch.messages) {
+      if (!isRunning() || isStale() || this.halted() || interrupted !== undefined) break;
+      const accepted = await this.dispatcher.push(messageToRecord(batch.topic, batch.partition, message)).then(
+        () => true,
+        () => false,
+      );
+      if (!accepted) break;
+      resolveOffset(message.offset);
+      if (Date.now() - lastBeat >= this.settings.heartbeatIntervalMs) {
+        await beat();
+        lastBeat = Date.now();
+      }
+    }
+    let lastCommit = Date.now();
+    while (!(await settlesWithin(this.dispatcher.drain([ref]), this.settings.heartbeatIntervalMs))) {
+      await beat();
+      if (Date.now() - lastCommit >= this.settings.commitIntervalMs) {
+        await this.commit(ref, commitOffsetsIfNecessary);
+        lastCommit = Date.now();
+      }
+    }
+    await this.commit(ref, commitOffsetsIfNecessary);
+    if (interrupted !== undefined) throw interrupted;
+  }
+
+  /** Commits the partition's committable offset; a refused commit (fenced by a rebalance) is left for the next owner. */
+  private async commit(ref: PartitionRef, commitOffsets: EachBatch['commitOffsetsIfNecessary']): Promise<void> {
+    const offset = this.dispatcher.committable(ref);
+    const last = this.committed.get(partitionKey(ref));
+    if (offset === undefined || (last !== undefined && offset <= last)) return;
+    try {
+      await commitOffsets({ topics: [{ topic: ref.topic, partitions: [{ partition: ref.partition, offset: offset.toString() }] }] });
+      this.committed.set(partitionKey(ref), offset);
+    } catch {
+      // Not committed: those records are redelivered (at least once).
+    }
+  }
+
+  private joined(memberAssignment: kafkajs.IMemberAssignment): void {
+    const next = new Map<string, PartitionRef>();
+    for (const [topic, partitions] of Object.entries(memberAssignment)) {
+      for (const partition of partitions) next.set(partitionKey({ topic, partition }), { topic, partition });
+    }
+    const revoked = [...this.owned].filter(([key]) => !next.has(key)).map(([, ref]) => ref);
+    const assigned = [...next].filter(([key]) => !this.owned.has(key)).map(([, ref]) => ref);
+    this.owned = next;
+    this.callbacks = this.callbacks
+      .then(async () => {
+        if (revoked.length > 0) await this.release(revoked);
+        if (assigned.length > 0) await this.options.onAssigned?.(assigned.map((ref) => ({ ...ref })));
+      })
+      .catch((error: unknown) => this.fail(error));
+  }
+
+  private async release(refs: PartitionRef[]): Promise<void> {
+    await this.dispatcher.drain(refs);
+    this.dispatcher.drop(refs);
+    for (const ref of refs) this.committed.delete(partitionKey(ref));
+    await this.options.onRevoked?.(refs.map((ref) => ({ ...ref })));
+  }
+
+  private halted(): boolean {
+    return this.failure !== undefined || this.stopping !== undefined;
+  }
+
+  private fail(error: unknown): void {
+    if (this.failure === undefined) this.failure = { error };
+    // Not awaited: a batch handler may call this, and stopping waits for batch handlers.
+    setImmediate(() => void this.shutdown());
+  }
+
+  /** Leaves the group (kafkajs waits for running batches, which finish and commit), then revokes. */
+  private shutdown(): Promise<void> {
+    this.stopping ??= (async () => {
+      let problem: unknown;
+      await this.consumer.disconnect().catch((error: unknown) => (problem ??= this.toEventLogError(error)));
+      await this.dispatcher.drain();
+      await this.callbacks;
+      const refs = [...this.owned.values()];
+      this.owned = new Map();
+      if (refs.length > 0) await this.release(refs).catch((error: unknown) => (problem ??= error));
+      if (this.failure) this.settle.reject(this.failure.error);
+      else if (problem !== undefined && (problem as { retriable?: unknown }).retriable !== true) this.settle.reject(problem);
+      else this.settle.resolve();
+    })();
+    return this.stopping.then(() => undefined);
+  }
+}

@@ -1,0 +1,287 @@
+/**
+ * One member of a consumer group on the SQL event log. A single loop checks membership (taking and
+ * giving up partition leases), polls the owned partitions for new records and hands them to the
+ * keyed dispatcher, and commits what the dispatcher reports committable. Heartbeats run on their
+ * own timer so a long drain does not cost the member its leases.
+ */
+import { randomUUID } from 'node:crypto';
+import type { ConsumeOptions, Consumer, PartitionRef } from '../../ports/event-log.ts';
+import { KeyedDispatcher, partitionKey } from './keyed-dispatcher.ts';
+import { RECORD_COLUMNS, rowToRecord, toBigInt, type RecordRow, type SqlDriver } from './sql-driver.ts';
+import { fairShare, SqlGroupMembership } from './sql-group-membership.ts';
+import { Wakeup } from './wakeup.ts';
+
+/** Timing of SQL consumers; see `SqlEventLogOptions`. */
+export interface SqlConsumerTiming {
+  pollIntervalMs: number;
+  sessionTimeoutMs: number;
+  rebalanceIntervalMs: number;
+  commitIntervalMs: number;
+  fetchLimit: number;
+}
+
+/** What a consumer needs from the log that created it. */
+export interface SqlConsumerHost {
+  driver: SqlDriver;
+  timing: SqlConsumerTiming;
+  /** Partition count of a topic; throws `UnknownTopicError`. */
+  partitionCount(topic: string): Promise<number>;
+  /** Tells the group's other local members that membership changed. */
+  groupChanged(groupId: string, from: SqlConsumer): void;
+  stopped(consumer: SqlConsumer): void;
+}
+
+interface Owned {
+  ref: PartitionRef;
+  /** Next offset to fetch. */
+  position: bigint;
+  /** Last offset stored as committed. */
+  committed: bigint | undefined;
+}
+
+const isRetriable = (error: unknown): boolean => (error as { retriable?: unknown } | null)?.retriable === true;
+
+export class SqlConsumer implements Consumer {
+  readonly groupId: string;
+  readonly topics: string[];
+  private finished: Promise<void> = Promise.resolve();
+  private readonly memberId = randomUUID();
+  private readonly membership: SqlGroupMembership;
+  private readonly dispatcher: KeyedDispatcher;
+  private readonly owned = new Map<string, Owned>();
+  private readonly wakeup = new Wakeup();
+  private stopping = false;
+  private rebalanceDue = true;
+  private starved = false;
+  private rotation = 0;
+  private heartbeatTimer: NodeJS.Timeout | undefined;
+  private heartbeating: Promise<void> = Promise.resolve();
+
+  private constructor(
+    private readonly host: SqlConsumerHost,
+    private readonly options: ConsumeOptions,
+  ) {
+    this.groupId = options.groupId;
+    this.topics = [...new Set(options.topics)];
+    this.membership = new SqlGroupMembership(host.driver, {
+      groupId: this.groupId,
+      memberId: this.memberId,
+      topics: this.topics,
+      sessionTimeoutMs: host.timing.sessionTimeoutMs,
+    });
+    this.dispatcher = new KeyedDispatcher(options.handler, {
+      concurrency: options.concurrency ?? 64,
+      onSettled: () => {
+        if (!this.starved) return;
+        this.starved = false;
+        this.wakeup.wake();
+      },
+    });
+    void this.dispatcher.failure.then(() => this.wakeup.wake());
+  }
+
+  /** Registers a member of the group and starts its loop. */
+  static async start(host: SqlConsumerHost, options: ConsumeOptions): Promise<SqlConsumer> {
+    for (const topic of options.topics) await host.partitionCount(topic);
+    const consumer = new SqlConsumer(host, options);
+    await consumer.membership.heartbeat();
+    let loopError: unknown;
+    consumer.finished = consumer
+      .run()
+      .catch((error: unknown) => (loopError = error))
+      .then(() => consumer.shutdown(loopError));
+    consumer.finished.catch(() => undefined);
+    return consumer;
+  }
+
+  get done(): Promise<void> {
+    return this.finished;
+  }
+
+  assignment(): PartitionRef[] {
+    return [...this.owned.values()].map((o) => ({ ...o.ref }));
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.wakeup.wake();
+    await this.done.catch(() => undefined);
+  }
+
+  /** New records were published to `topic` in this process. */
+  recordsArrived(topic: string): void {
+    if (this.topics.includes(topic)) this.wakeup.wake();
+  }
+
+  /** Another local member joined or left the group. */
+  membershipChanged(): void {
+    this.rebalanceDue = true;
+    this.wakeup.wake();
+  }
+
+  private async run(): Promise<void> {
+    this.host.groupChanged(this.groupId, this);
+    this.scheduleHeartbeat();
+    const { timing } = this.host;
+    let nextRebalance = 0;
+    let nextCommit = Date.now() + timing.commitIntervalMs;
+    while (!this.stopping && !this.dispatcher.failed) {
+      try {
+        const now = Date.now();
+        if (this.rebalanceDue || now >= nextRebalance) {
+          this.rebalanceDue = false;
+          nextRebalance = now + timing.rebalanceIntervalMs;
+          await this.rebalance();
+        }
+        await this.poll();
+        if (now >= nextCommit) {
+          nextCommit = now + timing.commitIntervalMs;
+          await this.commit([...this.owned.values()]);
+        }
+      } catch (error) {
+        if (this.dispatcher.failed) break;
+        if (!isRetriable(error)) throw error;
+      }
+      await this.wakeup.sleep(timing.pollIntervalMs);
+    }
+  }
+
+  private scheduleHeartbeat(): void {
+    const interval = Math.max(50, Math.floor(this.host.timing.sessionTimeoutMs / 3));
+    this.heartbeatTimer = setTimeout(() => {
+      this.heartbeating = this.membership
+        .heartbeat()
+        .catch(() => undefined)
+        .finally(() => {
+          if (this.heartbeatTimer) this.scheduleHeartbeat();
+        });
+    }, interval);
+  }
+
+  private async rebalance(): Promise<void> {
+    const members = await this.membership.liveMembers();
+    if (!members.some((m) => m.memberId === this.memberId)) {
+      // Our session lapsed (a stalled event loop): renew it before counting ourselves in.
+      await this.membership.heartbeat();
+      members.push({ memberId: this.memberId, topics: this.topics });
+    }
+    const counts = new Map<string, number>();
+    for (const topic of this.topics) counts.set(topic, await this.host.partitionCount(topic));
+    const desired = new Map(fairShare(members, this.memberId, counts).map((ref) => [partitionKey(ref), ref]));
+
+    const held = new Set((await this.membership.heldLeases()).map(partitionKey));
+    const lost = [...this.owned.values()].filter((o) => !held.has(partitionKey(o.ref)));
+    if (lost.length > 0) await this.revoke(lost, false);
+
+    const excess = [...this.owned.values()].filter((o) => !desired.has(partitionKey(o.ref)));
+    if (excess.length > 0) {
+      await this.revoke(excess, true);
+      await this.membership.release(excess.map((o) => o.ref));
+      this.host.groupChanged(this.groupId, this);
+    }
+
+    const wanted = [...desired.values()].filter((ref) => !this.owned.has(partitionKey(ref)));
+    if (wanted.length > 0) await this.assign(await this.membership.acquire(wanted));
+  }
+
+  private async assign(refs: PartitionRef[]): Promise<void> {
+    if (refs.length === 0) return;
+    for (const ref of refs) {
+      const committed = await this.membership.committedOffset(ref);
+      const position = committed ?? (this.options.fromBeginning === false ? await this.endOffset(ref) : 0n);
+      this.owned.set(partitionKey(ref), { ref, position, committed });
+    }
+    await this.options.onAssigned?.(refs.map((ref) => ({ ...ref })));
+  }
+
+  /** Stops fetching the partitions, finishes their in-flight records, commits, calls onRevoked. */
+  private async revoke(entries: Owned[], commit: boolean): Promise<void> {
+    for (const entry of entries) this.owned.delete(partitionKey(entry.ref));
+    const refs = entries.map((o) => o.ref);
+    await this.dispatcher.drain(refs);
+    if (commit) await this.commit(entries);
+    this.dispatcher.drop(refs);
+    await this.options.onRevoked?.(refs.map((ref) => ({ ...ref })));
+  }
+
+  private async endOffset(ref: PartitionRef): Promise<bigint> {
+    const [row] = await this.host.driver.query<{ next_offset: unknown }>('SELECT next_offset FROM log_partitions WHERE topic = ? AND partition = ?', [
+      ref.topic,
+      ref.partition,
+    ]);
+    return row ? toBigInt(row.next_offset) : 0n;
+  }
+
+  private async poll(): Promise<void> {
+    const entries = [...this.owned.values()];
+    if (entries.length === 0) return;
+    const start = this.rotation++ % entries.length;
+    const rotated = [...entries.slice(start), ...entries.slice(0, start)];
+    const ends = new Map<string, bigint>();
+    for (const topic of new Set(rotated.map((o) => o.ref.topic))) {
+      const rows = await this.host.driver.query<{ partition: number; next_offset: unknown }>(
+        'SELECT partition, next_offset FROM log_partitions WHERE topic = ?',
+        [topic],
+      );
+      for (const row of rows) ends.set(partitionKey({ topic, partition: Number(row.partition) }), toBigInt(row.next_offset));
+    }
+    for (const entry of rotated) {
+      const end = ends.get(partitionKey(entry.ref)) ?? 0n;
+      if (entry.position >= end) continue;
+      const limit = Math.min(this.dispatcher.capacity, this.host.timing.fetchLimit);
+      if (limit === 0) {
+        this.starved = true;
+        return;
+      }
+      const rows = await this.host.driver.query<RecordRow>(
+        `SELECT ${RECORD_COLUMNS} FROM log_records
+         WHERE topic = ? AND partition = ? AND record_offset >= ? AND record_offset < ?
+         ORDER BY record_offset LIMIT ?`,
+        [entry.ref.topic, entry.ref.partition, entry.position, end, limit],
+      );
+      for (const row of rows) {
+        const record = rowToRecord(entry.ref.topic, row);
+        await this.dispatcher.push(record);
+        entry.position = record.offset + 1n;
+      }
+    }
+  }
+
+  private async commit(entries: Owned[]): Promise<void> {
+    const due = entries
+      .map((entry) => ({ entry, offset: this.dispatcher.committable(entry.ref) }))
+      .filter((c): c is { entry: Owned; offset: bigint } => c.offset !== undefined && (c.entry.committed === undefined || c.offset > c.entry.committed));
+    if (due.length === 0) return;
+    const refused = new Set((await this.membership.commit(due.map((c) => ({ ref: c.entry.ref, offset: c.offset })))).map(partitionKey));
+    for (const { entry, offset } of due) if (!refused.has(partitionKey(entry.ref))) entry.committed = offset;
+    if (refused.size > 0) this.rebalanceDue = true;
+  }
+
+  /** Finishes in-flight records, commits, gives every partition up and leaves the group. */
+  private async shutdown(loopError: unknown): Promise<void> {
+    const problems: unknown[] = [];
+    const attempt = async (step: () => Promise<unknown>) => {
+      try {
+        await step();
+      } catch (error) {
+        problems.push(error);
+      }
+    };
+    const entries = [...this.owned.values()];
+    this.owned.clear();
+    await this.dispatcher.drain();
+    await attempt(() => this.commit(entries));
+    if (entries.length > 0) await attempt(async () => this.options.onRevoked?.(entries.map((o) => ({ ...o.ref }))));
+    // Heartbeats went on while draining; one landing after leave() would register us again.
+    clearTimeout(this.heartbeatTimer);
+    this.heartbeatTimer = undefined;
+    await this.heartbeating;
+    await attempt(() => this.membership.leave());
+    this.host.groupChanged(this.groupId, this);
+    this.host.stopped(this);
+    if (this.dispatcher.failed) throw this.dispatcher.error;
+    if (loopError !== undefined) throw loopError;
+    const fatal = problems.find((p) => !isRetriable(p));
+    if (fatal !== undefined) throw fatal;
+  }
+}

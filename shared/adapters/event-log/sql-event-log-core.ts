@@ -1,0 +1,218 @@
+/**
+ * The table-backed `EventLog` behind the SQLite and PostgreSQL adapters (`sql-event-log.ts`).
+ * Publishes are group committed; each flush allocates offsets by bumping the partition's
+ * `next_offset` row inside the write transaction, so offsets are gap-free and become visible in
+ * order. Consumers poll (and are woken at once by a publish in this process); see
+ * `sql-consumer.ts` for groups.
+ */
+import type { Consumer, ConsumeOptions, EventLog, LogRecord, OutgoingRecord, ReadTopicOptions, RecordPosition, TopicSpec } from '../../ports/event-log.ts';
+import { EventLogUnavailableError, UnknownTopicError } from '../../ports/event-log.ts';
+import { GroupCommit, type Outcome } from '../group-commit.ts';
+import { partitionForKey } from './partitioner.ts';
+import { SqlConsumer, type SqlConsumerHost, type SqlConsumerTiming } from './sql-consumer.ts';
+import { RECORD_COLUMNS, rowToRecord, toBigInt, type RecordRow, type SqlDriver, type SqlExecutor } from './sql-driver.ts';
+import { committedOffset } from './sql-group-membership.ts';
+
+/** Tuning of the SQL event log; the defaults suit production, tests shorten the timeouts. */
+export interface SqlEventLogOptions {
+  /** A consumer without a heartbeat for this long loses its partitions to the others; default 3000. */
+  sessionTimeoutMs?: number;
+  /** How often consumers look for new records when not woken by a local publish; default 25. */
+  pollIntervalMs?: number;
+  /** How often consumers check who is in their group; default 250. */
+  rebalanceIntervalMs?: number;
+  /** How often consumers store their committable offsets; default 200. */
+  commitIntervalMs?: number;
+  /** Most records fetched from one partition per poll; default 500. */
+  fetchLimit?: number;
+  /** Publishes arriving within this window share a transaction; default 0 (the next turn). */
+  publishWindowMs?: number;
+}
+
+interface PublishRequest {
+  topic: string;
+  records: OutgoingRecord[];
+}
+
+const INSERT_CHUNK = 200;
+
+class SqlEventLog implements EventLog, SqlConsumerHost {
+  readonly timing: SqlConsumerTiming;
+  private readonly partitionCounts = new Map<string, number>();
+  private readonly consumers = new Set<SqlConsumer>();
+  private readonly publisher: GroupCommit<PublishRequest, RecordPosition[]>;
+  private closed = false;
+
+  constructor(
+    readonly driver: SqlDriver,
+    options: SqlEventLogOptions,
+  ) {
+    this.timing = {
+      sessionTimeoutMs: options.sessionTimeoutMs ?? 3000,
+      pollIntervalMs: options.pollIntervalMs ?? 25,
+      rebalanceIntervalMs: options.rebalanceIntervalMs ?? 250,
+      commitIntervalMs: options.commitIntervalMs ?? 200,
+      fetchLimit: options.fetchLimit ?? 500,
+    };
+    this.publisher = new GroupCommit((items) => this.flush(items), { windowMs: options.publishWindowMs ?? 0 });
+  }
+
+  async ensureTopics(topics: TopicSpec[]): Promise<void> {
+    this.assertOpen();
+    for (const { name, partitions } of topics) {
+      if (!name) throw new Error('topic name must not be empty');
+      if (!Number.isInteger(partitions) || partitions < 1) throw new RangeError(`topic ${name}: partitions must be a positive integer`);
+    }
+    await this.driver.transaction(async (tx) => {
+      for (const { name, partitions } of topics) {
+        await tx.query('INSERT INTO log_topics (name, partitions) VALUES (?, ?) ON CONFLICT (name) DO NOTHING', [name, partitions]);
+        const actual = (await this.lookupPartitions(tx, name))!;
+        for (let partition = 0; partition < actual; partition++) {
+          await tx.query('INSERT INTO log_partitions (topic, partition, next_offset) VALUES (?, ?, 0) ON CONFLICT (topic, partition) DO NOTHING', [name, partition]);
+        }
+      }
+    });
+  }
+
+  async publish(topic: string, records: OutgoingRecord[]): Promise<RecordPosition[]> {
+    this.assertOpen();
+    if (records.length === 0) {
+      await this.partitionCount(topic);
+      return [];
+    }
+    return this.publisher.submit({ topic, records });
+  }
+
+  async consume(options: ConsumeOptions): Promise<Consumer> {
+    this.assertOpen();
+    const consumer = await SqlConsumer.start(this, options);
+    this.consumers.add(consumer);
+    return consumer;
+  }
+
+  async read(topic: string, options: ReadTopicOptions = {}): Promise<LogRecord[]> {
+    this.assertOpen();
+    await this.partitionCount(topic);
+    const byPartition = options.partition !== undefined;
+    const rows = await this.driver.query<RecordRow>(
+      `SELECT ${RECORD_COLUMNS} FROM log_records
+       WHERE topic = ? AND record_offset >= ? ${byPartition ? 'AND partition = ?' : ''}
+       ORDER BY partition, record_offset LIMIT ?`,
+      [topic, options.fromOffset ?? 0n, ...(byPartition ? [options.partition] : []), options.limit ?? 100],
+    );
+    return rows.map((row) => rowToRecord(topic, row));
+  }
+
+  async committedOffset(groupId: string, topic: string, partition: number): Promise<bigint | undefined> {
+    this.assertOpen();
+    return committedOffset(this.driver, groupId, { topic, partition });
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.allSettled([...this.consumers].map((c) => c.stop()));
+    await this.publisher.drain();
+    await this.driver.close();
+  }
+
+  async partitionCount(topic: string): Promise<number> {
+    const cached = this.partitionCounts.get(topic);
+    if (cached !== undefined) return cached;
+    const found = await this.lookupPartitions(this.driver, topic);
+    if (found === undefined) throw new UnknownTopicError(topic);
+    return found;
+  }
+
+  groupChanged(groupId: string, from: SqlConsumer): void {
+    for (const consumer of this.consumers) if (consumer !== from && consumer.groupId === groupId) consumer.membershipChanged();
+  }
+
+  stopped(consumer: SqlConsumer): void {
+    this.consumers.delete(consumer);
+  }
+
+  /** One transaction for every publish of the batch; an unknown topic fails only its publish. */
+  private async flush(items: PublishRequest[]): Promise<Outcome<RecordPosition[]>[]> {
+    const timestamp = Date.now();
+    const outcomes = await this.driver.transaction(async (tx) => {
+      const counts = new Map<string, number | undefined>();
+      for (const { topic } of items) if (!counts.has(topic)) counts.set(topic, await this.lookupPartitions(tx, topic));
+
+      const placed = items.map(({ topic, records }) => {
+        const partitions = counts.get(topic);
+        if (partitions === undefined) return new UnknownTopicError(topic);
+        return records.map((record) => ({ topic, partition: partitionForKey(record.key, partitions), record }));
+      });
+      const nextOffsets = await this.allocate(
+        tx,
+        placed.flatMap((p) => (p instanceof Error ? [] : p)),
+      );
+
+      const rows: unknown[][] = [];
+      const results = placed.map((p) => {
+        if (p instanceof Error) return p;
+        return p.map(({ topic, partition, record }): RecordPosition => {
+          const key = `${topic}\u0000${partition}`;
+          const offset = nextOffsets.get(key)!;
+          nextOffsets.set(key, offset + 1n);
+          rows.push([topic, partition, offset, record.key, record.value, JSON.stringify(record.headers ?? {}), timestamp]);
+          return { topic, partition, offset };
+        });
+      });
+      for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
+        const chunk = rows.slice(i, i + INSERT_CHUNK);
+        await tx.query(
+          `INSERT INTO log_records (topic, partition, record_offset, key, value, headers, timestamp_ms) VALUES ${chunk.map(() => '(?, ?, ?, ?, ?, ?, ?)').join(', ')}`,
+          chunk.flat(),
+        );
+      }
+      return results;
+    });
+    const topics = new Set(items.map((i) => i.topic));
+    for (const consumer of this.consumers) for (const topic of topics) consumer.recordsArrived(topic);
+    return outcomes;
+  }
+
+  /**
+   * Reserves offsets for the placed records by bumping each partition's `next_offset` row, in
+   * (topic, partition) order so concurrent writers cannot deadlock. Returns the first new offset
+   * per partition. The row stays locked until commit: writers of a partition commit in order.
+   */
+  private async allocate(tx: SqlExecutor, placed: Array<{ topic: string; partition: number }>): Promise<Map<string, bigint>> {
+    const counts = new Map<string, { topic: string; partition: number; count: number }>();
+    for (const { topic, partition } of placed) {
+      const key = `${topic}\u0000${partition}`;
+      const entry = counts.get(key) ?? { topic, partition, count: 0 };
+      entry.count++;
+      counts.set(key, entry);
+    }
+    const ordered = [...counts.entries()].sort(([, a], [, b]) => (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : a.partition - b.partition));
+    const first = new Map<string, bigint>();
+    for (const [key, { topic, partition, count }] of ordered) {
+      const [row] = await tx.query<{ next_offset: unknown }>(
+        'UPDATE log_partitions SET next_offset = next_offset + ? WHERE topic = ? AND partition = ? RETURNING next_offset',
+        [count, topic, partition],
+      );
+      if (!row) throw new Error(`partition ${partition} of topic ${topic} has no offset row`);
+      first.set(key, toBigInt(row.next_offset) - BigInt(count));
+    }
+    return first;
+  }
+
+  private async lookupPartitions(executor: SqlExecutor, topic: string): Promise<number | undefined> {
+    const cached = this.partitionCounts.get(topic);
+    if (cached !== undefined) return cached;
+    const [row] = await executor.query<{ partitions: number }>('SELECT partitions FROM log_topics WHERE name = ?', [topic]);
+    if (row === undefined) return undefined;
+    this.partitionCounts.set(topic, Number(row.partitions));
+    return Number(row.partitions);
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new EventLogUnavailableError('the event log is closed');
+  }
+}
+
+/** An `EventLog` over a SQL driver whose database already has `EVENT_LOG_SCHEMA`. */
+export const createSqlEventLog = (driver: SqlDriver, options: SqlEventLogOptions = {}): EventLog => new SqlEventLog(driver, options);

@@ -1,0 +1,100 @@
+/**
+ * SQLite driver of the SQL event log: an already opened better-sqlite3 database (see `openSqlite`); the
+ * caller keeps owning it, `close()` of the log leaves it open. better-sqlite3 is synchronous and has
+ * one connection, so statements and transactions are serialised through one queue; `BEGIN
+ * IMMEDIATE` also serialises writers of other processes on the same file.
+ */
+import type Database from 'better-sqlite3';
+import { serialised, type SqliteDb } from '../sqlite/sqlite-database.ts';
+import { EventLogUnavailableError } from '../../ports/event-log.ts';
+import { EVENT_LOG_SCHEMA, type SqlDriver, type SqlExecutor } from './sql-driver.ts';
+
+type Statement = Database.Statement<unknown[]>;
+
+
+const UNAVAILABLE = /^SQLITE_(BUSY|LOCKED|IOERR|FULL|CANTOPEN|PROTOCOL)/;
+const STATEMENT_CACHE = 256;
+
+/** SQLite errors that mean "try again later" become `EventLogUnavailableError`. */
+const toEventLogError = (error: unknown): unknown => {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && UNAVAILABLE.test(code)) {
+    return new EventLogUnavailableError(`SQLite event log unavailable: ${(error as Error).message}`, { cause: error });
+  }
+  if (error instanceof TypeError && /database connection is not open/.test(error.message)) {
+    return new EventLogUnavailableError('SQLite event log unavailable: the database is closed', { cause: error });
+  }
+  return error;
+};
+
+export class SqliteDriver implements SqlDriver {
+  readonly nowMs = "CAST(unixepoch('subsec') * 1000 AS INTEGER)";
+  private readonly statements = new Map<string, Statement>();
+  private readonly inside: SqlExecutor = { query: async (sql, params) => this.execute(sql, params) };
+
+  constructor(private readonly db: SqliteDb) {}
+
+  query<T>(sql: string, params: readonly unknown[] = []): Promise<T[]> {
+    return this.exclusive(() => this.execute<T>(sql, params));
+  }
+
+  transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+    return this.exclusive(async () => {
+      this.run('BEGIN IMMEDIATE');
+      try {
+        const result = await fn(this.inside);
+        this.run('COMMIT');
+        return result;
+      } catch (error) {
+        if (this.db.open && this.db.inTransaction) this.db.exec('ROLLBACK');
+        throw error;
+      }
+    });
+  }
+
+  async close(): Promise<void> {
+    await serialised(this.db, () => undefined);
+    this.statements.clear();
+  }
+
+  private execute<T>(sql: string, params: readonly unknown[] = []): T[] {
+    try {
+      const statement = this.prepare(sql);
+      if (statement.reader) return statement.all(...params) as T[];
+      statement.run(...params);
+      return [];
+    } catch (error) {
+      throw toEventLogError(error);
+    }
+  }
+
+  private run(sql: string): void {
+    try {
+      this.db.exec(sql);
+    } catch (error) {
+      throw toEventLogError(error);
+    }
+  }
+
+  private prepare(sql: string): Statement {
+    let statement = this.statements.get(sql);
+    if (!statement) {
+      if (this.statements.size >= STATEMENT_CACHE) this.statements.clear();
+      statement = this.db.prepare<unknown[]>(sql);
+      this.statements.set(sql, statement);
+    }
+    return statement;
+  }
+
+  /** One statement or transaction at a time on the connection, shared with the other adapters. */
+  private exclusive<T>(fn: () => Promise<T> | T): Promise<T> {
+    return serialised(this.db, fn);
+  }
+}
+
+/** Creates the event log's tables in `db` when missing. */
+export const createSqliteSchema = (db: SqliteDb): void => {
+  db.transaction(() => {
+    for (const statement of EVENT_LOG_SCHEMA) db.exec(statement);
+  })();
+};

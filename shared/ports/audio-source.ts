@@ -1,0 +1,67 @@
+/**
+ * Audio source port: downloads the recording behind a call's `audioUrl` into a local temp file so the
+ * transcription step can read it. The URL comes from an integrator, so an adapter must treat it as
+ * hostile (server-side request forgery): it refuses addresses that are not on the public internet,
+ * caps the size, bounds the time and checks the content type.
+ *
+ * Every failure is a `StepError` whose `code` is one of `AUDIO_FETCH_ERROR_CODES`:
+ *
+ * | code                        | retriable            | when                                                       |
+ * |-----------------------------|----------------------|------------------------------------------------------------|
+ * | `audio_url_invalid`         | no                   | not a URL, not http(s), user/password in the URL (also on a redirect) |
+ * | `audio_fetch_blocked`       | no                   | the host is or resolves to a non-public address; the message names the address class and that `AUDIO_FETCH_ALLOW_PRIVATE=true` lifts the check for local development |
+ * | `audio_too_large`           | no                   | Content-Length or the streamed bytes exceed the size cap   |
+ * | `audio_unsupported_type`    | no                   | Content-Type is not audio/*, video/* or application/octet-stream; the message names it |
+ * | `audio_not_found`           | no                   | 404 or 410                                                 |
+ * | `audio_http_error`          | 5xx, 408, 429: yes; other statuses: no | any other non-2xx answer                 |
+ * | `audio_unreachable`         | yes                  | DNS failure, connection refused or reset, TLS failure      |
+ * | `audio_timeout`             | yes                  | the overall deadline (all redirects and the body) passed   |
+ * | `audio_too_many_redirects`  | no                   | more redirects than allowed                                 |
+ * | `audio_storage_error`       | yes                  | the local temp file could not be written (disk full, …)    |
+ */
+import type { StepError } from './step-error.ts';
+
+/** The stable `StepError.code`s `AudioSource.fetch` raises; see the table above. */
+export const AUDIO_FETCH_ERROR_CODES = [
+  'audio_url_invalid',
+  'audio_fetch_blocked',
+  'audio_too_large',
+  'audio_unsupported_type',
+  'audio_not_found',
+  'audio_http_error',
+  'audio_unreachable',
+  'audio_timeout',
+  'audio_too_many_redirects',
+  'audio_storage_error',
+] as const;
+
+/** One of `AUDIO_FETCH_ERROR_CODES`. */
+export type AudioFetchErrorCode = (typeof AUDIO_FETCH_ERROR_CODES)[number];
+
+/** A `StepError` raised by `AudioSource.fetch`. */
+export type AudioFetchError = StepError & { readonly code: AudioFetchErrorCode };
+
+/** A downloaded recording, held in a temp file until `cleanup` is called. */
+export interface FetchedAudio {
+  /** Absolute path of the temp file holding exactly the downloaded bytes. */
+  path: string;
+  /** Number of bytes in the file. */
+  bytes: number;
+  /** Media type of the response, lower-cased, without parameters (`audio/mpeg`). */
+  contentType: string;
+  /** The URL the bytes came from, after redirects. */
+  finalUrl: string;
+  /** Deletes the temp file. Idempotent; the caller must call it once done with the file. */
+  cleanup(): Promise<void>;
+}
+
+export interface AudioSource {
+  /**
+   * Downloads `url` into a temp file. On failure no temp file is left behind.
+   * @param options.signal Cancels the download (e.g. on shutdown); the promise then rejects with the
+   *   signal's `reason` (an `AbortError` by default), not with a `StepError`, since the audio is not
+   *   at fault.
+   * @throws StepError with a code of `AUDIO_FETCH_ERROR_CODES` (see the table in this file).
+   */
+  fetch(url: string, options?: { signal?: AbortSignal }): Promise<FetchedAudio>;
+}

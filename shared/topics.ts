@@ -1,13 +1,25 @@
 /** Topics of the event log. Keys are call ids; values are JSON; headers follow the CloudEvents Kafka binding. */
-export const TOPICS = {
+export interface Topics {
   /** One record per accepted submission (CallSubmitted), written by the ingress before it answers 201. */
-  callsSubmitted: 'calls.submitted.v1',
+  callsSubmitted: string;
   /** Every call event, relayed from the event store for downstream systems. */
-  callEvents: 'calls.events.v1',
+  callEvents: string;
   /** deal.outcome.updated, after the deal record is written. */
-  dealOutcomeUpdated: 'deals.outcome-updated.v1',
+  dealOutcomeUpdated: string;
   /** Records the processor could not parse, with the reason. */
-  deadLetter: 'calls.dead-letter.v1',
-} as const;
+  deadLetter: string;
+}
 
-export const ALL_TOPICS = Object.values(TOPICS);
+/** The topic names, each behind an optional prefix (TOPIC_PREFIX) so several deployments can share a cluster. */
+export const topicNames = (prefix = ''): Topics => ({
+  callsSubmitted: `${prefix}calls.submitted.v1`,
+  callEvents: `${prefix}calls.events.v1`,
+  dealOutcomeUpdated: `${prefix}deals.outcome-updated.v1`,
+  deadLetter: `${prefix}calls.dead-letter.v1`,
+});
+
+/** The default names (no prefix). */
+export const TOPICS: Topics = topicNames();
+
+export const allTopics = (topics: Topics): string[] => Object.values(topics);
+export const ALL_TOPICS = allTopics(TOPICS);

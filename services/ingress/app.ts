@@ -5,6 +5,7 @@ import Fastify, { type FastifyBaseLogger } from 'fastify';
 import type { TypedApp } from './typed-app.ts';
 import type { Logger } from 'pino';
 import type { EventLog } from '../../shared/ports/event-log.ts';
+import type { Topics } from '../../shared/topics.ts';
 import type { RateLimiter } from '../../shared/ports/rate-limiter.ts';
 import { registerAdminRoutes } from './admin-routes.ts';
 import { installErrorHandler } from './error-handler.ts';
@@ -19,6 +20,7 @@ export interface IngressDeps {
   limiter: RateLimiter;
   eventLog: EventLog;
   adminToken: string;
+  topics?: Topics;
   now?: () => Date;
 }
 
@@ -62,7 +64,7 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
     return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'unavailable', backends });
   });
 
-  registerIngestRoute(app, { teams: deps.teams, limiter: deps.limiter, eventLog: deps.eventLog, now: deps.now });
+  registerIngestRoute(app, { teams: deps.teams, limiter: deps.limiter, eventLog: deps.eventLog, topics: deps.topics, now: deps.now });
   registerAdminRoutes(app, { teams: deps.teams, adminToken: deps.adminToken });
   return app;
 };

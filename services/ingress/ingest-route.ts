@@ -15,7 +15,7 @@ import { estimateCallMinutes } from '../../shared/domain/team/capacity.ts';
 import { matchMember } from '../../shared/domain/team/match-member.ts';
 import { type EventLog, EventLogUnavailableError } from '../../shared/ports/event-log.ts';
 import type { RateLimiter } from '../../shared/ports/rate-limiter.ts';
-import { TOPICS } from '../../shared/topics.ts';
+import { TOPICS, type Topics } from '../../shared/topics.ts';
 import { apiKeyAccess } from './api-key-access.ts';
 import { ProblemError } from './errors.ts';
 import type { TeamService } from './teams/team-service.ts';
@@ -30,6 +30,7 @@ export interface IngestDeps {
   teams: TeamService;
   limiter: RateLimiter;
   eventLog: EventLog;
+  topics?: Topics;
   now?: () => Date;
 }
 
@@ -93,7 +94,7 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
         warnings,
       };
       try {
-        await deps.eventLog.publish(TOPICS.callsSubmitted, [
+        await deps.eventLog.publish((deps.topics ?? TOPICS).callsSubmitted, [
           toRecord({ id: callId, type: CALL_SUBMITTED_TYPE, source: INGEST_PATH, subject: callId, time: submittedAt, data, extensions: { teamid: owner.teamId } }),
         ]);
       } catch (error) {

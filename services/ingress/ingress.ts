@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { EventLog } from '../../shared/ports/event-log.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import type { RateLimiter } from '../../shared/ports/rate-limiter.ts';
+import type { Topics } from '../../shared/topics.ts';
 import { buildIngressApp, type IngressApp } from './app.ts';
 import { TeamDirectory } from './teams/team-directory.ts';
 import { TeamService } from './teams/team-service.ts';
@@ -18,6 +19,7 @@ export interface IngressOptions {
   adminToken: string;
   apiKeySecret: string;
   check?: () => Promise<Record<string, boolean>>;
+  topics?: Topics;
   now?: () => Date;
 }
 
@@ -39,6 +41,7 @@ export const createIngress = async (options: IngressOptions): Promise<Ingress> =
     limiter: options.limiter,
     eventLog: options.eventLog,
     adminToken: options.adminToken,
+    topics: options.topics,
     now: options.now,
   });
   await app.ready();

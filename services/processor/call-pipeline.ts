@@ -44,9 +44,10 @@ export const createCallPipeline = (deps: PipelineDeps) => {
   const now = () => (deps.now ?? (() => new Date()))().toISOString();
 
   /** Appends a step's outcome; a step that lost a race (call finished or moved on) changes nothing. */
-  const record = async (callId: string, command: CallCommand): Promise<CallEvent[]> => {
+  const record = async (call: { callId: string; submitted: { teamId: string } }, command: CallCommand): Promise<CallEvent[]> => {
     try {
-      return (await calls.handle(callId, command)).events;
+      // The team rides along in metadata so downstream consumers of any call event know it.
+      return (await calls.handle(call.callId, command, { teamId: call.submitted.teamId })).events;
     } catch (error) {
       if (isDomainError(error) && ['CALL_ALREADY_FINISHED', 'CALL_STEP_OUT_OF_ORDER'].includes(error.code)) return [];
       throw error;
@@ -75,12 +76,12 @@ export const createCallPipeline = (deps: PipelineDeps) => {
     const { submission } = call.submitted;
     switch (step) {
       case 'start':
-        await record(call.callId, { type: 'StartProcessing', now: now(), timeoutMs: deps.processingTimeoutMs });
+        await record(call, { type: 'StartProcessing', now: now(), timeoutMs: deps.processingTimeoutMs });
         return;
       case 'record_inline_transcript': {
         const transcript = submission.transcript;
         if (!transcript) throw new StepError('transcript_missing', 'The call has neither a recording nor a transcript.', false);
-        await record(call.callId, {
+        await record(call, {
           type: 'RecordTranscript',
           source: 'inline',
           text: transcript.text,
@@ -94,9 +95,9 @@ export const createCallPipeline = (deps: PipelineDeps) => {
       case 'fetch_and_transcribe': {
         const fetched = await deps.audio.fetch(submission.audioUrl!, { signal });
         try {
-          if (!call.audio) await record(call.callId, { type: 'RecordAudioFetched', bytes: fetched.bytes, contentType: fetched.contentType, now: now() });
+          if (!call.audio) await record(call, { type: 'RecordAudioFetched', bytes: fetched.bytes, contentType: fetched.contentType, now: now() });
           const transcription = await deps.transcriptionSlot(() => deps.transcriber.transcribe({ audioPath: fetched.path, contentType: fetched.contentType, signal }));
-          await record(call.callId, {
+          await record(call, {
             type: 'RecordTranscript',
             source: 'audio',
             text: transcription.text,
@@ -116,16 +117,16 @@ export const createCallPipeline = (deps: PipelineDeps) => {
           { signal },
         );
         const { title, summary, score, components, insights, engine } = analysis;
-        await record(call.callId, { type: 'RecordAnalysis', analysis: { title, summary, score, components, insights, engine }, now: now() });
+        await record(call, { type: 'RecordAnalysis', analysis: { title, summary, score, components, insights, engine }, now: now() });
         return;
       }
       case 'record_deal':
-        await record(call.callId, { type: 'RecordDeal', now: now() });
+        await record(call, { type: 'RecordDeal', now: now() });
         return;
       case 'complete':
         // Settle first: it is idempotent, so a crash before CallCompleted only repeats a no-op.
         await settleCapacity(call, call.transcript?.durationSeconds ?? null);
-        await record(call.callId, { type: 'CompleteCall', now: now() });
+        await record(call, { type: 'CompleteCall', now: now() });
         return;
       case 'none':
         return;
@@ -135,7 +136,7 @@ export const createCallPipeline = (deps: PipelineDeps) => {
   /** Ends the call as failed; the capacity goes back first (idempotent, see `complete`). */
   const fail = async (call: PendingCall, code: string, reason: string) => {
     await releaseCapacity(call);
-    await record(call.callId, { type: 'FailCall', code, reason, now: now() });
+    await record(call, { type: 'FailCall', code, reason, now: now() });
   };
 
   return {
@@ -166,7 +167,8 @@ export const createCallPipeline = (deps: PipelineDeps) => {
     async timeOut(callId: string): Promise<CallState> {
       const { state } = await calls.load(callId);
       if (state.status === 'pending' && Date.parse(deadlineOf(state, deps.processingTimeoutMs)) <= Date.parse(now())) await releaseCapacity(state);
-      const result = await calls.handle(callId, { type: 'TimeOut', now: now(), timeoutMs: deps.processingTimeoutMs });
+      const metadata = state.status === 'absent' ? undefined : { teamId: state.submitted.teamId };
+      const result = await calls.handle(callId, { type: 'TimeOut', now: now(), timeoutMs: deps.processingTimeoutMs }, metadata);
       return result.state;
     },
   };

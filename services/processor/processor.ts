@@ -13,7 +13,7 @@ import type { AudioSource } from '../../shared/ports/audio-source.ts';
 import type { Consumer, EventLog, LogRecord, PartitionRef } from '../../shared/ports/event-log.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import type { Transcriber } from '../../shared/ports/transcriber.ts';
-import { TOPICS } from '../../shared/topics.ts';
+import { TOPICS, type Topics } from '../../shared/topics.ts';
 import { AggregateRepository } from '../runtime/aggregate-repository.ts';
 import { ActorSystem } from './actors.ts';
 import { createCallPipeline } from './call-pipeline.ts';
@@ -39,6 +39,8 @@ export interface ProcessorOptions {
   transcriptionConcurrency?: number;
   retry?: RetryPolicy;
   groupId?: string;
+  /** Topic names; default without prefix. */
+  topics?: Topics;
   now?: () => Date;
 }
 
@@ -52,6 +54,7 @@ export const PROCESSOR_GROUP = 'call-processor';
 
 export const startProcessor = async (options: ProcessorOptions): Promise<Processor> => {
   const log = options.logger.child({ component: 'processor' });
+  const topics = options.topics ?? TOPICS;
   const transcriptions = new Semaphore(options.transcriptionConcurrency ?? 1);
   const pipeline = createCallPipeline({
     store: options.eventStore,
@@ -95,7 +98,7 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
 
   const deadLetter = async (record: LogRecord, reason: string) => {
     log.warn({ topic: record.topic, partition: record.partition, offset: record.offset.toString(), reason }, 'record dead-lettered');
-    await options.eventLog.publish(TOPICS.deadLetter, [
+    await options.eventLog.publish(topics.deadLetter, [
       {
         key: record.key,
         value: record.value,
@@ -115,25 +118,25 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
     const parsed = parseCallSubmitted(record);
     if (!parsed.ok) return deadLetter(record, parsed.reason);
     // Appending with "no stream" makes a redelivered record harmless.
-    await calls.handle(parsed.data.callId, { type: 'SubmitCall', data: parsed.data });
+    await calls.handle(parsed.data.callId, { type: 'SubmitCall', data: parsed.data }, { teamId: parsed.data.teamId });
     if (partitionForKey(parsed.data.callId, options.topicPartitions) !== record.partition && !warnedPartitions) {
       warnedPartitions = true;
-      log.error({ topicPartitions: options.topicPartitions, partition: record.partition }, `${TOPICS.callsSubmitted} has another partition count than TOPIC_PARTITIONS: calls may not be resumed after a restart`);
+      log.error({ topicPartitions: options.topicPartitions, partition: record.partition }, `${topics.callsSubmitted} has another partition count than TOPIC_PARTITIONS: calls may not be resumed after a restart`);
     }
     actors.wake(parsed.data.callId);
   };
 
   const inPartitions = (partitions: PartitionRef[]) => {
-    const set = new Set(partitions.filter((p) => p.topic === TOPICS.callsSubmitted).map((p) => p.partition));
+    const set = new Set(partitions.filter((p) => p.topic === topics.callsSubmitted).map((p) => p.partition));
     return (callId: string) => set.has(partitionForKey(callId, options.topicPartitions));
   };
 
   const consumer: Consumer = await options.eventLog.consume({
     groupId: options.groupId ?? PROCESSOR_GROUP,
-    topics: [TOPICS.callsSubmitted],
+    topics: [topics.callsSubmitted],
     handler: intake,
     onAssigned: async (partitions) => {
-      for (const p of partitions) if (p.topic === TOPICS.callsSubmitted) owned.add(p.partition);
+      for (const p of partitions) if (p.topic === topics.callsSubmitted) owned.add(p.partition);
       await openCalls.caughtUp();
       const mine = openCalls.all().filter((call) => inPartitions(partitions)(call.callId));
       log.info({ partitions: partitions.map((p) => p.partition), resuming: mine.length }, 'partitions assigned');
@@ -144,7 +147,7 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
     },
     onRevoked: async (partitions) => {
       const theirs = inPartitions(partitions);
-      for (const p of partitions) if (p.topic === TOPICS.callsSubmitted) owned.delete(p.partition);
+      for (const p of partitions) if (p.topic === topics.callsSubmitted) owned.delete(p.partition);
       deadlines.disarmAll(theirs);
       await actors.stopAll(theirs, 'partition revoked');
       log.info({ partitions: partitions.map((p) => p.partition) }, 'partitions revoked');

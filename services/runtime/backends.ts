@@ -13,11 +13,13 @@ import { openSqlite, type OpenedSqlite } from '../../shared/adapters/sqlite/sqli
 import type { Config } from '../../shared/config.ts';
 import type { EventLog } from '../../shared/ports/event-log.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
-import { ALL_TOPICS } from '../../shared/topics.ts';
+import { allTopics, type Topics, topicNames } from '../../shared/topics.ts';
 
 export interface Backends {
   eventStore: EventStore;
   eventLog: EventLog;
+  /** Topic names (with TOPIC_PREFIX). */
+  topics: Topics;
   /** The embedded database when one is open (for DATA_DIR files such as the admin token). */
   sqlite?: OpenedSqlite;
   /** One line per backend, for the start-up log. */
@@ -41,7 +43,8 @@ export const openBackends = async (config: Config, log: Logger): Promise<Backend
         : config.databaseUrl
           ? await createPostgresEventLog({ connectionString: config.databaseUrl, schema: config.databaseSchema })
           : createSqliteEventLog(sqlite!.db);
-    await eventLog.ensureTopics(ALL_TOPICS.map((name) => ({ name, partitions: config.topicPartitions })));
+    const topics = topicNames(config.topicPrefix);
+    await eventLog.ensureTopics(allTopics(topics).map((name) => ({ name, partitions: config.topicPartitions })));
     const description = {
       eventStore: config.databaseUrl ? `postgresql ${redact(config.databaseUrl)} schema ${config.databaseSchema}` : `sqlite ${sqlite!.dataDir}`,
       eventLog:
@@ -55,13 +58,14 @@ export const openBackends = async (config: Config, log: Logger): Promise<Backend
     return {
       eventStore,
       eventLog,
+      topics,
       sqlite,
       description,
       async check() {
         const probe = async (fn: () => Promise<unknown>) => fn().then(() => true, () => false);
         const [store, events] = await Promise.all([
           probe(() => eventStore.readAll({ maxCount: 1 })),
-          probe(() => eventLog.committedOffset('readiness-probe', ALL_TOPICS[0]!, 0)),
+          probe(() => eventLog.committedOffset('readiness-probe', topics.callsSubmitted, 0)),
         ]);
         return { eventStore: store, eventLog: events };
       },

@@ -9,7 +9,7 @@ import { createMemoryRateLimiter } from '../../shared/adapters/rate-limit/memory
 import type { EventLog, LogRecord } from '../../shared/ports/event-log.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import type { RateLimiter } from '../../shared/ports/rate-limiter.ts';
-import { TOPICS } from '../../shared/topics.ts';
+import { TOPICS, type Topics } from '../../shared/topics.ts';
 import { createIngress, type Ingress } from '../../services/ingress/ingress.ts';
 import { INGEST_PATH } from '../../services/ingress/ingest-route.ts';
 import { createLogger } from '../../services/runtime/logger.ts';
@@ -37,9 +37,11 @@ export interface HarnessOptions {
   eventStore: EventStore;
   eventLog: EventLog;
   limiter?: RateLimiter;
+  /** Topic names; default without prefix. */
+  topics?: Topics;
 }
 
-export const createHarness = async ({ eventStore, eventLog, limiter = createMemoryRateLimiter() }: HarnessOptions): Promise<Harness> => {
+export const createHarness = async ({ eventStore, eventLog, limiter = createMemoryRateLimiter(), topics = TOPICS }: HarnessOptions): Promise<Harness> => {
   const logLines: string[] = [];
   const sink = new Writable({
     write(chunk, _encoding, done) {
@@ -47,7 +49,7 @@ export const createHarness = async ({ eventStore, eventLog, limiter = createMemo
       done();
     },
   });
-  const ingress = await createIngress({ eventStore, eventLog, limiter, logger: createLogger('debug', sink), adminToken: ADMIN_TOKEN, apiKeySecret: API_KEY_SECRET });
+  const ingress = await createIngress({ eventStore, eventLog, limiter, topics, logger: createLogger('debug', sink), adminToken: ADMIN_TOKEN, apiKeySecret: API_KEY_SECRET });
   const app = ingress.app;
 
   const admin: Harness['admin'] = (method, url, body) =>
@@ -79,7 +81,7 @@ export const createHarness = async ({ eventStore, eventLog, limiter = createMemo
     async submitted(callId) {
       return eventually(
         async () => {
-          const records = await eventLog.read(TOPICS.callsSubmitted, { limit: 100_000 });
+          const records = await eventLog.read(topics.callsSubmitted, { limit: 100_000 });
           const record = records.find((r) => r.key === callId);
           if (!record) throw new Error(`no CallSubmitted record for ${callId}`);
           return record;

@@ -1,0 +1,35 @@
+/**
+ * The call processor on its own (scaled out: run several, on Kafka + PostgreSQL). `npm start` runs
+ * it inside the all-in-one process instead.
+ */
+import { loadConfig } from '../../shared/config.ts';
+import { openBackends } from '../runtime/backends.ts';
+import { createLogger } from '../runtime/logger.ts';
+import { runUntilSignal } from '../runtime/lifecycle.ts';
+import { openSteps } from '../runtime/steps.ts';
+import { startProcessor } from './processor.ts';
+
+runUntilSignal('processor', async () => {
+  const config = loadConfig();
+  const logger = createLogger(config.logLevel);
+  const backends = await openBackends(config, logger);
+  const processor = await startProcessor({
+    eventStore: backends.eventStore,
+    eventLog: backends.eventLog,
+    ...openSteps(config),
+    logger,
+    processingTimeoutMs: config.processingTimeoutMs,
+    topicPartitions: config.topicPartitions,
+    concurrency: config.processorConcurrency,
+    transcriptionConcurrency: config.transcribeConcurrency,
+    topics: backends.topics,
+  });
+  logger.info({ ...backends.description }, 'processor running');
+  return {
+    logger,
+    async stop() {
+      await processor.stop();
+      await backends.close();
+    },
+  };
+});

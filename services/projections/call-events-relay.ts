@@ -1,0 +1,41 @@
+/**
+ * Relays every call event from the event store to `calls.events.v1` for downstream systems, in
+ * stream order (key = call id). At least once: the checkpoint advances only after the log took the
+ * batch, and each message carries the event's own id as `ce_id`, so a consumer deduplicates a
+ * redelivery by it.
+ */
+import type { Logger } from 'pino';
+import { toRecord } from '../../shared/cloudevents.ts';
+import { CLOUD_EVENT_TYPES, isCallEventType } from '../../shared/domain/call/call-event-types.ts';
+import type { EventLog } from '../../shared/ports/event-log.ts';
+import type { EventStore, Subscription } from '../../shared/ports/event-store.ts';
+import type { Topics } from '../../shared/topics.ts';
+
+export const CALL_EVENTS_RELAY = 'relay.call-events';
+const CALL_STREAM = /^call-(.+)$/;
+
+export const startCallEventsRelay = (deps: { eventStore: EventStore; eventLog: EventLog; topics: Topics; logger: Logger }): Subscription =>
+  deps.eventStore.subscribeToAll({
+    checkpointId: CALL_EVENTS_RELAY,
+    batchSize: 500,
+    handler: async (events) => {
+      const records = events.flatMap((event) => {
+        const callId = CALL_STREAM.exec(event.streamId)?.[1];
+        if (!callId || !isCallEventType(event.type)) return [];
+        const teamId = event.metadata.teamId;
+        return [
+          toRecord({
+            id: event.id,
+            type: CLOUD_EVENT_TYPES[event.type],
+            source: '/calls',
+            subject: callId,
+            time: event.recordedAt.toISOString(),
+            data: event.data,
+            extensions: { sequence: String(event.revision), ...(typeof teamId === 'string' ? { teamid: teamId } : {}) },
+          }),
+        ];
+      });
+      if (records.length > 0) await deps.eventLog.publish(deps.topics.callEvents, records);
+      deps.logger.debug({ relayed: records.length }, 'call events relayed');
+    },
+  });

@@ -1,0 +1,47 @@
+/**
+ * Runs a service until SIGTERM or SIGINT, then stops it gracefully (in-flight work finishes, the
+ * database closes cleanly); a stop that hangs past 15 s exits non-zero. Start-up failures print one
+ * clear line.
+ */
+import type { Logger } from 'pino';
+
+export interface Running {
+  logger: Logger;
+  stop(): Promise<void>;
+}
+
+const KNOWN_START_ERRORS = new Set(['CONFIG_INVALID', 'DATA_DIR_LOCKED']);
+
+export const runUntilSignal = (name: string, start: () => Promise<Running>): void => {
+  start().then(
+    (running) => {
+      let stopping = false;
+      const stop = async (signal: string) => {
+        if (stopping) return;
+        stopping = true;
+        running.logger.info({ signal }, `${name}: shutting down`);
+        const force = setTimeout(() => {
+          running.logger.error(`${name}: shutdown took longer than 15 s; exiting`);
+          process.exit(1);
+        }, 15_000);
+        force.unref();
+        try {
+          await running.stop();
+          running.logger.info(`${name}: stopped cleanly`);
+        } catch (error) {
+          running.logger.error({ err: error }, `${name}: shutdown failed`);
+          process.exitCode = 1;
+        } finally {
+          clearTimeout(force);
+        }
+      };
+      process.once('SIGTERM', () => void stop('SIGTERM'));
+      process.once('SIGINT', () => void stop('SIGINT'));
+    },
+    (error: unknown) => {
+      const known = KNOWN_START_ERRORS.has((error as { code?: string }).code ?? '');
+      process.stderr.write(`${name} failed to start: ${known ? (error as Error).message : (error as Error).stack}\n`);
+      process.exit(1);
+    },
+  );
+};

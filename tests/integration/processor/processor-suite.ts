@@ -1,0 +1,229 @@
+/**
+ * The call processor end to end: calls submitted through the real HTTP endpoint, processed by the
+ * real processor on real backends. Run once per backend pair.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { createHttpAudioSource } from '../../../shared/adapters/audio/http-audio-source.ts';
+import { selectTranscriber } from '../../../shared/adapters/transcription/select-transcriber.ts';
+import type { EventLog } from '../../../shared/ports/event-log.ts';
+import type { EventStore } from '../../../shared/ports/event-store.ts';
+import { eventually } from '../../support/eventually.ts';
+import { audioServer, createPipelineHarness, eventData, type PipelineHarness } from '../../support/pipeline-harness.ts';
+import { hasEspeak, synthesizeSpeech } from '../../support/speech.ts';
+import { tempDir } from '../../support/temp-dir.ts';
+
+export interface ProcessorBackends {
+  eventStore: EventStore;
+  eventLog: EventLog;
+  cleanup(): Promise<void>;
+}
+
+const TRANSCRIPT = [
+  'Rep: Hi Dana, thanks for taking the time today. How are you handling call reviews right now?',
+  'Dana: Mostly spreadsheets. Honestly the price of most tools is too high for us.',
+  'Rep: That makes sense. What would it be worth if your managers saved five hours a week?',
+  'Dana: Quite a lot, if it really works.',
+  'Rep: Great, as a next step I will send you a proposal and schedule a demo for Friday.',
+].join('\n');
+
+const statusOf = (types: string[]) => (types.includes('CallCompleted') ? 'completed' : types.includes('CallFailed') ? 'failed' : 'pending');
+
+export const processorSuite = (name: string, factory: () => Promise<ProcessorBackends>, options: { skip?: string } = {}) => {
+  describe(`call processor: ${name}`, { skip: options.skip }, () => {
+    let backends: ProcessorBackends;
+    let h: PipelineHarness;
+    before(async () => {
+      backends = await factory();
+      h = await createPipelineHarness(backends);
+    });
+    after(async () => {
+      await h?.close();
+      await backends?.cleanup();
+    });
+
+    const submit = async (body: Record<string, unknown>, key?: string) => {
+      const res = await h.ingest({ key: key ?? (await h.team()).key, body });
+      assert.equal(res.statusCode, 201, res.body);
+      return res.json<{ callId: string }>().callId;
+    };
+
+    test('transcript only: the call reaches completed with an AI title, a score and insights', async () => {
+      const started = Date.now();
+      const callId = await submit({ transcript: TRANSCRIPT, repName: 'Sam Seller', callTitle: 'ignored by default' });
+      const events = await h.callEvents(callId);
+      const elapsed = Date.now() - started;
+      assert.deepEqual(
+        events.map((e) => e.type),
+        ['CallSubmitted', 'ProcessingStarted', 'TranscriptRecorded', 'CallAnalysed', 'CallCompleted'],
+      );
+      assert.equal(eventData(events, 'TranscriptRecorded')!.source, 'inline');
+      const analysis = eventData(events, 'CallAnalysed')!;
+      assert.ok(analysis.title.length > 0 && analysis.title !== 'ignored by default', analysis.title);
+      assert.ok(Number.isInteger(analysis.score) && analysis.score >= 0 && analysis.score <= 100);
+      assert.ok(analysis.insights.length > 0);
+      for (const insight of analysis.insights) assert.ok(TRANSCRIPT.includes(insight.evidence.replace(/^"|"$/g, '').slice(0, 20)) || insight.evidence.length > 0);
+      console.log(`# transcript-only call completed in ${elapsed} ms (submit → CallCompleted)`);
+    });
+
+    test('valid deal data is recorded on the call before it completes', async () => {
+      const callId = await submit({ transcript: TRANSCRIPT, dealSize: '1200.50', revenue_collected: 300, deal_date: '2026-11-20' });
+      const events = await h.callEvents(callId);
+      const types = events.map((e) => e.type);
+      assert.ok(types.indexOf('DealRecorded') > types.indexOf('CallAnalysed') && types.indexOf('DealRecorded') < types.indexOf('CallCompleted'), types.join());
+      assert.deepEqual(eventData(events, 'DealRecorded')!.deal, { dealSize: 1200.5, revenueCollected: 300, dealDate: '2026-11-20T00:00:00.000Z' });
+    });
+
+    test('completing a call settles its capacity to the real length', async () => {
+      const { teamId, key } = await h.team({ capacityHours: 1 });
+      const callId = await submit({ transcript: TRANSCRIPT, duration: 600, durationUnit: 'seconds' }, key);
+      await h.callEvents(callId);
+      await eventually(async () => {
+        const team = (await h.admin('GET', `/api/admin/teams/${teamId}`)).json<{ capacity: { remainingMinutes: number; reservedCalls: number } }>();
+        assert.deepEqual([team.capacity.remainingMinutes, team.capacity.reservedCalls], [50, 0]);
+      });
+    });
+
+    test('audio that cannot be fetched (blocked address) fails the call with a stable code and a reason', async () => {
+      await h.stopProcessor();
+      await h.startProcessor({ audio: createHttpAudioSource({ maxBytes: 1024, timeoutMs: 5000, allowPrivate: false }) });
+      try {
+        const callId = await submit({ audioUrl: 'http://127.0.0.1:9/recording.wav' });
+        const events = await h.callEvents(callId);
+        const failed = eventData(events, 'CallFailed')!;
+        assert.equal(failed.code, 'audio_fetch_blocked');
+        assert.match(failed.reason, /AUDIO_FETCH_ALLOW_PRIVATE/);
+      } finally {
+        await h.stopProcessor();
+        await h.startProcessor();
+      }
+    });
+
+    test('processing timeout: a call still pending past its deadline fails with processing_timeout, and its capacity is released', async () => {
+      const stalling = await audioServer({ body: Buffer.alloc(1000), delayMs: 60_000 });
+      await h.stopProcessor();
+      await h.startProcessor({ processingTimeoutMs: 400 });
+      try {
+        const { teamId, key } = await h.team({ capacityHours: 1 });
+        const callId = await submit({ audioUrl: stalling.url, duration: 5, durationUnit: 'minutes' }, key);
+        const events = await h.callEvents(callId);
+        const failed = eventData(events, 'CallFailed')!;
+        assert.deepEqual([failed.code, failed.reason], ['processing_timeout', 'processing_timeout']);
+        await eventually(async () => {
+          const team = (await h.admin('GET', `/api/admin/teams/${teamId}`)).json<{ capacity: { remainingMinutes: number; reservedCalls: number } }>();
+          assert.deepEqual([team.capacity.remainingMinutes, team.capacity.reservedCalls], [60, 0]);
+        });
+      } finally {
+        await stalling.close();
+        await h.stopProcessor();
+        await h.startProcessor();
+      }
+    });
+
+    test('the deadline survives a restart: a call left pending is timed out by the next processor', async () => {
+      const stalling = await audioServer({ body: Buffer.alloc(1000), delayMs: 60_000 });
+      await h.stopProcessor();
+      await h.startProcessor({ processingTimeoutMs: 60_000 });
+      try {
+        const callId = await submit({ audioUrl: stalling.url });
+        await eventually(() => assert.ok(stalling.hits >= 1, 'the fetch started'));
+        await h.stopProcessor();
+        await h.startProcessor({ processingTimeoutMs: 300 });
+        const events = await h.callEvents(callId);
+        assert.equal(eventData(events, 'CallFailed')!.code, 'processing_timeout');
+      } finally {
+        await stalling.close();
+        await h.stopProcessor();
+        await h.startProcessor();
+      }
+    });
+
+    test('a record that cannot be parsed goes to calls.dead-letter.v1 with the reason, and the consumer moves on', async () => {
+      await h.eventLog.publish(h.topics.callsSubmitted, [{ key: 'garbage-1', value: '{not json', headers: { ce_specversion: '1.0', ce_id: 'x', ce_type: 'call.submitted', ce_source: 'test', ce_time: new Date().toISOString() } }]);
+      await h.eventLog.publish(h.topics.callsSubmitted, [{ key: 'garbage-2', value: '{}', headers: {} }]);
+      const callId = await submit({ transcript: TRANSCRIPT });
+      await h.callEvents(callId);
+      const dead = await eventually(async () => {
+        const records = await h.eventLog.read(h.topics.deadLetter, { limit: 100 });
+        assert.equal(records.length, 2);
+        return records;
+      });
+      const byKey = Object.fromEntries(dead.map((r) => [r.key, r]));
+      assert.match(byKey['garbage-1']!.headers.dlq_reason!, /not JSON/);
+      assert.match(byKey['garbage-2']!.headers.dlq_reason!, /missing CloudEvents header/);
+      assert.equal(byKey['garbage-1']!.headers.dlq_source_topic, h.topics.callsSubmitted);
+      assert.equal(byKey['garbage-1']!.value, '{not json');
+    });
+
+    test('a redelivered CallSubmitted record changes nothing: one stream, each step once', async () => {
+      const callId = await submit({ transcript: TRANSCRIPT });
+      await h.callEvents(callId);
+      const record = (await h.submitted(callId)) as { key: string; value: string; headers: Record<string, string> };
+      await h.eventLog.publish(h.topics.callsSubmitted, [{ key: record.key, value: record.value, headers: record.headers }]);
+      const marker = await submit({ transcript: TRANSCRIPT });
+      await h.callEvents(marker); // processed after the duplicate, on whatever partition
+      await eventually(async () => assert.ok((await h.eventLog.read(h.topics.callsSubmitted, { limit: 100_000 })).filter((r) => r.key === callId).length === 2));
+      const events = await backends.eventStore.readStream(`call-${callId}`);
+      assert.deepEqual(
+        events.map((e) => e.type),
+        ['CallSubmitted', 'ProcessingStarted', 'TranscriptRecorded', 'CallAnalysed', 'CallCompleted'],
+      );
+    });
+
+    test('a call interrupted by a processor stop is resumed by the next one from its last event', async () => {
+      const slow = await audioServer({ body: Buffer.alloc(2000), delayMs: 400 });
+      await h.stopProcessor();
+      await h.startProcessor({ transcriber: selectTranscriber({ transcribeUrl: 'http://127.0.0.1:9' }) });
+      try {
+        const callId = await submit({ audioUrl: slow.url });
+        await eventually(() => assert.ok(slow.hits >= 1));
+        await h.stopProcessor();
+        const before = (await backends.eventStore.readStream(`call-${callId}`)).map((e) => e.type);
+        assert.equal(statusOf(before), 'pending');
+        await h.startProcessor({ transcriber: selectTranscriber({ transcribeUrl: 'http://127.0.0.1:9' }) });
+        const events = await h.callEvents(callId);
+        const types = events.map((e) => e.type);
+        assert.equal(types.filter((t) => t === 'CallSubmitted').length, 1);
+        assert.equal(types.filter((t) => t === 'ProcessingStarted').length, 1);
+        assert.equal(types.filter((t) => t === 'AudioFetched').length, 1);
+        assert.match(eventData(events, 'CallFailed')?.code ?? '', /^transcription_/, 'the unreachable engine ends the call after its retries');
+      } finally {
+        await slow.close();
+        await h.stopProcessor();
+        await h.startProcessor();
+      }
+    });
+
+    test('audio with the local engine: the transcript contains the spoken words', async (t) => {
+      const engine = await selectTranscriber({}).available();
+      const speech = await hasEspeak();
+      const missing = !engine.ok ? engine.reason : !speech ? 'espeak-ng is not installed' : undefined;
+      if (missing) {
+        if (process.env.REQUIRE_LOCAL_TRANSCRIPTION === '1') assert.fail(`REQUIRE_LOCAL_TRANSCRIPTION=1 but ${missing}`);
+        t.skip(`local transcription unavailable: ${missing}`);
+        return;
+      }
+      const dir = tempDir();
+      try {
+        const wav = `${dir.path}/speech.wav`;
+        await synthesizeSpeech('hello this is a test of the pricing proposal', wav);
+        const { readFile } = await import('node:fs/promises');
+        const server = await audioServer({ body: await readFile(wav) });
+        try {
+          const callId = await submit({ audioUrl: server.url, transcript: 'the inline transcript is only secondary' });
+          const events = await h.callEvents(callId, undefined, 120_000);
+          assert.equal(eventData(events, 'CallFailed'), undefined, JSON.stringify(eventData(events, 'CallFailed')));
+          const transcript = eventData(events, 'TranscriptRecorded')!;
+          assert.equal(transcript.source, 'audio');
+          const words = ['hello', 'test', 'pricing', 'proposal'].filter((w) => transcript.text.toLowerCase().includes(w));
+          assert.ok(words.length >= 2, `transcript "${transcript.text}" has too few of the spoken words`);
+          assert.ok(transcript.durationSeconds! > 1 && transcript.durationSeconds! < 10);
+        } finally {
+          await server.close();
+        }
+      } finally {
+        dir.remove();
+      }
+    });
+  });
+};

@@ -1,0 +1,130 @@
+/**
+ * The ingress and the call processor running in the test process on real backends, with fresh
+ * topic names, plus helpers to wait for a call's outcome in the event store.
+ */
+import { randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { pino } from 'pino';
+import { createConversationAnalyser } from '../../shared/adapters/analysis/conversation-analyser.ts';
+import { createHttpAudioSource } from '../../shared/adapters/audio/http-audio-source.ts';
+import { selectTranscriber } from '../../shared/adapters/transcription/select-transcriber.ts';
+import type { CallEvent } from '../../shared/domain/call/call-events.ts';
+import type { Analyser } from '../../shared/ports/analyser.ts';
+import type { AudioSource } from '../../shared/ports/audio-source.ts';
+import type { EventLog } from '../../shared/ports/event-log.ts';
+import type { EventStore, RecordedEvent } from '../../shared/ports/event-store.ts';
+import type { Transcriber } from '../../shared/ports/transcriber.ts';
+import { allTopics, type Topics, topicNames } from '../../shared/topics.ts';
+import { type Processor, startProcessor } from '../../services/processor/processor.ts';
+import type { RetryPolicy } from '../../services/processor/retry.ts';
+import { eventually } from './eventually.ts';
+import { createHarness, type Harness } from './ingress-harness.ts';
+
+export const PARTITIONS = 3;
+
+export interface StepOverrides {
+  audio?: AudioSource;
+  transcriber?: Transcriber;
+  analyser?: Analyser;
+  processingTimeoutMs?: number;
+  retry?: RetryPolicy;
+}
+
+export interface PipelineHarness extends Harness {
+  topics: Topics;
+  processor: Processor;
+  /** Starts another processor (after `stopProcessor`, or as a second member). */
+  startProcessor(overrides?: StepOverrides): Promise<Processor>;
+  stopProcessor(): Promise<void>;
+  /** The call's events once `done(events)` holds (default: the call finished). */
+  callEvents(callId: string, done?: (events: RecordedEvent[]) => boolean, timeoutMs?: number): Promise<RecordedEvent[]>;
+}
+
+export const finished = (events: RecordedEvent[]) => events.some((e) => e.type === 'CallCompleted' || e.type === 'CallFailed');
+export const eventData = <T extends CallEvent['type']>(events: RecordedEvent[], type: T) =>
+  events.find((e) => e.type === type)?.data as Extract<CallEvent, { type: T }>['data'] | undefined;
+
+export const localSteps = (overrides: StepOverrides = {}) => ({
+  audio: overrides.audio ?? createHttpAudioSource({ maxBytes: 50 * 1024 * 1024, timeoutMs: 30_000, allowPrivate: true }),
+  transcriber: overrides.transcriber ?? selectTranscriber({}),
+  analyser: overrides.analyser ?? createConversationAnalyser(),
+});
+
+export const createPipelineHarness = async (backends: { eventStore: EventStore; eventLog: EventLog }, overrides: StepOverrides = {}): Promise<PipelineHarness> => {
+  const topics = topicNames(`t${randomUUID().slice(0, 8)}.`);
+  await backends.eventLog.ensureTopics(allTopics(topics).map((name) => ({ name, partitions: PARTITIONS })));
+  const harness = await createHarness({ ...backends, topics });
+  const groupId = `processor-${randomUUID()}`;
+  const start = (o: StepOverrides = overrides) =>
+    startProcessor({
+      eventStore: backends.eventStore,
+      eventLog: backends.eventLog,
+      ...localSteps(o),
+      logger: pino({ level: 'silent' }),
+      processingTimeoutMs: o.processingTimeoutMs ?? 60_000,
+      retry: o.retry ?? { maxAttempts: 3, baseDelayMs: 20, maxDelayMs: 200 },
+      topicPartitions: PARTITIONS,
+      topics,
+      groupId,
+    });
+  let processor: Processor | undefined = await start();
+  return {
+    ...harness,
+    topics,
+    get processor() {
+      return processor!;
+    },
+    async startProcessor(o) {
+      processor = await start(o ?? overrides);
+      return processor;
+    },
+    async stopProcessor() {
+      await processor?.stop();
+      processor = undefined;
+    },
+    callEvents(callId, done = finished, timeoutMs = 20_000) {
+      return eventually(
+        async () => {
+          const events = await backends.eventStore.readStream(`call-${callId}`);
+          if (!done(events)) throw new Error(`call ${callId} not there yet: ${events.map((e) => e.type).join(', ') || 'no events'}`);
+          return events;
+        },
+        { timeoutMs, intervalMs: 20 },
+      );
+    },
+    async close() {
+      await processor?.stop();
+      await harness.close();
+    },
+  };
+};
+
+/** A recording server on loopback: serves `body` with `contentType`, optionally after a delay. */
+export const audioServer = async (options: { body: Buffer; contentType?: string; delayMs?: number }) => {
+  let hits = 0;
+  const server: Server = createServer((request, response) => {
+    hits++;
+    const send = () => {
+      response.writeHead(200, { 'content-type': options.contentType ?? 'audio/wav', 'content-length': options.body.length });
+      response.end(options.body);
+    };
+    if (options.delayMs) {
+      const timer = setTimeout(send, options.delayMs);
+      request.on('close', () => clearTimeout(timer));
+    } else send();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/recording.wav`,
+    get hits() {
+      return hits;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+};

@@ -10,7 +10,7 @@ import type { EventLog } from '../../../shared/ports/event-log.ts';
 import type { EventStore } from '../../../shared/ports/event-store.ts';
 import { eventually } from '../../support/eventually.ts';
 import { audioServer, createPipelineHarness, eventData, type PipelineHarness } from '../../support/pipeline-harness.ts';
-import { hasEspeak, synthesizeSpeech } from '../../support/speech.ts';
+import { localTranscriptionRequired, missingForLocalTranscription, SPEECH_SAMPLE, synthesizeSpeech } from '../../support/speech.ts';
 import { tempDir } from '../../support/temp-dir.ts';
 
 export interface ProcessorBackends {
@@ -120,17 +120,21 @@ export const processorSuite = (name: string, factory: () => Promise<ProcessorBac
       }
     });
 
-    test('the deadline survives a restart: a call left pending is timed out by the next processor', async () => {
+    test('the deadline survives a restart: the next processor times the call out at the recorded deadline', async () => {
       const stalling = await audioServer({ body: Buffer.alloc(1000), delayMs: 60_000 });
       await h.stopProcessor();
-      await h.startProcessor({ processingTimeoutMs: 60_000 });
+      await h.startProcessor({ processingTimeoutMs: 3000 });
       try {
         const callId = await submit({ audioUrl: stalling.url });
         await eventually(() => assert.ok(stalling.hits >= 1, 'the fetch started'));
         await h.stopProcessor();
-        await h.startProcessor({ processingTimeoutMs: 300 });
+        const atStop = (await backends.eventStore.readStream(`call-${callId}`)).map((e) => e.type);
+        assert.deepEqual(atStop, ['CallSubmitted', 'ProcessingStarted'], 'still pending when the first processor stopped');
+        // The next processor is configured with a long timeout: only the recorded deadline can fail the call.
+        await h.startProcessor({ processingTimeoutMs: 3_600_000 });
         const events = await h.callEvents(callId);
         assert.equal(eventData(events, 'CallFailed')!.code, 'processing_timeout');
+        assert.equal(Date.parse(eventData(events, 'CallFailed')!.at) >= Date.parse(eventData(events, 'ProcessingStarted')!.deadline), true);
       } finally {
         await stalling.close();
         await h.stopProcessor();
@@ -195,18 +199,16 @@ export const processorSuite = (name: string, factory: () => Promise<ProcessorBac
     });
 
     test('audio with the local engine: the transcript contains the spoken words', async (t) => {
-      const engine = await selectTranscriber({}).available();
-      const speech = await hasEspeak();
-      const missing = !engine.ok ? engine.reason : !speech ? 'espeak-ng is not installed' : undefined;
+      const missing = await missingForLocalTranscription();
       if (missing) {
-        if (process.env.REQUIRE_LOCAL_TRANSCRIPTION === '1') assert.fail(`REQUIRE_LOCAL_TRANSCRIPTION=1 but ${missing}`);
+        if (localTranscriptionRequired()) assert.fail(`REQUIRE_LOCAL_TRANSCRIPTION=1 but ${missing}`);
         t.skip(`local transcription unavailable: ${missing}`);
         return;
       }
       const dir = tempDir();
       try {
         const wav = `${dir.path}/speech.wav`;
-        await synthesizeSpeech('hello this is a test of the pricing proposal', wav);
+        await synthesizeSpeech(SPEECH_SAMPLE.text, wav);
         const { readFile } = await import('node:fs/promises');
         const server = await audioServer({ body: await readFile(wav) });
         try {
@@ -215,8 +217,8 @@ export const processorSuite = (name: string, factory: () => Promise<ProcessorBac
           assert.equal(eventData(events, 'CallFailed'), undefined, JSON.stringify(eventData(events, 'CallFailed')));
           const transcript = eventData(events, 'TranscriptRecorded')!;
           assert.equal(transcript.source, 'audio');
-          const words = ['hello', 'test', 'pricing', 'proposal'].filter((w) => transcript.text.toLowerCase().includes(w));
-          assert.ok(words.length >= 2, `transcript "${transcript.text}" has too few of the spoken words`);
+          const words = SPEECH_SAMPLE.keyWords.filter((w) => transcript.text.toLowerCase().includes(w));
+          assert.ok(words.length >= 3, `transcript "${transcript.text}" has too few of the spoken words ${SPEECH_SAMPLE.keyWords.join(', ')}`);
           assert.ok(transcript.durationSeconds! > 1 && transcript.durationSeconds! < 10);
         } finally {
           await server.close();

@@ -111,7 +111,7 @@ export const audioServer = async (options: { body: Buffer; contentType?: string;
     };
     if (options.delayMs) {
       const timer = setTimeout(send, options.delayMs);
-      request.on('close', () => clearTimeout(timer));
+      response.on('close', () => clearTimeout(timer)); // the client went away
     } else send();
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -31,7 +31,7 @@ const slowTranscriptionServer = async (delayMs: number) => {
         response.writeHead(200, { 'content-type': 'application/json' });
         response.end(JSON.stringify({ text: 'Rep: hello from the recording. Dana: thanks, send the pricing.', duration: 42 }));
       }, delayMs);
-      request.on('close', () => clearTimeout(timer));
+      response.on('close', () => clearTimeout(timer)); // the client went away
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -71,8 +71,9 @@ export const killSuite = (name: string, factory: () => Promise<KillBackends>, op
 
       const admin = async (path: string, body: unknown) => {
         const res = await fetch(`${service.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
-        assert.ok(res.ok, `${path}: ${res.status} ${await res.text()}`);
-        return (await res.json()) as Record<string, string>;
+        const text = await res.text();
+        assert.ok(res.ok, `${path}: ${res.status} ${text}`);
+        return JSON.parse(text) as Record<string, string>;
       };
       const { teamId } = await admin('/api/admin/teams', { name: 'Kill test', ownerEmail: 'owner@kill.test', capacityHours: 100 });
       const { key } = await admin(`/api/admin/teams/${teamId}/keys`, { label: 'kill' });
@@ -81,8 +82,9 @@ export const killSuite = (name: string, factory: () => Promise<KillBackends>, op
       const submit = async (i: number) => {
         const body = i % 2 === 0 ? { transcript: `${TRANSCRIPT} (${i})`, repName: 'Sam' } : { audioUrl: `${audio.url}?call=${i}`, repName: 'Sam' };
         const res = await fetch(`${service.url}/api/integrations/push-api/ingest`, { method: 'POST', headers: { 'x-api-key': key!, 'content-type': 'application/json' }, body: JSON.stringify(body) });
-        assert.equal(res.status, 201, await res.text());
-        accepted.set(((await res.json()) as { callId: string }).callId, i % 2 === 0 ? 'transcript' : 'audio');
+        const text = await res.text();
+        assert.equal(res.status, 201, text);
+        accepted.set((JSON.parse(text) as { callId: string }).callId, i % 2 === 0 ? 'transcript' : 'audio');
       };
       for (let i = 0; i < 24; i++) await submit(i);
 
@@ -101,10 +103,14 @@ export const killSuite = (name: string, factory: () => Promise<KillBackends>, op
           const byStream = new Map<string, string[]>();
           for (const e of await backends.callEvents()) byStream.set(e.streamId, [...(byStream.get(e.streamId) ?? []), e.type]);
           const unfinished = [...accepted.keys()].filter((id) => !(byStream.get(`call-${id}`) ?? []).some((t) => t === 'CallCompleted' || t === 'CallFailed'));
-          assert.equal(unfinished.length, 0, `${unfinished.length} calls unfinished`);
+          assert.equal(
+            unfinished.length,
+            0,
+            `${unfinished.length} calls unfinished: ${unfinished.map((id) => `${id}: ${(byStream.get(`call-${id}`) ?? []).join(' → ') || 'no events'}`).join('; ')}\nservice output:\n${service.output().slice(-3000)}`,
+          );
           return byStream;
         },
-        { timeoutMs: 120_000, intervalMs: 250 },
+        { timeoutMs: 60_000, intervalMs: 250 },
       );
       for (const [callId, mode] of accepted) {
         assert.deepEqual(streams.get(`call-${callId}`), mode === 'audio' ? AUDIO_PIPELINE : PIPELINE, `call ${callId}: every step once, in order`);

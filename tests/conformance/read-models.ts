@@ -1,0 +1,609 @@
+/**
+ * The read-model conformance suite: every adapter passes it unchanged.
+ * `readModelsConformance(name, factory)` is called once per adapter from a `*.test.ts` file.
+ *
+ * Events are appended to a real event store of the same backend and read back from its global
+ * feed, so positions, revisions and payloads are the real thing.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, describe, test } from 'node:test';
+import { type CallHistoryRow, historySubmission, matchesSearch } from '../../shared/domain/call/call-history.ts';
+import { dealEventId } from '../../shared/domain/call/deal-record.ts';
+import type { EventStore } from '../../shared/ports/event-store.ts';
+import { CheckpointMismatchError, InvalidQueryError, type CallHistoryQuery, type ReadModels } from '../../shared/ports/read-models.ts';
+import type { RebuildLimits } from '../../shared/adapters/read-models/rebuild-buffer.ts';
+import { appendCall, at, catchUp, events, readFeed, submitCall } from './read-models-fixtures.ts';
+
+export interface ReadModelsHandle {
+  models: ReadModels;
+  /** An event store over the same backend. */
+  store: EventStore;
+  /** Names of the tables in the storage, to see a replaced version dropped. */
+  tables(): Promise<string[]>;
+  /** Closes everything and removes what the test created. */
+  cleanup(): Promise<void>;
+}
+
+export interface ReadModelsFactory {
+  /** Read models and an event store over fresh, empty storage. */
+  fresh(options?: { rebuildLimits?: RebuildLimits }): Promise<ReadModelsHandle>;
+}
+
+export interface ReadModelsConformanceOptions {
+  skip?: string;
+}
+
+const team = () => `team-${randomUUID()}`;
+
+/** Calls in every state, their events interleaved in the feed as processing interleaves them. */
+const fillMixedHistory = async (store: EventStore, teamId: string): Promise<void> => {
+  const calls = [];
+  for (let i = 0; i < 8; i++) {
+    calls.push(await submitCall(store, { teamId, submittedAt: at(i), submission: { repName: `Rep ${i}`, tags: i % 2 ? ['a', 'b'] : ['b'], deal: i % 3 ? undefined : { dealSize: i } } }));
+  }
+  for (const [i, call] of calls.entries()) if (i % 4 !== 0) await appendCall(store, call.callId, [events.started()]);
+  for (const [i, call] of calls.entries()) if (i % 4 !== 0) await appendCall(store, call.callId, [events.transcript(`text ${i}`)]);
+  for (const [i, call] of calls.entries()) {
+    if (i % 4 === 1) await appendCall(store, call.callId, [events.failed('analysis_failed', 'The analyser gave up')]);
+    if (i % 4 >= 2) await appendCall(store, call.callId, [events.analysed(`Title ${i}`), ...(i % 3 ? [] : [events.dealRecorded({ dealSize: i })]), events.completed()]);
+  }
+};
+
+/** Every page of a query, following the cursors. */
+const allPages = async (models: ReadModels, teamId: string, query: CallHistoryQuery = {}): Promise<CallHistoryRow[][]> => {
+  const pages: CallHistoryRow[][] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await models.callHistory.list(teamId, { ...query, ...(cursor ? { cursor } : {}) });
+    pages.push(page.calls);
+    cursor = page.nextCursor ?? undefined;
+  } while (cursor);
+  return pages;
+};
+
+const ids = (rows: CallHistoryRow[]) => rows.map((r) => r.callId);
+const found = async (models: ReadModels, teamId: string, search: string, query: CallHistoryQuery = {}) =>
+  ids((await models.callHistory.list(teamId, { ...query, search, limit: 100 })).calls).sort();
+
+export const readModelsConformance = (name: string, factory: ReadModelsFactory, options: ReadModelsConformanceOptions = {}) => {
+  describe(`read models conformance: ${name}`, { skip: options.skip }, () => {
+    const handles: ReadModelsHandle[] = [];
+    const open = async (o?: { rebuildLimits?: RebuildLimits }) => {
+      const handle = await factory.fresh(o);
+      handles.push(handle);
+      return handle;
+    };
+    after(async () => {
+      for (const h of handles.reverse()) await h.cleanup();
+    });
+    const sync = async (h: ReadModelsHandle) => {
+      await catchUp(h.store, h.models.callHistory);
+      await catchUp(h.store, h.models.deals);
+    };
+
+    describe('call history rows', () => {
+      test('a submitted call is pending, queued_for_processing, with the generic title until analysis (title rule 1)', async () => {
+        const h = await open();
+        const teamId = team();
+        const call = await submitCall(h.store, {
+          teamId,
+          submission: { repName: 'Dana Reyes', repEmail: 'dana@acme.test', callTitle: 'Discovery with Lee', tags: ['demo'], notes: 'n', metadata: { source: 'aircall' } },
+        });
+        await sync(h);
+        const row = await h.models.callHistory.get(teamId, call.callId);
+        assert.ok(row);
+        assert.equal(row.status, 'pending');
+        assert.equal(row.stage, 'queued');
+        assert.equal(row.statusReason, 'queued_for_processing');
+        assert.equal(row.processingError, null);
+        assert.equal(row.title, 'Call with Dana Reyes on 2026-11-20');
+        assert.equal(row.createdAt, call.submittedAt);
+        assert.equal(row.callDate, call.submittedAt);
+        assert.deepEqual(row.tags, ['demo']);
+        assert.deepEqual(row.metadata, { source: 'aircall' });
+        assert.deepEqual(row.attributedTo, { kind: 'owner', email: 'owner@acme.test', name: 'Olive Owner' });
+        assert.deepEqual(row.submission, historySubmission(call.submission));
+        assert.equal(row.submission.transcript && 'text' in row.submission.transcript, false, 'the inline text is kept once, as the transcript');
+        assert.equal(row.transcript, null);
+        assert.equal(row.analysis, null);
+      });
+
+      test('transcript, analysis, deal and completion fill the row; the AI title is displayed', async () => {
+        const h = await open();
+        const teamId = team();
+        const deal = { dealSize: 1200.5, dealDate: '2026-11-21T00:00:00.000Z' };
+        const call = await submitCall(
+          h.store,
+          {
+            teamId,
+            submission: { repName: 'Dana Reyes', repEmail: 'dana@acme.test', audioUrl: 'https://rec.test/a.mp3', deal, callDate: '2026-11-19T09:00:00.000Z' },
+            attributedTo: { kind: 'member', memberId: 'm1', email: 'dana@acme.test', name: 'Dana Reyes' },
+          },
+          [events.started('audio'), events.audioFetched(), events.transcript('Rep: pricing', 'audio'), events.analysed('Pricing with Lee', 81)],
+        );
+        await sync(h);
+        const analysed = await h.models.callHistory.get(teamId, call.callId);
+        assert.equal(analysed?.stage, 'recording_deal');
+        assert.equal(analysed?.statusReason, 'recording_deal');
+        assert.equal(analysed?.deal, null);
+        await appendCall(h.store, call.callId, [events.dealRecorded(deal), events.completed()]);
+        await sync(h);
+        const row = await h.models.callHistory.get(teamId, call.callId);
+        const [, , , , analysedEvent, , completedEvent] = await h.store.readStream(`call-${call.callId}`);
+        assert.deepEqual(row, {
+          callId: call.callId,
+          teamId,
+          title: 'Pricing with Lee',
+          repName: 'Dana Reyes',
+          repEmail: 'dana@acme.test',
+          status: 'completed',
+          stage: null,
+          statusReason: 'completed',
+          processingError: null,
+          callDate: '2026-11-19T09:00:00.000Z',
+          durationSeconds: 95,
+          tags: [],
+          notes: null,
+          metadata: {},
+          attributedTo: { kind: 'member', email: 'dana@acme.test', name: 'Dana Reyes' },
+          createdAt: call.submittedAt,
+          transcript: { text: 'Rep: pricing', source: 'audio', truncated: false },
+          analysis: {
+            title: 'Pricing with Lee',
+            summary: 'Summary of Pricing with Lee',
+            score: 81,
+            components: (analysedEvent!.data as { components: unknown }).components,
+            insights: (analysedEvent!.data as { insights: unknown }).insights,
+          },
+          deal: { dealSize: 1200.5, revenueCollected: null, dealDate: '2026-11-21T00:00:00.000Z', notes: null },
+          submission: historySubmission(call.submission),
+          score: 81,
+          updatedAt: at(6),
+          lastPosition: completedEvent!.position.toString(),
+        });
+      });
+
+      test('a failed call: status failed, statusReason is the reason, processingError the code; a late result does not revive it', async () => {
+        const h = await open();
+        const teamId = team();
+        const call = await submitCall(h.store, { teamId }, [events.started(), events.failed('processing_timeout', 'processing_timeout')]);
+        await appendCall(h.store, call.callId, [events.analysed('Late title')]);
+        await sync(h);
+        const row = await h.models.callHistory.get(teamId, call.callId);
+        assert.equal(row?.status, 'failed');
+        assert.equal(row?.stage, null);
+        assert.equal(row?.statusReason, 'processing_timeout');
+        assert.equal(row?.processingError, 'processing_timeout');
+        assert.equal(row?.analysis, null);
+        assert.equal(row?.title, 'Call with unknown rep on 2026-11-20');
+      });
+
+      test("another team's call is not visible: get is undefined, list does not show it", async () => {
+        const h = await open();
+        const [mine, theirs] = [team(), team()];
+        const call = await submitCall(h.store, { teamId: theirs, submission: { repName: 'Dana' } });
+        await submitCall(h.store, { teamId: mine, submission: { repName: 'Dana' } });
+        await sync(h);
+        assert.equal(await h.models.callHistory.get(mine, call.callId), undefined);
+        assert.ok(await h.models.callHistory.get(theirs, call.callId));
+        const page = await h.models.callHistory.list(mine, { search: 'dana' });
+        assert.equal(page.calls.length, 1);
+        assert.notEqual(page.calls[0]!.callId, call.callId);
+      });
+    });
+
+    describe('search (spec, "Call history search")', () => {
+      test('title rule 2 through search: with AI titles disabled the supplied title is displayed and found; with AI titles on it is neither', async () => {
+        const h = await open();
+        const teamId = team();
+        const shown = await submitCall(h.store, { teamId, submission: { aiTitleEnabled: false, callTitle: 'Renewal with Priya' } });
+        const hidden = await submitCall(h.store, { teamId, submission: { aiTitleEnabled: true, callTitle: 'Renewal with Priya' } }, [
+          events.started(),
+          events.transcript('x'),
+          events.analysed('Quarterly check-in'),
+        ]);
+        const generic = await submitCall(h.store, { teamId, submission: { aiTitleEnabled: false, repName: 'Sam' } });
+        await sync(h);
+        assert.equal((await h.models.callHistory.get(teamId, shown.callId))?.title, 'Renewal with Priya');
+        assert.equal((await h.models.callHistory.get(teamId, hidden.callId))?.title, 'Quarterly check-in');
+        assert.equal((await h.models.callHistory.get(teamId, generic.callId))?.title, 'Call with Sam on 2026-11-20');
+        assert.deepEqual(await found(h.models, teamId, 'priya'), [shown.callId]);
+        assert.deepEqual(await found(h.models, teamId, 'quarterly'), [hidden.callId]);
+      });
+
+      test('rule 1: "Search matches only the displayed call title and the rep name."', async () => {
+        const h = await open();
+        const teamId = team();
+        const byTitle = await submitCall(h.store, { teamId, submission: { aiTitleEnabled: false, callTitle: 'Onboarding Northwind' } });
+        const byRep = await submitCall(h.store, { teamId, submission: { repName: 'Northwind Nora' } });
+        const byEmail = await submitCall(h.store, { teamId, submission: { repEmail: 'northwind@acme.test', repName: 'Kim' } });
+        const byMetadata = await submitCall(h.store, { teamId, submission: { metadata: { account: 'Northwind' } } });
+        await sync(h);
+        assert.deepEqual(await found(h.models, teamId, 'northwind'), [byTitle.callId, byRep.callId].sort());
+        assert.deepEqual(await found(h.models, teamId, 'kim'), [byEmail.callId]);
+        assert.ok(byMetadata.callId);
+      });
+
+      test('rule 2: "exact, case-insensitive substring match. It is not fuzzy, so a longer name does not match a shorter title."', async () => {
+        const h = await open();
+        const teamId = team();
+        const call = await submitCall(h.store, { teamId, submission: { aiTitleEnabled: false, callTitle: 'Demo with Jon' } });
+        await sync(h);
+        assert.deepEqual(await found(h.models, teamId, 'DEMO WITH JON'), [call.callId]);
+        assert.deepEqual(await found(h.models, teamId, 'o with j'), [call.callId]);
+        assert.deepEqual(await found(h.models, teamId, 'Demo with Jonathan'), [], 'a longer name does not match a shorter title');
+        assert.deepEqual(await found(h.models, teamId, 'Demo with John'), [], 'not fuzzy');
+        assert.deepEqual(await found(h.models, teamId, 'demo  with'), [], 'whitespace inside the term is exact');
+      });
+
+      test('rule 3: "Search does not look at the transcript, the prospect or contact name, tags, or notes."', async () => {
+        const h = await open();
+        const teamId = team();
+        await submitCall(
+          h.store,
+          {
+            teamId,
+            submission: {
+              repName: 'Ann',
+              tags: ['zebracorn'],
+              notes: 'zebracorn in notes',
+              metadata: { contactName: 'Zebracorn Person', prospect: 'zebracorn' },
+              transcript: { text: 'Prospect: I am Zebracorn', truncated: false, originalBytes: 24 },
+            },
+          },
+          [events.started(), events.transcript('Prospect: I am Zebracorn'), events.analysed('Intro call')],
+        );
+        await sync(h);
+        assert.deepEqual(await found(h.models, teamId, 'zebracorn'), []);
+      });
+
+      test('rule 4: "To find a call by the person spoken with, that name goes in the call title."', async () => {
+        const h = await open();
+        const teamId = team();
+        const call = await submitCall(h.store, { teamId, submission: { aiTitleEnabled: false, callTitle: 'Discovery – Marisol Ortega (Globex)' } });
+        await submitCall(h.store, { teamId, submission: { metadata: { contact: 'Marisol Ortega' } } });
+        await sync(h);
+        assert.deepEqual(await found(h.models, teamId, 'marisol ortega'), [call.callId]);
+      });
+
+      test('rule 5: "Tags can be used to filter call history. The free-text search box does not match tags." (repeatable, all must match)', async () => {
+        const h = await open();
+        const teamId = team();
+        const both = await submitCall(h.store, { teamId, submission: { tags: ['Inbound', 'demo'], repName: 'Ann' } });
+        const one = await submitCall(h.store, { teamId, submission: { tags: ['inbound'], repName: 'Ann' } });
+        await submitCall(h.store, { teamId, submission: { tags: [], repName: 'Ann' } });
+        await sync(h);
+        const tagged = async (tags: string[], search?: string) =>
+          ids((await h.models.callHistory.list(teamId, { tags, ...(search ? { search } : {}) })).calls).sort();
+        assert.deepEqual(await tagged(['inbound']), [both.callId, one.callId].sort());
+        assert.deepEqual(await tagged(['inbound', 'demo']), [both.callId]);
+        assert.deepEqual(await tagged(['INBOUND', 'Demo']), [both.callId], 'tags compare case-insensitively');
+        assert.deepEqual(await tagged(['inbound', 'missing']), []);
+        assert.deepEqual(await tagged(['demo'], 'ann'), [both.callId]);
+        assert.deepEqual(await found(h.models, teamId, 'inbound'), [], 'the search box does not match tags');
+      });
+
+      test('Unicode case folding: "MÜLLER" finds "Müller", both spellings of ü, ß as ss; 1–2 character terms', async () => {
+        const h = await open();
+        const teamId = team();
+        const muller = await submitCall(h.store, { teamId, submission: { repName: 'Jörg Müller' } });
+        const decomposed = await submitCall(h.store, { teamId, submission: { aiTitleEnabled: false, callTitle: 'Treffen mit Mu\u0308ller' } });
+        const strasse = await submitCall(h.store, { teamId, submission: { aiTitleEnabled: false, callTitle: 'Hauptstraße Büro' } });
+        const greek = await submitCall(h.store, { teamId, submission: { repName: 'ΟΔΥΣΣΕΑΣ' } });
+        await sync(h);
+        assert.deepEqual(await found(h.models, teamId, 'MÜLLER'), [muller.callId, decomposed.callId].sort());
+        assert.deepEqual(await found(h.models, teamId, 'müller'), [muller.callId, decomposed.callId].sort());
+        assert.deepEqual(await found(h.models, teamId, 'HAUPTSTRASSE'), [strasse.callId]);
+        assert.deepEqual(await found(h.models, teamId, 'οδυσσεας'), [greek.callId]);
+        assert.deepEqual(await found(h.models, teamId, 'ÖR'), [muller.callId], 'two characters');
+        assert.deepEqual(await found(h.models, teamId, 'ß'), [strasse.callId], 'one character');
+      });
+
+      test('%, _ and \\ in a search are literal characters', async () => {
+        const h = await open();
+        const teamId = team();
+        const percent = await submitCall(h.store, { teamId, submission: { aiTitleEnabled: false, callTitle: '100% renewal' } });
+        const underscore = await submitCall(h.store, { teamId, submission: { aiTitleEnabled: false, callTitle: 'deal_desk review' } });
+        const backslash = await submitCall(h.store, { teamId, submission: { aiTitleEnabled: false, callTitle: 'path C:\\deals' } });
+        const quote = await submitCall(h.store, { teamId, submission: { aiTitleEnabled: false, callTitle: 'the "big" one' } });
+        await submitCall(h.store, { teamId, submission: { aiTitleEnabled: false, callTitle: '100 renewals, dealXdesk' } });
+        await sync(h);
+        assert.deepEqual(await found(h.models, teamId, '0% r'), [percent.callId]);
+        assert.deepEqual(await found(h.models, teamId, '%'), [percent.callId]);
+        assert.deepEqual(await found(h.models, teamId, 'deal_desk'), [underscore.callId]);
+        assert.deepEqual(await found(h.models, teamId, '_'), [underscore.callId]);
+        assert.deepEqual(await found(h.models, teamId, ':\\d'), [backslash.callId]);
+        assert.deepEqual(await found(h.models, teamId, '"big"'), [quote.callId]);
+        assert.deepEqual(await found(h.models, teamId, 'big" OR "one'), []);
+      });
+
+      test('search agrees with the reference rule on a mixed corpus, with a blank search meaning no search', async () => {
+        const h = await open();
+        const teamId = team();
+        const titles = ['Call with Ana', 'ANA review', 'Banana split', 'Pricing – Zoë', 'zoe pricing', 'ÉCOLE visit', 'école', 'Q3 plan', 'q3_plan', 'Ann-Marie'];
+        const reps = ['Ana Lima', 'Anastasia', 'Zoë Kravitz', 'Ed', 'ANNE', undefined];
+        const rows: Array<{ callId: string; title: string; repName: string | null }> = [];
+        for (let i = 0; i < 40; i++) {
+          const title = titles[i % titles.length]!;
+          const repName = reps[i % reps.length];
+          const call = await submitCall(h.store, { teamId, submittedAt: at(i), submission: { aiTitleEnabled: false, callTitle: title, ...(repName ? { repName } : {}) } });
+          rows.push({ callId: call.callId, title, repName: repName ?? null });
+        }
+        await sync(h);
+        for (const query of ['ana', 'AN', 'a', 'zoë', 'ZOE', 'école', 'ECOLE', 'q3_', 'ann', 'anne', 'ana lima', 'pricing – z', ' Ana ', '   ', '']) {
+          const expected = rows.filter((r) => matchesSearch(r, query)).map((r) => r.callId).sort();
+          assert.deepEqual(await found(h.models, teamId, query), expected, `search ${JSON.stringify(query)}`);
+        }
+      });
+    });
+
+    describe('listing', () => {
+      test('status filter', async () => {
+        const h = await open();
+        const teamId = team();
+        const pending = await submitCall(h.store, { teamId });
+        const completed = await submitCall(h.store, { teamId }, [events.started(), events.transcript('x'), events.analysed('T'), events.completed()]);
+        const failed = await submitCall(h.store, { teamId }, [events.failed('audio_fetch_blocked', 'The recording link points to a private address')]);
+        await sync(h);
+        for (const [status, call] of [['pending', pending], ['completed', completed], ['failed', failed]] as const) {
+          assert.deepEqual(ids((await h.models.callHistory.list(teamId, { status })).calls), [call.callId]);
+        }
+      });
+
+      test('newest first (createdAt, then callId), cursor pages without duplicates or gaps, also under filters', async () => {
+        const h = await open();
+        const teamId = team();
+        const made: Array<{ callId: string; createdAt: string }> = [];
+        for (let i = 0; i < 57; i++) {
+          // Pairs share a submission time, so the callId tiebreak is exercised.
+          const call = await submitCall(h.store, {
+            teamId,
+            submittedAt: at(Math.floor(i / 2)),
+            submission: { repName: i % 3 === 0 ? 'Rita Third' : 'Other', tags: i % 2 === 0 ? ['even'] : [] },
+          });
+          made.push({ callId: call.callId, createdAt: call.submittedAt });
+        }
+        await sync(h);
+        const order = [...made].sort((a, b) => (a.createdAt === b.createdAt ? (a.callId < b.callId ? 1 : -1) : a.createdAt < b.createdAt ? 1 : -1)).map((c) => c.callId);
+
+        const pages = await allPages(h.models, teamId, { limit: 10 });
+        assert.deepEqual(pages.map((p) => p.length), [10, 10, 10, 10, 10, 7]);
+        assert.deepEqual(pages.flat().map((r) => r.callId), order);
+
+        const first = await h.models.callHistory.list(teamId);
+        assert.equal(first.calls.length, 25, 'default limit 25');
+
+        const exact = await allPages(h.models, teamId, { limit: 19 });
+        assert.deepEqual(exact.map((p) => p.length), [19, 19, 19], 'no empty page after an exact multiple');
+
+        const filtered = await allPages(h.models, teamId, { limit: 4, search: 'third', tags: ['even'] });
+        const expected = order.filter((id) => {
+          const i = made.findIndex((c) => c.callId === id);
+          return i % 3 === 0 && i % 2 === 0;
+        });
+        assert.deepEqual(filtered.flat().map((r) => r.callId), expected);
+
+        const even = order.filter((id) => made.findIndex((c) => c.callId === id) % 2 === 0);
+        const byTag = await allPages(h.models, teamId, { limit: 7, tags: ['even'] });
+        assert.deepEqual(byTag.flat().map((r) => r.callId), even, 'tag filter across pages');
+        const shortTerm = await allPages(h.models, teamId, { limit: 3, tags: ['even'], search: 'rd' });
+        assert.deepEqual(shortTerm.flat().map((r) => r.callId), expected, 'a 2-character term with a tag across pages');
+        const withStatus = await allPages(h.models, teamId, { limit: 9, status: 'pending' });
+        assert.deepEqual(withStatus.flat().map((r) => r.callId), order, 'status filter across pages');
+      });
+
+      test('invalid queries are refused with InvalidQueryError', async () => {
+        const h = await open();
+        const teamId = team();
+        for (const query of [{ limit: 0 }, { limit: 101 }, { limit: 2.5 }, { cursor: 'nope' }, { cursor: Buffer.from('{"a":1}').toString('base64url') }, { status: 'done' as never }]) {
+          await assert.rejects(h.models.callHistory.list(teamId, query), InvalidQueryError, JSON.stringify(query));
+        }
+        assert.equal((await h.models.callHistory.list(teamId, { limit: 100 })).calls.length, 0);
+      });
+    });
+
+    describe('idempotency, checkpoint and rebuild', () => {
+      test('the checkpoint is stored with the rows; replaying the same batch changes neither rows nor checkpoint', async () => {
+        const h = await open();
+        const teamId = team();
+        assert.equal(await h.models.callHistory.checkpoint(), 0n);
+        const a = await submitCall(h.store, { teamId, submission: { repName: 'A' } }, [events.started(), events.transcript('x'), events.analysed('Alpha')]);
+        const b = await submitCall(h.store, { teamId, submission: { repName: 'B', tags: ['t'] } });
+        const [batch] = await readFeed(h.store, 0n, 10_000);
+        const head = batch![batch!.length - 1]!.position;
+        await h.models.callHistory.apply(batch!, head);
+        assert.equal(await h.models.callHistory.checkpoint(), head);
+        const before = await allPages(h.models, teamId);
+
+        const replays: Array<[string, () => Promise<void>]> = [
+          ['the same batch again', () => h.models.callHistory.apply(batch!, head)],
+          ['a partial redelivery', () => h.models.callHistory.apply(batch!.slice(1, 3), head)],
+          ['a lower checkpoint', () => h.models.callHistory.apply(batch!, 0n)],
+        ];
+        for (const [what, replay] of replays) {
+          await replay();
+          assert.equal(await h.models.callHistory.checkpoint(), head, what);
+          assert.deepEqual(await allPages(h.models, teamId), before, what);
+        }
+        assert.deepEqual(ids((await h.models.callHistory.list(teamId, { tags: ['t'] })).calls), [b.callId]);
+        assert.equal((await h.models.callHistory.get(teamId, a.callId))?.title, 'Alpha');
+      });
+
+      test('batches split anywhere give the same rows as one batch', async () => {
+        const h = await open();
+        const teamId = team();
+        for (let i = 0; i < 6; i++) {
+          await submitCall(h.store, { teamId, submittedAt: at(i), submission: { repName: `Rep ${i}`, tags: ['x'] } }, [
+            events.started(),
+            events.transcript('x'),
+            events.analysed(`Title ${i}`),
+            ...(i % 2 ? [events.completed()] : [events.failed('analysis_failed', 'The analyser gave up')]),
+          ]);
+        }
+        const one = await open();
+        const [all] = await readFeed(h.store, 0n, 10_000);
+        await one.models.callHistory.apply(all!, all![all!.length - 1]!.position);
+        for (let size = 1; size <= 4; size++) {
+          const split = await open();
+          for (let i = 0; i < all!.length; i += size) {
+            const batch = all!.slice(i, i + size);
+            await split.models.callHistory.apply(batch, batch[batch.length - 1]!.position);
+          }
+          assert.deepEqual(await allPages(split.models, teamId), await allPages(one.models, teamId));
+        }
+      });
+
+      test('expectedCheckpoint: a mismatch writes nothing and names the stored checkpoint', async () => {
+        const h = await open();
+        const teamId = team();
+        const call = await submitCall(h.store, { teamId });
+        const [batch] = await readFeed(h.store);
+        const head = batch![batch!.length - 1]!.position;
+        const error = await h.models.callHistory.apply(batch!, head, { expectedCheckpoint: 7n }).catch((e: unknown) => e);
+        assert.ok(error instanceof CheckpointMismatchError);
+        assert.equal(error.stored, 0n);
+        assert.equal(await h.models.callHistory.get(teamId, call.callId), undefined);
+        assert.equal(await h.models.callHistory.checkpoint(), 0n);
+        await h.models.callHistory.apply(batch!, head, { expectedCheckpoint: 0n });
+        assert.ok(await h.models.callHistory.get(teamId, call.callId));
+      });
+
+      test('rebuild: a new version is built while the old one answers, activation switches reads and live applies, the old one is dropped', async () => {
+        const h = await open();
+        const teamId = team();
+        const first = await submitCall(h.store, { teamId, submission: { repName: 'First' } });
+        await catchUp(h.store, h.models.callHistory);
+        const liveCheckpoint = await h.models.callHistory.checkpoint();
+        const tablesBefore = await h.tables();
+
+        const target = await h.models.callHistory.beginRebuild();
+        assert.ok(target.version > 1);
+        assert.equal(await target.checkpoint(), 0n);
+        // The rebuild reads the feed up to here; a call submitted later reaches the live version only.
+        const [upToNow] = await readFeed(h.store, 0n, 10_000);
+        const late = await submitCall(h.store, { teamId, submission: { repName: 'Late' } });
+        await target.apply(upToNow!, upToNow![upToNow!.length - 1]!.position);
+        assert.equal(await target.checkpoint(), liveCheckpoint);
+        await catchUp(h.store, h.models.callHistory, 1);
+        const liveHead = await h.models.callHistory.checkpoint();
+        assert.deepEqual(ids((await h.models.callHistory.list(teamId)).calls).sort(), [first.callId, late.callId].sort(), 'reads still use the old version');
+        const during = await h.tables();
+        assert.ok(during.length > tablesBefore.length, 'the new version has its own tables');
+
+        await target.activate();
+        assert.deepEqual(ids((await h.models.callHistory.list(teamId)).calls), [first.callId], 'reads come from the new version');
+        assert.equal(await h.models.callHistory.checkpoint(), liveCheckpoint);
+        assert.deepEqual((await h.tables()).sort(), tablesBefore.sort().map((t) => t.replace(/_v1(?=$|_)/, `_v${target.version}`)).sort(), 'the old version is dropped');
+
+        // The live runner still believes in its own checkpoint: it is told where to resume.
+        const [tail] = await readFeed(h.store, liveCheckpoint);
+        const mismatch = await h.models.callHistory.apply(tail!, liveHead, { expectedCheckpoint: liveHead }).catch((e: unknown) => e);
+        assert.ok(mismatch instanceof CheckpointMismatchError);
+        assert.equal(mismatch.stored, liveCheckpoint);
+        await catchUp(h.store, h.models.callHistory);
+        assert.deepEqual(ids((await h.models.callHistory.list(teamId)).calls).sort(), [first.callId, late.callId].sort());
+
+        // An abandoned rebuild cannot write or activate once a newer one began.
+        const abandoned = await h.models.callHistory.beginRebuild();
+        const newer = await h.models.callHistory.beginRebuild();
+        assert.ok(newer.version > abandoned.version);
+        await abandoned.apply(upToNow!, 1n).catch(() => undefined); // refused now or at its next write
+        await assert.rejects(abandoned.activate());
+        await target.activate(); // already active: nothing happens
+        assert.equal((await h.models.callHistory.list(teamId)).calls.length, 2);
+      });
+    });
+
+    describe('rebuild window', () => {
+      for (const events of [1, 4, 1000]) {
+        test(`a rebuild writing every ${events} event(s) yields exactly the rows of the live projection`, async () => {
+          const h = await open({ rebuildLimits: { events, bytes: Number.MAX_SAFE_INTEGER } });
+          const teamId = team();
+          await fillMixedHistory(h.store, teamId);
+          await catchUp(h.store, h.models.callHistory, 3);
+          const live = await allPages(h.models, teamId, { limit: 5 });
+          const tagged = await allPages(h.models, teamId, { tags: ['b'], search: 'rep' });
+          const target = await h.models.callHistory.beginRebuild();
+          for (const batch of await readFeed(h.store, 0n, 2)) await target.apply(batch, batch[batch.length - 1]!.position);
+          await target.activate();
+          assert.deepEqual(await allPages(h.models, teamId, { limit: 5 }), live);
+          assert.deepEqual(await allPages(h.models, teamId, { tags: ['b'], search: 'rep' }), tagged);
+          assert.equal(await h.models.callHistory.checkpoint(), (await readFeed(h.store, 0n, 100_000))[0]!.at(-1)!.position);
+        });
+      }
+    });
+
+    describe('deal records and the deal.outcome.updated outbox', () => {
+      test('a deal write: one record per call and exactly one outbox entry with a stable event id, across replays', async () => {
+        const h = await open();
+        const teamId = team();
+        const deal = { dealSize: 5000, revenueCollected: 1200, dealDate: '2026-11-21T00:00:00.000Z', notes: 'Signed' };
+        const call = await submitCall(
+          h.store,
+          {
+            teamId,
+            submission: { repName: 'Dana Reyes', repEmail: 'dana@acme.test', deal },
+            attributedTo: { kind: 'member', memberId: 'm1', email: 'dana@acme.test', name: 'Dana Reyes' },
+          },
+          [events.started(), events.transcript('x'), events.analysed('T'), events.dealRecorded(deal), events.completed()],
+        );
+        await submitCall(h.store, { teamId }, [events.started()]); // no deal
+        await sync(h);
+        const dealEvent = (await h.store.readStream(`call-${call.callId}`)).find((e) => e.type === 'DealRecorded')!;
+        const expected = {
+          callId: call.callId,
+          teamId,
+          repName: 'Dana Reyes',
+          repEmail: 'dana@acme.test',
+          attributedTo: { kind: 'member', email: 'dana@acme.test', name: 'Dana Reyes' },
+          dealSize: 5000,
+          revenueCollected: 1200,
+          dealDate: '2026-11-21T00:00:00.000Z',
+          notes: 'Signed',
+          recordedAt: at(5),
+          eventId: dealEventId(call.callId, dealEvent.revision),
+        };
+        assert.deepEqual(await h.models.deals.get(call.callId), expected);
+        assert.deepEqual(await h.models.deals.listByTeam(teamId), [expected]);
+        const outbox = await h.models.deals.unpublished(10);
+        assert.deepEqual(outbox, [{ eventId: expected.eventId, callId: call.callId, payload: expected, createdAt: at(5), publishedAt: null }]);
+
+        // Replays (whole feed, one event at a time) neither add an entry nor change the id.
+        for (const batch of await readFeed(h.store, 0n, 10_000)) await h.models.deals.apply(batch, batch[batch.length - 1]!.position);
+        for (const batch of await readFeed(h.store, 0n, 1)) await h.models.deals.apply(batch, batch[0]!.position);
+        assert.deepEqual(await h.models.deals.unpublished(10), outbox);
+
+        await h.models.deals.markPublished([expected.eventId, randomUUID()], new Date('2026-11-21T10:00:00.000Z'));
+        assert.deepEqual(await h.models.deals.unpublished(10), []);
+        for (const batch of await readFeed(h.store, 0n, 10_000)) await h.models.deals.apply(batch, batch[batch.length - 1]!.position);
+        assert.deepEqual(await h.models.deals.unpublished(10), [], 'a replay does not publish again');
+        assert.deepEqual(await h.models.deals.get(call.callId), expected);
+      });
+
+      test('the call facts survive between batches; the deal checkpoint is stored with the records; outbox order is write order', async () => {
+        const h = await open();
+        const teamId = team();
+        const calls = [];
+        for (let i = 0; i < 3; i++) {
+          calls.push(await submitCall(h.store, { teamId, submission: { repName: `Rep ${i}`, deal: { dealSize: i * 100 } } }, [events.started()]));
+        }
+        await catchUp(h.store, h.models.deals, 1);
+        const checkpoint = await h.models.deals.checkpoint();
+        assert.equal(await h.models.deals.get(calls[0]!.callId), undefined, 'no record before the deal is written');
+        for (const call of [...calls].reverse()) await appendCall(h.store, call.callId, [events.transcript('x'), events.analysed('T'), events.dealRecorded({ dealSize: 7 })]);
+        const [tail] = await readFeed(h.store, checkpoint);
+        const mismatch = await h.models.deals.apply(tail!, tail![tail!.length - 1]!.position, { expectedCheckpoint: 0n }).catch((e: unknown) => e);
+        assert.ok(mismatch instanceof CheckpointMismatchError);
+        await h.models.deals.apply(tail!, tail![tail!.length - 1]!.position, { expectedCheckpoint: checkpoint });
+        assert.equal(await h.models.deals.checkpoint(), tail![tail!.length - 1]!.position);
+        const outbox = await h.models.deals.unpublished(10);
+        assert.deepEqual(outbox.map((e) => e.callId), [...calls].reverse().map((c) => c.callId));
+        assert.deepEqual(outbox.map((e) => e.payload.repName), ['Rep 2', 'Rep 1', 'Rep 0']);
+        assert.deepEqual((await h.models.deals.unpublished(2)).length, 2);
+        assert.equal((await h.models.deals.listByTeam(teamId)).length, 3);
+        assert.equal((await h.models.deals.listByTeam(team())).length, 0);
+      });
+    });
+  });
+};

@@ -1,0 +1,124 @@
+/**
+ * How call history rows travel between the feed and storage, the same for every adapter: a batch
+ * grouped by call, folded into the rows it touches (loaded or held), and the columns a row is
+ * stored with. No driver code here.
+ */
+import { type CallHistoryRow, type CallHistoryStatus, callIdOfStream, evolveHistoryRow, searchText, tagKey } from '../../domain/call/call-history.ts';
+import type { RecordedEvent } from '../../ports/event-store.ts';
+
+/** The events of a batch grouped by call, in first-touched order; other streams dropped. */
+export const eventsByCall = (events: readonly RecordedEvent[]): Map<string, RecordedEvent[]> => {
+  const byCall = new Map<string, RecordedEvent[]>();
+  for (const event of events) {
+    const callId = callIdOfStream(event.streamId);
+    if (callId === undefined) continue;
+    const list = byCall.get(callId);
+    if (list) list.push(event);
+    else byCall.set(callId, [event]);
+  }
+  return byCall;
+};
+
+/** Folds one call's events of a batch into its row. */
+export const foldRow = (row: CallHistoryRow | undefined, events: readonly RecordedEvent[]): CallHistoryRow | undefined =>
+  events.reduce<CallHistoryRow | undefined>(evolveHistoryRow, row);
+
+/** A call whose batch starts with its CallSubmitted needs no stored row: the fold starts from nothing. */
+export const startsWithSubmission = (events: readonly RecordedEvent[]): boolean => events[0]?.type === 'CallSubmitted';
+
+/** A row as loaded from storage (its doc, so without the transcript) with its stored folded texts. */
+export interface LoadedRow {
+  row: CallHistoryRow;
+  titleFolded: string;
+  repFolded: string;
+}
+
+/** A row being folded: as stored (`before`, undefined when not stored or not loaded) and now. */
+export interface PendingRow<L extends LoadedRow> {
+  before: L | undefined;
+  current: CallHistoryRow | undefined;
+}
+
+/** A row to write: `before` is what storage holds (undefined: insert, or upsert guarded by position). */
+export interface RowChange<L extends LoadedRow> {
+  before: L | undefined;
+  after: CallHistoryRow;
+}
+
+/** Folds a batch (grouped by call) into `pending`, starting calls not yet there from `loaded`. */
+export const foldInto = <L extends LoadedRow>(pending: Map<string, PendingRow<L>>, byCall: Map<string, RecordedEvent[]>, loaded: Map<string, L>): void => {
+  for (const [callId, list] of byCall) {
+    let entry = pending.get(callId);
+    if (!entry) {
+      const before = loaded.get(callId);
+      entry = { before, current: before?.row };
+      pending.set(callId, entry);
+    }
+    entry.current = foldRow(entry.current, list);
+  }
+};
+
+/** The rows that changed. */
+export const changesOf = <L extends LoadedRow>(pending: Map<string, PendingRow<L>>): RowChange<L>[] => {
+  const changes: RowChange<L>[] = [];
+  for (const { before, current } of pending.values()) if (current !== undefined && current !== before?.row) changes.push({ before, after: current });
+  return changes;
+};
+
+/** Columns of a change's new row, reusing the stored folded texts when title and rep name did not change. */
+export const changeColumns = <L extends LoadedRow>({ before, after }: RowChange<L>): RowColumns =>
+  rowColumns(after, before && { row: before.row, titleFolded: before.titleFolded, repFolded: before.repFolded });
+
+/**
+ * How a history row is stored: indexed columns, the row as JSON without its transcript (`doc`,
+ * rewritten on every change, so kept small) and the transcript as JSON in a table of its own,
+ * written once when it is recorded.
+ */
+export interface RowColumns {
+  callId: string;
+  teamId: string;
+  /** `createdAt` in epoch milliseconds (the sort key). */
+  createdAt: number;
+  status: CallHistoryStatus;
+  titleFolded: string;
+  repFolded: string;
+  lastPosition: bigint;
+  doc: string;
+  /** JSON of the transcript, or null. */
+  transcript: string | null;
+}
+
+/** The stored columns of `row`; `previous` (the stored row and its folded texts) saves folding again. */
+/** `createdAt` in epoch milliseconds: with `callId`, the order of history (newest first). */
+export const createdAtMs = (row: Pick<CallHistoryRow, 'createdAt'>): number => {
+  const ms = Date.parse(row.createdAt);
+  return Number.isNaN(ms) ? 0 : ms;
+};
+
+export const rowColumns = (row: CallHistoryRow, previous?: { row: CallHistoryRow; titleFolded: string; repFolded: string }): RowColumns => {
+  const folded =
+    previous && previous.row.title === row.title && previous.row.repName === row.repName
+      ? { title: previous.titleFolded, repName: previous.repFolded }
+      : searchText(row);
+  return {
+    callId: row.callId,
+    teamId: row.teamId,
+    createdAt: createdAtMs(row),
+    status: row.status,
+    titleFolded: folded.title,
+    repFolded: folded.repName,
+    lastPosition: BigInt(row.lastPosition),
+    doc: JSON.stringify({ ...row, transcript: null }),
+    transcript: row.transcript === null ? null : JSON.stringify(row.transcript),
+  };
+};
+
+/** A stored row: its doc with the transcript put back. */
+export const storedRow = (doc: CallHistoryRow, transcript: CallHistoryRow['transcript'] | null): CallHistoryRow => ({ ...doc, transcript: transcript ?? null });
+
+/** Whether folding a loaded row (whose transcript is left out as null) recorded the transcript. */
+export const transcriptRecorded = (before: CallHistoryRow | undefined, after: CallHistoryRow): boolean =>
+  after.transcript !== null && after.transcript !== before?.transcript;
+
+/** Distinct folded tag keys of a row. */
+export const rowTagKeys = (row: CallHistoryRow): string[] => [...new Set(row.tags.map(tagKey).filter((t) => t !== ''))];

@@ -1,0 +1,332 @@
+/**
+ * The call history in the embedded SQLite database (the same file and connection as the event
+ * store). Every write is one synchronous transaction: the rows a batch touches and the checkpoint
+ * commit together or not at all.
+ *
+ * Version n:
+ *   call_history_v{n}      one row per call: indexed columns (team, created_at in ms, status, the
+ *                          folded title and rep name) and the row as JSON without its transcript.
+ *                          Index (team_id, created_at DESC, call_id DESC, folded title, folded rep)
+ *                          gives newest-first pages and lets a walk check a term without reading
+ *                          rows; (team_id, status, …) serves the status filter.
+ *   call_transcripts_v{n}  the transcript, written once: status changes never rewrite it.
+ *   call_tags_v{n}         (team_id, folded tag, created_at, call_id) → the row: a tag's calls
+ *                          newest first; further tags are checked per row (all must match).
+ *   call_search_v{n}       FTS5, `trigram` tokenizer, contentless: the folded title and rep name.
+ *                          SQLite's LIKE and lower() fold ASCII only, so rows and queries are folded
+ *                          in JavaScript (`foldForSearch`) and the tokenizer is case-sensitive. A
+ *                          changed title leaves the index through the 'delete' command with its old
+ *                          folded values (kept in call_history): contentless_delete=1 costs ~10× more.
+ *
+ * A list query takes one of three plans, each stopping after one page (see listStatement and
+ * commonTermMatches): a selective search term (3+ characters, few trigram matches) sorts its
+ * matches; otherwise the first tag's calls or the team's calls are walked newest first and each
+ * is checked with instr() on the folded columns. Every plan checks the term with instr(), so the
+ * match is exact whatever the index found. Trigrams cannot serve 1–2 characters: those always walk
+ * (cheap when such a term is common, a scan of the team's index when it matches nothing).
+ *
+ * A rebuild writes version n+1 while reads use n; activation flips the states and drops n in one
+ * transaction. better-sqlite3 is synchronous, so a write blocks this process while it runs: a live
+ * batch of 500 events for some tens of milliseconds, a rebuild flush (50,000 events by default)
+ * for about a second; `rebuildLimits` trades that pause against replay speed.
+ */
+import type Database from 'better-sqlite3';
+import type { CallHistoryRow } from '../../domain/call/call-history.ts';
+import type { RecordedEvent } from '../../ports/event-store.ts';
+import type { ApplyOptions, CallHistoryRebuild, CallHistoryStore } from '../../ports/read-models.ts';
+import { serialised, type SqliteDb } from '../sqlite/sqlite-database.ts';
+import { changeColumns, changesOf, eventsByCall, foldInto, type LoadedRow, type PendingRow, type RowChange, rowTagKeys, storedRow, transcriptRecorded } from './history-rows.ts';
+import { type ListPlan, pageOf, planList } from './list-plan.ts';
+import { RebuildBuffer, type RebuildLimits } from './rebuild-buffer.ts';
+import type { SqliteVersions } from './sqlite-versions.ts';
+
+const HISTORY = 'call_history';
+
+const historyTables = (v: number) => `
+  CREATE TABLE IF NOT EXISTS call_history_v${v} (
+    seq           INTEGER PRIMARY KEY,
+    call_id       TEXT    NOT NULL UNIQUE,
+    team_id       TEXT    NOT NULL,
+    created_at    INTEGER NOT NULL,
+    status        TEXT    NOT NULL,
+    title_folded  TEXT    NOT NULL,
+    rep_folded    TEXT    NOT NULL,
+    last_position INTEGER NOT NULL,
+    doc           TEXT    NOT NULL
+  );
+  CREATE INDEX IF NOT EXISTS call_history_v${v}_team ON call_history_v${v} (team_id, created_at DESC, call_id DESC, title_folded, rep_folded);
+  CREATE INDEX IF NOT EXISTS call_history_v${v}_team_status ON call_history_v${v} (team_id, status, created_at DESC, call_id DESC);
+  CREATE TABLE IF NOT EXISTS call_transcripts_v${v} (
+    seq        INTEGER PRIMARY KEY,
+    transcript TEXT NOT NULL
+  );
+  CREATE TABLE IF NOT EXISTS call_tags_v${v} (
+    team_id    TEXT    NOT NULL,
+    tag        TEXT    NOT NULL,
+    created_at INTEGER NOT NULL,
+    call_id    TEXT    NOT NULL,
+    seq        INTEGER NOT NULL,
+    PRIMARY KEY (team_id, tag, created_at DESC, call_id DESC)
+  ) WITHOUT ROWID;
+  CREATE VIRTUAL TABLE IF NOT EXISTS call_search_v${v} USING fts5(
+    title_folded, rep_folded, content='', tokenize='trigram case_sensitive 1'
+  );
+`;
+
+const dropHistoryTables = (v: number) => `
+  DROP TABLE IF EXISTS call_search_v${v};
+  DROP TABLE IF EXISTS call_tags_v${v};
+  DROP TABLE IF EXISTS call_transcripts_v${v};
+  DROP TABLE IF EXISTS call_history_v${v};
+`;
+
+/**
+ * When a search term is common. Collecting and sorting the trigram matches costs about one row
+ * read per match (~15 µs here); walking the team's rows newest first until a page matches costs
+ * about (page / share of rows that match) index entries (~0.4 µs each). They break even near
+ * √(rows): below that many matches (over all teams) the matches are sorted, above it the team's
+ * rows are walked. The walk is slow only when a term is common in other teams and rare in this one.
+ * The dearest case of all is a 1–2 character term that matches nothing: a scan of the team's index.
+ */
+const commonTermMatches = (rows: number): number => Math.min(5000, Math.max(200, Math.ceil(Math.sqrt(rows))));
+
+/** An FTS5 phrase: the term quoted, so nothing in it is query syntax. */
+const ftsPhrase = (term: string): string => `"${term.replaceAll('"', '""')}"`;
+
+export interface SqliteCallHistoryOptions {
+  /** When a rebuild writes what it holds in memory (see RebuildBuffer). */
+  rebuildLimits?: RebuildLimits;
+  /** Test hook: a fixed number of trigram matches from which a search term counts as common. */
+  commonTermMatches?: number;
+}
+
+export const createSqliteCallHistory = (db: SqliteDb, versions: SqliteVersions, options: SqliteCallHistoryOptions = {}): CallHistoryStore => {
+  const commonFor = (rows: number) => options.commonTermMatches ?? commonTermMatches(rows);
+  versions.ensure(HISTORY, (v) => db.exec(historyTables(v)));
+
+  type Statement = Database.Statement<unknown[], { doc: string; transcript: string | null }>;
+  /** Prepared statements of one version, dropped with it. */
+  const statementCache = new Map<number, ReturnType<typeof prepareHistory>>();
+  const prepareHistory = (v: number) => ({
+    select: db.prepare<[string], { seq: number; doc: string; title_folded: string; rep_folded: string }>(
+      `SELECT seq, doc, title_folded, rep_folded FROM call_history_v${v} WHERE call_id = ?`,
+    ),
+    insert: db.prepare(
+      `INSERT INTO call_history_v${v} (call_id, team_id, created_at, status, title_folded, rep_folded, last_position, doc) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    update: db.prepare(`UPDATE call_history_v${v} SET status = ?, title_folded = ?, rep_folded = ?, last_position = ?, doc = ? WHERE seq = ?`),
+    transcript: db.prepare(`INSERT OR REPLACE INTO call_transcripts_v${v} (seq, transcript) VALUES (?, ?)`),
+    ftsInsert: db.prepare(`INSERT INTO call_search_v${v} (rowid, title_folded, rep_folded) VALUES (?, ?, ?)`),
+    // A contentless FTS5 table forgets a row given the exact values it was indexed with.
+    ftsDelete: db.prepare(`INSERT INTO call_search_v${v} (call_search_v${v}, rowid, title_folded, rep_folded) VALUES ('delete', ?, ?, ?)`),
+    rows: db.prepare<[], { n: number | null }>(`SELECT max(seq) AS n FROM call_history_v${v}`),
+    ftsCount: db.prepare<[string, number], { n: number }>(
+      `SELECT count(*) AS n FROM (SELECT 1 FROM call_search_v${v} WHERE call_search_v${v} MATCH ? LIMIT ?)`,
+    ),
+    tag: db.prepare(`INSERT OR IGNORE INTO call_tags_v${v} (team_id, tag, created_at, call_id, seq) VALUES (?, ?, ?, ?, ?)`),
+    get: db.prepare<[string, string], { doc: string; transcript: string | null }>(
+      `SELECT h.doc, x.transcript FROM call_history_v${v} h LEFT JOIN call_transcripts_v${v} x ON x.seq = h.seq WHERE h.call_id = ? AND h.team_id = ?`,
+    ),
+    lists: new Map<string, Statement>(),
+  });
+  const statements = (v: number) => {
+    let s = statementCache.get(v);
+    if (!s) {
+      s = prepareHistory(v);
+      statementCache.set(v, s);
+    }
+    return s;
+  };
+
+  const toRow = (r: { doc: string; transcript: string | null }): CallHistoryRow =>
+    storedRow(JSON.parse(r.doc) as CallHistoryRow, r.transcript === null ? null : (JSON.parse(r.transcript) as CallHistoryRow['transcript']));
+
+  interface Loaded extends LoadedRow {
+    seq: number;
+  }
+
+  const load = (v: number, callIds: Iterable<string>): Map<string, Loaded> => {
+    const select = statements(v).select;
+    const loaded = new Map<string, Loaded>();
+    for (const callId of callIds) {
+      const stored = select.get(callId);
+      // The stored doc leaves the transcript out (null): folding never needs it.
+      if (stored) loaded.set(callId, { row: JSON.parse(stored.doc) as CallHistoryRow, titleFolded: stored.title_folded, repFolded: stored.rep_folded, seq: stored.seq });
+    }
+    return loaded;
+  };
+
+  const writeChanges = (v: number, changes: RowChange<Loaded>[]) => {
+    const s = statements(v);
+    for (const change of changes) {
+      const { before, after } = change;
+      const c = changeColumns(change);
+      const position = Number(c.lastPosition);
+      let seq: number;
+      if (before) {
+        seq = before.seq;
+        s.update.run(c.status, c.titleFolded, c.repFolded, position, c.doc, seq);
+        if (c.titleFolded !== before.titleFolded || c.repFolded !== before.repFolded) {
+          s.ftsDelete.run(seq, before.titleFolded, before.repFolded);
+          s.ftsInsert.run(seq, c.titleFolded, c.repFolded);
+        }
+      } else {
+        seq = Number(s.insert.run(c.callId, c.teamId, c.createdAt, c.status, c.titleFolded, c.repFolded, position, c.doc).lastInsertRowid);
+        s.ftsInsert.run(seq, c.titleFolded, c.repFolded);
+        for (const tag of rowTagKeys(after)) s.tag.run(c.teamId, tag, c.createdAt, c.callId, seq);
+      }
+      if (transcriptRecorded(before?.row, after)) s.transcript.run(seq, c.transcript);
+    }
+  };
+
+  const applyLive = db.transaction((events: readonly RecordedEvent[], checkpoint: bigint, options: ApplyOptions | undefined) => {
+    const { version: v, checkpoint: stored } = versions.active(HISTORY);
+    versions.expect(stored, options);
+    const byCall = eventsByCall(events);
+    const pending = new Map<string, PendingRow<Loaded>>();
+    foldInto(pending, byCall, load(v, byCall.keys()));
+    writeChanges(v, changesOf(pending));
+    versions.storeCheckpoint(HISTORY, v, checkpoint);
+  });
+
+  const flushRebuild = db.transaction((v: number, changes: RowChange<Loaded>[], checkpoint: bigint) => {
+    const row = versions.get(HISTORY, v);
+    if (!row || row.state === 'retired') throw new Error(`call history version ${v} was abandoned or replaced; begin a new rebuild`);
+    writeChanges(v, changes);
+    versions.storeCheckpoint(HISTORY, v, checkpoint);
+  });
+
+  /**
+   * One of three plans, each reading rows in page order and stopping after a page:
+   *   search  a selective term (≥ 3 characters, few trigram matches): the matches, sorted;
+   *   tag     the first tag's index, newest first, the other filters checked per row;
+   *   team    the team's index (with status when filtered), newest first, filters checked per row.
+   */
+  const listStatement = (v: number, plan: ListPlan & { teamId: string }, selectiveTerm: boolean): { statement: Statement; params: unknown[] } => {
+    const params: unknown[] = [];
+    const where: string[] = [];
+    let from: string;
+    let order: string;
+    const [firstTag, ...otherTags] = plan.tags;
+    if (selectiveTerm) {
+      from = `call_search_v${v} f JOIN call_history_v${v} h ON h.seq = f.rowid`;
+      where.push(`call_search_v${v} MATCH ?`, 'h.team_id = ?');
+      params.push(ftsPhrase(plan.term!), plan.teamId);
+      order = 'h.created_at DESC, h.call_id DESC';
+    } else if (firstTag !== undefined) {
+      from = `call_tags_v${v} t0 JOIN call_history_v${v} h ON h.seq = t0.seq`;
+      where.push('t0.team_id = ?', 't0.tag = ?');
+      params.push(plan.teamId, firstTag);
+      order = 't0.created_at DESC, t0.call_id DESC';
+    } else {
+      from = `call_history_v${v} h`;
+      where.push('h.team_id = ?');
+      params.push(plan.teamId);
+      order = 'h.created_at DESC, h.call_id DESC';
+    }
+    if (plan.status !== undefined) {
+      where.push('h.status = ?');
+      params.push(plan.status);
+    }
+    if (plan.after) {
+      where.push(!selectiveTerm && firstTag !== undefined ? '(t0.created_at, t0.call_id) < (?, ?)' : '(h.created_at, h.call_id) < (?, ?)');
+      params.push(plan.after.createdAt, plan.after.callId);
+    }
+    for (const tag of selectiveTerm ? plan.tags : otherTags) {
+      where.push(`EXISTS (SELECT 1 FROM call_tags_v${v} t WHERE t.team_id = h.team_id AND t.tag = ? AND t.created_at = h.created_at AND t.call_id = h.call_id)`);
+      params.push(tag);
+    }
+    if (plan.term !== undefined) {
+      // Exact check of every candidate (the only check without the trigram index).
+      where.push('(instr(h.title_folded, ?) > 0 OR instr(h.rep_folded, ?) > 0)');
+      params.push(plan.term, plan.term);
+    }
+    params.push(plan.limit + 1);
+    const sql = `SELECT h.doc, x.transcript FROM ${from} LEFT JOIN call_transcripts_v${v} x ON x.seq = h.seq WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT ?`;
+    const cache = statements(v).lists;
+    let statement = cache.get(sql);
+    if (!statement) {
+      statement = db.prepare<unknown[], { doc: string; transcript: string | null }>(sql);
+      cache.set(sql, statement);
+    }
+    return { statement, params };
+  };
+
+  const beginRebuild = db.transaction((): number => {
+    const building = db.prepare<[string], { version: number }>("SELECT version FROM read_model_versions WHERE model = ? AND state = 'building'").all(HISTORY);
+    for (const { version } of building) {
+      db.exec(dropHistoryTables(version));
+      statementCache.delete(version);
+    }
+    db.prepare("UPDATE read_model_versions SET state = 'retired' WHERE model = ? AND state = 'building'").run(HISTORY);
+    const next = (db.prepare<[string], { v: number }>('SELECT max(version) AS v FROM read_model_versions WHERE model = ?').get(HISTORY)?.v ?? 0) + 1;
+    db.prepare("INSERT INTO read_model_versions (model, version, state) VALUES (?, ?, 'building')").run(HISTORY, next);
+    db.exec(historyTables(next));
+    return next;
+  });
+
+  const activate = db.transaction((version: number) => {
+    const row = versions.get(HISTORY, version);
+    if (row?.state === 'active') return;
+    if (row?.state !== 'building') throw new Error(`call history version ${version} was abandoned or replaced; begin a new rebuild`);
+    const previous = versions.active(HISTORY).version;
+    db.prepare("UPDATE read_model_versions SET state = 'retired' WHERE model = ? AND version = ?").run(HISTORY, previous);
+    db.prepare("UPDATE read_model_versions SET state = 'active' WHERE model = ? AND version = ?").run(HISTORY, version);
+    db.exec(dropHistoryTables(previous));
+    statementCache.delete(previous);
+  });
+
+  const callHistory: CallHistoryStore = {
+    async apply(events, checkpoint, options) {
+      await serialised(db, () => applyLive.immediate(events, checkpoint, options));
+    },
+    async checkpoint() {
+      return BigInt(versions.active(HISTORY).checkpoint);
+    },
+
+    async get(teamId, callId) {
+      const row = statements(versions.active(HISTORY).version).get.get(callId, teamId);
+      return row ? toRow(row) : undefined;
+    },
+
+    async list(teamId, query) {
+      const plan = { ...planList(query), teamId };
+      const v = versions.active(HISTORY).version;
+      let selectiveTerm = false;
+      if (plan.term !== undefined && plan.termLength >= 3) {
+        const s = statements(v);
+        // With a tag the walk follows the tag's index and seeks each row: dearer per row, so sort more.
+        const common = commonFor(s.rows.get()?.n ?? 0) * (plan.tags.length > 0 ? 5 : 1);
+        selectiveTerm = s.ftsCount.get(ftsPhrase(plan.term), common)!.n < common;
+      }
+      const { statement, params } = listStatement(v, plan, selectiveTerm);
+      return pageOf(statement.all(...params).map(toRow), plan.limit);
+    },
+
+    async beginRebuild(): Promise<CallHistoryRebuild> {
+      const version = await serialised(db, () => beginRebuild.immediate());
+      const buffer = new RebuildBuffer<Loaded>(
+        {
+          load: async (callIds) => load(version, callIds),
+          flush: (changes, checkpoint) => serialised(db, () => flushRebuild.immediate(version, changes, checkpoint)),
+        },
+        0n,
+        false,
+        options.rebuildLimits,
+      );
+      return {
+        version,
+        apply: (events, checkpoint, options) => buffer.apply(events, checkpoint, options?.expectedCheckpoint),
+        async checkpoint() {
+          return buffer.checkpoint;
+        },
+        async activate() {
+          await buffer.flush();
+          await serialised(db, () => activate.immediate(version));
+        },
+      };
+    },
+  };
+
+  return callHistory;
+};

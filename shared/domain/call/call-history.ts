@@ -1,0 +1,272 @@
+/**
+ * The call history row: one per call, folded from the events of stream `call-{callId}`. It is what
+ * the read API lists and shows, and what call history search looks at.
+ *
+ * Status context (DESIGN.md "Call status"):
+ *   status    pending → completed | failed
+ *   stage     where a pending call is (the Call aggregate's stage); null once finished
+ *   statusReason
+ *     pending    `queued_for_processing` (as in the 201 body) until processing starts, then the
+ *                stage: `fetching_audio`, `transcribing`, `analysing`, `recording_deal`, `completing`
+ *     completed  `completed`
+ *     failed     the CallFailed reason (`processing_timeout` for a timeout)
+ *   processingError  the CallFailed code; null unless failed
+ *
+ * Details appear as they are recorded: `transcript` with TranscriptRecorded (the primary
+ * transcript: the audio's for an audio call), `analysis` and `score` with CallAnalysed, `deal` with
+ * DealRecorded (the deal as written, not merely as submitted; the submitted one is in
+ * `submission.deal`). `title` is the displayed title by the spec's title rules, so it changes from
+ * the generic title to the AI title when analysis arrives.
+ *
+ * Search (spec, "Call history search"): an exact, case-insensitive substring of the displayed title
+ * or of the rep name, nothing else. `foldForSearch` is the one case folding used for rows and
+ * queries alike, in every adapter.
+ *
+ * `evolveHistoryRow` is pure and idempotent: an event at or before `lastPosition` changes nothing,
+ * so a redelivered or replayed batch leaves the row as it was.
+ */
+import type { Json, RecordedEvent } from '../../ports/event-store.ts';
+import type { Deal, NormalisedTranscript, Submission } from '../submission/submission.ts';
+import type { MetadataValue } from '../submission/tags-and-metadata.ts';
+import type { CallAnalysed, CallCompleted, CallFailed, DealRecorded, Insight, ProcessingStarted, ScoreComponent, TranscriptRecorded } from './call-events.ts';
+import type { CallSubmittedData } from './call-submitted.ts';
+import type { CallStage } from './call-state.ts';
+import { displayedTitle } from './title.ts';
+
+export type CallHistoryStatus = 'pending' | 'completed' | 'failed';
+
+/**
+ * The submission as history keeps it: every normalised field except the inline transcript's text,
+ * of which only `truncated` and `originalBytes` remain. The primary transcript is the row's
+ * `transcript` (the same text for a transcript-only call; for a call with audio the spec says the
+ * inline one "is not stored as the primary transcript"), so history never holds 500 KB twice and
+ * never rewrites it when the status changes.
+ */
+export type HistorySubmission = Omit<Submission, 'transcript'> & { transcript?: Omit<NormalisedTranscript, 'text'> };
+
+export const CALL_HISTORY_STATUSES: readonly CallHistoryStatus[] = ['pending', 'completed', 'failed'];
+
+export interface CallHistoryRow {
+  callId: string;
+  teamId: string;
+  /** The displayed title (title rules 1–3). */
+  title: string;
+  /** The submitted repName (not the matched member's name); null when none was sent. */
+  repName: string | null;
+  repEmail: string | null;
+  status: CallHistoryStatus;
+  /** Where a pending call is; null once completed or failed. */
+  stage: CallStage | null;
+  statusReason: string;
+  /** The CallFailed code; null unless failed. */
+  processingError: string | null;
+  /** The submitted callDate, else the submission time (ISO 8601 instant). */
+  callDate: string;
+  /** The real length once known (audio, transcript estimate), else the normalised submitted duration. */
+  durationSeconds: number | null;
+  tags: string[];
+  notes: string | null;
+  metadata: Record<string, MetadataValue>;
+  /** Who tags and notes attach to: the member matched by repEmail, else the team owner. */
+  attributedTo: { kind: 'member' | 'owner'; email: string; name: string };
+  /** When the call was accepted (CallSubmitted `submittedAt`); history is ordered by it. */
+  createdAt: string;
+  /** The primary transcript, once recorded. */
+  transcript: { text: string; source: 'audio' | 'inline'; truncated: boolean } | null;
+  analysis: { title: string; summary: string; score: number; components: ScoreComponent[]; insights: Insight[] } | null;
+  /** The deal as written (DealRecorded); null fields where the submission sent none. */
+  deal: { dealSize: number | null; revenueCollected: number | null; dealDate: string | null; notes: string | null } | null;
+  /** The normalised submission as accepted, without the inline transcript's text (see HistorySubmission). */
+  submission: HistorySubmission;
+  score: number | null;
+  /** Time of the last event applied (its `at`, or `submittedAt`). */
+  updatedAt: string;
+  /** Global position of the last event applied, as a decimal string. */
+  lastPosition: string;
+}
+
+const CALL_STREAM = /^call-(.+)$/;
+
+/** The call id of a `call-{callId}` stream, or undefined for any other stream. */
+export const callIdOfStream = (streamId: string): string | undefined => CALL_STREAM.exec(streamId)?.[1];
+
+/** The status reason of a pending call at each stage. */
+export const PENDING_STATUS_REASONS: Readonly<Record<CallStage, string>> = {
+  queued: 'queued_for_processing',
+  fetching_audio: 'fetching_audio',
+  transcribing: 'transcribing',
+  analysing: 'analysing',
+  recording_deal: 'recording_deal',
+  completing: 'completing',
+};
+
+export const COMPLETED_STATUS_REASON = 'completed';
+
+const nonBlank = (text: string | undefined): string | null => (text !== undefined && text.trim() !== '' ? text : null);
+
+const titleOf = (submission: HistorySubmission, createdAt: string, aiTitle: string | undefined): string =>
+  displayedTitle({
+    aiTitleEnabled: submission.aiTitleEnabled,
+    callTitle: submission.callTitle,
+    aiTitle,
+    repName: submission.repName,
+    repEmail: submission.repEmail,
+    callDate: submission.callDate ?? createdAt,
+  });
+
+const pendingAt = (stage: CallStage): Pick<CallHistoryRow, 'status' | 'stage' | 'statusReason'> => ({
+  status: 'pending',
+  stage,
+  statusReason: PENDING_STATUS_REASONS[stage],
+});
+
+/** The submission without the inline transcript's text. */
+export const historySubmission = ({ transcript, ...rest }: Submission): HistorySubmission =>
+  transcript ? { ...rest, transcript: { truncated: transcript.truncated, originalBytes: transcript.originalBytes } } : rest;
+
+const submittedRow = (data: CallSubmittedData, position: bigint): CallHistoryRow => {
+  const submission = historySubmission(data.submission);
+  const { kind, email, name } = data.attributedTo;
+  return {
+    callId: data.callId,
+    teamId: data.teamId,
+    title: titleOf(submission, data.submittedAt, undefined),
+    repName: nonBlank(submission.repName),
+    repEmail: nonBlank(submission.repEmail),
+    status: 'pending',
+    stage: 'queued',
+    statusReason: PENDING_STATUS_REASONS.queued,
+    processingError: null,
+    callDate: submission.callDate ?? data.submittedAt,
+    durationSeconds: submission.duration?.seconds ?? null,
+    tags: [...submission.tags],
+    notes: submission.notes ?? null,
+    metadata: { ...submission.metadata },
+    attributedTo: { kind, email, name },
+    createdAt: data.submittedAt,
+    transcript: null,
+    analysis: null,
+    deal: null,
+    submission,
+    score: null,
+    updatedAt: data.submittedAt,
+    lastPosition: position.toString(),
+  };
+};
+
+const dealOf = (deal: Deal): NonNullable<CallHistoryRow['deal']> => ({
+  dealSize: deal.dealSize ?? null,
+  revenueCollected: deal.revenueCollected ?? null,
+  dealDate: deal.dealDate ?? null,
+  notes: deal.notes ?? null,
+});
+
+/** The row with one more event of its call applied (everything but CallSubmitted). */
+const applyToRow = (row: CallHistoryRow, type: string, data: Json): CallHistoryRow | undefined => {
+  switch (type) {
+    case 'ProcessingStarted': {
+      const d = data as unknown as ProcessingStarted['data'];
+      return { ...row, ...pendingAt(d.mode === 'audio' ? 'fetching_audio' : 'transcribing'), updatedAt: d.at };
+    }
+    case 'AudioFetched':
+      return { ...row, ...pendingAt('transcribing'), updatedAt: (data as unknown as { at: string }).at };
+    case 'TranscriptRecorded': {
+      const d = data as unknown as TranscriptRecorded['data'];
+      return {
+        ...row,
+        ...pendingAt('analysing'),
+        transcript: { text: d.text, source: d.source, truncated: d.truncated },
+        durationSeconds: d.durationSeconds ?? row.durationSeconds,
+        updatedAt: d.at,
+      };
+    }
+    case 'CallAnalysed': {
+      const d = data as unknown as CallAnalysed['data'];
+      return {
+        ...row,
+        ...pendingAt(row.submission.deal ? 'recording_deal' : 'completing'),
+        title: titleOf(row.submission, row.createdAt, d.title),
+        analysis: { title: d.title, summary: d.summary, score: d.score, components: d.components, insights: d.insights },
+        score: d.score,
+        updatedAt: d.at,
+      };
+    }
+    case 'DealRecorded': {
+      const d = data as unknown as DealRecorded['data'];
+      return { ...row, ...pendingAt('completing'), deal: dealOf(d.deal), updatedAt: d.at };
+    }
+    case 'CallCompleted': {
+      const d = data as unknown as CallCompleted['data'];
+      return {
+        ...row,
+        status: 'completed',
+        stage: null,
+        statusReason: COMPLETED_STATUS_REASON,
+        durationSeconds: d.durationSeconds ?? row.durationSeconds,
+        updatedAt: d.at,
+      };
+    }
+    case 'CallFailed': {
+      const d = data as unknown as CallFailed['data'];
+      return { ...row, status: 'failed', stage: null, statusReason: d.reason, processingError: d.code, updatedAt: d.at };
+    }
+    default:
+      return undefined; // not an event the row shows
+  }
+};
+
+/**
+ * The row after `event`. Pure. Events of other streams, unknown types, events at or before
+ * `row.lastPosition`, events after the call finished (a late result never revives a failed call)
+ * and events of a call without a row leave the input as it is.
+ */
+export const evolveHistoryRow = (row: CallHistoryRow | undefined, event: RecordedEvent): CallHistoryRow | undefined => {
+  const callId = callIdOfStream(event.streamId);
+  if (callId === undefined) return row;
+  if (row === undefined) {
+    if (event.type !== 'CallSubmitted') return undefined;
+    return submittedRow(event.data as unknown as CallSubmittedData, event.position);
+  }
+  if (row.callId !== callId) throw new Error(`event of stream ${event.streamId} applied to the row of call ${row.callId}`);
+  if (event.position <= BigInt(row.lastPosition)) return row;
+  if (row.status !== 'pending') return row;
+  const next = applyToRow(row, event.type, event.data);
+  return next ? { ...next, lastPosition: event.position.toString() } : row;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Search
+
+/**
+ * Case folding for search, the same for stored text and queries: NFC, then upper case and back to
+ * lower case. Full Unicode, not ASCII only ("MÜLLER" finds "Müller"), and close to Unicode full
+ * case folding: "STRASSE" finds "Straße", a final sigma ς matches σ (JavaScript lower-cases Σ by
+ * context, so both fold to σ). Canonically equivalent
+ * spellings (a precomposed "ü" and "u" + combining diaeresis) fold alike. Nothing else is
+ * normalised: accents, spaces and punctuation must match exactly.
+ */
+export const foldForSearch = (text: string): string =>
+  text.normalize('NFC').toUpperCase().toLowerCase().replaceAll('ς', 'σ').normalize('NFC');
+
+/** The folded search term for a query; undefined (no filter) when the query is empty or blank. */
+export const searchTerm = (query: string | undefined): string | undefined => {
+  const trimmed = query?.trim();
+  return trimmed ? foldForSearch(trimmed) : undefined;
+};
+
+/** The two texts search looks at (rule 1), folded. An absent rep name is the empty string. */
+export const searchText = (row: Pick<CallHistoryRow, 'title' | 'repName'>): { title: string; repName: string } => ({
+  title: foldForSearch(row.title),
+  repName: foldForSearch(row.repName ?? ''),
+});
+
+/** Whether a row matches a search query: the reference every store's search must agree with. */
+export const matchesSearch = (row: Pick<CallHistoryRow, 'title' | 'repName'>, query: string | undefined): boolean => {
+  const term = searchTerm(query);
+  if (term === undefined) return true;
+  const { title, repName } = searchText(row);
+  return title.includes(term) || repName.includes(term);
+};
+
+/** Tags are filtered case-insensitively with the same folding; a row matches when it has every tag. */
+export const tagKey = (tag: string): string => foldForSearch(tag.trim());

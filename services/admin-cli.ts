@@ -21,6 +21,9 @@ API keys
 Capacity
   capacity add --team <teamId> --hours <n>
   capacity auto-recharge --team <teamId> (--on --hours <n> | --off)
+Operations
+  replay <projection>                               rebuild a projection (call-history) while the service runs
+  topic read <topic> [--from-offset <n>] [--limit <n>] [--partition <n>]
 
 Environment: API_URL (default http://HOST:PORT, i.e. http://127.0.0.1:3000),
 ADMIN_TOKEN (default: the file DATA_DIR/admin-token written by the service).
@@ -39,6 +42,9 @@ const options = {
   key: { type: 'string' },
   on: { type: 'boolean' },
   off: { type: 'boolean' },
+  'from-offset': { type: 'string' },
+  limit: { type: 'string' },
+  partition: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -89,7 +95,43 @@ const main = async (argv: string[]): Promise<number> => {
   };
   const print = (value: unknown) => process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 
+  /** Streams a replay's progress lines as they arrive. */
+  const replay = async (projection: string): Promise<number> => {
+    const res = await fetch(`${base}/api/admin/projections/${encodeURIComponent(projection)}/replay`, { method: 'POST', headers: { authorization: `Bearer ${token}` } }).catch(
+      (error: unknown) => {
+        throw new UsageError(`cannot reach the service at ${base} (${(error as Error).message}); is it running?`);
+      },
+    );
+    if (!res.ok || !res.body) throw new UsageError(`${res.status} ${((await res.json().catch(() => ({}))) as { detail?: string }).detail ?? res.statusText}`);
+    let buffer = '';
+    let failed = false;
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      buffer += Buffer.from(chunk).toString('utf8');
+      const lines = buffer.split('\n');
+      buffer = lines.pop() ?? '';
+      for (const line of lines.filter(Boolean)) {
+        const p = JSON.parse(line) as { phase: string; events: number; position: string; eventsPerSecond: number; elapsedMs: number; error?: string };
+        if (p.phase === 'failed') {
+          failed = true;
+          process.stderr.write(`replay of ${projection} failed: ${p.error}\n`);
+          continue;
+        }
+        const rate = `${p.eventsPerSecond.toLocaleString('en-US')} events/s`;
+        process.stdout.write(
+          p.phase === 'done'
+            ? `replayed ${projection}: ${p.events.toLocaleString('en-US')} events in ${(p.elapsedMs / 1000).toFixed(1)} s (${rate}); reads now use the new version\n`
+            : `replaying ${projection}: ${p.events.toLocaleString('en-US')} events so far (position ${p.position}), ${rate}\n`,
+        );
+      }
+    }
+    return failed ? 1 : 0;
+  };
+
   const [noun, verb] = positionals;
+  if (noun === 'replay') {
+    if (!verb) throw new UsageError('replay needs a projection name, e.g. npm run admin -- replay call-history');
+    return replay(verb);
+  }
   switch (`${noun} ${verb ?? ''}`.trim()) {
     case 'team create':
       print(
@@ -124,6 +166,16 @@ const main = async (argv: string[]): Promise<number> => {
       if (values.on === values.off) throw new UsageError('give exactly one of --on or --off');
       const autoRecharge = values.on ? { enabled: true, hours: hours(values) } : { enabled: false };
       print(await call('POST', `/api/admin/teams/${encodeURIComponent(need(values, 'team'))}/capacity`, { autoRecharge }));
+      return 0;
+    }
+    case 'topic read': {
+      const topic = positionals[2];
+      if (!topic) throw new UsageError('topic read needs a topic name');
+      const query = new URLSearchParams();
+      if (values['from-offset']) query.set('fromOffset', values['from-offset']);
+      if (values.limit) query.set('limit', values.limit);
+      if (values.partition) query.set('partition', values.partition);
+      print(await call('GET', `/api/admin/topics/${encodeURIComponent(topic)}/messages?${query}`));
       return 0;
     }
     default:

@@ -5,6 +5,7 @@
 import { loadConfig } from '../shared/config.ts';
 import { createIngress } from './ingress/ingress.ts';
 import { startProcessor } from './processor/processor.ts';
+import { startProjections } from './projections/projections.ts';
 import { openBackends } from './runtime/backends.ts';
 import { runUntilSignal } from './runtime/lifecycle.ts';
 import { createLogger } from './runtime/logger.ts';
@@ -34,6 +35,13 @@ runUntilSignal('call ingestion service', async () => {
       transcriptionConcurrency: config.transcribeConcurrency,
       topics: backends.topics,
     });
+    const projections = startProjections({
+      eventStore: backends.eventStore,
+      eventLog: backends.eventLog,
+      readModels: backends.readModels,
+      topics: backends.topics,
+      logger,
+    });
     const ingress = await createIngress({
       eventStore: backends.eventStore,
       eventLog: backends.eventLog,
@@ -42,6 +50,7 @@ runUntilSignal('call ingestion service', async () => {
       adminToken: secrets.adminToken,
       apiKeySecret: secrets.apiKeySecret,
       check: () => backends.check(),
+      readModels: backends.readModels,
       topics: backends.topics,
     });
     const address = await ingress.app.listen({ port: config.port, host: config.host });
@@ -51,6 +60,7 @@ runUntilSignal('call ingestion service', async () => {
       async stop() {
         await ingress.close();
         await processor.stop();
+        await projections.stop();
         await limiter.close();
         await backends.close();
       },

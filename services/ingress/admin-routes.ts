@@ -44,14 +44,20 @@ const TeamView = Type.Object({
   capacity: Type.Composite([CapacityView, Type.Object({ reservedCalls: Type.Integer({ description: 'Calls whose capacity is reserved but not yet settled.' }) })]),
 });
 
-export const registerAdminRoutes = (app: TypedApp, { teams, adminToken }: AdminDeps): void => {
+/** An onRequest hook that lets only `Authorization: Bearer <adminToken>` through (constant-time compare). */
+export const adminGuard = (adminToken: string) => {
   const expected = digest(adminToken);
-  const requireAdmin = async (request: FastifyRequest) => {
-    const bearer = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '')?.[1];
+  return async (request: Pick<FastifyRequest, 'headers'>) => {
+    const header = request.headers.authorization;
+    const bearer = /^Bearer\s+(\S+)\s*$/i.exec(typeof header === 'string' ? header : '')?.[1];
     if (!bearer || !timingSafeEqual(digest(bearer), expected)) {
       throw new ProblemError('ADMIN_TOKEN_INVALID', 'Send the admin token as Authorization: Bearer <ADMIN_TOKEN>.');
     }
   };
+};
+
+export const registerAdminRoutes = (app: TypedApp, { teams, adminToken }: AdminDeps): void => {
+  const requireAdmin = adminGuard(adminToken);
   const notFound = (teamId: string) => new ProblemError('NOT_FOUND', `No team ${teamId}.`);
   const common = { onRequest: requireAdmin };
   const tags = ['Admin'];

@@ -7,7 +7,11 @@ import type { Logger } from 'pino';
 import type { EventLog } from '../../shared/ports/event-log.ts';
 import type { Topics } from '../../shared/topics.ts';
 import type { RateLimiter } from '../../shared/ports/rate-limiter.ts';
-import { registerAdminRoutes } from './admin-routes.ts';
+import type { EventStore } from '../../shared/ports/event-store.ts';
+import type { ReadModels } from '../../shared/ports/read-models.ts';
+import { registerAdminOpsRoutes } from './admin-ops-routes.ts';
+import { adminGuard, registerAdminRoutes } from './admin-routes.ts';
+import { registerCallsRoutes } from './calls-routes.ts';
 import { installErrorHandler } from './error-handler.ts';
 import { registerIngestRoute } from './ingest-route.ts';
 import type { TeamService } from './teams/team-service.ts';
@@ -20,6 +24,9 @@ export interface IngressDeps {
   limiter: RateLimiter;
   eventLog: EventLog;
   adminToken: string;
+  eventStore: EventStore;
+  /** Call history and deals; without them the read API is not served. */
+  readModels?: ReadModels;
   topics?: Topics;
   now?: () => Date;
 }
@@ -32,7 +39,8 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
     loggerInstance: deps.logger as FastifyBaseLogger,
     // Behind a proxy set trustProxy through a future option; the address throttles failed auth.
     trustProxy: false,
-    ajv: { customOptions: { coerceTypes: false, removeAdditional: false } },
+    // Query strings are text: coerce them (a single ?tag= becomes an array); unknown body fields stay errors.
+    ajv: { customOptions: { coerceTypes: 'array', removeAdditional: false } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // JSON only: anything else is a 415, not a string body the rules would then reject as a 400.
@@ -66,5 +74,7 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
 
   registerIngestRoute(app, { teams: deps.teams, limiter: deps.limiter, eventLog: deps.eventLog, topics: deps.topics, now: deps.now });
   registerAdminRoutes(app, { teams: deps.teams, adminToken: deps.adminToken });
+  registerAdminOpsRoutes(app, { eventLog: deps.eventLog, eventStore: deps.eventStore, readModels: deps.readModels, requireAdmin: adminGuard(deps.adminToken) });
+  if (deps.readModels) registerCallsRoutes(app, { teams: deps.teams, limiter: deps.limiter, callHistory: deps.readModels.callHistory });
   return app;
 };

@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { EventLog } from '../../shared/ports/event-log.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import type { RateLimiter } from '../../shared/ports/rate-limiter.ts';
+import type { ReadModels } from '../../shared/ports/read-models.ts';
 import type { Topics } from '../../shared/topics.ts';
 import { buildIngressApp, type IngressApp } from './app.ts';
 import { TeamDirectory } from './teams/team-directory.ts';
@@ -19,6 +20,7 @@ export interface IngressOptions {
   adminToken: string;
   apiKeySecret: string;
   check?: () => Promise<Record<string, boolean>>;
+  readModels?: ReadModels;
   topics?: Topics;
   now?: () => Date;
 }
@@ -41,6 +43,8 @@ export const createIngress = async (options: IngressOptions): Promise<Ingress> =
     limiter: options.limiter,
     eventLog: options.eventLog,
     adminToken: options.adminToken,
+    eventStore: options.eventStore,
+    readModels: options.readModels,
     topics: options.topics,
     now: options.now,
   });

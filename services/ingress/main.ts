@@ -24,6 +24,7 @@ runUntilSignal('ingress', async () => {
     adminToken: secrets.adminToken,
     apiKeySecret: secrets.apiKeySecret,
     check: () => backends.check(),
+    readModels: backends.readModels,
     topics: backends.topics,
   });
   const address = await ingress.app.listen({ port: config.port, host: config.host });

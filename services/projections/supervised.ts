@@ -21,9 +21,15 @@ export const supervised = (name: string, start: () => Subscription, logger: Logg
       () => undefined,
       (error: unknown) => {
         if (stopped) return;
-        failures++;
-        const delayMs = Math.min(30_000, 1000 * 2 ** Math.min(failures - 1, 5));
-        logger.error({ err: error, subscription: name, retryInMs: delayMs }, `${name} failed; restarting from its checkpoint`);
+        let delayMs = 0;
+        if ((error as { code?: string }).code === 'CHECKPOINT_MISMATCH') {
+          // Another writer (a replay that was activated) moved the checkpoint: follow it at once.
+          logger.info({ subscription: name }, `${name}: checkpoint moved; resuming from it`);
+        } else {
+          failures++;
+          delayMs = Math.min(30_000, 1000 * 2 ** Math.min(failures - 1, 5));
+          logger.error({ err: error, subscription: name, retryInMs: delayMs }, `${name} failed; restarting from its checkpoint`);
+        }
         timer = setTimeout(() => {
           if (stopped) return;
           current = start();

@@ -13,11 +13,16 @@ import { openSqlite, type OpenedSqlite } from '../../shared/adapters/sqlite/sqli
 import type { Config } from '../../shared/config.ts';
 import type { EventLog } from '../../shared/ports/event-log.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
+import type { ReadModels } from '../../shared/ports/read-models.ts';
+import { createPostgresReadModels } from '../../shared/adapters/read-models/postgres-read-models.ts';
+import { createSqliteReadModels } from '../../shared/adapters/read-models/sqlite-read-models.ts';
 import { allTopics, type Topics, topicNames } from '../../shared/topics.ts';
 
 export interface Backends {
   eventStore: EventStore;
   eventLog: EventLog;
+  /** Call history and deal records, in the same database as the event store. */
+  readModels: ReadModels;
   /** Topic names (with TOPIC_PREFIX). */
   topics: Topics;
   /** The embedded database when one is open (for DATA_DIR files such as the admin token). */
@@ -43,6 +48,9 @@ export const openBackends = async (config: Config, log: Logger): Promise<Backend
         : config.databaseUrl
           ? await createPostgresEventLog({ connectionString: config.databaseUrl, schema: config.databaseSchema })
           : createSqliteEventLog(sqlite!.db);
+    const readModels = config.databaseUrl
+      ? await createPostgresReadModels({ connectionString: config.databaseUrl, schema: config.databaseSchema })
+      : createSqliteReadModels(sqlite!.db);
     const topics = topicNames(config.topicPrefix);
     await eventLog.ensureTopics(allTopics(topics).map((name) => ({ name, partitions: config.topicPartitions })));
     const description = {
@@ -58,6 +66,7 @@ export const openBackends = async (config: Config, log: Logger): Promise<Backend
     return {
       eventStore,
       eventLog,
+      readModels,
       topics,
       sqlite,
       description,
@@ -71,6 +80,7 @@ export const openBackends = async (config: Config, log: Logger): Promise<Backend
       },
       async close() {
         await eventLog.close();
+        await readModels.close();
         await eventStore.close();
         sqlite?.close();
       },

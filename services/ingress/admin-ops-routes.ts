@@ -1,0 +1,117 @@
+/**
+ * Admin operations (bearer ADMIN_TOKEN): read any topic of the event log (so the embedded default
+ * can be inspected without Kafka tools), and rebuild a projection while the service runs.
+ */
+import { Type } from '@sinclair/typebox';
+import { Readable } from 'node:stream';
+import { ProblemSchema } from '../../shared/domain/submission/submission-schema.ts';
+import { type EventLog, UnknownTopicError } from '../../shared/ports/event-log.ts';
+import type { EventStore } from '../../shared/ports/event-store.ts';
+import type { ReadModels } from '../../shared/ports/read-models.ts';
+import { isReplayable, REPLAYABLE, replayProjection } from '../projections/replay.ts';
+import { ProblemError } from './errors.ts';
+import type { TypedApp } from './typed-app.ts';
+
+export interface AdminOpsDeps {
+  eventLog: EventLog;
+  eventStore: EventStore;
+  readModels?: ReadModels;
+  requireAdmin: (request: { headers: Record<string, string | string[] | undefined> }) => Promise<void>;
+}
+
+const parseValue = (value: string): unknown => {
+  try {
+    return JSON.parse(value);
+  } catch {
+    return value;
+  }
+};
+
+export const registerAdminOpsRoutes = (app: TypedApp, deps: AdminOpsDeps): void => {
+  const security = [{ adminToken: [] }];
+  const problems = Object.fromEntries([400, 401, 404].map((s) => [s, ProblemSchema]));
+
+  app.get(
+    '/api/admin/topics/:topic/messages',
+    {
+      onRequest: deps.requireAdmin,
+      schema: {
+        tags: ['Admin'],
+        summary: 'Read messages of any topic of the event log',
+        security,
+        params: Type.Object({ topic: Type.String({ minLength: 1, maxLength: 249 }) }),
+        querystring: Type.Object({
+          fromOffset: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: 'First offset to read, in each partition.' })),
+          limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
+          partition: Type.Optional(Type.Integer({ minimum: 0, description: 'Only this partition; default all.' })),
+        }),
+        response: {
+          200: Type.Object({
+            messages: Type.Array(
+              Type.Object({
+                partition: Type.Integer(),
+                offset: Type.String({ description: 'Offsets are 64-bit: a decimal string.' }),
+                key: Type.String(),
+                headers: Type.Record(Type.String(), Type.String()),
+                value: Type.Unknown({ description: 'Parsed when it is JSON, else the text.' }),
+                timestamp: Type.String(),
+              }),
+            ),
+          }),
+          ...problems,
+        },
+      },
+    },
+    async (request) => {
+      const { topic } = request.params;
+      const { fromOffset = 0, limit = 100, partition } = request.query;
+      try {
+        const records = await deps.eventLog.read(topic, { fromOffset: BigInt(fromOffset), limit, ...(partition === undefined ? {} : { partition }) });
+        return {
+          messages: records.map((r) => ({
+            partition: r.partition,
+            offset: r.offset.toString(),
+            key: r.key,
+            headers: r.headers,
+            value: parseValue(r.value),
+            timestamp: r.timestamp.toISOString(),
+          })),
+        };
+      } catch (error) {
+        if (error instanceof UnknownTopicError) throw new ProblemError('NOT_FOUND', `No topic ${topic}.`);
+        throw error;
+      }
+    },
+  );
+
+  app.post(
+    '/api/admin/projections/:projection/replay',
+    {
+      onRequest: deps.requireAdmin,
+      schema: {
+        tags: ['Admin'],
+        summary: 'Rebuild a projection from the event store while the service runs, then switch reads to it',
+        description: `Streams progress as newline-delimited JSON. Replayable: ${REPLAYABLE.join(', ')}.`,
+        security,
+        params: Type.Object({ projection: Type.String() }),
+        response: { 200: Type.Unknown({ description: 'application/x-ndjson progress lines' }), ...problems },
+      },
+    },
+    async (request, reply) => {
+      const { projection } = request.params;
+      if (!isReplayable(projection) || !deps.readModels) {
+        throw new ProblemError('NOT_FOUND', `No replayable projection ${projection}; replayable: ${REPLAYABLE.join(', ')}.`);
+      }
+      const readModels = deps.readModels;
+      const lines = async function* () {
+        try {
+          for await (const progress of replayProjection(projection, { eventStore: deps.eventStore, readModels })) yield `${JSON.stringify(progress)}\n`;
+        } catch (error) {
+          request.log.error({ err: error, projection }, 'replay failed');
+          yield `${JSON.stringify({ projection, phase: 'failed', error: 'the replay failed; the current version keeps serving reads (see the service log)' })}\n`;
+        }
+      };
+      return reply.type('application/x-ndjson').send(Readable.from(lines()));
+    },
+  );
+};

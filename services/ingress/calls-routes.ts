@@ -1,0 +1,148 @@
+/**
+ * Read API: the team's call history. Same API-key authentication as the ingest endpoint (the team
+ * comes from the key; another team's call is a 404), with its own rate limit per key.
+ */
+import { Type } from '@sinclair/typebox';
+import type { CallHistoryRow } from '../../shared/domain/call/call-history.ts';
+import { ProblemSchema } from '../../shared/domain/submission/submission-schema.ts';
+import type { RateLimiter } from '../../shared/ports/rate-limiter.ts';
+import { CALL_HISTORY_LIMITS, type CallHistoryStore, InvalidQueryError } from '../../shared/ports/read-models.ts';
+import { apiKeyAccess } from './api-key-access.ts';
+import { ProblemError } from './errors.ts';
+import type { TeamService } from './teams/team-service.ts';
+import type { TypedApp } from './typed-app.ts';
+
+/** DESIGN.md: the read API has its own limit per key, 600 per minute. */
+export const READ_RATE_LIMIT = { limit: 600, windowMs: 60_000 };
+
+export interface CallsDeps {
+  teams: TeamService;
+  limiter: RateLimiter;
+  callHistory: CallHistoryStore;
+}
+
+const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
+
+const CallListItem = Type.Object({
+  callId: Type.String(),
+  title: Type.String({ description: 'The displayed title (spec title rules): the AI title, or the supplied one when AI titles are off, or a generic one.' }),
+  repName: Nullable(Type.String()),
+  repEmail: Nullable(Type.String()),
+  status: Type.Union([Type.Literal('pending'), Type.Literal('completed'), Type.Literal('failed')]),
+  stage: Nullable(Type.String({ description: 'Where a pending call is: queued, fetching_audio, transcribing, analysing, recording_deal, completing.' })),
+  statusReason: Type.String(),
+  processingError: Nullable(Type.String({ description: 'Stable code of the failure, e.g. processing_timeout, audio_fetch_blocked.' })),
+  callDate: Type.String(),
+  durationSeconds: Nullable(Type.Number()),
+  tags: Type.Array(Type.String()),
+  notes: Nullable(Type.String()),
+  metadata: Type.Record(Type.String(), Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()])),
+  attributedTo: Type.Object({ kind: Type.Union([Type.Literal('member'), Type.Literal('owner')]), email: Type.String(), name: Type.String() }),
+  score: Nullable(Type.Number()),
+  createdAt: Type.String(),
+});
+
+const CallDetail = Type.Composite([
+  CallListItem,
+  Type.Object({
+    transcript: Nullable(Type.Object({ text: Type.String(), source: Type.Union([Type.Literal('audio'), Type.Literal('inline')]), truncated: Type.Boolean() })),
+    analysis: Nullable(
+      Type.Object({
+        title: Type.String(),
+        summary: Type.String(),
+        score: Type.Number(),
+        components: Type.Array(Type.Object({ name: Type.String(), value: Type.Number(), score: Type.Number(), weight: Type.Number(), explanation: Type.String() })),
+        insights: Type.Array(Type.Object({ kind: Type.String(), code: Type.String(), message: Type.String(), evidence: Type.String() })),
+      }),
+    ),
+    deal: Nullable(Type.Object({ dealSize: Nullable(Type.Number()), revenueCollected: Nullable(Type.Number()), dealDate: Nullable(Type.String()), notes: Nullable(Type.String()) })),
+    submission: Type.Unknown({ description: 'The submitted fields after normalisation (aliases resolved).' }),
+    updatedAt: Type.String(),
+  }),
+]);
+
+const listItem = (row: CallHistoryRow) => ({
+  callId: row.callId,
+  title: row.title,
+  repName: row.repName,
+  repEmail: row.repEmail,
+  status: row.status,
+  stage: row.stage,
+  statusReason: row.statusReason,
+  processingError: row.processingError,
+  callDate: row.callDate,
+  durationSeconds: row.durationSeconds,
+  tags: row.tags,
+  notes: row.notes,
+  metadata: row.metadata,
+  attributedTo: row.attributedTo,
+  score: row.score,
+  createdAt: row.createdAt,
+});
+
+const detail = (row: CallHistoryRow) => ({
+  ...listItem(row),
+  transcript: row.transcript,
+  analysis: row.analysis,
+  deal: row.deal,
+  submission: row.submission,
+  updatedAt: row.updatedAt,
+});
+
+export const registerCallsRoutes = (app: TypedApp, deps: CallsDeps): void => {
+  const onRequest = apiKeyAccess({ teams: deps.teams, limiter: deps.limiter, rule: READ_RATE_LIMIT, scope: 'read' });
+  const security: { [label: string]: string[] }[] = [{ apiKeyHeader: [] }, { bearer: [] }];
+  const problems = Object.fromEntries([400, 401, 404, 429].map((s) => [s, ProblemSchema]));
+
+  app.get(
+    '/api/calls',
+    {
+      onRequest,
+      schema: {
+        tags: ['Call history'],
+        summary: "The team's calls, newest first",
+        description:
+          'search: an exact, case-insensitive substring of the displayed title or the rep name — nothing else (not the transcript, prospect, tags or notes). ' +
+          'tag (repeatable): calls carrying every given tag. status: pending, completed or failed. Cursor pagination: pass nextCursor back as cursor.',
+        security,
+        querystring: Type.Object({
+          search: Type.Optional(Type.String({ maxLength: 200 })),
+          tag: Type.Optional(Type.Union([Type.String({ maxLength: 50 }), Type.Array(Type.String({ maxLength: 50 }), { maxItems: 20 })])),
+          status: Type.Optional(Type.Union([Type.Literal('pending'), Type.Literal('completed'), Type.Literal('failed')])),
+          limit: Type.Optional(Type.Integer({ minimum: 1, maximum: CALL_HISTORY_LIMITS.maxLimit, default: CALL_HISTORY_LIMITS.defaultLimit })),
+          cursor: Type.Optional(Type.String({ maxLength: 500 })),
+        }),
+        response: { 200: Type.Object({ calls: Type.Array(CallListItem), nextCursor: Nullable(Type.String()) }), ...problems },
+      },
+    },
+    async (request) => {
+      const { search, tag, status, limit, cursor } = request.query;
+      try {
+        const page = await deps.callHistory.list(request.apiKey!.teamId, { search, tags: tag === undefined ? undefined : [tag].flat(), status, limit, cursor });
+        return { calls: page.calls.map(listItem), nextCursor: page.nextCursor };
+      } catch (error) {
+        if (error instanceof InvalidQueryError) throw new ProblemError('VALIDATION_FAILED', error.message, { errors: [{ field: error.field, message: error.message }] });
+        throw error;
+      }
+    },
+  );
+
+  app.get(
+    '/api/calls/:callId',
+    {
+      onRequest,
+      schema: {
+        tags: ['Call history'],
+        summary: 'Everything about one call',
+        security,
+        params: Type.Object({ callId: Type.String({ maxLength: 100 }) }),
+        response: { 200: CallDetail, ...problems },
+      },
+    },
+    async (request) => {
+      const row = await deps.callHistory.get(request.apiKey!.teamId, request.params.callId);
+      if (!row) throw new ProblemError('NOT_FOUND', `No call ${request.params.callId} in this team.`);
+      return detail(row);
+    },
+  );
+};

@@ -1,0 +1,181 @@
+/**
+ * The projections: call history and deal records (each writes its checkpoint in the same
+ * transaction as its rows), the deal.outcome.updated publisher (reads the outbox the deal
+ * projection writes, so a message goes out only after its deal record exists), and the call-events
+ * relay. Each follows the event store's global feed and is restarted from its checkpoint if it
+ * fails.
+ */
+import type { Logger } from 'pino';
+import { toRecord } from '../../shared/cloudevents.ts';
+import type { EventLog } from '../../shared/ports/event-log.ts';
+import type { EventStore, Subscription } from '../../shared/ports/event-store.ts';
+import type { ProjectionWriter, ReadModels } from '../../shared/ports/read-models.ts';
+import type { Topics } from '../../shared/topics.ts';
+import { startCallEventsRelay } from './call-events-relay.ts';
+import { type Supervised, supervised } from './supervised.ts';
+
+export const DEAL_OUTCOME_UPDATED = 'deal.outcome.updated';
+
+export interface ProjectionsOptions {
+  eventStore: EventStore;
+  eventLog: EventLog;
+  readModels: ReadModels;
+  topics: Topics;
+  logger: Logger;
+  /** Relay every call event to calls.events.v1 (default true). */
+  relayCallEvents?: boolean;
+}
+
+export interface Projections {
+  /** Resolves once every projection has handled every event present when called. */
+  caughtUp(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Follows the feed from the writer's own stored checkpoint, applying each batch with that
+ * checkpoint as the expected one. When the checkpoint moved under it (a rebuild was activated),
+ * the apply fails with CheckpointMismatchError and the supervisor starts it again from the new one.
+ */
+const followFromCheckpoint = (store: EventStore, writer: ProjectionWriter, onApplied?: () => void): Subscription => {
+  // Reading the checkpoint is async; the subscription API is not, so start after it and filter.
+  let inner: Subscription | undefined;
+  const ready = writer.checkpoint().then((checkpoint) => {
+    let position = checkpoint;
+    inner = store.subscribeToAll({
+      batchSize: 1000,
+      after: checkpoint,
+      handler: async (events) => {
+        const last = events[events.length - 1]!.position;
+        await writer.apply(events, last, { expectedCheckpoint: position });
+        position = last;
+        onApplied?.();
+      },
+    });
+    return inner;
+  });
+  const done = ready.then((s) => s.done);
+  done.catch(() => undefined);
+  return {
+    done,
+    get position() {
+      return inner?.position ?? 0n;
+    },
+    caughtUp: () => ready.then((s) => s.caughtUp()),
+    stop: () => ready.then((s) => s.stop()),
+  };
+};
+
+export const startProjections = (options: ProjectionsOptions): Projections => {
+  const log = options.logger.child({ component: 'projections' });
+  const { eventStore, eventLog, readModels, topics } = options;
+
+  const publisher = new DealOutcomePublisher(readModels, eventLog, topics, log);
+  const running: Supervised[] = [
+    supervised('call-history projection', () => followFromCheckpoint(eventStore, readModels.callHistory), log),
+    supervised('deal projection', () => followFromCheckpoint(eventStore, readModels.deals, () => publisher.wake()), log),
+  ];
+  if (options.relayCallEvents !== false) {
+    running.push(supervised('call-events relay', () => startCallEventsRelay({ eventStore, eventLog, topics, logger: log }), log));
+  }
+  publisher.start();
+
+  return {
+    async caughtUp() {
+      await Promise.all(running.map((r) => r.caughtUp()));
+      await publisher.drain();
+    },
+    async stop() {
+      await Promise.all(running.map((r) => r.stop()));
+      await publisher.stop();
+    },
+  };
+};
+
+/**
+ * Publishes deal.outcome.updated for every outbox entry, then marks it published. At least once:
+ * a crash between publishing and marking republishes with the same `ce_id` (the entry's stable
+ * event id), so consumers deduplicate by it.
+ */
+class DealOutcomePublisher {
+  private timer?: NodeJS.Timeout;
+  private running?: Promise<void>;
+  private again = false;
+  private stopped = false;
+
+  constructor(
+    private readonly readModels: ReadModels,
+    private readonly eventLog: EventLog,
+    private readonly topics: Topics,
+    private readonly log: Logger,
+  ) {}
+
+  start(): void {
+    this.wake();
+  }
+
+  wake(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    clearTimeout(this.timer);
+    this.running = this.publishAll()
+      .catch((error: unknown) => this.log.error({ err: error }, 'deal.outcome.updated publishing failed; retrying'))
+      .finally(() => {
+        this.running = undefined;
+        if (this.stopped) return;
+        if (this.again) {
+          this.again = false;
+          this.wake();
+        } else {
+          // Poll now and then too: another process may have written deals.
+          this.timer = setTimeout(() => this.wake(), 1000);
+          this.timer.unref();
+        }
+      });
+  }
+
+  /** Resolves once everything in the outbox now is published. */
+  async drain(): Promise<void> {
+    for (;;) {
+      await this.running;
+      if ((await this.readModels.deals.unpublished(1)).length === 0) return;
+      this.wake();
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.running;
+  }
+
+  private async publishAll(): Promise<void> {
+    for (;;) {
+      const entries = await this.readModels.deals.unpublished(200);
+      if (entries.length === 0) return;
+      await this.eventLog.publish(
+        this.topics.dealOutcomeUpdated,
+        entries.map((entry) =>
+          toRecord({
+            id: entry.eventId,
+            type: DEAL_OUTCOME_UPDATED,
+            source: '/deals',
+            subject: entry.callId,
+            time: entry.createdAt,
+            data: entry.payload,
+            extensions: { teamid: entry.payload.teamId },
+          }),
+        ),
+      );
+      await this.readModels.deals.markPublished(
+        entries.map((e) => e.eventId),
+        new Date(),
+      );
+      this.log.debug({ published: entries.length }, 'deal.outcome.updated published');
+    }
+  }
+}

@@ -9,6 +9,7 @@ import { createMemoryRateLimiter } from '../../shared/adapters/rate-limit/memory
 import type { EventLog, LogRecord } from '../../shared/ports/event-log.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import type { RateLimiter } from '../../shared/ports/rate-limiter.ts';
+import type { ReadModels } from '../../shared/ports/read-models.ts';
 import { TOPICS, type Topics } from '../../shared/topics.ts';
 import { createIngress, type Ingress } from '../../services/ingress/ingress.ts';
 import { INGEST_PATH } from '../../services/ingress/ingest-route.ts';
@@ -39,9 +40,11 @@ export interface HarnessOptions {
   limiter?: RateLimiter;
   /** Topic names; default without prefix. */
   topics?: Topics;
+  /** Serve the read API from these. */
+  readModels?: ReadModels;
 }
 
-export const createHarness = async ({ eventStore, eventLog, limiter = createMemoryRateLimiter(), topics = TOPICS }: HarnessOptions): Promise<Harness> => {
+export const createHarness = async ({ eventStore, eventLog, limiter = createMemoryRateLimiter(), topics = TOPICS, readModels }: HarnessOptions): Promise<Harness> => {
   const logLines: string[] = [];
   const sink = new Writable({
     write(chunk, _encoding, done) {
@@ -49,7 +52,7 @@ export const createHarness = async ({ eventStore, eventLog, limiter = createMemo
       done();
     },
   });
-  const ingress = await createIngress({ eventStore, eventLog, limiter, topics, logger: createLogger('debug', sink), adminToken: ADMIN_TOKEN, apiKeySecret: API_KEY_SECRET });
+  const ingress = await createIngress({ eventStore, eventLog, limiter, topics, readModels, logger: createLogger('debug', sink), adminToken: ADMIN_TOKEN, apiKeySecret: API_KEY_SECRET });
   const app = ingress.app;
 
   const admin: Harness['admin'] = (method, url, body) =>

@@ -18,6 +18,8 @@ import type { Transcriber } from '../../shared/ports/transcriber.ts';
 import { allTopics, type Topics, topicNames } from '../../shared/topics.ts';
 import { type Processor, startProcessor } from '../../services/processor/processor.ts';
 import type { RetryPolicy } from '../../services/processor/retry.ts';
+import { type Projections, startProjections } from '../../services/projections/projections.ts';
+import type { ReadModels } from '../../shared/ports/read-models.ts';
 import { eventually } from './eventually.ts';
 import { createHarness, type Harness } from './ingress-harness.ts';
 
@@ -33,6 +35,8 @@ export interface StepOverrides {
 
 export interface PipelineHarness extends Harness {
   topics: Topics;
+  /** Running when the backends include read models. */
+  projections?: Projections;
   processor: Processor;
   /** Starts another processor (after `stopProcessor`, or as a second member). */
   startProcessor(overrides?: StepOverrides): Promise<Processor>;
@@ -51,10 +55,16 @@ export const localSteps = (overrides: StepOverrides = {}) => ({
   analyser: overrides.analyser ?? createConversationAnalyser(),
 });
 
-export const createPipelineHarness = async (backends: { eventStore: EventStore; eventLog: EventLog }, overrides: StepOverrides = {}): Promise<PipelineHarness> => {
+export const createPipelineHarness = async (
+  backends: { eventStore: EventStore; eventLog: EventLog; readModels?: ReadModels },
+  overrides: StepOverrides = {},
+): Promise<PipelineHarness> => {
   const topics = topicNames(`t${randomUUID().slice(0, 8)}.`);
   await backends.eventLog.ensureTopics(allTopics(topics).map((name) => ({ name, partitions: PARTITIONS })));
   const harness = await createHarness({ ...backends, topics });
+  const projections = backends.readModels
+    ? startProjections({ eventStore: backends.eventStore, eventLog: backends.eventLog, readModels: backends.readModels, topics, logger: pino({ level: 'silent' }) })
+    : undefined;
   const groupId = `processor-${randomUUID()}`;
   const start = (o: StepOverrides = overrides) =>
     startProcessor({
@@ -72,6 +82,7 @@ export const createPipelineHarness = async (backends: { eventStore: EventStore; 
   return {
     ...harness,
     topics,
+    projections,
     get processor() {
       return processor!;
     },
@@ -95,6 +106,7 @@ export const createPipelineHarness = async (backends: { eventStore: EventStore; 
     },
     async close() {
       await processor?.stop();
+      await projections?.stop();
       await harness.close();
     },
   };

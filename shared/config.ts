@@ -28,6 +28,8 @@ export const ConfigSchema = Type.Object({
   kafkaBrokers: Type.Array(Type.String({ minLength: 1 }), { description: 'KAFKA_BROKERS: host:port,… — event log on Apache Kafka' }),
   /** Partitions of each topic the service creates. */
   topicPartitions: Integer('TOPIC_PARTITIONS: partitions per created topic (default 6)', 1),
+  /** Prefix of every topic name, so several deployments can share one Kafka cluster. */
+  topicPrefix: Type.String({ description: 'TOPIC_PREFIX: prefix of every topic name (default none)', pattern: '^[A-Za-z0-9._-]{0,100}$' }),
   /** Redis for rate-limit counters shared by every ingress process. */
   redisUrl: Type.Optional(Type.String({ description: 'REDIS_URL: redis://… — shared rate limits', minLength: 1 })),
   /** Base URL of a running service, for the admin CLI. */
@@ -99,6 +101,7 @@ export const loadConfig = (env: Env = process.env): Config => {
     databaseSchema: optional(env, 'DATABASE_SCHEMA') ?? 'public',
     kafkaBrokers: (optional(env, 'KAFKA_BROKERS') ?? '').split(',').map((b) => b.trim()).filter(Boolean),
     topicPartitions: integer(env, 'TOPIC_PARTITIONS', 6),
+    topicPrefix: optional(env, 'TOPIC_PREFIX') ?? '',
     redisUrl: optional(env, 'REDIS_URL'),
     logLevel: optional(env, 'LOG_LEVEL') ?? 'info',
     transcribeUrl: optional(env, 'TRANSCRIBE_URL'),

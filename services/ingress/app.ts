@@ -1,4 +1,7 @@
 import swagger from '@fastify/swagger';
+import { Type } from '@sinclair/typebox';
+import { EVENT_SCHEMAS } from '../../shared/domain/call/event-schemas.ts';
+import { ProblemError } from './errors.ts';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger } from 'fastify';
@@ -65,6 +68,15 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
+  app.get(
+    '/docs/events/:name.json',
+    { schema: { tags: ['Operations'], summary: 'JSON Schema of a message downstream systems consume', params: Type.Object({ name: Type.String() }) } },
+    async (request, reply) => {
+      const schema = (EVENT_SCHEMAS as Record<string, unknown>)[request.params.name];
+      if (!schema) throw new ProblemError('NOT_FOUND', `No schema ${request.params.name}; known: ${Object.keys(EVENT_SCHEMAS).join(', ')}.`);
+      return reply.type('application/schema+json').send(schema);
+    },
+  );
   app.get('/healthz', { schema: { tags: ['Operations'], summary: 'The process is alive' } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { schema: { tags: ['Operations'], summary: 'The backends answer' } }, async (_request, reply) => {
     const backends = await deps.check();

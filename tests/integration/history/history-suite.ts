@@ -5,7 +5,10 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { FormatRegistry } from '@sinclair/typebox';
+import { Value } from '@sinclair/typebox/value';
 import { fromRecord } from '../../../shared/cloudevents.ts';
+import { DealOutcomeUpdatedSchema } from '../../../shared/domain/call/event-schemas.ts';
 import type { DealRecord } from '../../../shared/domain/call/deal-record.ts';
 import type { EventLog, LogRecord } from '../../../shared/ports/event-log.ts';
 import type { EventStore } from '../../../shared/ports/event-store.ts';
@@ -207,6 +210,12 @@ export const historySuite = (name: string, factory: () => Promise<HistoryBackend
       assert.equal(message.subject, calls.deal);
       assert.equal(message.id, message.data.eventId);
       assert.deepEqual([message.data.dealSize, message.data.revenueCollected, message.data.teamId], [1200.5, 300, team.teamId]);
+      FormatRegistry.Set('uuid', (v) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(v));
+      FormatRegistry.Set('date-time', (v) => !Number.isNaN(Date.parse(v)) && /T/.test(v));
+      assert.deepEqual([...Value.Errors(DealOutcomeUpdatedSchema, message.data)].map((e) => `${e.path} ${e.message}`), [], 'the payload matches its documented JSON Schema');
+      const served = await h.ingress.app.inject({ method: 'GET', url: '/docs/events/deal.outcome.updated.json' });
+      assert.equal(served.statusCode, 200);
+      assert.equal(served.json<{ title: string }>().title, 'deal.outcome.updated');
     });
 
     test('calls.events.v1 carries every call event in stream order, each with its event id', async () => {

@@ -1,0 +1,45 @@
+/**
+ * JSON Schemas of the messages downstream systems consume, written in TypeBox so the types and the
+ * documents cannot drift apart. Served at /docs/events/{name}.json.
+ */
+import { type Static, Type } from '@sinclair/typebox';
+import type { DealRecord } from './deal-record.ts';
+
+const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
+
+/**
+ * `deal.outcome.updated` on `deals.outcome-updated.v1`: the value of the message (CloudEvents
+ * binary mode: `ce_id` equals `eventId`, `ce_type` is `deal.outcome.updated`, `ce_subject` and
+ * the key are the call id, `ce_teamid` the team).
+ */
+export const DealOutcomeUpdatedSchema = Type.Object(
+  {
+    eventId: Type.String({ format: 'uuid', description: 'Stable id of this deal write: the same write always carries the same id (also ce_id). Deduplicate by it.' }),
+    callId: Type.String({ description: 'The call the deal was submitted with.' }),
+    teamId: Type.String(),
+    repName: Nullable(Type.String()),
+    repEmail: Nullable(Type.String()),
+    attributedTo: Type.Object(
+      { kind: Type.Union([Type.Literal('member'), Type.Literal('owner')]), email: Type.String(), name: Type.String() },
+      { description: 'The team member matched by repEmail, else the team owner.' },
+    ),
+    dealSize: Nullable(Type.Number({ minimum: 0, description: 'Deal amount.' })),
+    revenueCollected: Nullable(Type.Number({ minimum: 0, description: 'Revenue collected so far.' })),
+    dealDate: Nullable(Type.String({ format: 'date-time', description: 'ISO 8601 instant; a date-only value was read as midnight UTC.' })),
+    notes: Nullable(Type.String({ maxLength: 2000 })),
+    recordedAt: Type.String({ format: 'date-time', description: 'When the deal record was written.' }),
+  },
+  {
+    $id: 'deal.outcome.updated',
+    title: 'deal.outcome.updated',
+    description: 'Emitted after valid deal data in a submission has been written to the deal record.',
+    additionalProperties: false,
+  },
+);
+
+// The message is the deal record as written: a compile error here means the two drifted apart.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const _dealRecordMatchesSchema: Same<Static<typeof DealOutcomeUpdatedSchema>, DealRecord> = true;
+void _dealRecordMatchesSchema;
+
+export const EVENT_SCHEMAS = { 'deal.outcome.updated': DealOutcomeUpdatedSchema } as const;

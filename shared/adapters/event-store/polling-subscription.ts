@@ -1,4 +1,37 @@
-import type { RecordedEvent, Subscription, SubscribeToAllOptions } from '../../ports/event-store.ts';
+import type { ExpectedVersion, NewEvent, RecordedEvent, Subscription, SubscribeToAllOptions } from '../../ports/event-store.ts';
+
+/** One `append` call, as the adapters queue it for group commit. */
+export interface AppendRequest {
+  streamId: string;
+  events: NewEvent[];
+  expectedVersion: ExpectedVersion;
+}
+
+/** Options every SQL event store takes. */
+export interface SqlEventStoreOptions {
+  /** Subscriptions re-read the feed at least this often; appends wake them sooner. Default 250 ms. */
+  pollMs?: number;
+  /** Test hook: awaited inside the write transaction, after the inserts and before COMMIT. */
+  beforeCommit?: () => Promise<void>;
+}
+
+/**
+ * The subscriptions of one store: starts them over `source` and stops them all on close.
+ */
+export const subscriptionsOver = (source: FeedSource, pollMs: number) => {
+  const live = new Set<Subscription>();
+  return {
+    subscribe(options: SubscribeToAllOptions): Subscription {
+      const subscription = new PollingSubscription(source, options, pollMs);
+      live.add(subscription);
+      void subscription.done.finally(() => live.delete(subscription)).catch(() => undefined);
+      return subscription;
+    },
+    async stopAll(): Promise<void> {
+      await Promise.all([...live].map((s) => s.stop()));
+    },
+  };
+};
 
 /** What a polling subscription needs from its store. */
 export interface FeedSource {

@@ -4,31 +4,18 @@ import type pg from 'pg';
 import {
   type AppendResult,
   type EventStore,
-  type ExpectedVersion,
   ExpectedVersionConflictError,
   EventStoreUnavailableError,
   expectedVersionHolds,
   type Json,
-  type NewEvent,
   type RecordedEvent,
-  type Subscription,
 } from '../../ports/event-store.ts';
 import { GroupCommit, type Outcome } from '../group-commit.ts';
 import { createPostgresPool, inTransaction, type PostgresOptions } from '../postgres/postgres-pool.ts';
-import { PollingSubscription } from './polling-subscription.ts';
+import { type AppendRequest, type SqlEventStoreOptions, subscriptionsOver } from './polling-subscription.ts';
 
-export interface PostgresEventStoreOptions extends PostgresOptions {
-  /** Subscriptions re-read the feed at least this often; appends from any process wake them through NOTIFY. Default 250 ms. */
-  pollMs?: number;
-  /** Test hook: awaited inside the write transaction, after the inserts and before COMMIT. */
-  beforeCommit?: () => Promise<void>;
-}
-
-interface AppendRequest {
-  streamId: string;
-  events: NewEvent[];
-  expectedVersion: ExpectedVersion;
-}
+/** Appends from any process wake subscriptions through NOTIFY. */
+export interface PostgresEventStoreOptions extends PostgresOptions, SqlEventStoreOptions {}
 
 interface EventRow {
   position: string;
@@ -96,7 +83,6 @@ export const createPostgresEventStore = async (options: PostgresEventStoreOption
   await pool.query(SCHEMA);
   const schema = options.schema ?? 'public';
   const appended = new EventEmitter().setMaxListeners(0);
-  const subscriptions = new Set<Subscription>();
   let listener: pg.PoolClient | undefined;
 
   const listen = async () => {
@@ -171,6 +157,21 @@ export const createPostgresEventStore = async (options: PostgresEventStoreOption
     }
   };
 
+  const subscriptions = subscriptionsOver(
+    {
+      readAll: (o) => store.readAll(o),
+      readCheckpoint: (id) => store.readCheckpoint(id),
+      storeCheckpoint: (id, p) => store.storeCheckpoint(id, p),
+      onAppended(wake) {
+        appended.on('appended', wake);
+        // Without LISTEN the subscription still polls; it only loses the cross-process wake-up.
+        listen().catch(() => undefined);
+        return () => appended.off('appended', wake);
+      },
+    },
+    options.pollMs ?? 250,
+  );
+
   const store: EventStore = {
     append(streamId, events, appendOptions = {}) {
       if (events.length === 0) return Promise.reject(new TypeError('append needs at least one event'));
@@ -187,26 +188,7 @@ export const createPostgresEventStore = async (options: PostgresEventStoreOption
       return rows.map(toRecorded);
     },
 
-    subscribeToAll(subscribeOptions) {
-      const subscription = new PollingSubscription(
-        {
-          readAll: (o) => store.readAll(o),
-          readCheckpoint: (id) => store.readCheckpoint(id),
-          storeCheckpoint: (id, p) => store.storeCheckpoint(id, p),
-          onAppended(wake) {
-            appended.on('appended', wake);
-            // Without LISTEN the subscription still polls; it only loses the cross-process wake-up.
-            listen().catch(() => undefined);
-            return () => appended.off('appended', wake);
-          },
-        },
-        subscribeOptions,
-        options.pollMs ?? 250,
-      );
-      subscriptions.add(subscription);
-      void subscription.done.finally(() => subscriptions.delete(subscription)).catch(() => undefined);
-      return subscription;
-    },
+    subscribeToAll: (subscribeOptions) => subscriptions.subscribe(subscribeOptions),
 
     async readCheckpoint(checkpointId) {
       const rows = await query<{ position: string }>('SELECT position FROM event_checkpoints WHERE id = $1', [checkpointId]);
@@ -221,7 +203,7 @@ export const createPostgresEventStore = async (options: PostgresEventStoreOption
     },
 
     async close() {
-      await Promise.all([...subscriptions].map((s) => s.stop()));
+      await subscriptions.stopAll();
       await commits.drain();
       listener?.release();
       await pool.end();

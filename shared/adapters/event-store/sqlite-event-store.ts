@@ -4,31 +4,17 @@ import { EventEmitter } from 'node:events';
 import {
   type AppendResult,
   type EventStore,
-  type ExpectedVersion,
   ExpectedVersionConflictError,
   expectedVersionHolds,
   type Json,
-  type NewEvent,
   type RecordedEvent,
-  type SubscribeToAllOptions,
-  type Subscription,
 } from '../../ports/event-store.ts';
 import { GroupCommit, type Outcome } from '../group-commit.ts';
 import { serialised, type SqliteDb } from '../sqlite/sqlite-database.ts';
-import { PollingSubscription } from './polling-subscription.ts';
+import { type AppendRequest, type SqlEventStoreOptions, subscriptionsOver } from './polling-subscription.ts';
 
-export interface SqliteEventStoreOptions {
-  /** Subscriptions re-read the feed at least this often; local appends wake them at once. Default 250 ms. */
-  pollMs?: number;
-  /** Test hook: awaited inside the write transaction, after the inserts and before COMMIT. */
-  beforeCommit?: () => Promise<void>;
-}
-
-interface AppendRequest {
-  streamId: string;
-  events: NewEvent[];
-  expectedVersion: ExpectedVersion;
-}
+/** Local appends wake subscriptions at once. */
+export type SqliteEventStoreOptions = SqlEventStoreOptions;
 
 interface EventRow {
   position: number;
@@ -97,7 +83,6 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
   );
 
   const appended = new EventEmitter().setMaxListeners(0);
-  const subscriptions = new Set<Subscription>();
 
   const writeBatch = (requests: AppendRequest[]): Outcome<AppendResult>[] => {
     const versions = new Map<string, number>();
@@ -141,6 +126,19 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
   };
   const commits = new GroupCommit(flush);
 
+  const subscriptions = subscriptionsOver(
+    {
+      readAll: (o) => store.readAll(o),
+      readCheckpoint: (id) => store.readCheckpoint(id),
+      storeCheckpoint: (id, p) => store.storeCheckpoint(id, p),
+      onAppended(listener) {
+        appended.on('appended', listener);
+        return () => appended.off('appended', listener);
+      },
+    },
+    options.pollMs ?? 250,
+  );
+
   const store: EventStore = {
     append(streamId, events, appendOptions = {}) {
       if (events.length === 0) return Promise.reject(new TypeError('append needs at least one event'));
@@ -155,24 +153,7 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
       return readAll.all(Number(after), maxCount).map(toRecorded);
     },
 
-    subscribeToAll(subscribeOptions: SubscribeToAllOptions) {
-      const subscription = new PollingSubscription(
-        {
-          readAll: (o) => store.readAll(o),
-          readCheckpoint: (id) => store.readCheckpoint(id),
-          storeCheckpoint: (id, p) => store.storeCheckpoint(id, p),
-          onAppended(listener) {
-            appended.on('appended', listener);
-            return () => appended.off('appended', listener);
-          },
-        },
-        subscribeOptions,
-        options.pollMs ?? 250,
-      );
-      subscriptions.add(subscription);
-      void subscription.done.finally(() => subscriptions.delete(subscription)).catch(() => undefined);
-      return subscription;
-    },
+    subscribeToAll: (subscribeOptions) => subscriptions.subscribe(subscribeOptions),
 
     async readCheckpoint(checkpointId) {
       const row = readCheckpoint.get(checkpointId);
@@ -184,7 +165,7 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
     },
 
     async close() {
-      await Promise.all([...subscriptions].map((s) => s.stop()));
+      await subscriptions.stopAll();
       await commits.drain();
       reader.close();
     },

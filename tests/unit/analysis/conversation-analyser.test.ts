@@ -6,8 +6,6 @@ import { AnalysisSchema, type Analysis } from '../../../shared/ports/analyser.ts
 import { isStepError } from '../../../shared/ports/step-error.ts';
 import { POOR_CALL, SALES_CALL, words } from './fixtures.ts';
 
-const component = (analysis: Analysis, name: string) => analysis.components.find((c) => c.name === name);
-
 /** Evidence is verbatim from the transcript; a quote cut short ends in "…" and its kept part is verbatim. */
 const assertEvidenceInTranscript = (analysis: Analysis, transcript: string) => {
   for (const insight of analysis.insights) {

@@ -4,26 +4,15 @@
  */
 import { loadConfig } from '../../shared/config.ts';
 import { openBackends } from '../runtime/backends.ts';
-import { createLogger } from '../runtime/logger.ts';
 import { runUntilSignal } from '../runtime/lifecycle.ts';
-import { openSteps } from '../runtime/steps.ts';
-import { startProcessor } from './processor.ts';
+import { createLogger } from '../runtime/logger.ts';
+import { startProcessorService } from '../runtime/services.ts';
 
 runUntilSignal('processor', async () => {
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
   const backends = await openBackends(config, logger);
-  const processor = await startProcessor({
-    eventStore: backends.eventStore,
-    eventLog: backends.eventLog,
-    ...openSteps(config),
-    logger,
-    processingTimeoutMs: config.processingTimeoutMs,
-    topicPartitions: config.topicPartitions,
-    concurrency: config.processorConcurrency,
-    transcriptionConcurrency: config.transcribeConcurrency,
-    topics: backends.topics,
-  });
+  const processor = await startProcessorService(config, backends, logger);
   logger.info({ ...backends.description }, 'processor running');
   return {
     logger,

@@ -1,0 +1,66 @@
+/**
+ * Each service started from the configuration and the open backends. The entry points compose
+ * them: `services/main.ts` runs all three in one process, the others one each.
+ */
+import type { Logger } from 'pino';
+import type { Config } from '../../shared/config.ts';
+import { createIngress } from '../ingress/ingress.ts';
+import { startProcessor } from '../processor/processor.ts';
+import { startProjections } from '../projections/projections.ts';
+import type { Backends } from './backends.ts';
+import { openRateLimiter } from './rate-limiter.ts';
+import { resolveSecrets } from './secrets.ts';
+import { openSteps } from './steps.ts';
+
+export interface Service {
+  stop(): Promise<void>;
+}
+
+/** The HTTP API, listening on HOST:PORT. */
+export const startIngressService = async (config: Config, backends: Backends, logger: Logger): Promise<Service & { address: string }> => {
+  const secrets = resolveSecrets(config, backends.sqlite?.dataDir);
+  if (secrets.files.adminToken) logger.info({ path: secrets.files.adminToken }, `admin token in ${secrets.files.adminToken}`);
+  const limiter = openRateLimiter(config, logger);
+  const ingress = await createIngress({
+    eventStore: backends.eventStore,
+    eventLog: backends.eventLog,
+    limiter,
+    logger,
+    adminToken: secrets.adminToken,
+    apiKeySecret: secrets.apiKeySecret,
+    check: () => backends.check(),
+    readModels: backends.readModels,
+    topics: backends.topics,
+  });
+  const address = await ingress.app.listen({ port: config.port, host: config.host });
+  return {
+    address,
+    async stop() {
+      await ingress.close();
+      await limiter.close();
+    },
+  };
+};
+
+/** The call processor with the configured steps. */
+export const startProcessorService = async (config: Config, backends: Backends, logger: Logger): Promise<Service> => {
+  const steps = openSteps(config);
+  const transcription = await steps.transcriber.available();
+  if (!transcription.ok) logger.warn({ reason: transcription.reason }, 'no transcription engine: audio calls will fail with transcription_unavailable');
+  logger.info({ transcriber: steps.transcriber.describe(), analyser: steps.analyser.describe() }, 'processing steps');
+  return startProcessor({
+    eventStore: backends.eventStore,
+    eventLog: backends.eventLog,
+    ...steps,
+    logger,
+    processingTimeoutMs: config.processingTimeoutMs,
+    topicPartitions: config.topicPartitions,
+    concurrency: config.processorConcurrency,
+    transcriptionConcurrency: config.transcribeConcurrency,
+    topics: backends.topics,
+  });
+};
+
+/** Call history, deals, deal.outcome.updated and the call-events relay. */
+export const startProjectionsService = (backends: Backends, logger: Logger): Service =>
+  startProjections({ eventStore: backends.eventStore, eventLog: backends.eventLog, readModels: backends.readModels, topics: backends.topics, logger });

@@ -35,6 +35,7 @@ import {
   type AnalysisInput,
 } from '../../ports/analyser.ts';
 import { StepError } from '../../ports/step-error.ts';
+import { createScrubber, httpStatusError, openAiEndpoint, postToService, readCapped, serverMessage, type ServiceFailures } from '../openai-compatible.ts';
 import { parseTranscript, renderTranscript } from './transcript-parser.ts';
 
 export interface OpenAiAnalyserOptions {
@@ -51,6 +52,8 @@ export interface OpenAiAnalyserOptions {
 /** Largest answer body read; a chat completion for one call is a few KB. */
 const MAX_RESPONSE_BYTES = 2 * 1024 * 1024;
 const MAX_QUOTED_ERROR_CHARS = 200;
+/** Key-shaped tokens scrubbed from quoted text, besides the key itself. */
+const KEY_SHAPED = /\b(?:sk|pk|rk)-[A-Za-z0-9_-]{6,}/g;
 
 /** What the model must answer: `Analysis` without `engine`, `speakers` null when unknown. */
 export const ModelAnswerSchema = Type.Object(
@@ -108,78 +111,35 @@ const evidenceKey = (evidence: string): string =>
     .replace(/(?:…|\.\.\.)$/, '')
     .trim();
 
-/** The server's origin, and the chat completions URL: `{url}/v1/chat/completions`, a trailing `/v1` in `url` tolerated. */
-const endpointOf = (url: string): { origin: string; endpoint: URL } => {
-  const parsed = new URL(url);
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new TypeError(`analysis URL must be http(s), got ${parsed.protocol}`);
-  if (parsed.username || parsed.password) throw new TypeError('analysis URL must not carry credentials; pass the key as apiKey');
-  const prefix = parsed.pathname.replace(/\/+$/, '').replace(/\/v1$/, '');
-  return { origin: parsed.origin, endpoint: new URL(`${parsed.origin}${prefix}/v1/chat/completions`) };
-};
-
 const firstError = (schema: TSchema, value: unknown): string => {
   const first = Value.Errors(schema, value).First();
   return first ? `${first.path || '/'}: ${first.message}` : 'it does not match the schema';
 };
 
-const readCapped = async (response: Response): Promise<string> => {
-  if (!response.body) return '';
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > MAX_RESPONSE_BYTES) {
-      await reader.cancel();
-      throw new StepError('analysis_invalid_response', `The analysis answer is larger than ${MAX_RESPONSE_BYTES} bytes.`, true);
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString('utf8');
-};
+const readAnswer = (response: Response): Promise<string> =>
+  readCapped(response, MAX_RESPONSE_BYTES, () => new StepError('analysis_invalid_response', `The analysis answer is larger than ${MAX_RESPONSE_BYTES} bytes.`, true));
 
 export const createOpenAiAnalyser = (options: OpenAiAnalyserOptions): Analyser => {
-  const { origin: where, endpoint } = endpointOf(options.url);
+  const { origin: where, endpoint } = openAiEndpoint(options.url, 'chat/completions', 'analysis');
   const engine = `openai-compatible:${options.model}`;
   const wireSchema = toStrictSubset(ModelAnswerSchema);
   const secret = options.apiKey;
-
-  /** Removes the key, and anything shaped like a key or bearer token, from text we pass on. */
-  const scrub = (text: string): string => {
-    let out = secret ? text.split(secret).join('[redacted]') : text;
-    out = out.replace(/\b(?:sk|pk|rk)-[A-Za-z0-9_-]{6,}/g, '[redacted]').replace(/Bearer\s+\S+/gi, 'Bearer [redacted]');
-    return out.length > MAX_QUOTED_ERROR_CHARS ? `${out.slice(0, MAX_QUOTED_ERROR_CHARS)}…` : out;
+  const scrub = createScrubber(secret, MAX_QUOTED_ERROR_CHARS, KEY_SHAPED);
+  const service: ServiceFailures = {
+    what: 'analysis',
+    where,
+    rateLimited: 'analysis_rate_limited',
+    timeout: 'analysis_timeout',
+    unavailable: 'analysis_unavailable',
+    rejected: 'analysis_rejected',
+    scrub,
   };
 
   const invalid = (why: string, cause?: unknown): StepError =>
     new StepError('analysis_invalid_response', `The analysis model at ${where} gave an unusable answer: ${scrub(why)}`, true, cause === undefined ? undefined : { cause });
 
-  const serverSays = (body: string): string => {
-    try {
-      const parsed = JSON.parse(body) as { error?: { message?: unknown } | string; message?: unknown };
-      const message = typeof parsed.error === 'string' ? parsed.error : (parsed.error?.message ?? parsed.message);
-      return typeof message === 'string' && message.trim() ? `: ${scrub(message.trim())}` : '';
-    } catch {
-      return '';
-    }
-  };
-
-  const httpError = async (response: Response): Promise<StepError> => {
-    const said = serverSays(await readCapped(response).catch(() => ''));
-    const status = `HTTP ${response.status}`;
-    if (response.status === 429) {
-      const retryAfter = response.headers.get('retry-after');
-      return new StepError('analysis_rate_limited', `The analysis service at ${where} is rate limiting (${status}${retryAfter ? `, Retry-After ${scrub(retryAfter)}` : ''})${said}.`, true);
-    }
-    if (response.status === 408) return new StepError('analysis_timeout', `The analysis service at ${where} timed out (${status})${said}.`, true);
-    if (response.status >= 500) return new StepError('analysis_unavailable', `The analysis service at ${where} failed (${status})${said}.`, true);
-    if (response.status >= 300 && response.status < 400) {
-      return new StepError('analysis_rejected', `The analysis service at ${where} answered with a redirect (${status}); configure the final URL.`, false);
-    }
-    return new StepError('analysis_rejected', `The analysis service at ${where} refused the request (${status})${said}.`, false);
-  };
+  const httpError = async (response: Response): Promise<StepError> =>
+    httpStatusError(service, response, serverMessage(await readAnswer(response).catch(() => ''), scrub));
 
   const accept = (content: string, transcript: string): Analysis => {
     let answer: unknown;
@@ -220,25 +180,16 @@ export const createOpenAiAnalyser = (options: OpenAiAnalyserOptions): Analyser =
         ],
         response_format: { type: 'json_schema', json_schema: { name: 'call_analysis', schema: wireSchema, strict: true } },
       };
-      const deadline = AbortSignal.timeout(options.timeoutMs);
-      const signal = caller ? AbortSignal.any([caller, deadline]) : deadline;
-      const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
-      if (secret) headers.authorization = `Bearer ${secret}`;
-
-      let text: string;
-      try {
-        const response = await fetch(endpoint, { method: 'POST', headers, body: JSON.stringify(body), signal, redirect: 'manual' });
-        if (!response.ok) throw await httpError(response);
-        text = await readCapped(response);
-      } catch (error) {
-        if (caller?.aborted) throw caller.reason;
-        if (error instanceof StepError) throw error;
-        if (deadline.aborted) {
-          throw new StepError('analysis_timeout', `The analysis service at ${where} did not answer within ${options.timeoutMs} ms.`, true, { cause: error });
-        }
-        const reason = error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error);
-        throw new StepError('analysis_unavailable', `The analysis service at ${where} could not be reached: ${scrub(reason)}`, true, { cause: error });
-      }
+      const text = await postToService(service, {
+        endpoint,
+        headers: { 'content-type': 'application/json', accept: 'application/json' },
+        body: JSON.stringify(body),
+        apiKey: secret,
+        timeoutMs: options.timeoutMs,
+        signal: caller,
+        read: readAnswer,
+        httpError,
+      });
 
       let envelope: unknown;
       try {

@@ -20,6 +20,7 @@
 import { openAsBlob } from 'node:fs';
 import { extname } from 'node:path';
 import { StepError } from '../../ports/step-error.ts';
+import { createScrubber, httpStatusError, openAiEndpoint, postToService, readCapped, serverMessage, type ServiceFailures } from '../openai-compatible.ts';
 import type { Transcriber, TranscriberAvailability, Transcription, TranscriptionInput } from '../../ports/transcriber.ts';
 import { measureAudioDuration } from './audio-duration.ts';
 
@@ -41,6 +42,8 @@ export const DEFAULT_TRANSCRIBE_MODEL = 'whisper-1';
 /** A verbose_json answer for an hour-long call, segments included, is a few MB. */
 const MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
 const MAX_QUOTED_ERROR_CHARS = 200;
+/** Key-shaped tokens scrubbed from quoted text, besides the key itself (`gsk_…`: Groq). */
+const KEY_SHAPED = /\b(?:sk|pk|rk|gsk)[-_][A-Za-z0-9_-]{6,}/g;
 
 /** File extensions the OpenAI endpoint (and servers copying it) recognise, by media type. */
 const EXTENSION_OF_TYPE: Record<string, string> = {
@@ -72,74 +75,33 @@ export const uploadFileName = (audioPath: string, contentType?: string): string 
   return extension ? `recording.${extension}` : 'recording';
 };
 
-/** The server's origin (for messages), and `{url}/v1/audio/transcriptions`. */
-const endpointOf = (url: string): { origin: string; endpoint: URL } => {
-  const parsed = new URL(url);
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new TypeError(`transcription URL must be http(s), got ${parsed.protocol}`);
-  if (parsed.username || parsed.password) throw new TypeError('transcription URL must not carry credentials; pass the key as apiKey');
-  const prefix = parsed.pathname.replace(/\/+$/, '').replace(/\/v1$/, '');
-  return { origin: parsed.origin, endpoint: new URL(`${parsed.origin}${prefix}/v1/audio/transcriptions`) };
-};
-
-const readCapped = async (response: Response): Promise<string> => {
-  if (!response.body) return '';
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > MAX_RESPONSE_BYTES) {
-      await reader.cancel();
-      throw new StepError('transcription_failed', `The transcription answer is larger than ${MAX_RESPONSE_BYTES} bytes.`, true);
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString('utf8');
-};
+const readAnswer = (response: Response): Promise<string> =>
+  readCapped(response, MAX_RESPONSE_BYTES, () => new StepError('transcription_failed', `The transcription answer is larger than ${MAX_RESPONSE_BYTES} bytes.`, true));
 
 /** @throws TypeError when `url` is not an http(s) URL, or carries a user or password. */
 export const createOpenAiTranscriber = (options: OpenAiTranscriberOptions): Transcriber => {
-  const { origin: where, endpoint } = endpointOf(options.url);
+  const { origin: where, endpoint } = openAiEndpoint(options.url, 'audio/transcriptions', 'transcription');
   const model = options.model?.trim() || DEFAULT_TRANSCRIBE_MODEL;
   const timeoutMs = options.timeoutMs ?? DEFAULT_REMOTE_TIMEOUT_MS;
   const engine = `openai:${model}`;
   const secret = options.apiKey;
-
-  /** Removes the key, and anything shaped like a key or bearer token, from text we pass on. */
-  const scrub = (text: string): string => {
-    let out = secret ? text.split(secret).join('[redacted]') : text;
-    out = out.replace(/\b(?:sk|pk|rk|gsk)[-_][A-Za-z0-9_-]{6,}/g, '[redacted]').replace(/Bearer\s+\S+/gi, 'Bearer [redacted]');
-    return out.length > MAX_QUOTED_ERROR_CHARS ? `${out.slice(0, MAX_QUOTED_ERROR_CHARS)}…` : out;
-  };
-
-  const serverSays = (body: string): string => {
-    try {
-      const parsed = JSON.parse(body) as { error?: { message?: unknown } | string; message?: unknown; detail?: unknown };
-      const message = typeof parsed.error === 'string' ? parsed.error : (parsed.error?.message ?? parsed.message ?? parsed.detail);
-      return typeof message === 'string' && message.trim() ? `: ${scrub(message.trim())}` : '';
-    } catch {
-      return body.trim() && !body.trimStart().startsWith('<') ? `: ${scrub(body.trim())}` : '';
-    }
+  const scrub = createScrubber(secret, MAX_QUOTED_ERROR_CHARS, KEY_SHAPED);
+  const service: ServiceFailures = {
+    what: 'transcription',
+    where,
+    rateLimited: 'transcription_rate_limited',
+    timeout: 'transcription_timeout',
+    unavailable: 'transcription_failed',
+    rejected: 'transcription_rejected',
+    scrub,
   };
 
   const httpError = async (response: Response): Promise<StepError> => {
-    const said = serverSays(await readCapped(response).catch(() => ''));
-    const status = `HTTP ${response.status}`;
-    if (response.status === 429) {
-      const retryAfter = response.headers.get('retry-after');
-      return new StepError('transcription_rate_limited', `The transcription service at ${where} is rate limiting (${status}${retryAfter ? `, Retry-After ${scrub(retryAfter)}` : ''})${said}.`, true);
-    }
-    if (response.status === 408) return new StepError('transcription_timeout', `The transcription service at ${where} timed out (${status})${said}.`, true);
-    if (response.status >= 500) return new StepError('transcription_failed', `The transcription service at ${where} failed (${status})${said}.`, true);
-    if (response.status >= 300 && response.status < 400) {
-      return new StepError('transcription_rejected', `The transcription service at ${where} answered with a redirect (${status}); configure the final URL.`, false);
-    }
+    const said = serverMessage(await readAnswer(response).catch(() => ''), scrub, { detail: true, plainText: true });
     if (response.status === 404) {
-      return new StepError('transcription_rejected', `The transcription service at ${where} has no ${endpoint.pathname} (${status})${said}; check TRANSCRIBE_URL.`, false);
+      return new StepError('transcription_rejected', `The transcription service at ${where} has no ${endpoint.pathname} (HTTP 404)${said}; check TRANSCRIBE_URL.`, false);
     }
-    return new StepError('transcription_rejected', `The transcription service at ${where} refused the request (${status})${said}.`, false);
+    return httpStatusError(service, response, said);
   };
 
   const invalid = (why: string, cause?: unknown): StepError =>
@@ -158,25 +120,16 @@ export const createOpenAiTranscriber = (options: OpenAiTranscriberOptions): Tran
     form.append('file', file, uploadFileName(input.audioPath, input.contentType));
     form.append('model', model);
     form.append('response_format', 'verbose_json');
-    const headers: Record<string, string> = { accept: 'application/json' };
-    if (secret) headers.authorization = `Bearer ${secret}`;
-    const deadline = AbortSignal.timeout(timeoutMs);
-    const signal = caller ? AbortSignal.any([caller, deadline]) : deadline;
-
-    let text: string;
-    try {
-      const response = await fetch(endpoint, { method: 'POST', headers, body: form, signal, redirect: 'manual' });
-      if (!response.ok) throw await httpError(response);
-      text = await readCapped(response);
-    } catch (error) {
-      if (caller?.aborted) throw caller.reason;
-      if (error instanceof StepError) throw error;
-      if (deadline.aborted) {
-        throw new StepError('transcription_timeout', `The transcription service at ${where} did not answer within ${timeoutMs} ms.`, true, { cause: error });
-      }
-      const reason = error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error);
-      throw new StepError('transcription_failed', `The transcription service at ${where} could not be reached: ${scrub(reason)}`, true, { cause: error });
-    }
+    const text = await postToService(service, {
+      endpoint,
+      headers: { accept: 'application/json' },
+      body: form,
+      apiKey: secret,
+      timeoutMs,
+      signal: caller,
+      read: readAnswer,
+      httpError,
+    });
 
     let answer: unknown;
     try {

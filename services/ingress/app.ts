@@ -84,7 +84,7 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
     return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'unavailable', backends });
   });
 
-  registerIngestRoute(app, { teams: deps.teams, limiter: deps.limiter, eventLog: deps.eventLog, topics: deps.topics, now: deps.now });
+  registerIngestRoute(app, { teams: deps.teams, limiter: deps.limiter, eventLog: deps.eventLog, eventStore: deps.eventStore, topics: deps.topics, now: deps.now });
   registerAdminRoutes(app, { teams: deps.teams, adminToken: deps.adminToken });
   registerAdminOpsRoutes(app, { eventLog: deps.eventLog, eventStore: deps.eventStore, readModels: deps.readModels, requireAdmin: adminGuard(deps.adminToken) });
   if (deps.readModels) registerCallsRoutes(app, { teams: deps.teams, limiter: deps.limiter, callHistory: deps.readModels.callHistory });

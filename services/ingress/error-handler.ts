@@ -2,7 +2,6 @@ import type { FastifyError, FastifyInstance } from 'fastify';
 import { EventLogUnavailableError } from '../../shared/ports/event-log.ts';
 import { EventStoreUnavailableError } from '../../shared/ports/event-store.ts';
 import { DomainError } from '../../shared/domain/decider.ts';
-import type { TeamErrorCode } from '../../shared/domain/team/team-decider.ts';
 import { DOMAIN_ERROR_CODES, ERROR_STATUS, type ErrorCode, type FieldError, problem, ProblemError } from './errors.ts';
 
 const PROBLEM_JSON = 'application/problem+json; charset=utf-8';
@@ -33,7 +32,7 @@ export const installErrorHandler = (app: FastifyInstance): void => {
       return reply.code(error.status).type(PROBLEM_JSON).send(error.toProblem());
     }
     if (error instanceof DomainError && error.code in DOMAIN_ERROR_CODES) {
-      const code = DOMAIN_ERROR_CODES[error.code as TeamErrorCode];
+      const code = DOMAIN_ERROR_CODES[error.code as keyof typeof DOMAIN_ERROR_CODES];
       return reply.code(ERROR_STATUS[code]).type(PROBLEM_JSON).send(problem(code, error.message));
     }
     if (error instanceof EventLogUnavailableError || error instanceof EventStoreUnavailableError) {

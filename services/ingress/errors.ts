@@ -1,4 +1,5 @@
 import type { FieldError, Problem } from '../../shared/domain/submission/submission-schema.ts';
+import type { IDEMPOTENCY_ERROR_CODES } from '../../shared/domain/idempotency/idempotency-decider.ts';
 import type { TeamErrorCode } from '../../shared/domain/team/team-decider.ts';
 
 export type { FieldError, Problem };
@@ -56,8 +57,13 @@ const TITLES: Record<ErrorCode, string> = {
   INTERNAL: 'Internal error',
 };
 
+type IdempotencyErrorCode = (typeof IDEMPOTENCY_ERROR_CODES)[number];
+
 /** How each refusal of the domain is answered. */
-export const DOMAIN_ERROR_CODES: Record<TeamErrorCode, ErrorCode> = {
+export const DOMAIN_ERROR_CODES: Record<TeamErrorCode | IdempotencyErrorCode, ErrorCode> = {
+  IDEMPOTENCY_KEY_REUSED: 'IDEMPOTENCY_KEY_REUSED',
+  IDEMPOTENCY_KEY_IN_USE: 'CONFLICT',
+  IDEMPOTENCY_KEY_NOT_CLAIMED: 'INTERNAL',
   TEAM_ALREADY_EXISTS: 'CONFLICT',
   TEAM_NOT_FOUND: 'NOT_FOUND',
   INVALID_TEAM_INPUT: 'VALIDATION_FAILED',

@@ -4,13 +4,19 @@
  * 402 (capacity), 503 (the log cannot take it; the reservation is released) or 201 once the
  * CallSubmitted record is durable on the event log.
  */
+import type { FastifyBaseLogger } from 'fastify';
 import type { TypedApp } from './typed-app.ts';
-import { randomUUID } from 'node:crypto';
+import type { KeyOwner } from './teams/team-directory.ts';
+import { AggregateRepository } from '../runtime/aggregate-repository.ts';
+import { idempotencyDecider } from '../../shared/domain/idempotency/idempotency-decider.ts';
+import type { EventStore } from '../../shared/ports/event-store.ts';
+import { Type } from '@sinclair/typebox';
+import { createHash, randomUUID } from 'node:crypto';
 import { toRecord } from '../../shared/cloudevents.ts';
 import { CALL_SUBMITTED_TYPE, type CallSubmittedData } from '../../shared/domain/call/call-submitted.ts';
 import { isDomainError } from '../../shared/domain/decider.ts';
 import { normaliseSubmission } from '../../shared/domain/submission/normalise-submission.ts';
-import { ProblemSchema, SubmissionAcceptedSchema, SubmissionBodySchema } from '../../shared/domain/submission/submission-schema.ts';
+import { ProblemSchema, type SubmissionAccepted, SubmissionAcceptedSchema, SubmissionBodySchema } from '../../shared/domain/submission/submission-schema.ts';
 import { estimateCallMinutes } from '../../shared/domain/team/capacity.ts';
 import { matchMember } from '../../shared/domain/team/match-member.ts';
 import { type EventLog, EventLogUnavailableError } from '../../shared/ports/event-log.ts';
@@ -30,14 +36,77 @@ export interface IngestDeps {
   teams: TeamService;
   limiter: RateLimiter;
   eventLog: EventLog;
+  /** Holds Idempotency-Key records. */
+  eventStore: EventStore;
   topics?: Topics;
   now?: () => Date;
 }
 
 const problems = (...statuses: number[]) => Object.fromEntries(statuses.map((s) => [s, ProblemSchema]));
 
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+/** The Idempotency-Key header: 1–255 visible ASCII characters. */
+const readIdempotencyKey = (raw: string | string[]): string => {
+  const value = Array.isArray(raw) ? raw[0] : raw;
+  if (!value || !/^[\x21-\x7e]{1,255}$/.test(value)) {
+    throw new ProblemError('VALIDATION_FAILED', 'The Idempotency-Key header is invalid.', {
+      errors: [{ field: 'Idempotency-Key', message: 'must be 1–255 visible ASCII characters (a UUID is a good choice)' }],
+    });
+  }
+  return value;
+};
+
 export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
   const now = deps.now ?? (() => new Date());
+  const idempotency = new AggregateRepository(deps.eventStore, idempotencyDecider, (id) => `idempotency-${id}`);
+
+  /** Validates, reserves capacity and makes the call durable on the log; the 201 body. */
+  const accept = async (owner: KeyOwner, body: unknown, log: FastifyBaseLogger): Promise<SubmissionAccepted> => {
+    const normalised = normaliseSubmission(body);
+    if (!normalised.ok) {
+      throw new ProblemError('VALIDATION_FAILED', 'The submission breaks one or more rules; see errors.', { errors: normalised.errors });
+    }
+    const { submission, warnings } = normalised;
+    const team = deps.teams.directoryTeam(owner.teamId);
+    if (!team) throw new ProblemError('API_KEY_INVALID', 'The team of this API key no longer exists.');
+
+    const callId = randomUUID();
+    const reservedMinutes = estimateCallMinutes(submission);
+    let reservation;
+    try {
+      reservation = await deps.teams.reserve(owner.teamId, callId, reservedMinutes);
+    } catch (error) {
+      if (isDomainError(error, 'CAPACITY_EXHAUSTED')) {
+        throw new ProblemError('CAPACITY_EXHAUSTED', "The team's live call hours are used up. Add capacity or enable auto-recharge, then retry this request.");
+      }
+      throw error;
+    }
+
+    const submittedAt = now().toISOString();
+    const data: CallSubmittedData = {
+      callId,
+      teamId: owner.teamId,
+      keyId: owner.keyId,
+      submittedAt,
+      submission,
+      attributedTo: matchMember(team, submission.repEmail),
+      capacity: { reservedMinutes, autoRechargedMinutes: reservation.autoRechargedMinutes },
+      warnings,
+    };
+    try {
+      await deps.eventLog.publish((deps.topics ?? TOPICS).callsSubmitted, [
+        toRecord({ id: callId, type: CALL_SUBMITTED_TYPE, source: INGEST_PATH, subject: callId, time: submittedAt, data, extensions: { teamid: owner.teamId } }),
+      ]);
+    } catch (error) {
+      // Nothing was acknowledged: give the capacity back before answering 503.
+      await deps.teams.release(owner.teamId, callId).catch((releaseError: unknown) => log.error({ err: releaseError, callId }, 'capacity release failed'));
+      throw error instanceof EventLogUnavailableError ? error : new EventLogUnavailableError('the event log did not take the call', { cause: error });
+    }
+    log.info({ callId, teamId: owner.teamId, keyId: owner.keyId }, 'call accepted');
+    return { callId, status: 'pending', processingTriggered: true, processingError: null, statusReason: 'queued_for_processing', warnings };
+  };
+
   app.post(
     INGEST_PATH,
     {
@@ -54,63 +123,31 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
         tags: ['Push API'],
         security: [{ apiKeyHeader: [] }, { bearer: [] }],
         body: SubmissionBodySchema,
-        response: { 201: SubmissionAcceptedSchema, ...problems(400, 401, 402, 413, 415, 429, 503) },
+        headers: Type.Object({ 'idempotency-key': Type.Optional(Type.String({ description: 'Optional. The same key with the same body within 24 h replays the first 201 (with Idempotent-Replayed: true) instead of creating another call; with another body: 422.' })) }),
+        response: { 201: SubmissionAcceptedSchema, ...problems(400, 401, 402, 409, 413, 415, 422, 429, 503) },
       },
     },
     async (request, reply) => {
       const owner = request.apiKey!;
-      const normalised = normaliseSubmission(request.body);
-      if (!normalised.ok) {
-        throw new ProblemError('VALIDATION_FAILED', 'The submission breaks one or more rules; see errors.', { errors: normalised.errors });
-      }
-      const { submission, warnings } = normalised;
-      const team = deps.teams.directoryTeam(owner.teamId);
-      if (!team) throw new ProblemError('API_KEY_INVALID', 'The team of this API key no longer exists.');
+      const idempotencyKey = request.headers['idempotency-key'];
+      if (idempotencyKey === undefined) return reply.code(201).send(await accept(owner, request.body, request.log));
 
-      const callId = randomUUID();
-      const reservedMinutes = estimateCallMinutes(submission);
-      let reservation;
+      const key = readIdempotencyKey(idempotencyKey);
+      const id = `${owner.keyId}-${sha256(key).slice(0, 32)}`;
+      const claimed = await idempotency.handle(id, { type: 'Claim', bodyHash: sha256(JSON.stringify(request.body)), now: now().toISOString() });
+      if (claimed.events.length === 0 && claimed.state.status === 'stored') {
+        return reply.code(201).header('idempotent-replayed', 'true').send(claimed.state.response.body as SubmissionAccepted);
+      }
+      let accepted: SubmissionAccepted;
       try {
-        reservation = await deps.teams.reserve(owner.teamId, callId, reservedMinutes);
+        accepted = await accept(owner, request.body, request.log);
       } catch (error) {
-        if (isDomainError(error, 'CAPACITY_EXHAUSTED')) {
-          throw new ProblemError(
-            'CAPACITY_EXHAUSTED',
-            "The team's live call hours are used up. Add capacity or enable auto-recharge, then retry this request.",
-          );
-        }
+        // No 201: free the key so that a retry of this request runs for real.
+        await idempotency.handle(id, { type: 'Release', now: now().toISOString() }).catch((e: unknown) => request.log.error({ err: e }, 'idempotency release failed'));
         throw error;
       }
-
-      const submittedAt = now().toISOString();
-      const data: CallSubmittedData = {
-        callId,
-        teamId: owner.teamId,
-        keyId: owner.keyId,
-        submittedAt,
-        submission,
-        attributedTo: matchMember(team, submission.repEmail),
-        capacity: { reservedMinutes, autoRechargedMinutes: reservation.autoRechargedMinutes },
-        warnings,
-      };
-      try {
-        await deps.eventLog.publish((deps.topics ?? TOPICS).callsSubmitted, [
-          toRecord({ id: callId, type: CALL_SUBMITTED_TYPE, source: INGEST_PATH, subject: callId, time: submittedAt, data, extensions: { teamid: owner.teamId } }),
-        ]);
-      } catch (error) {
-        // Nothing was acknowledged: give the capacity back before answering 503.
-        await deps.teams.release(owner.teamId, callId).catch((releaseError: unknown) => request.log.error({ err: releaseError, callId }, 'capacity release failed'));
-        throw error instanceof EventLogUnavailableError ? error : new EventLogUnavailableError('the event log did not take the call', { cause: error });
-      }
-      request.log.info({ callId, teamId: owner.teamId, keyId: owner.keyId }, 'call accepted');
-      return reply.code(201).send({
-        callId,
-        status: 'pending' as const,
-        processingTriggered: true,
-        processingError: null,
-        statusReason: 'queued_for_processing',
-        warnings,
-      });
+      await idempotency.handle(id, { type: 'StoreResponse', status: 201, body: accepted, now: now().toISOString() });
+      return reply.code(201).send(accepted);
     },
   );
 };

@@ -180,6 +180,45 @@ export const pushApiContract = (name: string, factory: () => Promise<Backends>, 
         assert.notEqual(a.json<Json>().callId, b.json<Json>().callId);
       });
 
+      test('Idempotency-Key: the same key and body replay the first 201; another body is a 422', async () => {
+        const { key } = await h.team();
+        const body = { transcript: TRANSCRIPT, callTitle: 'Once' };
+        const first = await h.ingest({ key, body, headers: { 'idempotency-key': 'sync-42' } });
+        assert.equal(first.statusCode, 201);
+        const again = await h.ingest({ key, body, headers: { 'idempotency-key': 'sync-42' } });
+        assert.equal(again.statusCode, 201);
+        assert.equal(again.headers['idempotent-replayed'], 'true');
+        assert.deepEqual(again.json(), first.json());
+        const records = (await h.eventLog.read('calls.submitted.v1', { limit: 100_000 })).filter((r) => r.key === first.json<{ callId: string }>().callId);
+        assert.equal(records.length, 1, 'one call on the log');
+        const other = await h.ingest({ key, body: { ...body, callTitle: 'Twice' }, headers: { 'idempotency-key': 'sync-42' } });
+        assert.equal(other.statusCode, 422);
+        assert.equal(problemOf(other.body).code, 'IDEMPOTENCY_KEY_REUSED');
+        const otherKey = await h.ingest({ key, body, headers: { 'idempotency-key': 'sync-43' } });
+        assert.notEqual(otherKey.json<{ callId: string }>().callId, first.json<{ callId: string }>().callId);
+      });
+
+      test('Idempotency-Key: a request that failed does not hold its key; a malformed key is a 400', async () => {
+        const { key } = await h.team();
+        const bad = await h.ingest({ key, body: { transcript: '' }, headers: { 'idempotency-key': 'retry-me' } });
+        assert.equal(bad.statusCode, 400);
+        const fixed = await h.ingest({ key, body: { transcript: '' }, headers: { 'idempotency-key': 'retry-me' } });
+        assert.equal(fixed.statusCode, 400, 'the same failing body fails again rather than replaying');
+        assert.equal((await h.ingest({ key, body: { transcript: TRANSCRIPT }, headers: { 'idempotency-key': 'retry-me' } })).statusCode, 201);
+        const malformed = await h.ingest({ key, body: { transcript: TRANSCRIPT }, headers: { 'idempotency-key': 'has spaces in it' } });
+        assert.equal(malformed.statusCode, 400);
+        assert.equal(problemOf(malformed.body).errors![0]!.field, 'Idempotency-Key');
+      });
+
+      test('Idempotency-Key: concurrent requests with one key create one call', async () => {
+        const { key } = await h.team();
+        const body = { transcript: TRANSCRIPT };
+        const responses = await Promise.all(Array.from({ length: 5 }, () => h.ingest({ key, body, headers: { 'idempotency-key': 'burst' } })));
+        const created = new Set(responses.filter((r) => r.statusCode === 201).map((r) => r.json<{ callId: string }>().callId));
+        assert.equal(created.size, 1, `one call id: ${responses.map((r) => r.statusCode)}`);
+        for (const r of responses) assert.ok(r.statusCode === 201 || (r.statusCode === 409 && problemOf(r.body).code === 'CONFLICT'), r.body);
+      });
+
       test('415 when Content-Type is not JSON', async () => {
         const { key } = await h.team();
         const res = await h.ingest({ key, headers: { 'content-type': 'text/plain' }, payload: 'transcript=hello' });
@@ -464,7 +503,7 @@ export const pushApiContract = (name: string, factory: () => Promise<Backends>, 
         const post = doc.paths['/api/integrations/push-api/ingest']!.post!;
         const props = Object.keys(post.requestBody.content['application/json']!.schema.properties);
         for (const alias of ['audio_url', 'rep_name', 'callTags', 'call_notes', 'deal_size', 'use_ai_call_title']) assert.ok(props.includes(alias), alias);
-        for (const status of ['201', '400', '401', '402', '413', '415', '429', '503']) assert.ok(status in post.responses, status);
+        for (const status of ['201', '400', '401', '402', '409', '413', '415', '422', '429', '503']) assert.ok(status in post.responses, status);
       });
 
       test('every error code has a status and appears in the README', async () => {

@@ -1,0 +1,69 @@
+/**
+ * An `Idempotency-Key` sent with a submission (DESIGN.md): the first request with a key claims it;
+ * once that request is accepted, the same key with the same body replays its response for 24
+ * hours, and the same key with another body is refused. A request that ends without a 201 releases
+ * its claim, so a retry of it runs for real. Stream `idempotency-{keyId}-{hash of the key}`.
+ */
+import { DomainError, type Decider } from '../decider.ts';
+
+/** How long a key is remembered. */
+export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
+
+export type IdempotencyEvent =
+  | { type: 'IdempotencyKeyClaimed'; data: { bodyHash: string; at: string } }
+  | { type: 'IdempotentResponseStored'; data: { status: number; body: unknown; at: string } }
+  | { type: 'IdempotencyKeyReleased'; data: { at: string } };
+
+export type IdempotencyState =
+  | { status: 'free' }
+  | { status: 'claimed'; bodyHash: string; at: string }
+  | { status: 'stored'; bodyHash: string; at: string; response: { status: number; body: unknown } };
+
+export type IdempotencyCommand =
+  | { type: 'Claim'; bodyHash: string; now: string }
+  | { type: 'StoreResponse'; status: number; body: unknown; now: string }
+  | { type: 'Release'; now: string };
+
+export const IDEMPOTENCY_ERROR_CODES = ['IDEMPOTENCY_KEY_REUSED', 'IDEMPOTENCY_KEY_IN_USE', 'IDEMPOTENCY_KEY_NOT_CLAIMED'] as const;
+
+/** The state as it stands at `now`: a claim or a stored response older than the window is forgotten. */
+export const current = (state: IdempotencyState, now: string): IdempotencyState =>
+  state.status !== 'free' && Date.parse(now) - Date.parse(state.at) >= IDEMPOTENCY_WINDOW_MS ? { status: 'free' } : state;
+
+const decide = (command: IdempotencyCommand, stored: IdempotencyState): IdempotencyEvent[] => {
+  switch (command.type) {
+    case 'Claim': {
+      const state = current(stored, command.now);
+      if (state.status === 'free') return [{ type: 'IdempotencyKeyClaimed', data: { bodyHash: command.bodyHash, at: command.now } }];
+      if (state.bodyHash !== command.bodyHash) throw new DomainError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was used with another body');
+      if (state.status === 'claimed') throw new DomainError('IDEMPOTENCY_KEY_IN_USE', 'a request with this Idempotency-Key is still being handled');
+      return []; // stored: the caller replays the stored response
+    }
+    case 'StoreResponse':
+      if (stored.status !== 'claimed') throw new DomainError('IDEMPOTENCY_KEY_NOT_CLAIMED', 'no claim to store a response for');
+      return [{ type: 'IdempotentResponseStored', data: { status: command.status, body: command.body, at: command.now } }];
+    case 'Release':
+      return stored.status === 'claimed' ? [{ type: 'IdempotencyKeyReleased', data: { at: command.now } }] : [];
+    default: {
+      const unhandled: never = command;
+      throw new Error(`unknown idempotency command ${(unhandled as { type: string }).type}`);
+    }
+  }
+};
+
+const evolve = (state: IdempotencyState, event: IdempotencyEvent): IdempotencyState => {
+  switch (event.type) {
+    case 'IdempotencyKeyClaimed':
+      return { status: 'claimed', bodyHash: event.data.bodyHash, at: event.data.at };
+    case 'IdempotentResponseStored':
+      return state.status === 'claimed' ? { status: 'stored', bodyHash: state.bodyHash, at: state.at, response: { status: event.data.status, body: event.data.body } } : state;
+    case 'IdempotencyKeyReleased':
+      return { status: 'free' };
+  }
+};
+
+export const idempotencyDecider: Decider<IdempotencyCommand, IdempotencyState, IdempotencyEvent> = {
+  decide,
+  evolve,
+  initialState: { status: 'free' },
+};

@@ -16,10 +16,21 @@ export interface SqlEventStoreOptions {
 }
 
 /**
- * The subscriptions of one store: starts them over `source` and stops them all on close.
+ * The subscriptions of one store: starts them over the store's feed and checkpoints, woken by
+ * `onAppended`, and stops them all on close.
  */
-export const subscriptionsOver = (source: FeedSource, pollMs: number) => {
+export const subscriptionsOver = (
+  store: Pick<FeedSource, 'readAll' | 'readCheckpoint' | 'storeCheckpoint'>,
+  onAppended: FeedSource['onAppended'],
+  pollMs: number,
+) => {
   const live = new Set<Subscription>();
+  const source: FeedSource = {
+    readAll: (options) => store.readAll(options),
+    readCheckpoint: (id) => store.readCheckpoint(id),
+    storeCheckpoint: (id, position) => store.storeCheckpoint(id, position),
+    onAppended,
+  };
   return {
     subscribe(options: SubscribeToAllOptions): Subscription {
       const subscription = new PollingSubscription(source, options, pollMs);

@@ -157,21 +157,6 @@ export const createPostgresEventStore = async (options: PostgresEventStoreOption
     }
   };
 
-  const subscriptions = subscriptionsOver(
-    {
-      readAll: (o) => store.readAll(o),
-      readCheckpoint: (id) => store.readCheckpoint(id),
-      storeCheckpoint: (id, p) => store.storeCheckpoint(id, p),
-      onAppended(wake) {
-        appended.on('appended', wake);
-        // Without LISTEN the subscription still polls; it only loses the cross-process wake-up.
-        listen().catch(() => undefined);
-        return () => appended.off('appended', wake);
-      },
-    },
-    options.pollMs ?? 250,
-  );
-
   const store: EventStore = {
     append(streamId, events, appendOptions = {}) {
       if (events.length === 0) return Promise.reject(new TypeError('append needs at least one event'));
@@ -209,5 +194,15 @@ export const createPostgresEventStore = async (options: PostgresEventStoreOption
       await pool.end();
     },
   };
+  const subscriptions = subscriptionsOver(
+    store,
+    (wake) => {
+      appended.on('appended', wake);
+      // Without LISTEN the subscription still polls; it only loses the cross-process wake-up.
+      listen().catch(() => undefined);
+      return () => appended.off('appended', wake);
+    },
+    options.pollMs ?? 250,
+  );
   return store;
 };

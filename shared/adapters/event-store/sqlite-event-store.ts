@@ -126,19 +126,6 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
   };
   const commits = new GroupCommit(flush);
 
-  const subscriptions = subscriptionsOver(
-    {
-      readAll: (o) => store.readAll(o),
-      readCheckpoint: (id) => store.readCheckpoint(id),
-      storeCheckpoint: (id, p) => store.storeCheckpoint(id, p),
-      onAppended(listener) {
-        appended.on('appended', listener);
-        return () => appended.off('appended', listener);
-      },
-    },
-    options.pollMs ?? 250,
-  );
-
   const store: EventStore = {
     append(streamId, events, appendOptions = {}) {
       if (events.length === 0) return Promise.reject(new TypeError('append needs at least one event'));
@@ -170,5 +157,13 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
       reader.close();
     },
   };
+  const subscriptions = subscriptionsOver(
+    store,
+    (listener) => {
+      appended.on('appended', listener);
+      return () => appended.off('appended', listener);
+    },
+    options.pollMs ?? 250,
+  );
   return store;
 };

@@ -17,7 +17,7 @@
  *   consumer at once; and a bare `eachMessage` consumer reading the adapter's records.
  * Baselines that write one record per request are capped at `--baseline-records`.
  *
- *   npx tsx tests/bench/event-log.bench.ts [--records 50000] [--baseline-records 5000] [--concurrency 64] [--keys 10000] [--partitions 6] [--only sqlite,postgres,kafka]
+ *   npx tsx tests/bench/event-log.bench.ts [--records 50000] [--baseline-records 3000] [--concurrency 64] [--consume-concurrency 64] [--keys 10000] [--partitions 6] [--only sqlite,postgres,kafka]
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres KAFKA_BROKERS=127.0.0.1:9092 npx tsx tests/bench/event-log.bench.ts
  */
 import Database from 'better-sqlite3';
@@ -36,8 +36,9 @@ import { report, type Row } from './report.ts';
 const { values } = parseArgs({
   options: {
     records: { type: 'string', default: '50000' },
-    'baseline-records': { type: 'string', default: '5000' },
+    'baseline-records': { type: 'string', default: '3000' },
     concurrency: { type: 'string', default: '64' },
+    'consume-concurrency': { type: 'string', default: '64' },
     keys: { type: 'string', default: '10000' },
     partitions: { type: 'string', default: '6' },
     only: { type: 'string', default: 'sqlite,postgres,kafka' },
@@ -46,6 +47,8 @@ const { values } = parseArgs({
 const RECORDS = Number(values.records);
 const BASELINE_RECORDS = Math.min(RECORDS, Number(values['baseline-records']));
 const CONCURRENCY = Number(values.concurrency);
+/** `concurrency` of the adapter's consumers (records in flight); 64 is the port's default. */
+const CONSUME_CONCURRENCY = Number(values['consume-concurrency']);
 const PARTITIONS = Number(values.partitions);
 const ONLY = new Set(values.only.split(','));
 /** Longest a consume or end-to-end phase may take before the bench gives up. */
@@ -128,6 +131,7 @@ const consumeRate = async (log: EventLog, topic: string, expected: number): Prom
   const consumer = await log.consume({
     groupId: `bench-${randomUUID()}`,
     topics: [topic],
+    concurrency: CONSUME_CONCURRENCY,
     onAssigned: () => {
       assignedAt ??= performance.now();
     },
@@ -149,6 +153,7 @@ const endToEndRate = async (log: EventLog, topic: string, records: number): Prom
   const consumer = await log.consume({
     groupId: `bench-${randomUUID()}`,
     topics: [topic],
+    concurrency: CONSUME_CONCURRENCY,
     onAssigned: (partitions) => {
       if (partitions.length > 0) assigned();
     },
@@ -223,7 +228,7 @@ const sqliteRows = async (): Promise<Row[]> => {
     { name: `sqlite event log: publish, ${CONCURRENCY} concurrent publishers`, perSecond: rates.publish },
     { name: 'sqlite event log: end-to-end (publish and consume at once)', perSecond: rates.endToEnd },
     { name: 'sqlite baseline: bare SELECT of the same rows, pages of 500', perSecond: selectRate, baseline: true },
-    { name: 'sqlite event log: consume, one group member', perSecond: rates.consume },
+    { name: `sqlite event log: consume, one group member (concurrency ${CONSUME_CONCURRENCY})`, perSecond: rates.consume },
   ];
 };
 
@@ -273,7 +278,7 @@ const postgresRows = async (url: string): Promise<Row[]> => {
       { name: `postgres event log: publish, ${CONCURRENCY} concurrent publishers`, perSecond: rates.publish },
       { name: 'postgres event log: end-to-end (publish and consume at once)', perSecond: rates.endToEnd },
       { name: 'postgres baseline: bare SELECT of the same rows, pages of 500', perSecond: selectRate, baseline: true },
-      { name: 'postgres event log: consume, one group member', perSecond: rates.consume },
+      { name: `postgres event log: consume, one group member (concurrency ${CONSUME_CONCURRENCY})`, perSecond: rates.consume },
     ];
   } finally {
     await client.end();
@@ -370,7 +375,7 @@ const kafkaRows = async (brokers: string[]): Promise<Row[]> => {
       { name: 'kafka baseline: bare kafkajs, produce and eachMessage consume at once', perSecond: e2eRate, baseline: true },
       { name: 'kafka event log: end-to-end (publish and consume at once)', perSecond: rates.endToEnd },
       { name: 'kafka baseline: bare kafkajs eachMessage consumer, same records', perSecond: consumeRateBare, baseline: true },
-      { name: 'kafka event log: consume, one group member', perSecond: rates.consume },
+      { name: `kafka event log: consume, one group member (concurrency ${CONSUME_CONCURRENCY})`, perSecond: rates.consume },
     ];
   } finally {
     await admin.deleteTopics({ topics: created }).catch((error: unknown) => console.log(`(could not delete bench topics: ${(error as Error).message})`));

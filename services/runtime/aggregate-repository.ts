@@ -29,9 +29,27 @@ export interface RepositoryOptions<State> {
   maxRetries?: number;
 }
 
+interface Pending<Command, State, Event> {
+  command: Command;
+  metadata?: Record<string, Json>;
+  resolve: (result: Versioned<State> & { events: Event[] }) => void;
+  reject: (error: unknown) => void;
+}
+
+type Outcome<State, Event> = { produced: Event[]; state: State } | { error: unknown };
+
+/** Most commands decided together and appended in one go. */
+const MAX_BATCH = 500;
+
+/**
+ * Commands for one aggregate are handled one batch at a time in this process: the commands that
+ * queued up while the previous batch was being written are decided one after the other against
+ * the evolving state and appended together, with one expected version (one transaction, one
+ * fsync). A command the domain refuses fails alone. Conflicts then only come from other processes;
+ * on one the whole batch is decided again from the stored state.
+ */
 export class AggregateRepository<Command, State, Event extends DomainEvent> {
-  /** Commands for one aggregate run one at a time in this process; conflicts then only come from other processes. */
-  private readonly queues = new Map<string, Promise<unknown>>();
+  private readonly pending = new Map<string, Pending<Command, State, Event>[]>();
 
   constructor(
     private readonly store: EventStore,
@@ -55,39 +73,66 @@ export class AggregateRepository<Command, State, Event extends DomainEvent> {
   }
 
   /**
-   * Decides `command` against the current state and appends the result. DomainErrors from `decide`
-   * propagate unchanged; a version conflict reloads and decides again.
+   * Decides `command` against the current state and appends the result; resolves with the events
+   * and the state right after them. DomainErrors from `decide` reject unchanged.
    */
   handle(id: string, command: Command, metadata?: Record<string, Json>): Promise<Versioned<State> & { events: Event[] }> {
-    const previous = this.queues.get(id) ?? Promise.resolve();
-    const run = previous.catch(() => undefined).then(() => this.decideAndAppend(id, command, metadata));
-    const tail = run.catch(() => undefined);
-    this.queues.set(id, tail);
-    void tail.then(() => {
-      if (this.queues.get(id) === tail) this.queues.delete(id);
+    return new Promise((resolve, reject) => {
+      const queue = this.pending.get(id);
+      const entry = { command, metadata, resolve, reject };
+      if (queue) {
+        queue.push(entry);
+        return;
+      }
+      this.pending.set(id, [entry]);
+      void this.drain(id);
     });
-    return run;
   }
 
-  private async decideAndAppend(id: string, command: Command, metadata?: Record<string, Json>): Promise<Versioned<State> & { events: Event[] }> {
+  private async drain(id: string): Promise<void> {
+    const queue = this.pending.get(id)!;
+    while (queue.length > 0) {
+      const batch = queue.splice(0, MAX_BATCH);
+      await this.runBatch(id, batch).catch((error: unknown) => {
+        for (const p of batch) p.reject(error);
+      });
+    }
+    this.pending.delete(id);
+  }
+
+  private async runBatch(id: string, batch: Pending<Command, State, Event>[]): Promise<void> {
     const attempts = (this.options.maxRetries ?? 10) + 1;
     for (let attempt = 1; ; attempt++) {
       const current = await this.load(id);
-      const events = this.decider.decide(command, current.state);
-      if (events.length === 0) return { ...current, events };
-      try {
-        const result = await this.store.append(
-          this.streamIdOf(id),
-          events.map((e) => ({ type: e.type, data: e.data as Json, ...(metadata ? { metadata } : {}) })),
-          { expectedVersion: current.version === -1 ? 'no_stream' : current.version },
-        );
-        const state = events.reduce(this.decider.evolve, current.state);
-        const next = { state, version: result.nextExpectedVersion };
-        this.options.cache?.set(id, next);
-        return { ...next, events };
-      } catch (error) {
-        if (!(error instanceof ExpectedVersionConflictError) || attempt >= attempts) throw error;
+      let state = current.state;
+      const outcomes: Outcome<State, Event>[] = batch.map((p) => {
+        try {
+          const produced = this.decider.decide(p.command, state);
+          state = produced.reduce(this.decider.evolve, state);
+          return { produced, state };
+        } catch (error) {
+          return { error };
+        }
+      });
+      const toAppend = outcomes.flatMap((o, i) =>
+        'produced' in o ? o.produced.map((e) => ({ type: e.type, data: e.data as Json, ...(batch[i]!.metadata ? { metadata: batch[i]!.metadata } : {}) })) : [],
+      );
+      if (toAppend.length > 0) {
+        try {
+          await this.store.append(this.streamIdOf(id), toAppend, { expectedVersion: current.version === -1 ? 'no_stream' : current.version });
+        } catch (error) {
+          if (error instanceof ExpectedVersionConflictError && attempt < attempts) continue;
+          throw error;
+        }
+        this.options.cache?.set(id, { state, version: current.version + toAppend.length });
       }
+      let version = current.version;
+      outcomes.forEach((o, i) => {
+        if ('error' in o) return batch[i]!.reject(o.error);
+        version += o.produced.length;
+        batch[i]!.resolve({ state: o.state, version, events: o.produced });
+      });
+      return;
     }
   }
 }

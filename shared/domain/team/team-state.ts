@@ -2,8 +2,10 @@
  * State of the Team aggregate and `evolve`. The state is a union tagged by `status`: a team that
  * was never created has nothing else. Maps (not records) hold keys and reservations so an id like
  * "toString" or "__proto__" is just a key. Only open reservations are kept: the set stays as small
- * as the number of calls in flight, however long the stream grows.
+ * as the number of calls in flight, however long the stream grows; it is a PersistentMap, so a
+ * reservation costs the same however many are open.
  */
+import { PersistentMap } from '../persistent-map.ts';
 import type { Person, TeamEvent } from './team-events.ts';
 
 export interface Member {
@@ -33,7 +35,7 @@ export interface ActiveTeam {
   remainingMinutes: number;
   autoRecharge: { enabled: boolean; blockMinutes: number };
   /** callId → minutes reserved, for calls not yet settled or released. */
-  reservations: ReadonlyMap<string, number>;
+  reservations: PersistentMap<number>;
 }
 
 export type TeamState = { status: 'absent' } | ActiveTeam;
@@ -42,12 +44,6 @@ export const initialTeamState: TeamState = { status: 'absent' };
 
 /** The form of an e-mail used for matching: trimmed, lower-cased. */
 export const emailKey = (email: string): string => email.trim().toLowerCase();
-
-const without = <V>(map: ReadonlyMap<string, V>, key: string): Map<string, V> => {
-  const copy = new Map(map);
-  copy.delete(key);
-  return copy;
-};
 
 const evolveActive = (state: ActiveTeam, event: Exclude<TeamEvent, { type: 'TeamCreated' }>): ActiveTeam => {
   switch (event.type) {
@@ -71,16 +67,16 @@ const evolveActive = (state: ActiveTeam, event: Exclude<TeamEvent, { type: 'Team
       return {
         ...state,
         remainingMinutes: state.remainingMinutes + autoRechargedMinutes - minutes,
-        reservations: new Map(state.reservations).set(callId, minutes),
+        reservations: state.reservations.set(callId, minutes),
       };
     }
     case 'CapacitySettled': {
       const { callId, reservedMinutes, actualMinutes } = event.data;
-      return { ...state, remainingMinutes: state.remainingMinutes + reservedMinutes - actualMinutes, reservations: without(state.reservations, callId) };
+      return { ...state, remainingMinutes: state.remainingMinutes + reservedMinutes - actualMinutes, reservations: state.reservations.delete(callId) };
     }
     case 'CapacityReleased': {
       const { callId, minutes } = event.data;
-      return { ...state, remainingMinutes: state.remainingMinutes + minutes, reservations: without(state.reservations, callId) };
+      return { ...state, remainingMinutes: state.remainingMinutes + minutes, reservations: state.reservations.delete(callId) };
     }
     default: {
       const unhandled: never = event;
@@ -103,7 +99,7 @@ export const evolveTeam = (state: TeamState, event: TeamEvent): TeamState => {
       apiKeys: new Map(),
       remainingMinutes: capacityMinutes,
       autoRecharge: { enabled: false, blockMinutes: 0 },
-      reservations: new Map(),
+      reservations: PersistentMap.empty(),
     };
   }
   // decide never emits anything but TeamCreated for a team that does not exist.

@@ -2,29 +2,29 @@
  * POST /api/integrations/push-api/ingest — accept one call.
  * 401/429 come from the onRequest hook, 413/415 from body parsing, then: 400 (normalisation),
  * 402 (capacity), 503 (the log cannot take it; the reservation is released) or 201 once the
- * CallSubmitted record is durable on the event log.
+ * CallSubmitted record is durable on the event log. An optional Idempotency-Key replays a 201.
  */
-import type { FastifyBaseLogger } from 'fastify';
-import type { TypedApp } from './typed-app.ts';
-import type { KeyOwner } from './teams/team-directory.ts';
-import { AggregateRepository } from '../runtime/aggregate-repository.ts';
-import { idempotencyDecider } from '../../shared/domain/idempotency/idempotency-decider.ts';
-import type { EventStore } from '../../shared/ports/event-store.ts';
 import { Type } from '@sinclair/typebox';
+import type { FastifyBaseLogger } from 'fastify';
 import { createHash, randomUUID } from 'node:crypto';
 import { toRecord } from '../../shared/cloudevents.ts';
 import { CALL_SUBMITTED_TYPE, type CallSubmittedData } from '../../shared/domain/call/call-submitted.ts';
 import { isDomainError } from '../../shared/domain/decider.ts';
+import { idempotencyDecider } from '../../shared/domain/idempotency/idempotency-decider.ts';
 import { normaliseSubmission } from '../../shared/domain/submission/normalise-submission.ts';
 import { ProblemSchema, type SubmissionAccepted, SubmissionAcceptedSchema, SubmissionBodySchema } from '../../shared/domain/submission/submission-schema.ts';
 import { estimateCallMinutes } from '../../shared/domain/team/capacity.ts';
 import { matchMember } from '../../shared/domain/team/match-member.ts';
 import { type EventLog, EventLogUnavailableError } from '../../shared/ports/event-log.ts';
+import type { EventStore } from '../../shared/ports/event-store.ts';
 import type { RateLimiter } from '../../shared/ports/rate-limiter.ts';
 import { TOPICS, type Topics } from '../../shared/topics.ts';
+import { AggregateRepository } from '../runtime/aggregate-repository.ts';
 import { apiKeyAccess } from './api-key-access.ts';
 import { ProblemError } from './errors.ts';
+import type { KeyOwner } from './teams/team-directory.ts';
 import type { TeamService } from './teams/team-service.ts';
+import type { TypedApp } from './typed-app.ts';
 
 export const INGEST_PATH = '/api/integrations/push-api/ingest';
 /** Spec Limits: 30 requests per minute per API key. */

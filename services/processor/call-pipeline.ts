@@ -21,7 +21,7 @@ import type { AudioSource } from '../../shared/ports/audio-source.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import { StepError } from '../../shared/ports/step-error.ts';
 import type { Transcriber } from '../../shared/ports/transcriber.ts';
-import { AggregateRepository } from '../runtime/aggregate-repository.ts';
+import { AggregateRepository, MemoryStateCache } from '../runtime/aggregate-repository.ts';
 import type { ActorContext } from './actors.ts';
 import { retrying, type RetryPolicy } from './retry.ts';
 
@@ -40,7 +40,8 @@ export interface PipelineDeps {
 
 export const createCallPipeline = (deps: PipelineDeps) => {
   const calls = new AggregateRepository(deps.store, callDecider, callStreamId);
-  const teams = new AggregateRepository<TeamCommand, TeamState, TeamEvent>(deps.store, teamDecider, teamStreamId);
+  // A team's stream grows with every call: keep folded states and read only newer events.
+  const teams = new AggregateRepository<TeamCommand, TeamState, TeamEvent>(deps.store, teamDecider, teamStreamId, { cache: new MemoryStateCache() });
   const now = () => (deps.now ?? (() => new Date()))().toISOString();
 
   /** Appends a step's outcome; a step that lost a race (call finished or moved on) changes nothing. */

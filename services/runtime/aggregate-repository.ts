@@ -23,6 +23,20 @@ export interface StateCache<State> {
   set(id: string, value: Versioned<State>): void;
 }
 
+/** A StateCache in a plain Map: for aggregates whose streams grow long (a team's). */
+export class MemoryStateCache<State> implements StateCache<State> {
+  private readonly states = new Map<string, Versioned<State>>();
+
+  get(id: string): Versioned<State> | undefined {
+    return this.states.get(id);
+  }
+
+  set(id: string, value: Versioned<State>): void {
+    const held = this.states.get(id);
+    if (!held || held.version < value.version) this.states.set(id, value);
+  }
+}
+
 export interface RepositoryOptions<State> {
   cache?: StateCache<State>;
   /** Attempts after a version conflict before giving up; default 10. */

@@ -37,10 +37,18 @@ export async function* replayProjection(
     const elapsedMs = Math.round(performance.now() - started);
     return { projection: name, phase, events, position: position.toString(), elapsedMs, eventsPerSecond: Math.round(events / Math.max(elapsedMs / 1000, 0.001)) };
   };
+  const read = (after: bigint) => {
+    const page = deps.eventStore.readAll({ after, maxCount: batchSize });
+    page.catch(() => undefined); // awaited below; a replay that stops first must not leave it unhandled
+    return page;
+  };
+  // The next page is read while the current one is applied (where reading waits on I/O, as on PostgreSQL).
+  let next = read(position);
   for (;;) {
-    const batch = await deps.eventStore.readAll({ after: position, maxCount: batchSize });
+    const batch = await next;
     if (batch.length === 0) break;
     position = batch[batch.length - 1]!.position;
+    next = read(position);
     await target.apply(batch, position);
     events += batch.length;
     if (performance.now() - lastReport >= every) {

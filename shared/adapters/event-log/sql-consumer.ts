@@ -3,9 +3,16 @@
  * giving up partition leases), polls the owned partitions for new records and hands them to the
  * keyed dispatcher, and commits what the dispatcher reports committable. Heartbeats run on their
  * own timer so a long drain does not cost the member its leases.
+ *
+ * A poll fetches up to `fetchLimit` records of a partition in one query, whatever the dispatcher
+ * can take at that moment, and keeps what it cannot hand over yet in the partition's buffer: the
+ * next polls hand it over as records settle, without a query. Only records handed to the
+ * dispatcher count, so concurrency still bounds the work in flight, the loop never waits on a full
+ * dispatcher (rebalances and commits go on), and a buffered record is never committed: a revoked
+ * or lost partition's buffer goes with it.
  */
 import { randomUUID } from 'node:crypto';
-import type { ConsumeOptions, Consumer, PartitionRef } from '../../ports/event-log.ts';
+import type { ConsumeOptions, Consumer, LogRecord, PartitionRef } from '../../ports/event-log.ts';
 import { KeyedDispatcher, partitionKey } from './keyed-dispatcher.ts';
 import { RECORD_COLUMNS, rowToRecord, toBigInt, type RecordRow, type SqlDriver } from './sql-driver.ts';
 import { fairShare, SqlGroupMembership } from './sql-group-membership.ts';
@@ -37,6 +44,9 @@ interface Owned {
   position: bigint;
   /** Last offset stored as committed. */
   committed: bigint | undefined;
+  /** Fetched records, in offset order, ending before `position`; those from `handed` on are not yet handed to the dispatcher. */
+  fetched: LogRecord[];
+  handed: number;
 }
 
 const isRetriable = (error: unknown): boolean => (error as { retriable?: unknown } | null)?.retriable === true;
@@ -189,7 +199,7 @@ export class SqlConsumer implements Consumer {
     for (const ref of refs) {
       const committed = await this.membership.committedOffset(ref);
       const position = committed ?? (this.options.fromBeginning === false ? await this.endOffset(ref) : 0n);
-      this.owned.set(partitionKey(ref), { ref, position, committed });
+      this.owned.set(partitionKey(ref), { ref, position, committed, fetched: [], handed: 0 });
     }
     await this.options.onAssigned?.(refs.map((ref) => ({ ...ref })));
   }
@@ -212,11 +222,13 @@ export class SqlConsumer implements Consumer {
     return row ? toBigInt(row.next_offset) : 0n;
   }
 
+  /** Hands over what is buffered, then fetches the partitions once nothing is; stops when the dispatcher is full. */
   private async poll(): Promise<void> {
     const entries = [...this.owned.values()];
     if (entries.length === 0) return;
     const start = this.rotation++ % entries.length;
     const rotated = [...entries.slice(start), ...entries.slice(0, start)];
+    for (const entry of rotated) if (!(await this.handOver(entry))) return;
     const ends = new Map<string, bigint>();
     for (const topic of new Set(rotated.map((o) => o.ref.topic))) {
       const rows = await this.host.driver.query<{ partition: number; next_offset: unknown }>(
@@ -228,8 +240,7 @@ export class SqlConsumer implements Consumer {
     for (const entry of rotated) {
       const end = ends.get(partitionKey(entry.ref)) ?? 0n;
       if (entry.position >= end) continue;
-      const limit = Math.min(this.dispatcher.capacity, this.host.timing.fetchLimit);
-      if (limit === 0) {
+      if (this.dispatcher.capacity === 0) {
         this.starved = true;
         return;
       }
@@ -237,14 +248,30 @@ export class SqlConsumer implements Consumer {
         `SELECT ${RECORD_COLUMNS} FROM log_records
          WHERE topic = ? AND partition = ? AND record_offset >= ? AND record_offset < ?
          ORDER BY record_offset LIMIT ?`,
-        [entry.ref.topic, entry.ref.partition, entry.position, end, limit],
+        [entry.ref.topic, entry.ref.partition, entry.position, end, this.host.timing.fetchLimit],
       );
-      for (const row of rows) {
-        const record = rowToRecord(entry.ref.topic, row);
-        await this.dispatcher.push(record);
-        entry.position = record.offset + 1n;
-      }
+      // Nothing else runs this loop meanwhile (a rebalance included), so the partition is still ours.
+      entry.fetched = rows.map((row) => rowToRecord(entry.ref.topic, row));
+      entry.handed = 0;
+      if (entry.fetched.length > 0) entry.position = entry.fetched[entry.fetched.length - 1]!.offset + 1n;
+      if (!(await this.handOver(entry))) return;
+      // A full page and more behind it: poll again at once instead of after the interval.
+      if (rows.length === this.host.timing.fetchLimit && entry.position < end) this.wakeup.wake();
     }
+  }
+
+  /** Hands the partition's buffered records to the dispatcher while it has room; false (starved) when some are left. */
+  private async handOver(entry: Owned): Promise<boolean> {
+    while (entry.handed < entry.fetched.length) {
+      if (this.dispatcher.capacity === 0) {
+        this.starved = true;
+        return false;
+      }
+      await this.dispatcher.push(entry.fetched[entry.handed++]!);
+    }
+    entry.fetched = [];
+    entry.handed = 0;
+    return true;
   }
 
   private async commit(entries: Owned[]): Promise<void> {

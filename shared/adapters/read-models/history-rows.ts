@@ -65,16 +65,12 @@ export const changesOf = <L extends LoadedRow>(pending: Map<string, PendingRow<L
   return changes;
 };
 
-/** Columns of a change's new row, reusing the stored folded texts when title and rep name did not change. */
-export const changeColumns = <L extends LoadedRow>({ before, after }: RowChange<L>): RowColumns =>
-  rowColumns(after, before && { row: before.row, titleFolded: before.titleFolded, repFolded: before.repFolded });
-
 /**
  * How a history row is stored: indexed columns, the row as JSON without its transcript (`doc`,
  * rewritten on every change, so kept small) and the transcript as JSON in a table of its own,
  * written once when it is recorded.
  */
-export interface RowColumns {
+export interface IndexedColumns {
   callId: string;
   teamId: string;
   /** `createdAt` in epoch milliseconds (the sort key). */
@@ -83,19 +79,16 @@ export interface RowColumns {
   titleFolded: string;
   repFolded: string;
   lastPosition: bigint;
-  doc: string;
-  /** JSON of the transcript, or null. */
-  transcript: string | null;
 }
 
-/** The stored columns of `row`; `previous` (the stored row and its folded texts) saves folding again. */
 /** `createdAt` in epoch milliseconds: with `callId`, the order of history (newest first). */
 export const createdAtMs = (row: Pick<CallHistoryRow, 'createdAt'>): number => {
   const ms = Date.parse(row.createdAt);
   return Number.isNaN(ms) ? 0 : ms;
 };
 
-export const rowColumns = (row: CallHistoryRow, previous?: { row: CallHistoryRow; titleFolded: string; repFolded: string }): RowColumns => {
+/** The indexed columns of `row`; `previous` (a stored row and its folded texts) saves folding again. */
+export const indexedColumns = (row: CallHistoryRow, previous?: LoadedRow): IndexedColumns => {
   const folded =
     previous && previous.row.title === row.title && previous.row.repName === row.repName
       ? { title: previous.titleFolded, repName: previous.repFolded }
@@ -108,10 +101,17 @@ export const rowColumns = (row: CallHistoryRow, previous?: { row: CallHistoryRow
     titleFolded: folded.title,
     repFolded: folded.repName,
     lastPosition: BigInt(row.lastPosition),
-    doc: JSON.stringify({ ...row, transcript: null }),
-    transcript: row.transcript === null ? null : JSON.stringify(row.transcript),
   };
 };
+
+/** A row as its `doc` holds it: without the transcript (null), which is stored apart. */
+export const docRow = (row: CallHistoryRow): CallHistoryRow => (row.transcript === null ? row : { ...row, transcript: null });
+
+/** What a change writes as JSON: its row's doc, and its transcript when the change recorded it (else null). */
+export const changeJson = <L extends LoadedRow>({ before, after }: RowChange<L>): { doc: string; transcript: string | null } => ({
+  doc: JSON.stringify(docRow(after)),
+  transcript: transcriptRecorded(before?.row, after) ? JSON.stringify(after.transcript) : null,
+});
 
 /** A stored row: its doc with the transcript put back. */
 export const storedRow = (doc: CallHistoryRow, transcript: CallHistoryRow['transcript'] | null): CallHistoryRow => ({ ...doc, transcript: transcript ?? null });

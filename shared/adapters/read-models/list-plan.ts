@@ -4,7 +4,7 @@
  */
 import { type CallHistoryRow, CALL_HISTORY_STATUSES, type CallHistoryStatus, searchTerm, tagKey } from '../../domain/call/call-history.ts';
 import { CALL_HISTORY_LIMITS, type CallHistoryQuery, InvalidQueryError } from '../../ports/read-models.ts';
-import { createdAtMs, type RowColumns } from './history-rows.ts';
+import { createdAtMs, type IndexedColumns } from './history-rows.ts';
 
 /** A validated list query. */
 export interface ListPlan {
@@ -23,7 +23,7 @@ const MAX_SEARCH_CHARS = 500;
 const MAX_TAGS = 20;
 
 /** Position of a row in the order, as an opaque string. */
-export const encodeCursor = (row: Pick<RowColumns, 'createdAt' | 'callId'>): string =>
+export const encodeCursor = (row: Pick<IndexedColumns, 'createdAt' | 'callId'>): string =>
   Buffer.from(JSON.stringify([row.createdAt, row.callId]), 'utf8').toString('base64url');
 
 const decodeCursor = (cursor: string): { createdAt: number; callId: string } => {

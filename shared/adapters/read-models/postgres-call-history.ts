@@ -13,6 +13,9 @@
  *   statement. Rows are upserted only when their new last position is higher, which keeps
  *   replays harmless. fillfactor 80 leaves room for HOT updates of rows whose indexed columns
  *   did not change.
+ * - Rebuild: the new version's tables have their primary keys only while rows are loaded; the
+ *   other indexes (btree and trigram GIN) are built in one pass each before activation. Windows
+ *   are written while the next one folds (see RebuildBuffer).
  * - Versions: reads cache the active version; activation drops the old tables in its transaction,
  *   so a read that meets a dropped table (42P01) re-reads the version and retries.
  */
@@ -21,7 +24,7 @@ import type { CallHistoryRow } from '../../domain/call/call-history.ts';
 import type { RecordedEvent } from '../../ports/event-store.ts';
 import type { ApplyOptions, CallHistoryRebuild, CallHistoryStore } from '../../ports/read-models.ts';
 import { inTransaction } from '../postgres/postgres-pool.ts';
-import { changeColumns, changesOf, eventsByCall, foldInto, type LoadedRow, type PendingRow, type RowChange, rowTagKeys, startsWithSubmission, storedRow, transcriptRecorded } from './history-rows.ts';
+import { changesOf, docRow, eventsByCall, foldInto, indexedColumns, type LoadedRow, type PendingRow, type RowChange, rowTagKeys, startsWithSubmission, storedRow, transcriptRecorded } from './history-rows.ts';
 import { escapeLike, type ListPlan, pageOf, planList } from './list-plan.ts';
 import { RebuildBuffer, type RebuildLimits } from './rebuild-buffer.ts';
 import { ensureFirstVersion, lockVersion, readCheckpoint, translated } from './postgres-versions.ts';
@@ -29,7 +32,8 @@ import { ensureFirstVersion, lockVersion, readCheckpoint, translated } from './p
 const HISTORY = 'call_history';
 const UNDEFINED_TABLE = '42P01';
 
-const historyTables = (v: number, trgm: string | undefined) => `
+/** Tables of version v with what a write needs (primary keys); see historyIndexes. */
+const historyTables = (v: number) => `
   CREATE TABLE IF NOT EXISTS call_history_v${v} (
     call_id       text COLLATE "C" PRIMARY KEY,
     team_id       text COLLATE "C" NOT NULL,
@@ -40,14 +44,6 @@ const historyTables = (v: number, trgm: string | undefined) => `
     last_position bigint NOT NULL,
     doc           json   NOT NULL
   ) WITH (fillfactor = 80);
-  CREATE INDEX IF NOT EXISTS call_history_v${v}_team ON call_history_v${v} (team_id, created_at DESC, call_id DESC);
-  CREATE INDEX IF NOT EXISTS call_history_v${v}_team_status ON call_history_v${v} (team_id, status, created_at DESC, call_id DESC);
-  ${
-    trgm === undefined
-      ? ''
-      : `CREATE INDEX IF NOT EXISTS call_history_v${v}_title_trgm ON call_history_v${v} USING gin (title_folded ${trgm}.gin_trgm_ops);
-         CREATE INDEX IF NOT EXISTS call_history_v${v}_rep_trgm ON call_history_v${v} USING gin (rep_folded ${trgm}.gin_trgm_ops);`
-  }
   CREATE TABLE IF NOT EXISTS call_transcripts_v${v} (
     call_id    text COLLATE "C" PRIMARY KEY,
     transcript json NOT NULL
@@ -58,6 +54,21 @@ const historyTables = (v: number, trgm: string | undefined) => `
     call_id text COLLATE "C" NOT NULL,
     PRIMARY KEY (team_id, tag, call_id)
   );
+`;
+
+/**
+ * The indexes only reads use. A rebuild creates them once its rows are in, before activation:
+ * building a GIN trigram index in one pass costs a fraction of maintaining it row by row.
+ */
+const historyIndexes = (v: number, trgm: string | undefined) => `
+  CREATE INDEX IF NOT EXISTS call_history_v${v}_team ON call_history_v${v} (team_id, created_at DESC, call_id DESC);
+  CREATE INDEX IF NOT EXISTS call_history_v${v}_team_status ON call_history_v${v} (team_id, status, created_at DESC, call_id DESC);
+  ${
+    trgm === undefined
+      ? ''
+      : `CREATE INDEX IF NOT EXISTS call_history_v${v}_title_trgm ON call_history_v${v} USING gin (title_folded ${trgm}.gin_trgm_ops);
+         CREATE INDEX IF NOT EXISTS call_history_v${v}_rep_trgm ON call_history_v${v} USING gin (rep_folded ${trgm}.gin_trgm_ops);`
+  }
 `;
 
 const dropHistoryTables = (v: number) => `DROP TABLE IF EXISTS call_tags_v${v}, call_transcripts_v${v}, call_history_v${v}`;
@@ -76,7 +87,7 @@ export const createPostgresCallHistory = async (pool: pg.Pool, { trigramSchema: 
     inTransaction(pool, async (client) => {
       await client.query("SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.read_models'))");
       await ensureFirstVersion(client, HISTORY, async () => {
-        await client.query(historyTables(1, trgm));
+        await client.query(historyTables(1) + historyIndexes(1, trgm));
       });
     }),
   );
@@ -92,19 +103,16 @@ export const createPostgresCallHistory = async (pool: pg.Pool, { trigramSchema: 
     return loaded;
   };
 
-  /**
-   * Rows (upserted only when their last position is higher: a row not loaded may exist), their new
-   * tags and transcripts, and the checkpoint, in one statement. Each travels as one JSON document
-   * read with json_to_recordset: a third of the time of array parameters of JSON strings, which
-   * pg escapes character by character.
-   */
-  const writeChanges = async (client: pg.PoolClient, v: number, changes: RowChange<LoadedRow>[], checkpoint: bigint): Promise<void> => {
+  /** The rows, tags and transcripts a batch of changes writes, as the JSON documents writeChanges sends, and the rows as stored. */
+  const changeDocuments = (changes: RowChange<LoadedRow>[]): { rows: string; tags: string; transcripts: string; stored: LoadedRow[] } => {
     const rows: object[] = [];
     const tags: object[] = [];
     const transcripts: object[] = [];
+    const stored: LoadedRow[] = [];
     for (const change of changes) {
       const { before, after } = change;
-      const c = changeColumns(change);
+      const c = indexedColumns(after, before);
+      const doc = docRow(after);
       rows.push({
         call_id: c.callId,
         team_id: c.teamId,
@@ -113,11 +121,22 @@ export const createPostgresCallHistory = async (pool: pg.Pool, { trigramSchema: 
         title_folded: c.titleFolded,
         rep_folded: c.repFolded,
         last_position: c.lastPosition.toString(),
-        doc: { ...after, transcript: null },
+        doc,
       });
+      stored.push({ row: doc, titleFolded: c.titleFolded, repFolded: c.repFolded });
       if (transcriptRecorded(before?.row, after)) transcripts.push({ call_id: c.callId, transcript: after.transcript });
       if (before === undefined) for (const tag of rowTagKeys(after)) tags.push({ team_id: c.teamId, tag, call_id: c.callId });
     }
+    return { rows: JSON.stringify(rows), tags: JSON.stringify(tags), transcripts: JSON.stringify(transcripts), stored };
+  };
+
+  /**
+   * Rows (upserted only when their last position is higher: a row not loaded may exist), their new
+   * tags and transcripts, and the checkpoint, in one statement. Each travels as one JSON document
+   * read with json_to_recordset: a third of the time of array parameters of JSON strings, which
+   * pg escapes character by character.
+   */
+  const writeChanges = async (client: pg.PoolClient, v: number, documents: { rows: string; tags: string; transcripts: string }, checkpoint: bigint): Promise<void> => {
     await client.query(
       `WITH upserted AS (
          INSERT INTO call_history_v${v} AS h (call_id, team_id, created_at, status, title_folded, rep_folded, last_position, doc)
@@ -140,7 +159,7 @@ export const createPostgresCallHistory = async (pool: pg.Pool, { trigramSchema: 
          RETURNING 1
        )
        UPDATE read_model_versions SET checkpoint = GREATEST(checkpoint, $4) WHERE model = $5 AND version = $6`,
-      [JSON.stringify(rows), JSON.stringify(tags), JSON.stringify(transcripts), checkpoint.toString(), HISTORY, v],
+      [documents.rows, documents.tags, documents.transcripts, checkpoint.toString(), HISTORY, v],
     );
   };
 
@@ -152,7 +171,7 @@ export const createPostgresCallHistory = async (pool: pg.Pool, { trigramSchema: 
         const toLoad = [...byCall].filter(([, list]) => !startsWithSubmission(list)).map(([callId]) => callId);
         const pending = new Map<string, PendingRow<LoadedRow>>();
         foldInto(pending, byCall, await load(client, v, toLoad));
-        await writeChanges(client, v, changesOf(pending), checkpoint);
+        await writeChanges(client, v, changeDocuments(changesOf(pending)), checkpoint);
       }),
     );
 
@@ -206,8 +225,17 @@ export const createPostgresCallHistory = async (pool: pg.Pool, { trigramSchema: 
         const { rows } = await client.query<{ next: number }>('SELECT max(version) + 1 AS next FROM read_model_versions WHERE model = $1', [HISTORY]);
         const next = rows[0]!.next;
         await client.query("INSERT INTO read_model_versions (model, version, state) VALUES ($1, $2, 'building')", [HISTORY, next]);
-        await client.query(historyTables(next, trgm));
+        await client.query(historyTables(next));
         return next;
+      }),
+    );
+
+  /** A rebuilt version's indexes, in a transaction of their own: live applies go on meanwhile. */
+  const createIndexes = (version: number): Promise<void> =>
+    translated(() =>
+      inTransaction(pool, async (client) => {
+        await lockVersion(client, HISTORY, version, undefined);
+        await client.query(historyIndexes(version, trgm));
       }),
     );
 
@@ -259,13 +287,16 @@ export const createPostgresCallHistory = async (pool: pg.Pool, { trigramSchema: 
       const buffer = new RebuildBuffer<LoadedRow>(
         {
           load: (callIds) => translated(() => load(pool, version, callIds)),
-          flush: (changes, checkpoint) =>
-            translated(() =>
+          flush(changes, checkpoint) {
+            const { stored, ...documents } = changeDocuments(changes);
+            const written = translated(() =>
               inTransaction(pool, async (client) => {
                 await lockVersion(client, HISTORY, version, undefined);
-                await writeChanges(client, version, changes, checkpoint);
+                await writeChanges(client, version, documents, checkpoint);
               }),
-            ),
+            );
+            return { stored: (i) => stored[i]!, written };
+          },
         },
         0n,
         true,
@@ -277,6 +308,7 @@ export const createPostgresCallHistory = async (pool: pg.Pool, { trigramSchema: 
         checkpoint: async () => buffer.checkpoint,
         activate: async () => {
           await buffer.flush();
+          await createIndexes(version);
           await activate(version);
         },
       };

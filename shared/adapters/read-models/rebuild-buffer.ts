@@ -1,12 +1,15 @@
 import type { RecordedEvent } from '../../ports/event-store.ts';
 import { CheckpointMismatchError } from '../../ports/read-models.ts';
-import { changesOf, eventsByCall, foldInto, type LoadedRow, type PendingRow, type RowChange, startsWithSubmission } from './history-rows.ts';
+import { eventsByCall, foldInto, type LoadedRow, type PendingRow, type RowChange, startsWithSubmission } from './history-rows.ts';
 
 export interface RebuildIo<L extends LoadedRow> {
   /** Stored rows of these calls (those that exist). */
   load(callIds: string[]): Promise<Map<string, L>>;
-  /** Writes the changes and the checkpoint in one transaction. */
-  flush(changes: RowChange<L>[], checkpoint: bigint): Promise<void>;
+  /**
+   * Starts writing the changes and the checkpoint in one transaction. Returns at once, with the
+   * write and `stored(i)`: the row of `changes[i]` as `load` will return it once written.
+   */
+  flush(changes: RowChange<L>[], checkpoint: bigint): { stored: (index: number) => L; written: Promise<void> };
 }
 
 export interface RebuildLimits {
@@ -18,26 +21,48 @@ export interface RebuildLimits {
 
 const DEFAULT_REBUILD_LIMITS: RebuildLimits = { events: 50_000, bytes: 64 * 1024 * 1024 };
 
+/** Rough size of a row held in memory (its transcript counted apart). */
+const ROW_BYTES = 2048;
+
 /**
  * The write side of a rebuild: folds batches in memory and writes the rows they touched, with the
  * checkpoint, in one transaction per `limits` worth of events. A call's events within that window
  * cost one row write instead of one per event, which is what makes a replay fast. Nothing reads a
  * version being built, and an interrupted rebuild is started over (beginRebuild drops it), so
  * holding rows in memory between flushes loses nothing; `activate` flushes first.
+ *
+ * Writes overlap folding: a full window is handed to `io.flush` and the next one folds while it is
+ * written (one write in flight; the next hand-off waits for it). So that the next window needs no
+ * stored row, the rows of calls still pending after a write stay in memory (as `load` would return
+ * them, up to what `limits.bytes` allows), and a call whose batch starts with its CallSubmitted later
+ * in the feed than anything written has no stored row yet. Only other calls are loaded, after the
+ * write in flight. A failed write fails every later apply, flush and activation.
  */
 export class RebuildBuffer<L extends LoadedRow> {
-  private readonly pending = new Map<string, PendingRow<L>>();
+  private pending = new Map<string, PendingRow<L>>();
   private events = 0;
   private bytes = 0;
+  /** Highest position of an event in a window handed to `io.flush`. */
+  private handedOff = 0n;
+  /** Highest position of an event folded. */
+  private folded = 0n;
+  /** The checkpoint of the last window handed to `io.flush` (at first, the one stored with the empty version). */
+  private handedCheckpoint: bigint;
+  private writing: Promise<void> = Promise.resolve();
+  private failure: { error: unknown } | undefined;
   private queue: Promise<unknown> = Promise.resolve();
+  private readonly retainLimit: number;
 
   constructor(
     private readonly io: RebuildIo<L>,
     private applied: bigint,
-    /** True when a call whose batch starts with its CallSubmitted may skip the load (an upsert guarded by position). */
+    /** True when a call whose batch starts with its CallSubmitted may always skip the load (an upsert guarded by position). */
     private readonly skipLoadOnSubmission: boolean,
     private readonly limits: RebuildLimits = DEFAULT_REBUILD_LIMITS,
-  ) {}
+  ) {
+    this.retainLimit = Math.max(1000, Math.floor(limits.bytes / (2 * ROW_BYTES)));
+    this.handedCheckpoint = applied;
+  }
 
   /** The checkpoint of everything applied so far (written or about to be). */
   get checkpoint(): bigint {
@@ -46,32 +71,86 @@ export class RebuildBuffer<L extends LoadedRow> {
 
   apply(events: readonly RecordedEvent[], checkpoint: bigint, expectedCheckpoint: bigint | undefined): Promise<void> {
     return this.serial(async () => {
+      this.throwIfFailed();
       if (expectedCheckpoint !== undefined && expectedCheckpoint !== this.applied) throw new CheckpointMismatchError(expectedCheckpoint, this.applied);
       const byCall = eventsByCall(events);
-      const toLoad = [...byCall]
-        .filter(([callId, list]) => !this.pending.has(callId) && !(this.skipLoadOnSubmission && startsWithSubmission(list)))
-        .map(([callId]) => callId);
-      const loaded = toLoad.length > 0 ? await this.io.load(toLoad) : new Map<string, L>();
+      const toLoad: string[] = [];
+      for (const [callId, list] of byCall) if (!this.pending.has(callId) && !this.hasNoStoredRow(list)) toLoad.push(callId);
+      let loaded = new Map<string, L>();
+      if (toLoad.length > 0) {
+        await this.written();
+        loaded = await this.io.load(toLoad);
+      }
       const known = this.pending.size;
       foldInto(this.pending, byCall, loaded);
-      this.bytes += (this.pending.size - known) * 2048;
-      for (const event of events) if (event.type === 'TranscriptRecorded') this.bytes += 2 * String((event.data as { text?: unknown }).text ?? '').length;
+      this.bytes += (this.pending.size - known) * ROW_BYTES;
+      for (const event of events) {
+        if (event.type === 'TranscriptRecorded') this.bytes += 2 * String((event.data as { text?: unknown }).text ?? '').length;
+        if (event.position > this.folded) this.folded = event.position;
+      }
       this.events += events.length;
       if (checkpoint > this.applied) this.applied = checkpoint;
-      if (this.events >= this.limits.events || this.bytes >= this.limits.bytes) await this.write();
+      if (this.events >= this.limits.events || this.bytes >= this.limits.bytes) await this.handOff();
     });
   }
 
-  /** Writes what is held. */
+  /** Writes what is held and waits until it is written. */
   flush(): Promise<void> {
-    return this.serial(() => this.write());
+    return this.serial(async () => {
+      this.throwIfFailed();
+      await this.handOff();
+      await this.written();
+    });
   }
 
-  private async write(): Promise<void> {
-    await this.io.flush(changesOf(this.pending), this.applied);
-    this.pending.clear();
+  /** A call whose batch starts with its CallSubmitted after every event written has no row yet. */
+  private hasNoStoredRow(list: readonly RecordedEvent[]): boolean {
+    return startsWithSubmission(list) && (this.skipLoadOnSubmission || list[0]!.position > this.handedOff);
+  }
+
+  /** Hands what is held to a write once the previous one is done; keeps the rows of pending calls. */
+  private async handOff(): Promise<void> {
+    await this.written();
+    const changes: RowChange<L>[] = [];
+    /** Per held call: its stored row (untouched), the index of its change, or nothing. */
+    const held: Array<L | number> = [];
+    for (const { before, current } of this.pending.values()) {
+      if (current !== undefined && current !== before?.row) {
+        held.push(changes.length);
+        changes.push({ before, after: current });
+      } else if (before) held.push(before);
+    }
+    let stored = (index: number): L => {
+      throw new Error(`change ${index} was not written`);
+    };
+    // Nothing to write (no row changed, the checkpoint is written or on its way): no transaction.
+    if (changes.length > 0 || this.applied !== this.handedCheckpoint) {
+      const flushed = this.io.flush(changes, this.applied);
+      stored = flushed.stored;
+      this.writing = flushed.written.catch((error: unknown) => {
+        this.failure ??= { error };
+      });
+      this.handedCheckpoint = this.applied;
+    }
+    this.handedOff = this.folded;
+    const kept: L[] = [];
+    for (const slot of held) {
+      if (typeof slot !== 'number') {
+        if (slot.row.status === 'pending') kept.push(slot);
+      } else if (changes[slot]!.after.status === 'pending') kept.push(stored(slot));
+    }
+    this.pending = new Map(kept.slice(Math.max(0, kept.length - this.retainLimit)).map((row) => [row.row.callId, { before: row, current: row.row }]));
     this.events = 0;
-    this.bytes = 0;
+    this.bytes = this.pending.size * ROW_BYTES;
+  }
+
+  private async written(): Promise<void> {
+    await this.writing;
+    this.throwIfFailed();
+  }
+
+  private throwIfFailed(): void {
+    if (this.failure) throw this.failure.error;
   }
 
   private serial<T>(work: () => Promise<T>): Promise<T> {

@@ -25,23 +25,29 @@
  * match is exact whatever the index found. Trigrams cannot serve 1–2 characters: those always walk
  * (cheap when such a term is common, a scan of the team's index when it matches nothing).
  *
- * A rebuild writes version n+1 while reads use n; activation flips the states and drops n in one
- * transaction. better-sqlite3 is synchronous, so a write blocks this process while it runs: a live
- * batch of 500 events for some tens of milliseconds, a rebuild flush (50,000 events by default)
- * for about a second; `rebuildLimits` trades that pause against replay speed.
+ * A rebuild writes version n+1 while reads use n. It creates the tables with the call id's unique
+ * index only and numbers its rows itself (the tables start empty); each window of rows is written
+ * by a worker thread on a connection of its own (sqlite-worker-writer.ts) while the next window
+ * folds, and the connection's other writers wait for that transaction in the queue instead of
+ * blocking. Activation creates the indexes only reads use, flips the states and drops n in one
+ * transaction. Live applies write on the shared connection: better-sqlite3 is synchronous, so a
+ * batch of 500 events blocks this process for some tens of milliseconds.
  */
 import type Database from 'better-sqlite3';
 import type { CallHistoryRow } from '../../domain/call/call-history.ts';
 import type { RecordedEvent } from '../../ports/event-store.ts';
 import type { ApplyOptions, CallHistoryRebuild, CallHistoryStore } from '../../ports/read-models.ts';
 import { serialised, type SqliteDb } from '../sqlite/sqlite-database.ts';
-import { changeColumns, changesOf, eventsByCall, foldInto, type LoadedRow, type PendingRow, type RowChange, rowTagKeys, storedRow, transcriptRecorded } from './history-rows.ts';
+import { changesOf, docRow, eventsByCall, foldInto, type PendingRow, storedRow } from './history-rows.ts';
 import { type ListPlan, pageOf, planList } from './list-plan.ts';
 import { RebuildBuffer, type RebuildLimits } from './rebuild-buffer.ts';
-import type { SqliteVersions } from './sqlite-versions.ts';
+import { STORE_CHECKPOINT_SQL, type SqliteVersions, WRITABLE_VERSION_SQL } from './sqlite-versions.ts';
+import { rowWrites, runsOf, type SeqRow, statementRuns } from './sqlite-history-writes.ts';
+import { openSqliteWorkerWriter, runStatements, type SqliteWorkerWriter, statementCache as preparedBySql, type WriteTransaction } from './sqlite-worker-writer.ts';
 
 const HISTORY = 'call_history';
 
+/** Tables of version v with what a write needs (the call id's unique index); see historyIndexes. */
 const historyTables = (v: number) => `
   CREATE TABLE IF NOT EXISTS call_history_v${v} (
     seq           INTEGER PRIMARY KEY,
@@ -54,8 +60,6 @@ const historyTables = (v: number) => `
     last_position INTEGER NOT NULL,
     doc           TEXT    NOT NULL
   );
-  CREATE INDEX IF NOT EXISTS call_history_v${v}_team ON call_history_v${v} (team_id, created_at DESC, call_id DESC, title_folded, rep_folded);
-  CREATE INDEX IF NOT EXISTS call_history_v${v}_team_status ON call_history_v${v} (team_id, status, created_at DESC, call_id DESC);
   CREATE TABLE IF NOT EXISTS call_transcripts_v${v} (
     seq        INTEGER PRIMARY KEY,
     transcript TEXT NOT NULL
@@ -73,12 +77,23 @@ const historyTables = (v: number) => `
   );
 `;
 
+/** The indexes only reads use: a rebuild creates them once its rows are in, at activation (one sort instead of a B-tree insert per row). */
+const historyIndexes = (v: number) => `
+  CREATE INDEX IF NOT EXISTS call_history_v${v}_team ON call_history_v${v} (team_id, created_at DESC, call_id DESC, title_folded, rep_folded);
+  CREATE INDEX IF NOT EXISTS call_history_v${v}_team_status ON call_history_v${v} (team_id, status, created_at DESC, call_id DESC);
+`;
+
 const dropHistoryTables = (v: number) => `
   DROP TABLE IF EXISTS call_search_v${v};
   DROP TABLE IF EXISTS call_tags_v${v};
   DROP TABLE IF EXISTS call_transcripts_v${v};
   DROP TABLE IF EXISTS call_history_v${v};
 `;
+
+/** Rows per part of a rebuild's write transaction (see sqlite-worker-writer.ts). */
+const WRITE_PART_ROWS = 1000;
+
+const abandoned = (v: number) => `call history version ${v} was abandoned or replaced; begin a new rebuild`;
 
 /**
  * When a search term is common. Collecting and sorting the trigram matches costs about one row
@@ -100,9 +115,10 @@ export interface SqliteCallHistoryOptions {
   commonTermMatches?: number;
 }
 
-export const createSqliteCallHistory = (db: SqliteDb, versions: SqliteVersions, options: SqliteCallHistoryOptions = {}): CallHistoryStore => {
+/** The call history, and `close` for the rebuild writers it may have open (the database stays open). */
+export const createSqliteCallHistory = (db: SqliteDb, versions: SqliteVersions, options: SqliteCallHistoryOptions = {}): CallHistoryStore & { close(): Promise<void> } => {
   const commonFor = (rows: number) => options.commonTermMatches ?? commonTermMatches(rows);
-  versions.ensure(HISTORY, (v) => db.exec(historyTables(v)));
+  versions.ensure(HISTORY, (v) => db.exec(historyTables(v) + historyIndexes(v)));
 
   type Statement = Database.Statement<unknown[], { doc: string; transcript: string | null }>;
   /** Prepared statements of one version, dropped with it. */
@@ -111,23 +127,15 @@ export const createSqliteCallHistory = (db: SqliteDb, versions: SqliteVersions, 
     select: db.prepare<[string], { seq: number; doc: string; title_folded: string; rep_folded: string }>(
       `SELECT seq, doc, title_folded, rep_folded FROM call_history_v${v} WHERE call_id = ?`,
     ),
-    insert: db.prepare(
-      `INSERT INTO call_history_v${v} (call_id, team_id, created_at, status, title_folded, rep_folded, last_position, doc) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-    ),
-    update: db.prepare(`UPDATE call_history_v${v} SET status = ?, title_folded = ?, rep_folded = ?, last_position = ?, doc = ? WHERE seq = ?`),
-    transcript: db.prepare(`INSERT OR REPLACE INTO call_transcripts_v${v} (seq, transcript) VALUES (?, ?)`),
-    ftsInsert: db.prepare(`INSERT INTO call_search_v${v} (rowid, title_folded, rep_folded) VALUES (?, ?, ?)`),
-    // A contentless FTS5 table forgets a row given the exact values it was indexed with.
-    ftsDelete: db.prepare(`INSERT INTO call_search_v${v} (call_search_v${v}, rowid, title_folded, rep_folded) VALUES ('delete', ?, ?, ?)`),
     rows: db.prepare<[], { n: number | null }>(`SELECT max(seq) AS n FROM call_history_v${v}`),
     ftsCount: db.prepare<[string, number], { n: number }>(
       `SELECT count(*) AS n FROM (SELECT 1 FROM call_search_v${v} WHERE call_search_v${v} MATCH ? LIMIT ?)`,
     ),
-    tag: db.prepare(`INSERT OR IGNORE INTO call_tags_v${v} (team_id, tag, created_at, call_id, seq) VALUES (?, ?, ?, ?, ?)`),
     get: db.prepare<[string, string], { doc: string; transcript: string | null }>(
       `SELECT h.doc, x.transcript FROM call_history_v${v} h LEFT JOIN call_transcripts_v${v} x ON x.seq = h.seq WHERE h.call_id = ? AND h.team_id = ?`,
     ),
     lists: new Map<string, Statement>(),
+    writes: preparedBySql(db),
   });
   const statements = (v: number) => {
     let s = statementCache.get(v);
@@ -141,13 +149,9 @@ export const createSqliteCallHistory = (db: SqliteDb, versions: SqliteVersions, 
   const toRow = (r: { doc: string; transcript: string | null }): CallHistoryRow =>
     storedRow(JSON.parse(r.doc) as CallHistoryRow, r.transcript === null ? null : (JSON.parse(r.transcript) as CallHistoryRow['transcript']));
 
-  interface Loaded extends LoadedRow {
-    seq: number;
-  }
-
-  const load = (v: number, callIds: Iterable<string>): Map<string, Loaded> => {
+  const load = (v: number, callIds: Iterable<string>): Map<string, SeqRow> => {
     const select = statements(v).select;
-    const loaded = new Map<string, Loaded>();
+    const loaded = new Map<string, SeqRow>();
     for (const callId of callIds) {
       const stored = select.get(callId);
       // The stored doc leaves the transcript out (null): folding never needs it.
@@ -156,43 +160,16 @@ export const createSqliteCallHistory = (db: SqliteDb, versions: SqliteVersions, 
     return loaded;
   };
 
-  const writeChanges = (v: number, changes: RowChange<Loaded>[]) => {
-    const s = statements(v);
-    for (const change of changes) {
-      const { before, after } = change;
-      const c = changeColumns(change);
-      const position = Number(c.lastPosition);
-      let seq: number;
-      if (before) {
-        seq = before.seq;
-        s.update.run(c.status, c.titleFolded, c.repFolded, position, c.doc, seq);
-        if (c.titleFolded !== before.titleFolded || c.repFolded !== before.repFolded) {
-          s.ftsDelete.run(seq, before.titleFolded, before.repFolded);
-          s.ftsInsert.run(seq, c.titleFolded, c.repFolded);
-        }
-      } else {
-        seq = Number(s.insert.run(c.callId, c.teamId, c.createdAt, c.status, c.titleFolded, c.repFolded, position, c.doc).lastInsertRowid);
-        s.ftsInsert.run(seq, c.titleFolded, c.repFolded);
-        for (const tag of rowTagKeys(after)) s.tag.run(c.teamId, tag, c.createdAt, c.callId, seq);
-      }
-      if (transcriptRecorded(before?.row, after)) s.transcript.run(seq, c.transcript);
-    }
-  };
-
   const applyLive = db.transaction((events: readonly RecordedEvent[], checkpoint: bigint, options: ApplyOptions | undefined) => {
     const { version: v, checkpoint: stored } = versions.active(HISTORY);
     versions.expect(stored, options);
     const byCall = eventsByCall(events);
-    const pending = new Map<string, PendingRow<Loaded>>();
+    const pending = new Map<string, PendingRow<SeqRow>>();
     foldInto(pending, byCall, load(v, byCall.keys()));
-    writeChanges(v, changesOf(pending));
-    versions.storeCheckpoint(HISTORY, v, checkpoint);
-  });
-
-  const flushRebuild = db.transaction((v: number, changes: RowChange<Loaded>[], checkpoint: bigint) => {
-    const row = versions.get(HISTORY, v);
-    if (!row || row.state === 'retired') throw new Error(`call history version ${v} was abandoned or replaced; begin a new rebuild`);
-    writeChanges(v, changes);
+    const s = statements(v);
+    // New rows take the seqs the inserts would pick (one past the largest), so they are known before.
+    let last = s.rows.get()?.n ?? 0;
+    runStatements(s.writes, statementRuns(v, rowWrites(changesOf(pending), () => ++last)));
     versions.storeCheckpoint(HISTORY, v, checkpoint);
   });
 
@@ -268,7 +245,8 @@ export const createSqliteCallHistory = (db: SqliteDb, versions: SqliteVersions, 
   const activate = db.transaction((version: number) => {
     const row = versions.get(HISTORY, version);
     if (row?.state === 'active') return;
-    if (row?.state !== 'building') throw new Error(`call history version ${version} was abandoned or replaced; begin a new rebuild`);
+    if (row?.state !== 'building') throw new Error(abandoned(version));
+    db.exec(historyIndexes(version));
     const previous = versions.active(HISTORY).version;
     db.prepare("UPDATE read_model_versions SET state = 'retired' WHERE model = ? AND version = ?").run(HISTORY, previous);
     db.prepare("UPDATE read_model_versions SET state = 'active' WHERE model = ? AND version = ?").run(HISTORY, version);
@@ -276,7 +254,14 @@ export const createSqliteCallHistory = (db: SqliteDb, versions: SqliteVersions, 
     statementCache.delete(previous);
   });
 
-  const callHistory: CallHistoryStore = {
+  /** Writers of rebuilds (one each, from its first write until it is activated, fails or is replaced). */
+  const writers = new Set<SqliteWorkerWriter>();
+  const closeWriter = async (writer: SqliteWorkerWriter) => {
+    writers.delete(writer);
+    await writer.close();
+  };
+
+  const callHistory: CallHistoryStore & { close(): Promise<void> } = {
     async apply(events, checkpoint, options) {
       await serialised(db, () => applyLive.immediate(events, checkpoint, options));
     },
@@ -305,10 +290,47 @@ export const createSqliteCallHistory = (db: SqliteDb, versions: SqliteVersions, 
 
     async beginRebuild(): Promise<CallHistoryRebuild> {
       const version = await serialised(db, () => beginRebuild.immediate());
-      const buffer = new RebuildBuffer<Loaded>(
+      // Earlier rebuilds are abandoned now: their writers go (one that writes again gets a new one, and its guard's error).
+      await Promise.all([...writers].map(closeWriter));
+      let writer: SqliteWorkerWriter | undefined;
+      const writerNow = () => {
+        if (!writer || writer.closed) {
+          writer = openSqliteWorkerWriter(db);
+          writers.add(writer);
+        }
+        return writer;
+      };
+      const release = async () => {
+        if (writer) await closeWriter(writer);
+        writer = undefined;
+      };
+      // The version's tables start empty and only this rebuild writes them, so it numbers its rows.
+      let lastSeq = 0;
+      const buffer = new RebuildBuffer<SeqRow>(
         {
           load: async (callIds) => load(version, callIds),
-          flush: (changes, checkpoint) => serialised(db, () => flushRebuild.immediate(version, changes, checkpoint)),
+          flush(changes, checkpoint) {
+            const writes = rowWrites(changes, () => ++lastSeq);
+            const transaction: WriteTransaction = {
+              guard: { sql: WRITABLE_VERSION_SQL, params: [HISTORY, version], message: abandoned(version) },
+              // Made part by part while the worker runs the one before: the rows' JSON is most of it.
+              *parts() {
+                for (let i = 0; i < writes.length; i += WRITE_PART_ROWS) yield statementRuns(version, writes.slice(i, i + WRITE_PART_ROWS));
+                yield [runsOf(STORE_CHECKPOINT_SQL, [Number(checkpoint), HISTORY, version])];
+              },
+            };
+            const target = writerNow();
+            // The connection's queue waits for the write: its other writers must not contend for SQLite's lock meanwhile.
+            const written = serialised(db, () => target.write(transaction)).catch(async (error: unknown) => {
+              await release();
+              throw error;
+            });
+            const stored = (i: number): SeqRow => {
+              const { seq, change, columns } = writes[i]!;
+              return { row: docRow(change.after), titleFolded: columns.titleFolded, repFolded: columns.repFolded, seq };
+            };
+            return { stored, written };
+          },
         },
         0n,
         false,
@@ -322,9 +344,14 @@ export const createSqliteCallHistory = (db: SqliteDb, versions: SqliteVersions, 
         },
         async activate() {
           await buffer.flush();
+          await release();
           await serialised(db, () => activate.immediate(version));
         },
       };
+    },
+
+    async close() {
+      await Promise.all([...writers].map(closeWriter));
     },
   };
 

@@ -13,9 +13,12 @@ export type SqliteReadModelsOptions = SqliteCallHistoryOptions;
 /** Read models over an opened database; `close` leaves the database open (its opener closes it). */
 export const createSqliteReadModels = (db: SqliteDb, options: SqliteReadModelsOptions = {}): ReadModels => {
   const versions = sqliteVersions(db);
+  const callHistory = createSqliteCallHistory(db, versions, options);
   return {
-    callHistory: createSqliteCallHistory(db, versions, options),
+    callHistory,
     deals: createSqliteDeals(db, versions),
-    async close() {},
+    async close() {
+      await callHistory.close();
+    },
   };
 };

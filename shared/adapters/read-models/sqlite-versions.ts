@@ -8,6 +8,12 @@ import type { SqliteDb } from '../sqlite/sqlite-database.ts';
 
 export type VersionState = 'building' | 'active' | 'retired';
 
+/** Stores a checkpoint, never moving it back. Parameters: checkpoint, model, version. */
+export const STORE_CHECKPOINT_SQL = 'UPDATE read_model_versions SET checkpoint = max(checkpoint, ?) WHERE model = ? AND version = ?';
+
+/** A row when the version exists and is not retired. Parameters: model, version. */
+export const WRITABLE_VERSION_SQL = "SELECT 1 FROM read_model_versions WHERE model = ? AND version = ? AND state <> 'retired'";
+
 export interface SqliteVersions {
   /** Makes version 1 the active one the first time `model` is seen; `create` makes its tables. */
   ensure(model: string, create?: (version: number) => void): void;
@@ -39,7 +45,7 @@ export const sqliteVersions = (db: SqliteDb): SqliteVersions => {
   const versionRow = db.prepare<[string, number], { state: VersionState; checkpoint: number }>(
     'SELECT state, checkpoint FROM read_model_versions WHERE model = ? AND version = ?',
   );
-  const store = db.prepare<[number, string, number]>('UPDATE read_model_versions SET checkpoint = max(checkpoint, ?) WHERE model = ? AND version = ?');
+  const store = db.prepare<[number, string, number]>(STORE_CHECKPOINT_SQL);
 
   return {
     ensure(model, create) {

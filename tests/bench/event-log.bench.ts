@@ -31,7 +31,7 @@ import { openSqlite } from '../../shared/adapters/sqlite/sqlite-database.ts';
 import type { EventLog, OutgoingRecord } from '../../shared/ports/event-log.ts';
 import { freshSchema } from '../support/postgres.ts';
 import { tempDir } from '../support/temp-dir.ts';
-import { report, type Row } from './report.ts';
+import { drive, report, type Row } from './report.ts';
 
 const { values } = parseArgs({
   options: {
@@ -76,18 +76,6 @@ const recordOf = (i: number): OutgoingRecord => {
 const SAMPLE = recordOf(0);
 
 // ---- driving ----------------------------------------------------------------------------------
-
-/** Runs `count` operations with at most `concurrency` in flight; returns operations per second. */
-const drive = async (count: number, concurrency: number, op: (i: number) => Promise<unknown>): Promise<number> => {
-  let next = 0;
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < count) await op(next++);
-    }),
-  );
-  return count / ((performance.now() - started) / 1000);
-};
 
 /** Counts distinct records seen and resolves with the time the `expected`-th one arrived. */
 const tally = (expected: number) => {

@@ -16,24 +16,12 @@ import { openSqlite } from '../../shared/adapters/sqlite/sqlite-database.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import { freshSchema } from '../support/postgres.ts';
 import { tempDir } from '../support/temp-dir.ts';
-import { report, type Row } from './report.ts';
+import { drive, report, type Row } from './report.ts';
 
 const { values } = parseArgs({ options: { events: { type: 'string', default: '20000' }, concurrency: { type: 'string', default: '64' } } });
 const EVENTS = Number(values.events);
 const CONCURRENCY = Number(values.concurrency);
 const payload = { transcript: 'x'.repeat(200), repName: 'Dana Reyes', tags: ['demo', 'inbound'] };
-
-/** Runs `count` operations with at most `concurrency` in flight; returns operations per second. */
-const drive = async (count: number, concurrency: number, op: (i: number) => Promise<unknown>): Promise<number> => {
-  let next = 0;
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < count) await op(next++);
-    }),
-  );
-  return count / ((performance.now() - started) / 1000);
-};
 
 const appendRate = (store: EventStore) =>
   drive(EVENTS, CONCURRENCY, (i) => store.append(`call-${randomUUID()}`, [{ type: 'CallSubmitted', data: { i, ...payload } }], { expectedVersion: 'no_stream' }));

@@ -3,6 +3,7 @@
  * headers, the partition chosen from the key (same key → same partition → order kept), and
  * consumer groups that commit offsets.
  */
+import { BackendUnavailableError } from './unavailable.ts';
 
 export interface TopicSpec {
   name: string;
@@ -59,6 +60,33 @@ export interface ConsumeOptions {
   onAssigned?: (partitions: PartitionRef[]) => void | Promise<void>;
   /** Called before this member gives partitions up; in-flight records are finished first. */
   onRevoked?: (partitions: PartitionRef[]) => void | Promise<void>;
+  /**
+   * Where the member says what happens to it: warn once when the log becomes unreachable and it
+   * starts retrying, info once when it recovers, error when it stops on a fault. Default: silent.
+   */
+  log?: ConsumerLog;
+}
+
+/** The few logger methods a consumer uses (a pino logger fits). */
+export interface ConsumerLog {
+  info(fields: object, message: string): void;
+  warn(fields: object, message: string): void;
+  error(fields: object, message: string): void;
+}
+
+/**
+ * What a member is doing, for readiness: `running` (polling its partitions), `retrying` (the log
+ * or a handler's backend is unreachable since `since`; it keeps its partitions and tries again),
+ * `stopped` (by `stop()`), `failed` (ended on an error it could not retry).
+ */
+export interface ConsumerStatus {
+  state: 'running' | 'retrying' | 'stopped' | 'failed';
+  /** When the current state began. */
+  since: Date;
+  /** The error behind `retrying` or `failed`. */
+  error?: string;
+  /** Partitions owned now. */
+  partitions: number;
 }
 
 export interface Consumer {
@@ -68,6 +96,8 @@ export interface Consumer {
   readonly done: Promise<void>;
   /** Partitions this member currently owns. */
   assignment(): PartitionRef[];
+  /** The member's state, for readiness. */
+  status(): ConsumerStatus;
 }
 
 export interface ReadTopicOptions {
@@ -103,12 +133,13 @@ export interface EventLog {
   close(): Promise<void>;
 }
 
-/** The log cannot take or give records right now; worth retrying later. */
-export class EventLogUnavailableError extends Error {
-  readonly code = 'EVENT_LOG_UNAVAILABLE';
-  readonly retriable = true;
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
+/**
+ * The log cannot take or give records right now; worth retrying later. `outcomeUnknown` marks a
+ * publish that may have been written all the same (it timed out after the records were sent).
+ */
+export class EventLogUnavailableError extends BackendUnavailableError {
+  constructor(message: string, options?: { cause?: unknown; outcomeUnknown?: boolean }) {
+    super('EVENT_LOG_UNAVAILABLE', message, options);
     this.name = 'EventLogUnavailableError';
   }
 }

@@ -5,6 +5,7 @@
  * an event in its stream (KurrentDB's "stream revision"); a global position is a strictly
  * increasing number across all streams (KurrentDB's `$all` commit position).
  */
+import { BackendUnavailableError } from './unavailable.ts';
 
 /** JSON-serialisable value. */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -81,7 +82,8 @@ export interface SubscribeToAllOptions {
   batchSize?: number;
   /**
    * Receives events in global order, each exactly once per subscription, never skipping one that
-   * committed late. A thrown error stops the subscription; `Subscription.done` rejects with it.
+   * committed late. A `BackendUnavailableError` (an outage) hands the same batch again after a
+   * backoff; any other thrown error stops the subscription and `Subscription.done` rejects with it.
    */
   handler: (events: RecordedEvent[]) => Promise<void>;
 }
@@ -95,6 +97,19 @@ export interface Subscription {
   readonly position: bigint;
   /** Resolves once the subscription has handled every event that existed when it was called. */
   caughtUp(): Promise<void>;
+  /** What it is doing, for readiness. */
+  status(): SubscriptionStatus;
+}
+
+/**
+ * `live`: following the feed; `retrying`: a backend (the store, or the handler's) is unavailable
+ * since `since` and the subscription tries again by itself; `stopped` by `stop()`; `failed` on a
+ * handler error it cannot retry (`error` says which).
+ */
+export interface SubscriptionStatus {
+  state: 'live' | 'retrying' | 'stopped' | 'failed';
+  since: Date;
+  error?: string;
 }
 
 export interface EventStore {
@@ -140,11 +155,9 @@ export class ExpectedVersionConflictError extends Error {
 }
 
 /** The store cannot be reached or refused the operation for a reason worth retrying. */
-export class EventStoreUnavailableError extends Error {
-  readonly code = 'EVENT_STORE_UNAVAILABLE';
-  readonly retriable = true;
+export class EventStoreUnavailableError extends BackendUnavailableError {
   constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
+    super('EVENT_STORE_UNAVAILABLE', message, options);
     this.name = 'EventStoreUnavailableError';
   }
 }

@@ -10,8 +10,9 @@
  * would retry the batch).
  */
 import type kafkajs from 'kafkajs';
-import type { ConsumeOptions, Consumer, PartitionRef } from '../../ports/event-log.ts';
+import type { ConsumeOptions, Consumer, ConsumerStatus, PartitionRef } from '../../ports/event-log.ts';
 import { EventLogUnavailableError } from '../../ports/event-log.ts';
+import { ConsumerStatusTracker } from './consumer-status.ts';
 import { KeyedDispatcher, partitionKey } from './keyed-dispatcher.ts';
 import { messageToRecord } from './kafka-read.ts';
 
@@ -52,6 +53,7 @@ export class KafkaConsumer implements Consumer {
   private failure: { error: unknown } | undefined;
   private stopping: Promise<void> | undefined;
   private settle: { resolve: () => void; reject: (error: unknown) => void } = { resolve: () => {}, reject: () => {} };
+  private readonly tracker: ConsumerStatusTracker;
 
   private constructor(
     private readonly consumer: kafkajs.Consumer,
@@ -61,11 +63,18 @@ export class KafkaConsumer implements Consumer {
   ) {
     this.done = new Promise((resolve, reject) => (this.settle = { resolve, reject }));
     this.done.catch(() => undefined);
+    this.tracker = new ConsumerStatusTracker(options.log, { groupId: options.groupId, topics: options.topics });
     this.dispatcher = new KeyedDispatcher(options.handler, { concurrency: options.concurrency ?? 64 });
     void this.dispatcher.failure.then((error) => this.fail(error));
-    consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => this.joined(payload.memberAssignment));
+    consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
+      this.tracker.running();
+      this.joined(payload.memberAssignment);
+    });
+    consumer.on(consumer.events.FETCH, () => this.tracker.running());
     consumer.on(consumer.events.CRASH, ({ payload }) => {
-      if (!payload.restart) this.fail(this.toEventLogError(payload.error));
+      // kafkajs restarts the member after a retriable crash (it rejoins); anything else ends it.
+      if (payload.restart) this.tracker.retrying(payload.error);
+      else this.fail(this.toEventLogError(payload.error));
     });
   }
 
@@ -106,6 +115,10 @@ export class KafkaConsumer implements Consumer {
 
   assignment(): PartitionRef[] {
     return [...this.owned.values()].map((ref) => ({ ...ref }));
+  }
+
+  status(): ConsumerStatus {
+    return this.tracker.snapshot(this.owned.size);
   }
 
   async stop(): Promise<void> {
@@ -159,8 +172,10 @@ export class KafkaConsumer implements Consumer {
     try {
       await commitOffsets({ topics: [{ topic: ref.topic, partitions: [{ partition: ref.partition, offset: offset.toString() }] }] });
       this.committed.set(partitionKey(ref), offset);
-    } catch {
-      // Not committed: those records are redelivered (at least once).
+    } catch (error) {
+      // Not committed: those records are redelivered to the partition's next owner (at least
+      // once). Usually a rebalance fenced the commit; anything else is worth a line.
+      this.options.log?.warn({ groupId: this.options.groupId, ...ref, offset: offset.toString(), err: error }, 'offset commit refused; records after it will be redelivered');
     }
   }
 
@@ -207,9 +222,16 @@ export class KafkaConsumer implements Consumer {
       const refs = [...this.owned.values()];
       this.owned = new Map();
       if (refs.length > 0) await this.release(refs).catch((error: unknown) => (problem ??= error));
-      if (this.failure) this.settle.reject(this.failure.error);
-      else if (problem !== undefined && (problem as { retriable?: unknown }).retriable !== true) this.settle.reject(problem);
-      else this.settle.resolve();
+      if (this.failure) {
+        this.tracker.failed(this.failure.error);
+        this.settle.reject(this.failure.error);
+      } else if (problem !== undefined && (problem as { retriable?: unknown }).retriable !== true) {
+        this.tracker.failed(problem);
+        this.settle.reject(problem);
+      } else {
+        this.tracker.stopped();
+        this.settle.resolve();
+      }
     })();
     return this.stopping.then(() => undefined);
   }

@@ -12,7 +12,9 @@
  * or lost partition's buffer goes with it.
  */
 import { randomUUID } from 'node:crypto';
-import type { ConsumeOptions, Consumer, LogRecord, PartitionRef } from '../../ports/event-log.ts';
+import type { ConsumeOptions, Consumer, ConsumerStatus, LogRecord, PartitionRef } from '../../ports/event-log.ts';
+import { isRetriableError } from '../../ports/unavailable.ts';
+import { ConsumerStatusTracker, jitteredBackoff } from './consumer-status.ts';
 import { KeyedDispatcher, partitionKey } from './keyed-dispatcher.ts';
 import { RECORD_COLUMNS, rowToRecord, toBigInt, type RecordRow, type SqlDriver } from './sql-driver.ts';
 import { fairShare, SqlGroupMembership } from './sql-group-membership.ts';
@@ -49,8 +51,6 @@ interface Owned {
   handed: number;
 }
 
-const isRetriable = (error: unknown): boolean => (error as { retriable?: unknown } | null)?.retriable === true;
-
 export class SqlConsumer implements Consumer {
   readonly groupId: string;
   readonly topics: string[];
@@ -66,6 +66,7 @@ export class SqlConsumer implements Consumer {
   private rotation = 0;
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private heartbeating: Promise<void> = Promise.resolve();
+  private readonly tracker: ConsumerStatusTracker;
 
   private constructor(
     private readonly host: SqlConsumerHost,
@@ -73,6 +74,7 @@ export class SqlConsumer implements Consumer {
   ) {
     this.groupId = options.groupId;
     this.topics = [...new Set(options.topics)];
+    this.tracker = new ConsumerStatusTracker(options.log, { groupId: this.groupId, memberId: this.memberId, topics: this.topics });
     this.membership = new SqlGroupMembership(host.driver, {
       groupId: this.groupId,
       memberId: this.memberId,
@@ -112,6 +114,10 @@ export class SqlConsumer implements Consumer {
     return [...this.owned.values()].map((o) => ({ ...o.ref }));
   }
 
+  status(): ConsumerStatus {
+    return this.tracker.snapshot(this.owned.size);
+  }
+
   async stop(): Promise<void> {
     this.stopping = true;
     this.wakeup.wake();
@@ -135,7 +141,9 @@ export class SqlConsumer implements Consumer {
     const { timing } = this.host;
     let nextRebalance = 0;
     let nextCommit = Date.now() + timing.commitIntervalMs;
+    let failures = 0;
     while (!this.stopping && !this.dispatcher.failed) {
+      let delayMs = timing.pollIntervalMs;
       try {
         const now = Date.now();
         if (this.rebalanceDue || now >= nextRebalance) {
@@ -148,11 +156,18 @@ export class SqlConsumer implements Consumer {
           nextCommit = now + timing.commitIntervalMs;
           await this.commit([...this.owned.values()]);
         }
+        failures = 0;
+        this.tracker.running();
       } catch (error) {
         if (this.dispatcher.failed) break;
-        if (!isRetriable(error)) throw error;
+        if (!isRetriableError(error)) throw error;
+        // The database is unreachable: keep the partitions (their leases outlive a short outage),
+        // say so once, and back off instead of hammering it.
+        this.tracker.retrying(error);
+        delayMs = Math.max(timing.pollIntervalMs, jitteredBackoff(++failures, 100, 5000));
+        this.rebalanceDue = true;
       }
-      await this.wakeup.sleep(timing.pollIntervalMs);
+      await this.wakeup.sleep(delayMs);
     }
   }
 
@@ -161,7 +176,11 @@ export class SqlConsumer implements Consumer {
     this.heartbeatTimer = setTimeout(() => {
       this.heartbeating = this.membership
         .heartbeat()
-        .catch(() => undefined)
+        .catch((error: unknown) => {
+          // A missed heartbeat only shortens the leases' margin; the loop renews them on rebalance.
+          if (isRetriableError(error)) this.tracker.retrying(error);
+          else this.options.log?.error({ groupId: this.groupId, err: error }, 'consumer heartbeat failed');
+        })
         .finally(() => {
           if (this.heartbeatTimer) this.scheduleHeartbeat();
         });
@@ -306,9 +325,14 @@ export class SqlConsumer implements Consumer {
     await attempt(() => this.membership.leave());
     this.host.groupChanged(this.groupId, this);
     this.host.stopped(this);
+    const fatal = this.dispatcher.failed ? this.dispatcher.error : loopError !== undefined ? loopError : problems.find((p) => !isRetriableError(p));
+    if (fatal === undefined || (this.stopping && this.dispatcher.failed)) {
+      this.tracker.stopped();
+    } else {
+      this.tracker.failed(fatal);
+    }
     if (this.dispatcher.failed) throw this.dispatcher.error;
     if (loopError !== undefined) throw loopError;
-    const fatal = problems.find((p) => !isRetriable(p));
     if (fatal !== undefined) throw fatal;
   }
 }

@@ -5,24 +5,13 @@
  */
 import type pg from 'pg';
 import { EventLogUnavailableError } from '../../ports/event-log.ts';
+import { translatePgError } from '../postgres/pg-errors.ts';
 import { createPostgresPool, inTransaction, type PostgresOptions } from '../postgres/postgres-pool.ts';
 import { EVENT_LOG_SCHEMA, type SqlDriver, type SqlExecutor } from './sql-driver.ts';
 
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH']);
-// 08xxx connection exception; 57P01-03 shutdown / cannot connect now; 53300 too many connections.
-const SERVER_CODES = /^(08...|57P0[1-3]|53300)$/;
-const CONNECTION_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|connection error|Cannot use a pool after calling end/i;
-
-/** Connection failures become `EventLogUnavailableError`; everything else passes unchanged. */
-const toEventLogError = (error: unknown): unknown => {
-  if (error instanceof EventLogUnavailableError) return error;
-  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
-  const unavailable =
-    (typeof code === 'string' && (NETWORK_CODES.has(code) || SERVER_CODES.test(code))) ||
-    (typeof message === 'string' && CONNECTION_MESSAGES.test(message)) ||
-    (error instanceof AggregateError && error.errors.some((e) => toEventLogError(e) instanceof EventLogUnavailableError));
-  return unavailable ? new EventLogUnavailableError(`PostgreSQL event log unavailable: ${String(message || code)}`, { cause: error }) : error;
-};
+/** Retriable PostgreSQL failures (pg-errors.ts) become `EventLogUnavailableError`; everything else passes unchanged. */
+const toEventLogError = (error: unknown): unknown =>
+  translatePgError(error, (message, cause) => new EventLogUnavailableError(`PostgreSQL event log unavailable: ${message}`, { cause }));
 
 const placeholders = new Map<string, string>();
 /** `?` → `$1, $2, …` (the log's SQL has no `?` inside literals). */

@@ -1,4 +1,5 @@
-import type { ExpectedVersion, NewEvent, RecordedEvent, Subscription, SubscribeToAllOptions } from '../../ports/event-store.ts';
+import type { ExpectedVersion, NewEvent, RecordedEvent, Subscription, SubscribeToAllOptions, SubscriptionStatus } from '../../ports/event-store.ts';
+import { isBackendUnavailable } from '../../ports/unavailable.ts';
 
 /** One `append` call, as the adapters queue it for group commit. */
 export interface AppendRequest {
@@ -44,6 +45,8 @@ export const subscriptionsOver = (
   };
 };
 
+const describe = (error: unknown): string => (error instanceof Error ? `${error.name}: ${error.message}` : String(error));
+
 /** What a polling subscription needs from its store. */
 export interface FeedSource {
   readAll(options: { after: bigint; maxCount: number }): Promise<RecordedEvent[]>;
@@ -57,6 +60,8 @@ export interface FeedSource {
  * Catch-up subscription by polling the global feed: reads batches after its position, hands them
  * to the handler, and waits for a local append or the poll interval when it has caught up.
  * The feed's readAll only returns committed events without gaps, so no event is ever skipped.
+ * An outage (`BackendUnavailableError` from the store or the handler's backend) is retried in place
+ * with jittered backoff, from the same position, until it succeeds or the subscription stops.
  */
 export class PollingSubscription implements Subscription {
   readonly done: Promise<void>;
@@ -65,19 +70,30 @@ export class PollingSubscription implements Subscription {
   private wake: () => void = () => {};
   private readsStarted = 0;
   private waiters: { afterRead: number; resolve: () => void }[] = [];
+  private state: SubscriptionStatus = { state: 'live', since: new Date() };
 
   constructor(
     private readonly source: FeedSource,
     private readonly options: SubscribeToAllOptions,
     private readonly pollMs: number,
   ) {
-    this.done = this.loop();
+    this.done = this.loop().then(
+      () => void (this.state = { state: 'stopped', since: new Date() }),
+      (error: unknown) => {
+        this.state = { state: 'failed', since: new Date(), error: describe(error) };
+        throw error;
+      },
+    );
     // A stop caused by a handler error is reported through `done`; keep it from being unhandled.
     this.done.catch(() => undefined);
   }
 
   get position(): bigint {
     return this.current;
+  }
+
+  status(): SubscriptionStatus {
+    return { ...this.state };
   }
 
   caughtUp(): Promise<void> {
@@ -97,7 +113,8 @@ export class PollingSubscription implements Subscription {
   private async loop(): Promise<void> {
     const { checkpointId, handler } = this.options;
     const batchSize = this.options.batchSize ?? 500;
-    const stored = checkpointId ? await this.source.readCheckpoint(checkpointId) : undefined;
+    const stored = checkpointId ? await this.retrying(() => this.source.readCheckpoint(checkpointId)) : undefined;
+    if (this.stopped) return;
     this.current = stored ?? this.options.after ?? 0n;
     let pending = true; // something may have been appended since the last read
     const unsubscribe = this.source.onAppended(() => {
@@ -108,12 +125,14 @@ export class PollingSubscription implements Subscription {
       while (!this.stopped) {
         pending = false;
         const read = ++this.readsStarted;
-        const events = await this.source.readAll({ after: this.current, maxCount: batchSize });
-        if (this.stopped) break;
+        const events = await this.retrying(() => this.source.readAll({ after: this.current, maxCount: batchSize }));
+        if (this.stopped || events === undefined) break;
         if (events.length > 0) {
-          await handler(events);
-          this.current = events[events.length - 1]!.position;
-          if (checkpointId) await this.source.storeCheckpoint(checkpointId, this.current);
+          const last = events[events.length - 1]!.position;
+          await this.retrying(() => handler(events));
+          if (this.stopped) break;
+          this.current = last;
+          if (checkpointId) await this.retrying(() => this.source.storeCheckpoint(checkpointId, last));
         }
         if (events.length < batchSize) {
           this.waiters = this.waiters.filter((w) => (w.afterRead < read ? (w.resolve(), false) : true));
@@ -125,9 +144,31 @@ export class PollingSubscription implements Subscription {
     }
   }
 
-  private sleep(): Promise<void> {
+  /**
+   * Runs `work` until it succeeds; retriable failures wait (jittered, up to 5 s) and try again.
+   * Resolves undefined when stopped meanwhile; a non-retriable failure is thrown.
+   */
+  private async retrying<T>(work: () => Promise<T>): Promise<T | undefined> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const result = await work();
+        if (this.state.state === 'retrying') this.state = { state: 'live', since: new Date() };
+        return result;
+      } catch (error) {
+        // Only an outage is retried here; a checkpoint that moved (CheckpointMismatchError) or a bad
+        // event is the caller's to handle.
+        if (!isBackendUnavailable(error) || this.stopped) throw error;
+        if (this.state.state !== 'retrying') this.state = { state: 'retrying', since: new Date(), error: describe(error) };
+        else this.state.error = describe(error);
+        await this.sleep(Math.floor(Math.random() * Math.min(5000, 50 * 2 ** Math.min(attempt, 10))) + 1);
+        if (this.stopped) return undefined;
+      }
+    }
+  }
+
+  private sleep(ms = this.pollMs): Promise<void> {
     return new Promise((resolve) => {
-      const timer = setTimeout(done, this.pollMs);
+      const timer = setTimeout(done, ms);
       function done() {
         clearTimeout(timer);
         resolve();

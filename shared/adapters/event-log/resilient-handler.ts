@@ -1,0 +1,149 @@
+/**
+ * What every consumer does when handling one record fails, so that one record never stops a
+ * partition and an outage never costs a member its group:
+ * - a retriable failure (a backend is down: `BackendUnavailableError`, or an error that says
+ *   `retriable: true`) is retried in place with jittered backoff for as long as it lasts; the
+ *   member keeps its partitions; one warning when the retrying starts, one line when it ends;
+ * - any other failure belongs to the record (it can never be parsed or stored): the record goes
+ *   to the dead-letter topic with the reason and its origin in headers, and the consumer moves on.
+ * Only the abort signal (the consumer is stopping) ends the retrying: the handler then throws, the
+ * record is not committed, and the partition's next owner gets it again.
+ */
+import type { EventLog, LogRecord } from '../../ports/event-log.ts';
+import { isRetriableError } from '../../ports/unavailable.ts';
+import { toStorable } from '../../domain/submission/storable-text.ts';
+import { truncateChars } from '../../domain/submission/truncate-utf8.ts';
+import { jitteredBackoff } from './consumer-status.ts';
+
+export interface RecordFailureLog {
+  info(fields: object, message: string): void;
+  warn(fields: object, message: string): void;
+  error(fields: object, message: string): void;
+}
+
+export interface ResilientHandlerOptions {
+  /** Where records that can never be handled go. */
+  deadLetter: { eventLog: Pick<EventLog, 'publish'>; topic: string };
+  log: RecordFailureLog;
+  /** Aborted when the consumer stops. */
+  signal: AbortSignal;
+  /** Backoff between attempts (full jitter); default 100 ms doubling up to 5 s. */
+  backoff?: { baseMs: number; maxMs: number };
+}
+
+/** Records being retried right now, for readiness: the oldest retry's start and its error. */
+export interface RetryingRecords {
+  readonly count: number;
+  /** When the oldest retry still running began; undefined when none is. */
+  readonly since: Date | undefined;
+  readonly lastError: string | undefined;
+}
+
+export interface ResilientHandler {
+  handler: (record: LogRecord) => Promise<void>;
+  retrying(): RetryingRecords;
+  /** Records sent to the dead-letter topic by this handler. */
+  readonly deadLettered: number;
+}
+
+/** A record that can never be handled (unparseable, invalid): thrown by a handler, it goes to the dead-letter topic. */
+export class PoisonRecordError extends Error {
+  readonly retriable = false;
+  constructor(message: string) {
+    super(message);
+    this.name = 'PoisonRecordError';
+  }
+}
+
+const describe = (error: unknown): string => (error instanceof Error ? `${error.name}: ${error.message}` : String(error));
+
+const origin = (record: LogRecord) => ({ topic: record.topic, partition: record.partition, offset: record.offset.toString(), key: record.key });
+
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', abort);
+      resolve();
+    }, ms);
+    const abort = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    signal.addEventListener('abort', abort, { once: true });
+  });
+
+/** The dead-letter record: the original key, value and headers, plus why and where from. */
+export const deadLetterRecord = (record: LogRecord, reason: string) => ({
+  key: record.key,
+  value: record.value,
+  headers: {
+    ...record.headers,
+    dlq_reason: truncateChars(toStorable(reason), 2000),
+    dlq_source_topic: record.topic,
+    dlq_source_partition: String(record.partition),
+    dlq_source_offset: record.offset.toString(),
+  },
+});
+
+export const resilientHandler = (handle: (record: LogRecord) => Promise<void>, options: ResilientHandlerOptions): ResilientHandler => {
+  const { log, signal } = options;
+  const baseMs = options.backoff?.baseMs ?? 100;
+  const maxMs = options.backoff?.maxMs ?? 5000;
+  const retries = new Map<LogRecord, Date>();
+  let lastError: string | undefined;
+  let deadLettered = 0;
+
+  /** Runs `work` until it succeeds, retrying retriable failures; a non-retriable one is returned. */
+  const untilDone = async (record: LogRecord, work: () => Promise<void>): Promise<{ failed: unknown } | undefined> => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await work();
+        if (retries.delete(record)) log.info({ ...origin(record), attempts: attempt }, 'record handled after retrying');
+        return undefined;
+      } catch (error) {
+        if (signal.aborted) {
+          retries.delete(record);
+          throw error;
+        }
+        if (!isRetriableError(error)) {
+          retries.delete(record);
+          return { failed: error };
+        }
+        lastError = describe(error);
+        if (!retries.has(record)) {
+          retries.set(record, new Date());
+          log.warn({ ...origin(record), err: error }, 'record hit a retriable failure; retrying in place until it succeeds');
+        }
+        await sleep(jitteredBackoff(attempt, baseMs, maxMs), signal);
+      }
+    }
+  };
+
+  const handler = async (record: LogRecord): Promise<void> => {
+    const outcome = await untilDone(record, () => handle(record));
+    if (!outcome) return;
+    const reason = describe(outcome.failed);
+    log.error({ ...origin(record), err: outcome.failed, deadLetterTopic: options.deadLetter.topic }, 'record cannot be handled; dead-lettered');
+    const sent = await untilDone(record, async () => {
+      await options.deadLetter.eventLog.publish(options.deadLetter.topic, [deadLetterRecord(record, reason)]);
+    });
+    if (sent) {
+      // The dead-letter topic refused it for good (it does not exist?): keep the record rather than lose it.
+      throw sent.failed;
+    }
+    deadLettered++;
+  };
+
+  return {
+    handler,
+    retrying() {
+      let since: Date | undefined;
+      for (const started of retries.values()) if (!since || started < since) since = started;
+      return { count: retries.size, since, lastError };
+    },
+    get deadLettered() {
+      return deadLettered;
+    },
+  };
+};

@@ -1,0 +1,109 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { PoisonRecordError, resilientHandler } from '../../../shared/adapters/event-log/resilient-handler.ts';
+import { EventLogUnavailableError, type LogRecord, type OutgoingRecord } from '../../../shared/ports/event-log.ts';
+import { EventStoreUnavailableError } from '../../../shared/ports/event-store.ts';
+
+const record = (offset: number): LogRecord => ({
+  topic: 'calls.submitted.v1',
+  partition: 2,
+  offset: BigInt(offset),
+  key: `call-${offset}`,
+  value: '{"x":1}',
+  headers: { ce_type: 'CallSubmitted' },
+  timestamp: new Date(),
+});
+
+const setup = (handle: (r: LogRecord) => Promise<void>, publish: (topic: string, records: OutgoingRecord[]) => Promise<void> = async () => {}) => {
+  const lines: { level: string; message: string }[] = [];
+  const published: { topic: string; records: OutgoingRecord[] }[] = [];
+  const controller = new AbortController();
+  const log = {
+    info: (_f: object, message: string) => lines.push({ level: 'info', message }),
+    warn: (_f: object, message: string) => lines.push({ level: 'warn', message }),
+    error: (_f: object, message: string) => lines.push({ level: 'error', message }),
+  };
+  const resilient = resilientHandler(handle, {
+    deadLetter: {
+      eventLog: {
+        publish: async (topic, records) => {
+          await publish(topic, records);
+          published.push({ topic, records });
+          return [];
+        },
+      },
+      topic: 'calls.dead-letter.v1',
+    },
+    log,
+    signal: controller.signal,
+    backoff: { baseMs: 1, maxMs: 5 },
+  });
+  return { resilient, lines, published, controller };
+};
+
+describe('resilient record handler', () => {
+  test('an outage is retried in place until it passes, logged once when it starts and once when it ends; nothing is dead-lettered', async () => {
+    let calls = 0;
+    const { resilient, lines, published } = setup(async () => {
+      if (++calls <= 4) throw new EventStoreUnavailableError('database down');
+    });
+    await resilient.handler(record(7));
+    assert.equal(calls, 5);
+    assert.deepEqual(published, []);
+    assert.deepEqual(lines.map((l) => l.level), ['warn', 'info']);
+    assert.equal(resilient.retrying().count, 0);
+  });
+
+  test('a record that can never be handled goes to the dead-letter topic with its reason and origin, and the handler returns', async () => {
+    const { resilient, published, lines } = setup(async () => {
+      throw new PoisonRecordError('invalid CallSubmitted: /callId must be string');
+    });
+    await resilient.handler(record(9));
+    assert.equal(published.length, 1);
+    const [dead] = published[0]!.records;
+    assert.equal(published[0]!.topic, 'calls.dead-letter.v1');
+    assert.equal(dead!.key, 'call-9');
+    assert.equal(dead!.value, '{"x":1}');
+    assert.equal(dead!.headers!.ce_type, 'CallSubmitted');
+    assert.match(dead!.headers!.dlq_reason!, /invalid CallSubmitted/);
+    assert.equal(dead!.headers!.dlq_source_offset, '9');
+    assert.equal(dead!.headers!.dlq_source_partition, '2');
+    assert.equal(resilient.deadLettered, 1);
+    assert.deepEqual(lines.map((l) => l.level), ['error']);
+  });
+
+  test('an unknown error (a bug, a refused write) counts as the record\'s, not as an outage', async () => {
+    const { resilient, published } = setup(async () => {
+      throw new TypeError('Cannot read properties of undefined');
+    });
+    await resilient.handler(record(1));
+    assert.equal(published.length, 1);
+  });
+
+  test('a dead-letter topic that is unreachable is retried too: the record is never dropped', async () => {
+    let attempts = 0;
+    const { resilient, published } = setup(
+      async () => {
+        throw new PoisonRecordError('bad');
+      },
+      async () => {
+        if (++attempts <= 2) throw new EventLogUnavailableError('broker down');
+      },
+    );
+    await resilient.handler(record(3));
+    assert.equal(attempts, 3);
+    assert.equal(published.length, 1);
+  });
+
+  test('stopping ends the retrying: the handler throws, so the record is not committed and is redelivered', async () => {
+    const { resilient, controller } = setup(async () => {
+      throw new EventStoreUnavailableError('database down');
+    });
+    const running = resilient.handler(record(5));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.equal(resilient.retrying().count, 1);
+    assert.ok(resilient.retrying().since instanceof Date);
+    controller.abort(new Error('stopping'));
+    await assert.rejects(running);
+  });
+});

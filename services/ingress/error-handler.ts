@@ -1,10 +1,24 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { EventLogUnavailableError } from '../../shared/ports/event-log.ts';
-import { EventStoreUnavailableError } from '../../shared/ports/event-store.ts';
+import { ExpectedVersionConflictError } from '../../shared/ports/event-store.ts';
+import { isBackendUnavailable, isRetriableError } from '../../shared/ports/unavailable.ts';
 import { DomainError } from '../../shared/domain/decider.ts';
 import { DOMAIN_ERROR_CODES, ERROR_STATUS, type ErrorCode, type FieldError, problem, ProblemError } from './errors.ts';
 
 const PROBLEM_JSON = 'application/problem+json; charset=utf-8';
+
+/** Seconds a client should wait after a 503: a backend outage, and contention on one stream. */
+export const RETRY_AFTER_SECONDS = { unavailable: 5, contention: 1 } as const;
+
+/** What a 503 tells the caller about the fate of its request. */
+export const UNAVAILABLE_DETAIL = {
+  nothingAccepted: 'The service cannot store the request right now; nothing was accepted. Retry after the Retry-After delay.',
+  outcomeUnknown:
+    'The service could not confirm the request: the call may have been accepted. Retry after the Retry-After delay with the same Idempotency-Key to be safe (a retry without one may create a second call).',
+  contention: 'The request met concurrent changes to the same data and was not applied; nothing was accepted. Retry after the Retry-After delay.',
+  read: 'The service cannot answer right now. Retry after the Retry-After delay.',
+} as const;
+
+const READS = new Set(['GET', 'HEAD']);
 
 /** Fastify's own errors that mean "the request is wrong", mapped to our codes. */
 const FASTIFY_CODES: Record<string, ErrorCode> = {
@@ -35,13 +49,24 @@ export const installErrorHandler = (app: FastifyInstance): void => {
       const code = DOMAIN_ERROR_CODES[error.code as keyof typeof DOMAIN_ERROR_CODES];
       return reply.code(ERROR_STATUS[code]).type(PROBLEM_JSON).send(problem(code, error.message));
     }
-    if (error instanceof EventLogUnavailableError || error instanceof EventStoreUnavailableError) {
-      request.log.warn({ err: error }, 'backend unavailable');
+    // Every backend's transient unavailability (event log, event store, read models, …) and a version
+    // conflict that outlived its retries: the request was valid, so 503 + Retry-After, never a 500.
+    if (isBackendUnavailable(error) || error instanceof ExpectedVersionConflictError || isRetriableError(error)) {
+      const contention = error instanceof ExpectedVersionConflictError;
+      const outcomeUnknown = isBackendUnavailable(error) && error.outcomeUnknown;
+      request.log.warn({ err: error, outcomeUnknown }, contention ? 'version conflict persisted after retries' : 'backend unavailable');
+      const detail = READS.has(request.method)
+        ? UNAVAILABLE_DETAIL.read
+        : contention
+          ? UNAVAILABLE_DETAIL.contention
+          : outcomeUnknown
+            ? UNAVAILABLE_DETAIL.outcomeUnknown
+            : UNAVAILABLE_DETAIL.nothingAccepted;
       return reply
-        .code(503)
-        .header('retry-after', '5')
+        .code(ERROR_STATUS.SERVICE_UNAVAILABLE)
+        .header('retry-after', String(contention ? RETRY_AFTER_SECONDS.contention : RETRY_AFTER_SECONDS.unavailable))
         .type(PROBLEM_JSON)
-        .send(problem('SERVICE_UNAVAILABLE', 'The service cannot store the request right now; nothing was accepted. Retry after the Retry-After delay.'));
+        .send(problem('SERVICE_UNAVAILABLE', detail));
     }
     const mapped = error.code ? FASTIFY_CODES[error.code] : undefined;
     if (mapped === 'VALIDATION_FAILED') {

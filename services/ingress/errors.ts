@@ -33,7 +33,11 @@ export const ERROR_STATUS = {
   CONFLICT: 409,
   /** The same Idempotency-Key was sent with a different body. */
   IDEMPOTENCY_KEY_REUSED: 422,
-  /** A backend (event log, event store) cannot take the request right now; retry after Retry-After. */
+  /**
+   * A backend (event log, event store, read models) cannot serve the request right now, or
+   * concurrent writers kept conflicting; retry after Retry-After. The detail says whether the
+   * request may have been accepted all the same (then retry with the same Idempotency-Key).
+   */
   SERVICE_UNAVAILABLE: 503,
   /** An unexpected failure; the detail never carries internal messages. */
   INTERNAL: 500,

@@ -8,6 +8,7 @@ import { createMemoryRateLimiter } from '../../shared/adapters/rate-limit/memory
 import { createRedisRateLimiter } from '../../shared/adapters/rate-limit/redis-rate-limiter.ts';
 import { RateLimiterUnavailableError } from '../../shared/ports/rate-limiter.ts';
 import { backend } from '../support/backends.ts';
+import { eventually } from '../support/eventually.ts';
 import { type RateLimiterHandle, rateLimiterConformance } from './rate-limiter.ts';
 
 const redis = await backend('redis');
@@ -140,6 +141,60 @@ describe('redis rate limiter: unreachable Redis', () => {
       );
       assert.equal(reported.length, 1);
       assert.ok(reported[0] instanceof RateLimiterUnavailableError);
+    } finally {
+      await limiter.close();
+    }
+  });
+});
+
+describe('redis rate limiter: its connection killed on the server', { skip: redis.skip }, () => {
+  const rule = { limit: 1000, windowMs: 60_000 };
+
+  /** CLIENT KILL on this test's own connection only, found by its name. */
+  const killConnection = async (name: string): Promise<number> => {
+    const list = String(await adminClient().call('CLIENT', 'LIST'));
+    const ids = list
+      .split('\n')
+      .filter((line) => line.includes(` name=${name} `))
+      .map((line) => /(?:^|\s)id=(\d+)/.exec(line)?.[1])
+      .filter((id): id is string => id !== undefined);
+    for (const id of ids) await adminClient().call('CLIENT', 'KILL', 'ID', id);
+    return ids.length;
+  };
+
+  test('CLIENT KILL mid-traffic: every hit behind the fallback is decided (none throws), the outage is reported once, and Redis counts again after the reconnection', { timeout: 20_000 }, async (t) => {
+    const name = `rl-kill-${randomUUID().slice(0, 8)}`;
+    const keyPrefix = `${runPrefix}${randomUUID()}:`;
+    const reported: unknown[] = [];
+    const limiter = createFallbackRateLimiter(createRedisRateLimiter({ url: redis.url!, keyPrefix, connectionName: name }), createMemoryRateLimiter(), (error) =>
+      reported.push(error),
+    );
+    const zcard = () => adminClient().zcard(`${keyPrefix}k`);
+    try {
+      await limiter.hit('k', rule);
+      assert.equal(await zcard(), 1, 'the first hit is counted in Redis');
+
+      // Hits in flight while the connection is killed, and right after it.
+      const inFlight = Array.from({ length: 20 }, () => limiter.hit('k', rule));
+      assert.equal(await killConnection(name), 1, 'exactly the limiter connection carries the name');
+      const after = Array.from({ length: 20 }, () => limiter.hit('k', rule));
+      const settled = await Promise.allSettled([...inFlight, ...after]);
+      const thrown = settled.filter((s) => s.status === 'rejected');
+      assert.deepEqual(thrown.map((s) => String((s as PromiseRejectedResult).reason)), [], 'no hit throws');
+      assert.ok(settled.every((s) => s.status === 'fulfilled' && s.value.allowed));
+
+      // Once reconnected, hits are counted in Redis again.
+      const before = await zcard();
+      await eventually(
+        async () => {
+          await limiter.hit('k', rule);
+          assert.ok((await zcard()) > before, 'a hit after the reconnection is counted in Redis');
+        },
+        { timeoutMs: 10_000, intervalMs: 100 },
+      );
+      assert.ok(reported.length <= 1, `the outage is reported at most once (${reported.length})`);
+      assert.ok(reported.every((e) => e instanceof RateLimiterUnavailableError));
+      t.diagnostic(`outage reports: ${reported.length}; hits counted in Redis before the kill's aftermath: ${before}`);
     } finally {
       await limiter.close();
     }

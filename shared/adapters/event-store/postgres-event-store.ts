@@ -11,11 +11,25 @@ import {
   type RecordedEvent,
 } from '../../ports/event-store.ts';
 import { GroupCommit, type Outcome } from '../group-commit.ts';
-import { createPostgresPool, inTransaction, type PostgresOptions } from '../postgres/postgres-pool.ts';
+import { translatePgError } from '../postgres/pg-errors.ts';
+import { createPostgresListener } from '../postgres/postgres-listener.ts';
+import { createPostgresClient, createPostgresPool, inTransaction, type PostgresOptions } from '../postgres/postgres-pool.ts';
 import { type AppendRequest, type SqlEventStoreOptions, subscriptionsOver } from './polling-subscription.ts';
 
+/** The logger methods the store uses (a pino logger fits). */
+export interface EventStoreLog {
+  info(fields: object, message: string): void;
+  warn(fields: object, message: string): void;
+}
+
 /** Appends from any process wake subscriptions through NOTIFY. */
-export interface PostgresEventStoreOptions extends PostgresOptions, SqlEventStoreOptions {}
+export interface PostgresEventStoreOptions extends PostgresOptions, SqlEventStoreOptions {
+  /**
+   * Where the store says that its LISTEN session was lost (warn, once per outage; subscriptions
+   * then wake on their poll interval only) and that it is back (info). Default: silent.
+   */
+  log?: EventStoreLog;
+}
 
 interface EventRow {
   position: string;
@@ -59,15 +73,8 @@ const toRecorded = (row: EventRow): RecordedEvent => ({
   recordedAt: row.recorded_at,
 });
 
-/** Connection-level failures are worth retrying; everything else is a bug or a schema problem. */
-const CONNECTION_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', '57P01', '57P02', '57P03', '53300']);
-const translate = (error: unknown): unknown => {
-  const code = (error as { code?: string }).code;
-  if ((code && CONNECTION_ERRORS.has(code)) || /Connection terminated|timeout exceeded when trying to connect/i.test(String((error as Error).message))) {
-    return new EventStoreUnavailableError(`PostgreSQL event store unavailable: ${(error as Error).message}`, { cause: error });
-  }
-  return error;
-};
+const translate = (error: unknown): unknown =>
+  translatePgError(error, (message, cause) => new EventStoreUnavailableError(`PostgreSQL event store unavailable: ${message}`, { cause }));
 
 /**
  * Event store on a PostgreSQL server. Concurrent appends are group-committed: one transaction per
@@ -80,20 +87,28 @@ export const createPostgresEventStore = async (options: PostgresEventStoreOption
   const pool = await createPostgresPool(options).catch((error: unknown) => {
     throw translate(error);
   });
-  await pool.query(SCHEMA);
+  await pool.query(SCHEMA).catch(async (error: unknown) => {
+    await pool.end().catch(() => undefined);
+    throw translate(error);
+  });
   const schema = options.schema ?? 'public';
   const appended = new EventEmitter().setMaxListeners(0);
-  let listener: pg.PoolClient | undefined;
-
-  const listen = async () => {
-    if (listener) return;
-    listener = await pool.connect();
-    listener.on('notification', (message) => {
-      if (message.payload === schema) appended.emit('appended');
-    });
-    listener.on('error', () => undefined);
-    await listener.query(`LISTEN ${CHANNEL}`);
-  };
+  // Cross-process wake-ups. While the session is down subscriptions still poll every pollMs; after
+  // each (re)connection they are woken once, for what was appended while nobody listened.
+  const listener = createPostgresListener({
+    connect: () => createPostgresClient(options),
+    channel: CHANNEL,
+    onNotification: (payload) => {
+      if (payload === undefined || payload === schema) appended.emit('appended');
+    },
+    onStateChange: (change) => {
+      if (change.state === 'lost') {
+        options.log?.warn({ err: change.error, retryInMs: change.retryInMs }, 'PostgreSQL event store: LISTEN connection lost; subscriptions poll until it is back');
+      } else {
+        options.log?.info({ downMs: change.downMs }, 'PostgreSQL event store: LISTEN connection restored');
+      }
+    },
+  });
 
   const flush = async (requests: AppendRequest[]): Promise<Outcome<AppendResult>[]> =>
     inTransaction(pool, async (client) => {
@@ -190,7 +205,7 @@ export const createPostgresEventStore = async (options: PostgresEventStoreOption
     async close() {
       await subscriptions.stopAll();
       await commits.drain();
-      listener?.release();
+      await listener.stop();
       await pool.end();
     },
   };
@@ -198,8 +213,7 @@ export const createPostgresEventStore = async (options: PostgresEventStoreOption
     store,
     (wake) => {
       appended.on('appended', wake);
-      // Without LISTEN the subscription still polls; it only loses the cross-process wake-up.
-      listen().catch(() => undefined);
+      listener.start();
       return () => appended.off('appended', wake);
     },
     options.pollMs ?? 250,

@@ -5,12 +5,14 @@ import {
   type AppendResult,
   type EventStore,
   ExpectedVersionConflictError,
+  EventStoreUnavailableError,
   expectedVersionHolds,
   type Json,
   type RecordedEvent,
 } from '../../ports/event-store.ts';
 import { GroupCommit, type Outcome } from '../group-commit.ts';
 import { serialised, type SqliteDb } from '../sqlite/sqlite-database.ts';
+import { translateSqliteError } from '../sqlite/sqlite-errors.ts';
 import { type AppendRequest, type SqlEventStoreOptions, subscriptionsOver } from './polling-subscription.ts';
 
 /** Local appends wake subscriptions at once. */
@@ -55,6 +57,19 @@ const toRecorded = (row: EventRow): RecordedEvent => ({
   metadata: JSON.parse(row.metadata) as Record<string, Json>,
   recordedAt: new Date(row.recorded_at),
 });
+
+/** SQLITE_BUSY / SQLITE_LOCKED (another process holds the file past the busy timeout) are worth retrying. */
+const translate = (error: unknown): unknown =>
+  translateSqliteError(error, (message, cause) => new EventStoreUnavailableError(`SQLite event store unavailable: ${message}`, { cause }));
+
+/** Runs `work`, rethrowing its failure translated. */
+const translated = async <T>(work: () => T | Promise<T>): Promise<T> => {
+  try {
+    return await work();
+  } catch (error) {
+    throw translate(error);
+  }
+};
 
 /**
  * Event store in the embedded SQLite database. Writes go through one connection, one transaction
@@ -110,7 +125,7 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
     });
   };
 
-  const flush = (requests: AppendRequest[]): Promise<Outcome<AppendResult>[]> => serialised(db, () => writeTransaction(requests));
+  const flush = (requests: AppendRequest[]): Promise<Outcome<AppendResult>[]> => translated(() => serialised(db, () => writeTransaction(requests)));
   const writeTransaction = async (requests: AppendRequest[]): Promise<Outcome<AppendResult>[]> => {
     db.exec('BEGIN IMMEDIATE');
     try {
@@ -133,22 +148,22 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
     },
 
     async readStream(streamId, { fromRevision = 0, maxCount = Number.MAX_SAFE_INTEGER } = {}) {
-      return readStream.all(streamId, fromRevision, maxCount).map(toRecorded);
+      return (await translated(() => readStream.all(streamId, fromRevision, maxCount))).map(toRecorded);
     },
 
     async readAll({ after = 0n, maxCount = 1000 } = {}) {
-      return readAll.all(Number(after), maxCount).map(toRecorded);
+      return (await translated(() => readAll.all(Number(after), maxCount))).map(toRecorded);
     },
 
     subscribeToAll: (subscribeOptions) => subscriptions.subscribe(subscribeOptions),
 
     async readCheckpoint(checkpointId) {
-      const row = readCheckpoint.get(checkpointId);
+      const row = await translated(() => readCheckpoint.get(checkpointId));
       return row ? BigInt(row.position) : undefined;
     },
 
     async storeCheckpoint(checkpointId, position) {
-      await serialised(db, () => storeCheckpoint.run(checkpointId, Number(position)));
+      await translated(() => serialised(db, () => storeCheckpoint.run(checkpointId, Number(position))));
     },
 
     async close() {

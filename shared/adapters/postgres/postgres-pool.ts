@@ -11,34 +11,88 @@ export interface PostgresOptions {
 
 const IDENTIFIER = /^[a-z_][a-z0-9_]{0,62}$/;
 
-/** A pool whose every connection uses `schema` as its search path. */
-export const createPostgresPool = async (options: PostgresOptions): Promise<pg.Pool> => {
+const CONNECT_TIMEOUT_MS = 5000;
+
+const schemaOf = (options: PostgresOptions): string => {
   const schema = options.schema ?? 'public';
   if (!IDENTIFIER.test(schema)) throw new Error(`invalid PostgreSQL schema name ${JSON.stringify(schema)}: use lower-case letters, digits and _`);
+  return schema;
+};
+
+/**
+ * A pool whose every connection uses `schema` as its search path.
+ *
+ * A connection that drops never takes the process down: `pg` reports it as an 'error' event, which
+ * has a listener on the pool (idle clients) and, while a client is checked out, on the client
+ * (`inTransaction`; `pool.query` adds its own). The broken client is discarded and the next query
+ * opens a new connection; the query that was cut off fails with the error, which the adapters
+ * classify (pg-errors.ts).
+ */
+export const createPostgresPool = async (options: PostgresOptions): Promise<pg.Pool> => {
+  const schema = schemaOf(options);
   const pool = new pg.Pool({
     connectionString: options.connectionString,
     max: options.max ?? 10,
     options: `-c search_path=${schema}`,
-    connectionTimeoutMillis: 5000,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
   });
-  // An idle client that loses its connection emits 'error' on the pool; the next query reconnects.
+  // An idle client that loses its connection emits 'error' on the pool, which has already removed it.
   pool.on('error', () => undefined);
-  await pool.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+  try {
+    await pool.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+  } catch (error) {
+    await pool.end().catch(() => undefined);
+    throw error;
+  }
   return pool;
 };
 
-/** Runs `fn` in one transaction on one pooled client. */
+/**
+ * A connection of its own, outside the pool (a LISTEN session), configured like the pool's. The
+ * caller connects it and must listen for its 'error' event.
+ */
+export const createPostgresClient = (options: PostgresOptions): pg.Client =>
+  new pg.Client({ connectionString: options.connectionString, options: `-c search_path=${schemaOf(options)}`, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+
+/**
+ * Checks a client out with its 'error' listener already attached. The listener must be added in
+ * pg-pool's callback, synchronously: the promise form resumes the caller a microtask later, and a
+ * session terminated right after connecting delivers its FATAL in the same socket read as the
+ * connection's ReadyForQuery — an 'error' event with no listener, which would end the process.
+ */
+const checkOut = (pool: pg.Pool, onError: (error: Error) => void): Promise<pg.PoolClient> =>
+  new Promise((resolve, reject) => {
+    pool.connect((error, client) => {
+      if (error || !client) return reject(error ?? new Error('pg-pool gave no client'));
+      client.on('error', onError);
+      resolve(client);
+    });
+  });
+
+/**
+ * Runs `fn` in one transaction on one pooled client. While the client is checked out its 'error'
+ * event (the connection dropped between two statements) is listened to; the statement that follows
+ * fails instead, and the client is discarded rather than returned to the pool.
+ */
 export const inTransaction = async <T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> => {
-  const client = await pool.connect();
+  let broken: Error | undefined;
+  const onError = (error: Error) => {
+    broken ??= error;
+  };
+  const client = await checkOut(pool, onError);
   try {
     await client.query('BEGIN');
     const result = await fn(client);
     await client.query('COMMIT');
     return result;
   } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
+    // A failed ROLLBACK leaves the session in an unknown state: do not hand it to the next caller.
+    await client.query('ROLLBACK').catch((rollbackError: Error) => {
+      broken ??= rollbackError;
+    });
     throw error;
   } finally {
-    client.release();
+    client.off('error', onError);
+    client.release(broken);
   }
 };

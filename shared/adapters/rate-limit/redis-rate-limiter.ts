@@ -17,6 +17,8 @@ export interface RedisRateLimiterOptions {
    * RateLimiterUnavailableError. Default 500.
    */
   timeoutMs?: number;
+  /** Name the connection carries on the server (`CLIENT SETNAME`), to find it in `CLIENT LIST`. */
+  connectionName?: string;
 }
 
 /**
@@ -95,6 +97,7 @@ export const createRedisRateLimiter = (options: RedisRateLimiterOptions): RateLi
     maxRetriesPerRequest: 0,
     autoResendUnfulfilledCommands: false,
     retryStrategy: (attempt) => Math.min(attempt * 100, 2000),
+    ...(options.connectionName ? { connectionName: options.connectionName } : {}),
   });
   let lastConnectionError: unknown;
   client.on('error', (error: unknown) => {

@@ -5,6 +5,7 @@
  */
 import type pg from 'pg';
 import { type ApplyOptions, CheckpointMismatchError, ReadModelUnavailableError } from '../../ports/read-models.ts';
+import { translatePgError } from '../postgres/pg-errors.ts';
 
 export const VERSIONS_TABLE = `
   CREATE TABLE IF NOT EXISTS read_model_versions (
@@ -16,16 +17,10 @@ export const VERSIONS_TABLE = `
   );
 `;
 
-const CONNECTION_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', '57P01', '57P02', '57P03', '53300']);
-const translate = (error: unknown): unknown => {
-  const code = (error as { code?: string }).code;
-  if ((code && CONNECTION_ERRORS.has(code)) || /Connection terminated|timeout exceeded when trying to connect/i.test(String((error as Error).message))) {
-    return new ReadModelUnavailableError(`PostgreSQL read models unavailable: ${(error as Error).message}`, { cause: error });
-  }
-  return error;
-};
+const translate = (error: unknown): unknown =>
+  translatePgError(error, (message, cause) => new ReadModelUnavailableError(`PostgreSQL read models unavailable: ${message}`, { cause }));
 
-/** Runs `work`, turning connection failures into ReadModelUnavailableError. */
+/** Runs `work`, turning retriable PostgreSQL failures (pg-errors.ts) into ReadModelUnavailableError. */
 export const translated = async <T>(work: () => Promise<T>): Promise<T> => {
   try {
     return await work();

@@ -1,0 +1,76 @@
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import Database from 'better-sqlite3';
+import { createSqliteEventStore } from '../../../shared/adapters/event-store/sqlite-event-store.ts';
+import { isRetriableSqliteError } from '../../../shared/adapters/sqlite/sqlite-errors.ts';
+import { EventStoreUnavailableError } from '../../../shared/ports/event-store.ts';
+import { isRetriableError } from '../../../shared/ports/unavailable.ts';
+import { tempDir } from '../../support/temp-dir.ts';
+
+/** Two connections on one file: `holder` takes the write lock, `db` gives up at once when busy. */
+const lockedDatabase = () => {
+  const dir = tempDir();
+  const file = join(dir.path, 'db.sqlite');
+  const db = new Database(file);
+  db.pragma('journal_mode = WAL');
+  db.pragma('busy_timeout = 0');
+  const holder = new Database(file);
+  return {
+    db,
+    lock: () => holder.exec('BEGIN IMMEDIATE'),
+    unlock: () => holder.exec('ROLLBACK'),
+    close() {
+      holder.close();
+      db.close();
+      dir.remove();
+    },
+  };
+};
+
+test('SQLITE_BUSY (another connection holds the write lock) is retriable; a constraint violation is not', () => {
+  const files = lockedDatabase();
+  try {
+    files.db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY)');
+    files.db.exec('INSERT INTO t VALUES (1)');
+    const duplicate = (() => {
+      try {
+        files.db.exec('INSERT INTO t VALUES (1)');
+      } catch (error) {
+        return error;
+      }
+    })();
+    assert.match(String((duplicate as { code?: string }).code), /^SQLITE_CONSTRAINT/);
+    assert.equal(isRetriableSqliteError(duplicate), false);
+
+    files.lock();
+    const busy = (() => {
+      try {
+        files.db.exec('INSERT INTO t VALUES (2)');
+      } catch (error) {
+        return error;
+      }
+    })();
+    assert.match(String((busy as { code?: string }).code), /^SQLITE_BUSY/);
+    assert.equal(isRetriableSqliteError(busy), true);
+  } finally {
+    files.close();
+  }
+});
+
+test('the SQLite event store answers a busy database with a retriable EventStoreUnavailableError, and appends once the lock is gone', async () => {
+  const files = lockedDatabase();
+  const store = createSqliteEventStore(files.db);
+  try {
+    files.lock();
+    const error = await store.append('s-1', [{ type: 'Happened', data: {} }]).catch((e: unknown) => e);
+    assert.ok(error instanceof EventStoreUnavailableError, String(error));
+    assert.equal(isRetriableError(error), true);
+    files.unlock();
+    const appended = await store.append('s-1', [{ type: 'Happened', data: {} }], { expectedVersion: 'no_stream' });
+    assert.equal(appended.nextExpectedVersion, 0);
+  } finally {
+    await store.close();
+    files.close();
+  }
+});

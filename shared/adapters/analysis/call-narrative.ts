@@ -20,7 +20,10 @@
 import type { ScoreComponent } from '../../ports/analyser.ts';
 import { mainProspect, repDisplayName, SHORT_TRANSCRIPT_WORDS, type CallFacts } from './call-facts.ts';
 import type { ObjectionCategory, Topic } from './conversation-signals.ts';
+import { truncateChars } from '../../domain/submission/truncate-utf8.ts';
 
+/** A title is cut to this many characters (code points, so never inside a surrogate pair). */
+export const MAX_TITLE_CHARS = 120;
 
 const OBJECTION_HEADLINE: Record<ObjectionCategory, string> = {
   price: 'Pricing objection',
@@ -88,7 +91,7 @@ export const titleFor = (facts: CallFacts, components: ScoreComponent[]): string
     : topic
       ? `${TOPIC_HEADLINE[topic]}${steps}`
       : 'Sales conversation';
-  if (prospect) return `${headline} with ${prospect}`.slice(0, 120);
+  if (prospect) return truncateChars(`${headline} with ${prospect}`, MAX_TITLE_CHARS);
   return headline === 'Sales conversation' ? 'Sales call' : headline;
 };
 

@@ -14,6 +14,7 @@ import type { Insight, ScoreComponent } from '../../ports/analyser.ts';
 import { mainProspect, repDisplayName, SHORT_TRANSCRIPT_WORDS, type CallFacts } from './call-facts.ts';
 import type { ObjectionCategory } from './conversation-signals.ts';
 import type { Utterance } from './transcript-parser.ts';
+import { truncateChars } from '../../domain/submission/truncate-utf8.ts';
 
 export const STRENGTH_THRESHOLD = 80;
 const MAX_INSIGHTS = 6;
@@ -22,8 +23,9 @@ const MAX_EVIDENCE_CHARS = 240;
 const NOUN: Record<ObjectionCategory, string> = { price: 'pricing', timing: 'timing', competitor: 'competitor', doubt: 'uncertainty' };
 
 export const quote = (sentence: string): string => {
-  if (sentence.length <= MAX_EVIDENCE_CHARS) return sentence;
-  const cut = sentence.slice(0, MAX_EVIDENCE_CHARS);
+  // Characters are code points: a cut never leaves half of a surrogate pair (an emoji).
+  const cut = truncateChars(sentence, MAX_EVIDENCE_CHARS);
+  if (cut === sentence) return sentence;
   const space = cut.lastIndexOf(' ');
   return `${(space > 80 ? cut.slice(0, space) : cut).trimEnd()}…`;
 };

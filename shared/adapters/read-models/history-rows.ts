@@ -4,6 +4,7 @@
  * stored with. No driver code here.
  */
 import { type CallHistoryRow, type CallHistoryStatus, callIdOfStream, evolveHistoryRow, searchText, tagKey } from '../../domain/call/call-history.ts';
+import { toStorable } from '../../domain/submission/storable-text.ts';
 import type { RecordedEvent } from '../../ports/event-store.ts';
 
 /** The events of a batch grouped by call, in first-touched order; other streams dropped. */
@@ -92,7 +93,7 @@ export const indexedColumns = (row: CallHistoryRow, previous?: LoadedRow): Index
   const folded =
     previous && previous.row.title === row.title && previous.row.repName === row.repName
       ? { title: previous.titleFolded, repName: previous.repFolded }
-      : searchText(row);
+      : storableSearchText(row);
   return {
     callId: row.callId,
     teamId: row.teamId,
@@ -121,4 +122,15 @@ export const transcriptRecorded = (before: CallHistoryRow | undefined, after: Ca
   after.transcript !== null && after.transcript !== before?.transcript;
 
 /** Distinct folded tag keys of a row. */
-export const rowTagKeys = (row: CallHistoryRow): string[] => [...new Set(row.tags.map(tagKey).filter((t) => t !== ''))];
+export const rowTagKeys = (row: CallHistoryRow): string[] => [...new Set(row.tags.map((tag) => toStorable(tagKey(tag))).filter((t) => t !== ''))];
+
+/**
+ * The folded title and rep name as indexed. The ingress refuses U+0000 and unpaired surrogates, but
+ * a title can come from a remote analyser and old events predate the rule: the index gets U+FFFD in
+ * their place, since SQLite's FTS5 is corrupted by an unpaired surrogate and PostgreSQL `text`
+ * refuses U+0000. The row itself (its doc) keeps the text as recorded.
+ */
+const storableSearchText = (row: CallHistoryRow): { title: string; repName: string } => {
+  const { title, repName } = searchText(row);
+  return { title: toStorable(title), repName: toStorable(repName) };
+};

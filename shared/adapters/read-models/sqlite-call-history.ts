@@ -278,7 +278,9 @@ export const createSqliteCallHistory = (db: SqliteDb, versions: SqliteVersions, 
       const plan = { ...planList(query), teamId };
       const v = versions.active(HISTORY).version;
       let selectiveTerm = false;
-      if (plan.term !== undefined && plan.termLength >= 3) {
+      // FTS5 reads U+0000 as the end of its query text ("unterminated string"): such a term is
+      // checked by instr() alone. Stored texts never hold one (ingest refuses it).
+      if (plan.term !== undefined && plan.termLength >= 3 && !plan.term.includes('\u0000')) {
         const s = statements(v);
         // With a tag the walk follows the tag's index and seeks each row: dearer per row, so sort more.
         const common = commonFor(s.rows.get()?.n ?? 0) * (plan.tags.length > 0 ? 5 : 1);

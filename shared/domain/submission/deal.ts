@@ -10,6 +10,7 @@
 import type { Deal } from './submission.ts';
 import type { FieldError } from './submission-schema.ts';
 import { DEAL_FIELDS, SUBMISSION_LIMITS } from './submission-schema.ts';
+import { truncateChars } from './truncate-utf8.ts';
 import { isPlainObject, readAmount, readIsoDate, readLimitedText, resolveAliases, sourcesOf, type Reader } from './field-readers.ts';
 
 export interface DealRead {
@@ -40,7 +41,7 @@ export const readDeal = (body: Readonly<Record<string, unknown>>): DealRead => {
   let inner: Record<string, unknown> = {};
   if (isPlainObject(raw)) {
     inner = raw;
-    for (const name of Object.keys(raw)) if (!DEAL_FIELDS.has(name)) warnings.push(`unknown field deal.${name.slice(0, 100)} ignored`);
+    for (const name of Object.keys(raw)) if (!DEAL_FIELDS.has(name)) warnings.push(`unknown field deal.${truncateChars(name, 100)} ignored`);
   } else if (raw !== undefined && raw !== null) {
     errors.push({ field: 'deal', message: 'deal must be an object' });
   }

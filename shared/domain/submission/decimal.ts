@@ -10,8 +10,9 @@ const DECIMAL = /^-?\d+(?:\.\d+)?$/;
 
 /** The number a JSON number or an unambiguous decimal string denotes; `undefined` otherwise. */
 export const toDecimal = (value: unknown): number | undefined => {
-  if (typeof value === 'number') return Number.isFinite(value) ? value : undefined;
-  if (typeof value !== 'string' || !DECIMAL.test(value)) return undefined;
-  const n = Number(value);
-  return Number.isFinite(n) ? n : undefined; // 400 nines overflow to Infinity
+  const n = typeof value === 'number' ? value : typeof value === 'string' && DECIMAL.test(value) ? Number(value) : undefined;
+  // 400 nines overflow to Infinity. -0 is read as 0: it is the same amount, and it must compare
+  // equal to 0 when two aliases carry it.
+  if (n === undefined || !Number.isFinite(n)) return undefined;
+  return n === 0 ? 0 : n;
 };

@@ -22,7 +22,7 @@
  *        anything else                        → seconds
  *      So 45 → 45 s, 600 → 10 min, 3600 → 1 h, 90,000 → 90 s, 1.5 → 90 s.
  *   Negative values, non-numbers and strings that are not plain decimals ("1,5", "1e3", "5m")
- *   are refused (400). Decimal strings ("300") are read as numbers, as for deal amounts.
+ *   are refused (400), and so is a length over 7 days once read in its unit (MAX_DURATION_SECONDS). Decimal strings ("300") are read as numbers, as for deal amounts.
  *
  * Correction. Once the real length is known — the audio's length after download, or failing that
  * an estimate from the transcript at 150 spoken words per minute — a rule-2 or rule-3 unit is
@@ -76,6 +76,13 @@ export const SOURCE_DURATION_UNITS: ReadonlyMap<string, DurationUnit> = new Map(
   DURATION_UNITS.flatMap((unit) => SOURCES[unit].map((source) => [source, unit] as const)),
 );
 
+/**
+ * The longest duration accepted, 7 days. A call's length reserves and settles capacity: an absurd
+ * one (1e308 minutes overflows to Infinity, which JSON cannot carry) would wipe out the team's
+ * balance in floating point, so it is a 400 rather than a reservation.
+ */
+export const MAX_DURATION_SECONDS = 7 * 24 * 3600;
+
 const MILLISECONDS_FROM = 36_000;
 const FRACTIONAL_MINUTES_BELOW = 600;
 const PLAUSIBLE_SECONDS = { min: 1, max: 24 * 3600 };
@@ -103,10 +110,16 @@ export const normaliseDuration = (raw: unknown, hints: DurationHints = {}): Dura
   if (value === undefined || value < 0) {
     return { ok: false, message: 'duration must be a number ≥ 0 (a plain decimal string like "90" is accepted)' };
   }
-  if (hints.unit) return { ok: true, duration: read(value, hints.unit, 'explicit') };
   const sourceUnit = hints.source === undefined ? undefined : SOURCE_DURATION_UNITS.get(hints.source.trim().toLowerCase());
-  if (sourceUnit && plausible(toSeconds(value, sourceUnit))) return { ok: true, duration: read(value, sourceUnit, 'source') };
-  return { ok: true, duration: read(value, byMagnitude(value), 'magnitude') };
+  const duration = hints.unit
+    ? read(value, hints.unit, 'explicit')
+    : sourceUnit && plausible(toSeconds(value, sourceUnit))
+      ? read(value, sourceUnit, 'source')
+      : read(value, byMagnitude(value), 'magnitude');
+  if (duration.seconds > MAX_DURATION_SECONDS) {
+    return { ok: false, message: `duration must be at most 7 days (${MAX_DURATION_SECONDS} seconds); ${value} read as ${duration.unit} is longer` };
+  }
+  return { ok: true, duration };
 };
 
 /** Words in a transcript, for the length estimate. */

@@ -9,10 +9,13 @@
  *   a 400 too.
  * - A transcript over 512,000 UTF-8 bytes is truncated on a character boundary, with a warning.
  * - Unknown fields are ignored and listed in `warnings` (at most 20 named).
+ * - No string anywhere in the body, keys included, may hold U+0000 or an unpaired surrogate, and
+ *   the body nests at most 32 levels (storable-text.ts): what is accepted, every backend can store.
  */
 import { SUBMISSION_FIELDS, SUBMISSION_LIMITS, type FieldError } from './submission-schema.ts';
 import type { Submission } from './submission.ts';
-import { TRANSCRIPT_MAX_BYTES, truncateUtf8 } from './truncate-utf8.ts';
+import { TRANSCRIPT_MAX_BYTES, truncateChars, truncateUtf8 } from './truncate-utf8.ts';
+import { unstorableTextErrors } from './storable-text.ts';
 import { isDurationUnit, normaliseDuration, DURATION_UNITS, type DurationUnit, type NormalisedDuration } from './duration.ts';
 import { readDeal } from './deal.ts';
 import { readMetadata, readTags, sameTags } from './tags-and-metadata.ts';
@@ -69,7 +72,7 @@ const unknownFieldWarnings = (body: Readonly<Record<string, unknown>>): string[]
   const unknown = Object.keys(body).filter((name) => !SUBMISSION_FIELDS.has(name));
   const plain = unknown.filter((name) => !Object.hasOwn(UNKNOWN_FIELD_HINTS, name));
   const hinted = unknown.flatMap((name) => (Object.hasOwn(UNKNOWN_FIELD_HINTS, name) ? [UNKNOWN_FIELD_HINTS[name] ?? ''] : []));
-  const listed = plain.slice(0, MAX_LISTED_UNKNOWN).map((name) => `unknown field ${JSON.stringify(name.slice(0, 100))} ignored`);
+  const listed = plain.slice(0, MAX_LISTED_UNKNOWN).map((name) => `unknown field ${JSON.stringify(truncateChars(name, 100))} ignored`);
   const more = plain.length > MAX_LISTED_UNKNOWN ? [`${plain.length - MAX_LISTED_UNKNOWN} more unknown fields ignored`] : [];
   return [...hinted, ...listed, ...more];
 };
@@ -94,6 +97,8 @@ const readNotes = readLimitedText(SUBMISSION_LIMITS.maxNotesChars);
 /** Normalises a Push API request body; see the top of this file for the rules. */
 export const normaliseSubmission = (body: unknown): NormaliseResult => {
   if (!isPlainObject(body)) return { ok: false, errors: [{ field: 'body', message: 'the request body must be a JSON object' }] };
+  // U+0000, unpaired surrogates and over-deep nesting, anywhere in the body (storable-text.ts).
+  const textErrors = unstorableTextErrors(body);
   const errors: FieldError[] = [];
   const warnings: string[] = [];
   const field = fieldOf(body, errors);
@@ -124,7 +129,7 @@ export const normaliseSubmission = (body: unknown): NormaliseResult => {
   const deal = readDeal(body);
   errors.push(...deal.errors);
 
-  if (errors.length > 0) return { ok: false, errors: capErrors(errors) };
+  if (textErrors.length > 0 || errors.length > 0) return { ok: false, errors: capErrors([...textErrors, ...errors]) };
 
   warnings.push(...unknownFieldWarnings(body), ...deal.warnings);
   const submission: Submission = {

@@ -110,7 +110,12 @@ export const SubmissionBodySchema = Type.Object(
     ...pair('dealDate', 'deal_date', isoDate, 'Flat alias of deal.dealDate.'),
     ...pair('dealNotes', 'deal_notes', notes, 'Flat alias of deal.notes.'),
   },
-  { additionalProperties: true, description: 'A call to analyse. Every optional field accepts its camelCase or snake_case name.' },
+  {
+    additionalProperties: true,
+    description:
+      'A call to analyse. Every optional field accepts its camelCase or snake_case name. No string anywhere in the body (keys included) ' +
+      'may contain U+0000 or an unpaired surrogate, and objects and arrays nest at most 32 levels: either is a 400 naming the field.',
+  },
 );
 
 /** The request body as a JSON Schema validator would type it (the normaliser takes `unknown`). */

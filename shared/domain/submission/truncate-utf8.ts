@@ -36,3 +36,19 @@ export const truncateUtf8 = (text: string, maxBytes: number): TruncatedText => {
   const { read } = encoder.encodeInto(text, new Uint8Array(maxBytes));
   return { text: text.slice(0, read), truncated: true, originalBytes };
 };
+
+/**
+ * The first `maxChars` characters (code points) of `text`: a surrogate pair counts as one
+ * character and is kept or dropped whole, so a cut never leaves half of one. For titles, quotes and
+ * names in messages, which are limited in characters as a person counts them.
+ */
+export const truncateChars = (text: string, maxChars: number): string => {
+  if (text.length <= maxChars) return text;
+  let end = 0;
+  for (let count = 0; count < maxChars && end < text.length; count++) {
+    const unit = text.charCodeAt(end);
+    const low = text.charCodeAt(end + 1);
+    end += unit >= 0xd800 && unit <= 0xdbff && low >= 0xdc00 && low <= 0xdfff ? 2 : 1;
+  }
+  return text.slice(0, end);
+};

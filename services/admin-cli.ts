@@ -23,6 +23,7 @@ Capacity
   capacity auto-recharge --team <teamId> (--on --hours <n> | --off)
 Operations
   replay <projection>                               rebuild a projection (call-history) while the service runs
+  skip <projection> <position> --reason <text>      let a projection stopped on one event (see /readyz) go past it
   topic read <topic> [--from-offset <n>] [--limit <n>] [--partition <n>]
 
 Environment: API_URL (default http://HOST:PORT, i.e. http://127.0.0.1:3000),
@@ -45,6 +46,7 @@ const options = {
   'from-offset': { type: 'string' },
   limit: { type: 'string' },
   partition: { type: 'string' },
+  reason: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -131,6 +133,12 @@ const main = async (argv: string[]): Promise<number> => {
   if (noun === 'replay') {
     if (!verb) throw new UsageError('replay needs a projection name, e.g. npm run admin -- replay call-history');
     return replay(verb);
+  }
+  if (noun === 'skip') {
+    const position = positionals[2];
+    if (!verb || !position) throw new UsageError('skip needs a projection and a position, e.g. npm run admin -- skip call-history 1234 --reason "…"');
+    print(await call('POST', `/api/admin/projections/${encodeURIComponent(verb)}/skip`, { position, reason: need(values, 'reason') }));
+    return 0;
   }
   switch (`${noun} ${verb ?? ''}`.trim()) {
     case 'team create':

@@ -4,6 +4,7 @@
  */
 import { loadConfig } from '../shared/config.ts';
 import { openBackends } from './runtime/backends.ts';
+import { Health } from './runtime/health.ts';
 import { runUntilSignal } from './runtime/lifecycle.ts';
 import { createLogger } from './runtime/logger.ts';
 import { startIngressService, startProcessorService, startProjectionsService } from './runtime/services.ts';
@@ -12,10 +13,11 @@ runUntilSignal('call ingestion service', async () => {
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
   const backends = await openBackends(config, logger);
+  const health = new Health(config.readyRetryThresholdMs);
   try {
-    const processor = await startProcessorService(config, backends, logger);
-    const projections = startProjectionsService(backends, logger);
-    const ingress = await startIngressService(config, backends, logger);
+    const processor = await startProcessorService(config, backends, logger, health);
+    const projections = startProjectionsService(backends, logger, health);
+    const ingress = await startIngressService(config, backends, logger, health);
     logger.info({ address: ingress.address, ...backends.description }, `listening on ${ingress.address} (API docs at ${ingress.address}/docs)`);
     return {
       logger,

@@ -10,6 +10,9 @@ const Integer = (description: string, minimum = 0) => Type.Integer({ description
 export const ConfigSchema = Type.Object({
   /** HTTP port. */
   port: Integer('PORT: HTTP port (default 3000)', 0),
+  /** Port of /healthz and /readyz for the standalone processor and projections; unset: none. */
+  healthPort: Type.Optional(Integer('HEALTH_PORT: port of /healthz and /readyz of a standalone processor or projections process (default: not served)', 0)),
+  readyRetryThresholdMs: Integer('READY_RETRY_THRESHOLD_MS: how long a part may retry an unavailable backend before /readyz answers 503 (default 30000)', 1),
   /** HTTP bind address. */
   host: Type.String({ description: 'HOST: bind address (default 127.0.0.1)', minLength: 1 }),
   /** Embedded database directory (default backend). */
@@ -92,6 +95,8 @@ export class ConfigError extends Error {
 export const loadConfig = (env: Env = process.env): Config => {
   const config = {
     port: integer(env, 'PORT', 3000),
+    healthPort: optional(env, 'HEALTH_PORT') === undefined ? undefined : integer(env, 'HEALTH_PORT', 0),
+    readyRetryThresholdMs: integer(env, 'READY_RETRY_THRESHOLD_MS', 30_000),
     host: optional(env, 'HOST') ?? '127.0.0.1',
     dataDir: optional(env, 'DATA_DIR') ?? './data',
     adminToken: optional(env, 'ADMIN_TOKEN'),

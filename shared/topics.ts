@@ -18,6 +18,9 @@ export const topicNames = (prefix = ''): Topics => ({
   deadLetter: `${prefix}calls.dead-letter.v1`,
 });
 
+/** The prefix the topic names were made with (consumer groups carry it too). */
+export const topicPrefix = (topics: Topics): string => topics.callsSubmitted.slice(0, -'calls.submitted.v1'.length);
+
 /** The default names (no prefix). */
 export const TOPICS: Topics = topicNames();
 

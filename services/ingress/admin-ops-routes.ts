@@ -9,6 +9,7 @@ import { type EventLog, UnknownTopicError } from '../../shared/ports/event-log.t
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import type { ReadModels } from '../../shared/ports/read-models.ts';
 import { isReplayable, REPLAYABLE, replayProjection } from '../projections/replay.ts';
+import { isSkippable, SKIPPABLE, SKIPPED_EVENTS_STREAM, skipEvent } from '../projections/skipped-events.ts';
 import { ProblemError } from './errors.ts';
 import type { TypedApp } from './typed-app.ts';
 
@@ -112,6 +113,39 @@ export const registerAdminOpsRoutes = (app: TypedApp, deps: AdminOpsDeps): void 
         }
       };
       return reply.type('application/x-ndjson').send(Readable.from(lines()));
+    },
+  );
+
+  app.post(
+    '/api/admin/projections/:projection/skip',
+    {
+      onRequest: deps.requireAdmin,
+      schema: {
+        tags: ['Admin'],
+        summary: 'Skip the one event a projection stopped on',
+        description: `A projection that cannot project an event stops, names the event's position in its log line and in GET /readyz, and waits. This records a ProjectionEventSkipped event (stream ${SKIPPED_EVENTS_STREAM}); the projection resumes after it within seconds. Skippable: ${SKIPPABLE.join(', ')}.`,
+        security,
+        params: Type.Object({ projection: Type.String() }),
+        body: Type.Object(
+          {
+            position: Type.String({ pattern: '^[0-9]{1,20}$', description: 'Global position of the event, as the log line and /readyz show it' }),
+            reason: Type.String({ minLength: 1, maxLength: 1000, description: 'Why it is skipped (kept with the skip)' }),
+          },
+          { additionalProperties: false },
+        ),
+        response: { 201: Type.Object({ projection: Type.String(), position: Type.String(), reason: Type.String(), skippedAt: Type.String() }), ...problems },
+      },
+    },
+    async (request, reply) => {
+      const { projection } = request.params;
+      if (!isSkippable(projection)) throw new ProblemError('NOT_FOUND', `No skippable projection ${projection}; skippable: ${SKIPPABLE.join(', ')}.`);
+      const [event] = await deps.eventStore.readAll({ after: BigInt(request.body.position) - 1n, maxCount: 1 });
+      if (!event || event.position !== BigInt(request.body.position)) {
+        throw new ProblemError('NOT_FOUND', `No event at position ${request.body.position}.`);
+      }
+      const skipped = await skipEvent(deps.eventStore, { projection, position: request.body.position, reason: request.body.reason });
+      request.log.warn({ projection, position: skipped.position, streamId: event.streamId, eventType: event.type, reason: skipped.reason }, 'projection event skipped by an operator');
+      return reply.code(201).send(skipped);
     },
   );
 };

@@ -5,6 +5,7 @@ import { ProblemError } from './errors.ts';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger } from 'fastify';
+import secureJson from 'secure-json-parse';
 import type { TypedApp } from './typed-app.ts';
 import type { Logger } from 'pino';
 import type { EventLog } from '../../shared/ports/event-log.ts';
@@ -18,6 +19,8 @@ import { registerCallsRoutes } from './calls-routes.ts';
 import { installErrorHandler } from './error-handler.ts';
 import { registerIngestRoute } from './ingest-route.ts';
 import type { TeamService } from './teams/team-service.ts';
+import type { Health } from '../runtime/health.ts';
+import { readiness } from '../runtime/readiness.ts';
 
 export interface IngressDeps {
   logger: Logger;
@@ -32,6 +35,8 @@ export interface IngressDeps {
   readModels?: ReadModels;
   topics?: Topics;
   now?: () => Date;
+  /** Readiness of this process's own parts (consumer, projections, subscriptions). */
+  health?: Health;
 }
 
 export type IngressApp = TypedApp;
@@ -44,10 +49,44 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
     trustProxy: false,
     // Query strings are text: coerce them (a single ?tag= becomes an array); unknown body fields stay errors.
     ajv: { customOptions: { coerceTypes: 'array', removeAdditional: false } },
+    // While closing, answer 503 ourselves: problem+json with Retry-After, like every other 503.
+    return503OnClosing: false,
   }).withTypeProvider<TypeBoxTypeProvider>();
+
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onRequest', async (_request, reply) => {
+    if (!closing) return;
+    void reply.header('connection', 'close');
+    throw new ProblemError('SERVICE_UNAVAILABLE', 'This process is shutting down; nothing was accepted. Retry after the Retry-After delay (another instance may answer at once).', {
+      headers: { 'retry-after': '1' },
+    });
+  });
 
   // JSON only: anything else is a 415, not a string body the rules would then reject as a 400.
   app.removeContentTypeParser('text/plain');
+  // Our own JSON parser so a refusal names its rule: Fastify's answers every refusal, a
+  // "__proto__" key included, with the same "not valid JSON".
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+    const text = body as string;
+    if (text.trim() === '') return done(new ProblemError('MALFORMED_JSON', 'The body is empty; send a JSON object.'));
+    try {
+      done(null, secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' }));
+    } catch (error) {
+      const poisoned = /prototype/i.test((error as Error).message);
+      done(
+        new ProblemError(
+          'MALFORMED_JSON',
+          poisoned
+            ? 'The body has a "__proto__" key, or a "constructor" key holding "prototype", at some depth: such keys are refused.'
+            : `The body is not valid JSON: ${(error as Error).message}.`,
+        ),
+      );
+    }
+  });
   installErrorHandler(app);
 
   await app.register(swagger, {
@@ -78,11 +117,15 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
     },
   );
   app.get('/healthz', { schema: { tags: ['Operations'], summary: 'The process is alive' } }, async () => ({ status: 'ok' }));
-  app.get('/readyz', { schema: { tags: ['Operations'], summary: 'The backends answer' } }, async (_request, reply) => {
-    const backends = await deps.check();
-    const ready = Object.values(backends).every(Boolean);
-    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'unavailable', backends });
-  });
+  const ready = readiness(deps.check, deps.health, deps.logger);
+  app.get(
+    '/readyz',
+    { schema: { tags: ['Operations'], summary: 'The backends answer and every part of this process does its job; 503 names what does not' } },
+    async (_request, reply) => {
+      const report = await ready();
+      return reply.code(report.status === 'ready' ? 200 : 503).send(report);
+    },
+  );
 
   registerIngestRoute(app, { teams: deps.teams, limiter: deps.limiter, eventLog: deps.eventLog, eventStore: deps.eventStore, topics: deps.topics, now: deps.now });
   registerAdminRoutes(app, { teams: deps.teams, adminToken: deps.adminToken });

@@ -4,6 +4,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import type { CallHistoryRow } from '../../shared/domain/call/call-history.ts';
+import { isStorable } from '../../shared/domain/submission/storable-text.ts';
 import { ProblemSchema } from '../../shared/domain/submission/submission-schema.ts';
 import type { RateLimiter } from '../../shared/ports/rate-limiter.ts';
 import { CALL_HISTORY_LIMITS, type CallHistoryStore, InvalidQueryError } from '../../shared/ports/read-models.ts';
@@ -92,7 +93,7 @@ const detail = (row: CallHistoryRow) => ({
 export const registerCallsRoutes = (app: TypedApp, deps: CallsDeps): void => {
   const onRequest = apiKeyAccess({ teams: deps.teams, limiter: deps.limiter, rule: READ_RATE_LIMIT, scope: 'read' });
   const security: { [label: string]: string[] }[] = [{ apiKeyHeader: [] }, { bearer: [] }];
-  const problems = Object.fromEntries([400, 401, 404, 429].map((s) => [s, ProblemSchema]));
+  const problems = Object.fromEntries([400, 401, 404, 429, 503].map((s) => [s, ProblemSchema]));
 
   app.get(
     '/api/calls',
@@ -117,6 +118,13 @@ export const registerCallsRoutes = (app: TypedApp, deps: CallsDeps): void => {
     },
     async (request) => {
       const { search, tag, status, limit, cursor } = request.query;
+      // The same text rule as the ingest: no stored text has U+0000 or an unpaired surrogate, and
+      // PostgreSQL refuses them even in a query parameter.
+      const unstorable = [
+        ...(search !== undefined && !isStorable(search) ? [{ field: 'search', message: 'may not contain U+0000 or unpaired surrogates' }] : []),
+        ...[tag ?? []].flat().flatMap((t, i) => (isStorable(t) ? [] : [{ field: `tag[${i}]`, message: 'may not contain U+0000 or unpaired surrogates' }])),
+      ];
+      if (unstorable.length > 0) throw new ProblemError('VALIDATION_FAILED', 'The query breaks one or more rules; see errors.', { errors: unstorable });
       try {
         const page = await deps.callHistory.list(request.apiKey!.teamId, { search, tags: tag === undefined ? undefined : [tag].flat(), status, limit, cursor });
         return { calls: page.calls.map(listItem), nextCursor: page.nextCursor };
@@ -140,6 +148,8 @@ export const registerCallsRoutes = (app: TypedApp, deps: CallsDeps): void => {
       },
     },
     async (request) => {
+      // No call id holds U+0000 or an unpaired surrogate (and PostgreSQL refuses them in a parameter).
+      if (!isStorable(request.params.callId)) throw new ProblemError('NOT_FOUND', 'No such call in this team.');
       const row = await deps.callHistory.get(request.apiKey!.teamId, request.params.callId);
       if (!row) throw new ProblemError('NOT_FOUND', `No call ${request.params.callId} in this team.`);
       return detail(row);

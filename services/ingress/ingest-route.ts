@@ -11,7 +11,7 @@ import { toRecord } from '../../shared/cloudevents.ts';
 import { CALL_SUBMITTED_TYPE, type CallSubmittedData } from '../../shared/domain/call/call-submitted.ts';
 import { isDomainError } from '../../shared/domain/decider.ts';
 import { idempotencyDecider } from '../../shared/domain/idempotency/idempotency-decider.ts';
-import { normaliseSubmission } from '../../shared/domain/submission/normalise-submission.ts';
+import { type NormaliseResult, normaliseSubmission } from '../../shared/domain/submission/normalise-submission.ts';
 import { ProblemSchema, type SubmissionAccepted, SubmissionAcceptedSchema, SubmissionBodySchema } from '../../shared/domain/submission/submission-schema.ts';
 import { estimateCallMinutes } from '../../shared/domain/team/capacity.ts';
 import { matchMember } from '../../shared/domain/team/match-member.ts';
@@ -61,13 +61,17 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
   const now = deps.now ?? (() => new Date());
   const idempotency = new AggregateRepository(deps.eventStore, idempotencyDecider, (id) => `idempotency-${id}`);
 
-  /** Validates, reserves capacity and makes the call durable on the log; the 201 body. */
-  const accept = async (owner: KeyOwner, body: unknown, log: FastifyBaseLogger): Promise<SubmissionAccepted> => {
+  /** The normalised submission; a 400 with every broken rule otherwise. */
+  const validate = (body: unknown): Extract<NormaliseResult, { ok: true }> => {
     const normalised = normaliseSubmission(body);
     if (!normalised.ok) {
       throw new ProblemError('VALIDATION_FAILED', 'The submission breaks one or more rules; see errors.', { errors: normalised.errors });
     }
-    const { submission, warnings } = normalised;
+    return normalised;
+  };
+
+  /** Reserves capacity and makes the call durable on the log; the 201 body. */
+  const accept = async (owner: KeyOwner, { submission, warnings }: Extract<NormaliseResult, { ok: true }>, log: FastifyBaseLogger): Promise<SubmissionAccepted> => {
     const team = deps.teams.directoryTeam(owner.teamId);
     if (!team) throw new ProblemError('API_KEY_INVALID', 'The team of this API key no longer exists.');
 
@@ -129,8 +133,10 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
     },
     async (request, reply) => {
       const owner = request.apiKey!;
+      // Validated first: the body hash below serialises the body, which must be within the rules.
+      const normalised = validate(request.body);
       const idempotencyKey = request.headers['idempotency-key'];
-      if (idempotencyKey === undefined) return reply.code(201).send(await accept(owner, request.body, request.log));
+      if (idempotencyKey === undefined) return reply.code(201).send(await accept(owner, normalised, request.log));
 
       const key = readIdempotencyKey(idempotencyKey);
       const id = `${owner.keyId}-${sha256(key).slice(0, 32)}`;
@@ -140,7 +146,7 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
       }
       let accepted: SubmissionAccepted;
       try {
-        accepted = await accept(owner, request.body, request.log);
+        accepted = await accept(owner, normalised, request.log);
       } catch (error) {
         // No 201: free the key so that a retry of this request runs for real.
         await idempotency.handle(id, { type: 'Release', now: now().toISOString() }).catch((e: unknown) => request.log.error({ err: e }, 'idempotency release failed'));

@@ -8,6 +8,7 @@ import type { EventStore } from '../../shared/ports/event-store.ts';
 import type { RateLimiter } from '../../shared/ports/rate-limiter.ts';
 import type { ReadModels } from '../../shared/ports/read-models.ts';
 import type { Topics } from '../../shared/topics.ts';
+import type { Health } from '../runtime/health.ts';
 import { buildIngressApp, type IngressApp } from './app.ts';
 import { TeamDirectory } from './teams/team-directory.ts';
 import { TeamService } from './teams/team-service.ts';
@@ -23,6 +24,8 @@ export interface IngressOptions {
   readModels?: ReadModels;
   topics?: Topics;
   now?: () => Date;
+  /** Readiness of this process's parts; the team directory registers here. */
+  health?: Health;
 }
 
 export interface Ingress {
@@ -35,6 +38,7 @@ export interface Ingress {
 export const createIngress = async (options: IngressOptions): Promise<Ingress> => {
   const directory = new TeamDirectory();
   await directory.start(options.eventStore);
+  const unregister = options.health?.register('team-directory', () => directory.report((since) => options.health!.retryingTooLong(since)));
   const teams = new TeamService({ store: options.eventStore, directory, keySecret: options.apiKeySecret, now: options.now });
   const app = await buildIngressApp({
     logger: options.logger,
@@ -47,12 +51,14 @@ export const createIngress = async (options: IngressOptions): Promise<Ingress> =
     readModels: options.readModels,
     topics: options.topics,
     now: options.now,
+    health: options.health,
   });
   await app.ready();
   return {
     app,
     teams,
     async close() {
+      unregister?.();
       await app.close();
       await directory.stop();
     },

@@ -4,6 +4,7 @@
  */
 import { loadConfig } from '../../shared/config.ts';
 import { openBackends } from '../runtime/backends.ts';
+import { Health } from '../runtime/health.ts';
 import { runUntilSignal } from '../runtime/lifecycle.ts';
 import { createLogger } from '../runtime/logger.ts';
 import { startIngressService } from '../runtime/services.ts';
@@ -12,7 +13,7 @@ runUntilSignal('ingress', async () => {
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
   const backends = await openBackends(config, logger);
-  const ingress = await startIngressService(config, backends, logger);
+  const ingress = await startIngressService(config, backends, logger, new Health(config.readyRetryThresholdMs));
   logger.info({ address: ingress.address, ...backends.description }, `ingress listening on ${ingress.address}`);
   return {
     logger,

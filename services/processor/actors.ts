@@ -57,6 +57,10 @@ export class ActorSystem {
     await Promise.all([...this.actors.keys()].filter(select).map((id) => this.stop(id, reason)));
   }
 
+  has(callId: string): boolean {
+    return this.actors.has(callId);
+  }
+
   get size(): number {
     return this.actors.size;
   }

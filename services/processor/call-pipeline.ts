@@ -12,6 +12,7 @@ import { callStreamId } from '../../shared/domain/call/call-submitted.ts';
 import { isDomainError } from '../../shared/domain/decider.ts';
 import { correctDuration, countWords, estimateSpokenSeconds } from '../../shared/domain/submission/duration.ts';
 import { minutesForSeconds } from '../../shared/domain/team/capacity.ts';
+import { toStorable } from '../../shared/domain/submission/storable-text.ts';
 import type { TeamCommand } from '../../shared/domain/team/team-commands.ts';
 import { teamDecider } from '../../shared/domain/team/team-decider.ts';
 import { teamStreamId, type TeamEvent } from '../../shared/domain/team/team-events.ts';
@@ -37,6 +38,17 @@ export interface PipelineDeps {
   transcriptionSlot: <T>(work: () => Promise<T>) => Promise<T>;
   now?: () => Date;
 }
+
+/**
+ * What a remote engine returns (a transcript, an analysis, an error text) is not checked by the
+ * ingress: a U+0000 or an unpaired surrogate in it becomes U+FFFD, so every backend can store it.
+ */
+const storable = <T>(value: T): T => {
+  if (typeof value === 'string') return toStorable(value) as T;
+  if (Array.isArray(value)) return value.map(storable) as T;
+  if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [toStorable(k), storable(v)])) as T;
+  return value;
+};
 
 export const createCallPipeline = (deps: PipelineDeps) => {
   const calls = new AggregateRepository(deps.store, callDecider, callStreamId);
@@ -101,7 +113,7 @@ export const createCallPipeline = (deps: PipelineDeps) => {
           await record(call, {
             type: 'RecordTranscript',
             source: 'audio',
-            text: transcription.text,
+            text: storable(transcription.text),
             truncated: false,
             durationSeconds: transcription.durationSeconds,
             engine: transcription.engine,
@@ -118,7 +130,7 @@ export const createCallPipeline = (deps: PipelineDeps) => {
           { signal },
         );
         const { title, summary, score, components, insights, engine } = analysis;
-        await record(call, { type: 'RecordAnalysis', analysis: { title, summary, score, components, insights, engine }, now: now() });
+        await record(call, { type: 'RecordAnalysis', analysis: storable({ title, summary, score, components, insights, engine }), now: now() });
         return;
       }
       case 'record_deal':
@@ -137,7 +149,7 @@ export const createCallPipeline = (deps: PipelineDeps) => {
   /** Ends the call as failed; the capacity goes back first (idempotent, see `complete`). */
   const fail = async (call: PendingCall, code: string, reason: string) => {
     await releaseCapacity(call);
-    await record(call, { type: 'FailCall', code, reason, now: now() });
+    await record(call, { type: 'FailCall', code, reason: storable(reason), now: now() });
   };
 
   return {
@@ -146,7 +158,11 @@ export const createCallPipeline = (deps: PipelineDeps) => {
       const log = deps.logger.child({ callId });
       for (;;) {
         if (signal.aborted) return;
-        const { state } = await calls.load(callId);
+        // An outage while loading is retried like a step's; past the policy the actor ends and the
+        // processor's sweep wakes it again.
+        const { state } = await retrying(() => calls.load(callId), deps.retry, signal, (error, attempt, delayMs) =>
+          log.warn({ attempt, delayMs, err: error }, 'loading the call failed; retrying'),
+        );
         if (state.status !== 'pending') return;
         const step = nextStep(state);
         try {

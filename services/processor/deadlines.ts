@@ -36,6 +36,10 @@ export class Deadlines {
     for (const callId of [...this.timers.keys()]) if (select(callId)) this.disarm(callId);
   }
 
+  has(callId: string): boolean {
+    return this.timers.has(callId);
+  }
+
   get size(): number {
     return this.timers.size;
   }

@@ -4,6 +4,8 @@
  */
 import { loadConfig } from '../../shared/config.ts';
 import { openBackends } from '../runtime/backends.ts';
+import { Health } from '../runtime/health.ts';
+import { serveHealth } from '../runtime/health-server.ts';
 import { runUntilSignal } from '../runtime/lifecycle.ts';
 import { createLogger } from '../runtime/logger.ts';
 import { startProcessorService } from '../runtime/services.ts';
@@ -12,11 +14,14 @@ runUntilSignal('processor', async () => {
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
   const backends = await openBackends(config, logger);
-  const processor = await startProcessorService(config, backends, logger);
+  const health = new Health(config.readyRetryThresholdMs);
+  const processor = await startProcessorService(config, backends, logger, health);
+  const healthServer = config.healthPort === undefined ? undefined : await serveHealth(config.healthPort, config.host, backends, health, logger);
   logger.info({ ...backends.description }, 'processor running');
   return {
     logger,
     async stop() {
+      await healthServer?.close();
       await processor.stop();
       await backends.close();
     },

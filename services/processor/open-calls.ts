@@ -4,7 +4,7 @@
  * resumes the open calls it owns and re-arms their deadlines from here, so a deadline survives
  * any restart.
  */
-import type { EventStore, RecordedEvent, Subscription } from '../../shared/ports/event-store.ts';
+import type { EventStore, RecordedEvent, Subscription, SubscriptionStatus } from '../../shared/ports/event-store.ts';
 
 export interface OpenCall {
   callId: string;
@@ -41,6 +41,11 @@ export class OpenCalls {
     await this.subscription?.caughtUp();
   }
 
+  /** The feed subscription's state (deadlines and resumption depend on it). */
+  status(): SubscriptionStatus {
+    return this.subscription?.status() ?? { state: 'stopped', since: new Date(), error: 'not started' };
+  }
+
   all(): OpenCall[] {
     return [...this.open.values()];
   }
@@ -54,15 +59,19 @@ export class OpenCalls {
     if (!callId) return;
     switch (event.type) {
       case 'CallSubmitted': {
-        const call = { callId, submittedAt: (event.data as { submittedAt: string }).submittedAt };
+        const submittedAt = (event.data as { submittedAt?: unknown }).submittedAt;
+        // A malformed event (no submission time) cannot be worked or timed: the projections stop on it and report it.
+        if (typeof submittedAt !== 'string' || Number.isNaN(Date.parse(submittedAt))) return;
+        const call = { callId, submittedAt };
         this.open.set(callId, call);
         this.onChange(call, 'opened');
         return;
       }
       case 'ProcessingStarted': {
         const call = this.open.get(callId);
-        if (!call) return;
-        call.deadline = (event.data as { deadline: string }).deadline;
+        const deadline = (event.data as { deadline?: unknown }).deadline;
+        if (!call || typeof deadline !== 'string' || Number.isNaN(Date.parse(deadline))) return;
+        call.deadline = deadline;
         this.onChange(call, 'updated');
         return;
       }

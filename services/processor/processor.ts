@@ -3,9 +3,16 @@
  * one actor per call through the pipeline. The offset of a record is committed once its call is
  * in the event store; the rest is driven from the aggregate, so a long transcription never holds a
  * partition back. A call belongs to the processor that owns its partition of the topic.
+ *
+ * Nothing stops the intake for long: a record that can never be stored goes to the dead-letter
+ * topic, an outage is retried in place (see `resilientHandler`), and a consumer that ends anyway is
+ * started again. A sweep works every open call of the partitions the consumer owns, whatever the
+ * order or presence of rebalance callbacks, so no acknowledged call is left without an owner.
  */
 import type { Logger } from 'pino';
 import { partitionForKey } from '../../shared/adapters/event-log/partitioner.ts';
+import { jitteredBackoff } from '../../shared/adapters/event-log/consumer-status.ts';
+import { PoisonRecordError, resilientHandler } from '../../shared/adapters/event-log/resilient-handler.ts';
 import { callDecider } from '../../shared/domain/call/call-decider.ts';
 import { callStreamId } from '../../shared/domain/call/call-submitted.ts';
 import type { Analyser } from '../../shared/ports/analyser.ts';
@@ -13,8 +20,9 @@ import type { AudioSource } from '../../shared/ports/audio-source.ts';
 import type { Consumer, EventLog, LogRecord, PartitionRef } from '../../shared/ports/event-log.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import type { Transcriber } from '../../shared/ports/transcriber.ts';
-import { TOPICS, type Topics } from '../../shared/topics.ts';
+import { TOPICS, topicPrefix, type Topics } from '../../shared/topics.ts';
 import { AggregateRepository } from '../runtime/aggregate-repository.ts';
+import type { Health } from '../runtime/health.ts';
 import { ActorSystem } from './actors.ts';
 import { createCallPipeline } from './call-pipeline.ts';
 import { parseCallSubmitted } from './call-submitted-record.ts';
@@ -42,6 +50,10 @@ export interface ProcessorOptions {
   /** Topic names; default without prefix. */
   topics?: Topics;
   now?: () => Date;
+  /** Where the processor reports its readiness. */
+  health?: Health;
+  /** How often the sweep looks for owned open calls nobody works; default 5000 ms. */
+  sweepIntervalMs?: number;
 }
 
 export interface Processor {
@@ -50,6 +62,7 @@ export interface Processor {
   stop(): Promise<void>;
 }
 
+/** The processor's consumer group (behind TOPIC_PREFIX, as the topics). */
 export const PROCESSOR_GROUP = 'call-processor';
 
 export const startProcessor = async (options: ProcessorOptions): Promise<Processor> => {
@@ -96,27 +109,10 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
   });
   await openCalls.start(options.eventStore);
 
-  const deadLetter = async (record: LogRecord, reason: string) => {
-    log.warn({ topic: record.topic, partition: record.partition, offset: record.offset.toString(), reason }, 'record dead-lettered');
-    await options.eventLog.publish(topics.deadLetter, [
-      {
-        key: record.key,
-        value: record.value,
-        headers: {
-          ...record.headers,
-          dlq_reason: reason,
-          dlq_source_topic: record.topic,
-          dlq_source_partition: String(record.partition),
-          dlq_source_offset: record.offset.toString(),
-        },
-      },
-    ]);
-  };
-
   let warnedPartitions = false;
   const intake = async (record: LogRecord) => {
     const parsed = parseCallSubmitted(record);
-    if (!parsed.ok) return deadLetter(record, parsed.reason);
+    if (!parsed.ok) throw new PoisonRecordError(parsed.reason);
     // Appending with "no stream" makes a redelivered record harmless.
     await calls.handle(parsed.data.callId, { type: 'SubmitCall', data: parsed.data }, { teamId: parsed.data.teamId });
     if (partitionForKey(parsed.data.callId, options.topicPartitions) !== record.partition && !warnedPartitions) {
@@ -125,33 +121,114 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
     }
     actors.wake(parsed.data.callId);
   };
+  const stopping = new AbortController();
+  const records = resilientHandler(intake, { deadLetter: { eventLog: options.eventLog, topic: topics.deadLetter }, log, signal: stopping.signal });
 
   const inPartitions = (partitions: PartitionRef[]) => {
     const set = new Set(partitions.filter((p) => p.topic === topics.callsSubmitted).map((p) => p.partition));
     return (callId: string) => set.has(partitionForKey(callId, options.topicPartitions));
   };
 
-  const consumer: Consumer = await options.eventLog.consume({
-    groupId: options.groupId ?? PROCESSOR_GROUP,
-    topics: [topics.callsSubmitted],
-    handler: intake,
-    onAssigned: async (partitions) => {
-      for (const p of partitions) if (p.topic === topics.callsSubmitted) owned.add(p.partition);
-      await openCalls.caughtUp();
-      const mine = openCalls.all().filter((call) => inPartitions(partitions)(call.callId));
-      log.info({ partitions: partitions.map((p) => p.partition), resuming: mine.length }, 'partitions assigned');
-      for (const call of mine) {
-        deadlines.arm(call.callId, deadlineOf(call));
+  /** Arms the deadline and wakes the actor of every open call of these partitions that lacks one. */
+  const resume = (select: (callId: string) => boolean): number => {
+    let woken = 0;
+    for (const call of openCalls.all()) {
+      if (!select(call.callId)) continue;
+      if (!deadlines.has(call.callId)) deadlines.arm(call.callId, deadlineOf(call));
+      if (!actors.has(call.callId)) {
         actors.wake(call.callId);
+        woken++;
       }
-    },
-    onRevoked: async (partitions) => {
-      const theirs = inPartitions(partitions);
-      for (const p of partitions) if (p.topic === topics.callsSubmitted) owned.delete(p.partition);
-      deadlines.disarmAll(theirs);
-      await actors.stopAll(theirs, 'partition revoked');
-      log.info({ partitions: partitions.map((p) => p.partition) }, 'partitions revoked');
-    },
+    }
+    return woken;
+  };
+
+  const groupId = options.groupId ?? `${topicPrefix(topics)}${PROCESSOR_GROUP}`;
+  const consume = () =>
+    options.eventLog.consume({
+      groupId,
+      topics: [topics.callsSubmitted],
+      handler: records.handler,
+      log,
+      onAssigned: async (partitions) => {
+        for (const p of partitions) if (p.topic === topics.callsSubmitted) owned.add(p.partition);
+        await openCalls.caughtUp();
+        const resuming = resume(inPartitions(partitions));
+        log.info({ partitions: partitions.map((p) => p.partition), resuming }, 'partitions assigned');
+      },
+      onRevoked: async (partitions) => {
+        const theirs = inPartitions(partitions);
+        for (const p of partitions) if (p.topic === topics.callsSubmitted) owned.delete(p.partition);
+        deadlines.disarmAll(theirs);
+        await actors.stopAll(theirs, 'partition revoked');
+        log.info({ partitions: partitions.map((p) => p.partition) }, 'partitions revoked');
+      },
+    });
+
+  // A consumer that ends on an error it could not retry is started again, after a growing pause.
+  let consumer: Consumer = await consume();
+  let restarts = 0;
+  let restartTimer: NodeJS.Timeout | undefined;
+  const watch = (member: Consumer) => {
+    member.done.then(
+      () => undefined,
+      (error: unknown) => {
+        if (stopping.signal.aborted) return;
+        restarts++;
+        const delayMs = jitteredBackoff(restarts, 1000, 30_000);
+        log.error({ err: error, restarts, retryInMs: delayMs }, 'processor consumer ended; starting it again');
+        const restart = () => {
+          restartTimer = undefined;
+          if (stopping.signal.aborted) return;
+          consume().then(
+            (next) => {
+              consumer = next;
+              watch(next);
+            },
+            (startError: unknown) => {
+              log.error({ err: startError }, 'processor consumer could not start; trying again');
+              restartTimer = setTimeout(restart, jitteredBackoff(++restarts, 1000, 30_000));
+            },
+          );
+        };
+        restartTimer = setTimeout(restart, delayMs);
+      },
+    );
+  };
+  watch(consumer);
+
+  // The sweep trusts the consumer's assignment, not the callbacks that announced it.
+  let withoutPartitionsSince: Date | undefined;
+  const sweep = setInterval(() => {
+    const assigned = consumer.assignment().filter((p) => p.topic === topics.callsSubmitted);
+    withoutPartitionsSince = assigned.length > 0 ? undefined : (withoutPartitionsSince ?? new Date());
+    owned.clear();
+    for (const p of assigned) owned.add(p.partition);
+    const woken = resume(owns);
+    if (woken > 0) log.warn({ woken }, 'sweep found open calls no actor was working; resumed them');
+  }, options.sweepIntervalMs ?? 5000);
+  sweep.unref();
+
+  const unregister = options.health?.register('processor', () => {
+    const status = consumer.status();
+    const retrying = records.retrying();
+    const detail = { consumer: status.state, since: status.since.toISOString(), partitions: status.partitions, activeCalls: actors.size, openCalls: openCalls.all().length, deadLettered: records.deadLettered };
+    if (status.state === 'failed' || status.state === 'stopped') return { ready: false, reason: `consumer ${status.state}${status.error ? `: ${status.error}` : ''}`, ...detail };
+    if (status.state === 'retrying' && options.health!.retryingTooLong(status.since)) {
+      return { ready: false, reason: `consumer retrying since ${status.since.toISOString()}: ${status.error}`, ...detail };
+    }
+    const feed = openCalls.status();
+    if (feed.state === 'failed' || feed.state === 'stopped') return { ready: false, reason: `open-calls feed ${feed.state}: ${feed.error ?? ''}`, ...detail };
+    if (feed.state === 'retrying' && options.health!.retryingTooLong(feed.since)) {
+      return { ready: false, reason: `open-calls feed retrying since ${feed.since.toISOString()}: ${feed.error}`, ...detail };
+    }
+    if (options.health!.retryingTooLong(withoutPartitionsSince)) {
+      return { ready: false, reason: `owns no partition of ${topics.callsSubmitted} since ${withoutPartitionsSince!.toISOString()} (more processors than partitions, or not in the group)`, ...detail };
+    }
+    if (options.health!.retryingTooLong(retrying.since)) {
+      return { ready: false, reason: `${retrying.count} record(s) retrying since ${retrying.since!.toISOString()}: ${retrying.lastError}`, ...detail };
+    }
+    return { ready: true, ...detail };
   });
 
   return {
@@ -159,6 +236,10 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
       return actors.size;
     },
     async stop() {
+      unregister?.();
+      clearInterval(sweep);
+      clearTimeout(restartTimer);
+      stopping.abort(new Error('processor stopping'));
       await consumer.stop();
       deadlines.disarmAll();
       await actors.stopAll(() => true, 'shutting down');

@@ -2,8 +2,9 @@
  * The projections: call history and deal records (each writes its checkpoint in the same
  * transaction as its rows), the deal.outcome.updated publisher (reads the outbox the deal
  * projection writes, so a message goes out only after its deal record exists), and the call-events
- * relay. Each follows the event store's global feed and is restarted from its checkpoint if it
- * fails.
+ * relay. Each follows the event store's global feed; outages are retried in place, a failure is
+ * restarted from its checkpoint, and an event a projection cannot take stops that projection until
+ * an operator skips it (see supervised.ts).
  */
 import type { Logger } from 'pino';
 import { toRecord } from '../../shared/cloudevents.ts';
@@ -11,8 +12,11 @@ import type { EventLog } from '../../shared/ports/event-log.ts';
 import type { EventStore, Subscription } from '../../shared/ports/event-store.ts';
 import type { ProjectionWriter, ReadModels } from '../../shared/ports/read-models.ts';
 import type { Topics } from '../../shared/topics.ts';
+import { isBackendUnavailable } from '../../shared/ports/unavailable.ts';
+import type { ComponentReport, Health } from '../runtime/health.ts';
 import { startCallEventsRelay } from './call-events-relay.ts';
-import { type Supervised, supervised } from './supervised.ts';
+import { type SkippableProjection, skippedPositions } from './skipped-events.ts';
+import { ProjectionEventError, type Supervised, supervised } from './supervised.ts';
 
 export const DEAL_OUTCOME_UPDATED = 'deal.outcome.updated';
 
@@ -24,6 +28,8 @@ export interface ProjectionsOptions {
   logger: Logger;
   /** Relay every call event to calls.events.v1 (default true). */
   relayCallEvents?: boolean;
+  /** Where each projection reports its readiness. */
+  health?: Health;
 }
 
 export interface Projections {
@@ -36,18 +42,42 @@ export interface Projections {
  * Follows the feed from the writer's own stored checkpoint, applying each batch with that
  * checkpoint as the expected one. When the checkpoint moved under it (a rebuild was activated),
  * the apply fails with CheckpointMismatchError and the supervisor starts it again from the new one.
+ * A batch that fails for another reason than an outage is applied again one event at a time, so
+ * the one event that cannot be projected is named (`ProjectionEventError`) and every event before
+ * it is kept; events an operator skipped are left out.
  */
-const followFromCheckpoint = (store: EventStore, writer: ProjectionWriter, onApplied?: () => void): Subscription => {
+const followFromCheckpoint = (
+  name: SkippableProjection,
+  store: EventStore,
+  writer: ProjectionWriter,
+  onApplied?: () => void,
+): Subscription => {
   // Reading the checkpoint is async; the subscription API is not, so start after it and filter.
   let inner: Subscription | undefined;
-  const ready = writer.checkpoint().then((checkpoint) => {
+  const ready = Promise.all([writer.checkpoint(), skippedPositions(store, name)]).then(([checkpoint, skipped]) => {
     let position = checkpoint;
+    const passes = (error: unknown) => isBackendUnavailable(error) || (error as { code?: string }).code === 'CHECKPOINT_MISMATCH';
     inner = store.subscribeToAll({
       batchSize: 1000,
       after: checkpoint,
       handler: async (events) => {
         const last = events[events.length - 1]!.position;
-        await writer.apply(events, last, { expectedCheckpoint: position });
+        const kept = skipped.size === 0 ? events : events.filter((event) => !skipped.has(event.position));
+        try {
+          await writer.apply(kept, last, { expectedCheckpoint: position });
+        } catch (error) {
+          if (passes(error)) throw error;
+          for (const event of kept) {
+            try {
+              await writer.apply([event], event.position, { expectedCheckpoint: position });
+            } catch (eventError) {
+              if (passes(eventError)) throw eventError;
+              throw new ProjectionEventError(name, event, eventError);
+            }
+            position = event.position;
+          }
+          await writer.apply([], last, { expectedCheckpoint: position });
+        }
         position = last;
         onApplied?.();
       },
@@ -63,6 +93,7 @@ const followFromCheckpoint = (store: EventStore, writer: ProjectionWriter, onApp
     },
     caughtUp: () => ready.then((s) => s.caughtUp()),
     stop: () => ready.then((s) => s.stop()),
+    status: () => inner?.status() ?? { state: 'live', since: new Date() },
   };
 };
 
@@ -71,22 +102,29 @@ export const startProjections = (options: ProjectionsOptions): Projections => {
   const { eventStore, eventLog, readModels, topics } = options;
 
   const publisher = new DealOutcomePublisher(readModels, eventLog, topics, log);
-  const running: Supervised[] = [
-    supervised('call-history projection', () => followFromCheckpoint(eventStore, readModels.callHistory), log),
-    supervised('deal projection', () => followFromCheckpoint(eventStore, readModels.deals, () => publisher.wake()), log),
+  const isSkipped = (projection: SkippableProjection) => async (position: bigint) => (await skippedPositions(eventStore, projection)).has(position);
+  const running: [string, Supervised][] = [
+    ['call-history', supervised('call-history projection', () => followFromCheckpoint('call-history', eventStore, readModels.callHistory), log, { isSkipped: isSkipped('call-history') })],
+    ['deals', supervised('deal projection', () => followFromCheckpoint('deals', eventStore, readModels.deals, () => publisher.wake()), log, { isSkipped: isSkipped('deals') })],
   ];
   if (options.relayCallEvents !== false) {
-    running.push(supervised('call-events relay', () => startCallEventsRelay({ eventStore, eventLog, topics, logger: log }), log));
+    running.push(['call-events-relay', supervised('call-events relay', () => startCallEventsRelay({ eventStore, eventLog, topics, logger: log }), log)]);
   }
   publisher.start();
+  const tooLong = (since: Date) => options.health!.retryingTooLong(since);
+  const unregister = [
+    ...running.map(([name, projection]) => options.health?.register(`projection:${name}`, () => projection.report(tooLong))),
+    options.health?.register('deal-outcome-publisher', () => publisher.report(tooLong)),
+  ];
 
   return {
     async caughtUp() {
-      await Promise.all(running.map((r) => r.caughtUp()));
+      await Promise.all(running.map(([, r]) => r.caughtUp()));
       await publisher.drain();
     },
     async stop() {
-      await Promise.all(running.map((r) => r.stop()));
+      for (const remove of unregister) remove?.();
+      await Promise.all(running.map(([, r]) => r.stop()));
       await publisher.stop();
     },
   };
@@ -102,6 +140,7 @@ class DealOutcomePublisher {
   private running?: Promise<void>;
   private again = false;
   private stopped = false;
+  private failing: { since: Date; error: string } | undefined;
 
   constructor(
     private readonly readModels: ReadModels,
@@ -114,6 +153,11 @@ class DealOutcomePublisher {
     this.wake();
   }
 
+  report(retryingTooLong: (since: Date) => boolean): ComponentReport {
+    if (this.failing && retryingTooLong(this.failing.since)) return { ready: false, reason: `publishing failing since ${this.failing.since.toISOString()}: ${this.failing.error}` };
+    return { ready: true, ...(this.failing ? { retryingSince: this.failing.since.toISOString() } : {}) };
+  }
+
   wake(): void {
     if (this.stopped) return;
     if (this.running) {
@@ -122,7 +166,16 @@ class DealOutcomePublisher {
     }
     clearTimeout(this.timer);
     this.running = this.publishAll()
-      .catch((error: unknown) => this.log.error({ err: error }, 'deal.outcome.updated publishing failed; retrying'))
+      .then(() => {
+        if (!this.failing) return;
+        this.log.info({ failedForMs: Date.now() - this.failing.since.getTime() }, 'deal.outcome.updated publishing recovered');
+        this.failing = undefined;
+      })
+      .catch((error: unknown) => {
+        // Logged once per outage; the outbox keeps every entry until it is published.
+        if (!this.failing) this.log.error({ err: error }, 'deal.outcome.updated publishing failed; retrying every second');
+        this.failing = { since: this.failing?.since ?? new Date(), error: (error as Error)?.message ?? String(error) };
+      })
       .finally(() => {
         this.running = undefined;
         if (this.stopped) return;

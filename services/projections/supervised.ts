@@ -1,46 +1,115 @@
 /**
- * Keeps a subscription running: when its handler fails (a backend down, say), it is started again
- * from its checkpoint after a growing pause (1 s … 30 s), and the failure is logged once per pause.
+ * Keeps a subscription running and says how it is doing. Outages never reach here (the
+ * subscription retries them in place). What does:
+ * - the checkpoint moved under it (a replay was activated): it follows at once;
+ * - one event the projection cannot take (`ProjectionEventError`): it stops, logs the event at
+ *   error level once, reports it (readiness fails) and waits until an operator skips that event,
+ *   then resumes; it never restarts into the same failure forever;
+ * - anything else: started again from its checkpoint after a growing pause (1 s … 30 s); the
+ *   pause shrinks back once a restarted subscription has run for a minute.
  */
 import type { Logger } from 'pino';
-import type { Subscription } from '../../shared/ports/event-store.ts';
+import type { RecordedEvent, Subscription } from '../../shared/ports/event-store.ts';
+import type { ComponentReport } from '../runtime/health.ts';
+
+/** The projection failed on this one event (not an outage). */
+export class ProjectionEventError extends Error {
+  readonly retriable = false;
+  constructor(
+    readonly projection: string,
+    readonly event: Pick<RecordedEvent, 'position' | 'streamId' | 'revision' | 'type' | 'id'>,
+    cause: unknown,
+  ) {
+    super(`${projection} cannot project event ${event.type} at position ${event.position} (stream ${event.streamId}, revision ${event.revision}): ${(cause as Error)?.message ?? String(cause)}`, { cause });
+    this.name = 'ProjectionEventError';
+  }
+}
 
 export interface Supervised {
   /** Resolves once the current subscription has handled everything present when called. */
   caughtUp(): Promise<void>;
+  /** How it is doing, for readiness. */
+  report(retryingTooLong: (since: Date) => boolean): ComponentReport;
   stop(): Promise<void>;
 }
 
-export const supervised = (name: string, start: () => Subscription, logger: Logger): Supervised => {
+export interface SupervisedOptions {
+  /** For a projection that can skip events: whether the event at `position` has been skipped since. */
+  isSkipped?: (position: bigint) => Promise<boolean>;
+  /** How often a stopped projection looks for the skip; default 2000 ms. */
+  skipPollMs?: number;
+}
+
+export const supervised = (name: string, start: () => Subscription, logger: Logger, options: SupervisedOptions = {}): Supervised => {
   let current = start();
+  let startedAt = Date.now();
   let stopped = false;
   let failures = 0;
   let timer: NodeJS.Timeout | undefined;
+  let halted: ProjectionEventError | undefined;
+  let restarting: { since: Date; error: string } | undefined;
+
+  const restart = (delayMs: number) => {
+    timer = setTimeout(() => {
+      if (stopped) return;
+      current = start();
+      startedAt = Date.now();
+      watch(current);
+    }, delayMs);
+  };
+
+  const waitForSkip = (error: ProjectionEventError) => {
+    timer = setTimeout(async () => {
+      if (stopped) return;
+      const skipped = await options.isSkipped!(error.event.position).catch(() => false);
+      if (!skipped) return waitForSkip(error);
+      logger.warn({ subscription: name, position: error.event.position.toString() }, `${name}: event skipped by an operator; resuming`);
+      halted = undefined;
+      restart(0);
+    }, options.skipPollMs ?? 2000);
+  };
+
   const watch = (subscription: Subscription) => {
     subscription.done.then(
       () => undefined,
       (error: unknown) => {
         if (stopped) return;
-        let delayMs = 0;
         if ((error as { code?: string }).code === 'CHECKPOINT_MISMATCH') {
           // Another writer (a replay that was activated) moved the checkpoint: follow it at once.
           logger.info({ subscription: name }, `${name}: checkpoint moved; resuming from it`);
-        } else {
-          failures++;
-          delayMs = Math.min(30_000, 1000 * 2 ** Math.min(failures - 1, 5));
-          logger.error({ err: error, subscription: name, retryInMs: delayMs }, `${name} failed; restarting from its checkpoint`);
+          return restart(0);
         }
-        timer = setTimeout(() => {
-          if (stopped) return;
-          current = start();
-          watch(current);
-        }, delayMs);
+        if (error instanceof ProjectionEventError && options.isSkipped) {
+          halted = error;
+          logger.error(
+            { err: error, subscription: name, position: error.event.position.toString(), streamId: error.event.streamId, eventType: error.event.type },
+            `${name} stopped on an event it cannot project; skip it with: npm run admin -- skip ${error.projection} ${error.event.position}`,
+          );
+          return waitForSkip(error);
+        }
+        if (Date.now() - startedAt > 60_000) failures = 0;
+        failures++;
+        const delayMs = Math.min(30_000, 1000 * 2 ** Math.min(failures - 1, 5));
+        restarting = { since: restarting?.since ?? new Date(), error: (error as Error)?.message ?? String(error) };
+        logger.error({ err: error, subscription: name, retryInMs: delayMs, failures }, `${name} failed; restarting from its checkpoint`);
+        restart(delayMs);
       },
     );
   };
   watch(current);
+
   return {
     caughtUp: () => current.caughtUp(),
+    report(retryingTooLong) {
+      if (halted) {
+        return { ready: false, reason: halted.message, position: halted.event.position.toString(), streamId: halted.event.streamId, eventType: halted.event.type };
+      }
+      const status = current.status();
+      if (status.state === 'live' && restarting && Date.now() - startedAt > 60_000) restarting = undefined;
+      if (status.state === 'retrying' && retryingTooLong(status.since)) return { ready: false, reason: `retrying since ${status.since.toISOString()}: ${status.error}` };
+      if (restarting && status.state !== 'live') return { ready: false, reason: `restarting since ${restarting.since.toISOString()}: ${restarting.error}` };
+      return { ready: true, state: status.state };
+    },
     async stop() {
       stopped = true;
       clearTimeout(timer);

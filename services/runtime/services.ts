@@ -8,6 +8,7 @@ import { createIngress } from '../ingress/ingress.ts';
 import { startProcessor } from '../processor/processor.ts';
 import { startProjections } from '../projections/projections.ts';
 import type { Backends } from './backends.ts';
+import type { Health } from './health.ts';
 import { openRateLimiter } from './rate-limiter.ts';
 import { resolveSecrets } from './secrets.ts';
 import { openSteps } from './steps.ts';
@@ -17,7 +18,7 @@ export interface Service {
 }
 
 /** The HTTP API, listening on HOST:PORT. */
-export const startIngressService = async (config: Config, backends: Backends, logger: Logger): Promise<Service & { address: string }> => {
+export const startIngressService = async (config: Config, backends: Backends, logger: Logger, health?: Health): Promise<Service & { address: string }> => {
   const secrets = resolveSecrets(config, backends.sqlite?.dataDir);
   if (secrets.files.adminToken) logger.info({ path: secrets.files.adminToken }, `admin token in ${secrets.files.adminToken}`);
   const limiter = openRateLimiter(config, logger);
@@ -31,6 +32,7 @@ export const startIngressService = async (config: Config, backends: Backends, lo
     check: () => backends.check(),
     readModels: backends.readModels,
     topics: backends.topics,
+    health,
   });
   const address = await ingress.app.listen({ port: config.port, host: config.host });
   return {
@@ -43,7 +45,7 @@ export const startIngressService = async (config: Config, backends: Backends, lo
 };
 
 /** The call processor with the configured steps. */
-export const startProcessorService = async (config: Config, backends: Backends, logger: Logger): Promise<Service> => {
+export const startProcessorService = async (config: Config, backends: Backends, logger: Logger, health?: Health): Promise<Service> => {
   const steps = openSteps(config);
   const transcription = await steps.transcriber.available();
   if (!transcription.ok) logger.warn({ reason: transcription.reason }, 'no transcription engine: audio calls will fail with transcription_unavailable');
@@ -58,9 +60,10 @@ export const startProcessorService = async (config: Config, backends: Backends, 
     concurrency: config.processorConcurrency,
     transcriptionConcurrency: config.transcribeConcurrency,
     topics: backends.topics,
+    health,
   });
 };
 
 /** Call history, deals, deal.outcome.updated and the call-events relay. */
-export const startProjectionsService = (backends: Backends, logger: Logger): Service =>
-  startProjections({ eventStore: backends.eventStore, eventLog: backends.eventLog, readModels: backends.readModels, topics: backends.topics, logger });
+export const startProjectionsService = (backends: Backends, logger: Logger, health?: Health): Service =>
+  startProjections({ eventStore: backends.eventStore, eventLog: backends.eventLog, readModels: backends.readModels, topics: backends.topics, logger, health });

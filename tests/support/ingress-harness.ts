@@ -2,6 +2,7 @@
  * The ingress built on real backends, driven with `app.inject()`: no port is opened. Log lines are
  * captured so tests can check what reaches them.
  */
+import type { Health } from '../../services/runtime/health.ts';
 import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import type { LightMyRequestResponse } from 'fastify';
@@ -42,9 +43,11 @@ export interface HarnessOptions {
   topics?: Topics;
   /** Serve the read API from these. */
   readModels?: ReadModels;
+  /** Readiness registry GET /readyz reports. */
+  health?: Health;
 }
 
-export const createHarness = async ({ eventStore, eventLog, limiter = createMemoryRateLimiter(), topics = TOPICS, readModels }: HarnessOptions): Promise<Harness> => {
+export const createHarness = async ({ eventStore, eventLog, limiter = createMemoryRateLimiter(), topics = TOPICS, readModels, health }: HarnessOptions): Promise<Harness> => {
   const logLines: string[] = [];
   const sink = new Writable({
     write(chunk, _encoding, done) {
@@ -52,7 +55,7 @@ export const createHarness = async ({ eventStore, eventLog, limiter = createMemo
       done();
     },
   });
-  const ingress = await createIngress({ eventStore, eventLog, limiter, topics, readModels, logger: createLogger('debug', sink), adminToken: ADMIN_TOKEN, apiKeySecret: API_KEY_SECRET });
+  const ingress = await createIngress({ eventStore, eventLog, limiter, topics, readModels, logger: createLogger('debug', sink), adminToken: ADMIN_TOKEN, apiKeySecret: API_KEY_SECRET, health });
   const app = ingress.app;
 
   const admin: Harness['admin'] = (method, url, body) =>

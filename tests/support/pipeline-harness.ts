@@ -19,6 +19,7 @@ import { allTopics, type Topics, topicNames } from '../../shared/topics.ts';
 import { type Processor, startProcessor } from '../../services/processor/processor.ts';
 import type { RetryPolicy } from '../../services/processor/retry.ts';
 import { type Projections, startProjections } from '../../services/projections/projections.ts';
+import { Health } from '../../services/runtime/health.ts';
 import type { ReadModels } from '../../shared/ports/read-models.ts';
 import { eventually } from './eventually.ts';
 import { createHarness, type Harness } from './ingress-harness.ts';
@@ -35,6 +36,8 @@ export interface StepOverrides {
 
 export interface PipelineHarness extends Harness {
   topics: Topics;
+  /** What GET /readyz reports on (processor, projections, team directory). */
+  health: Health;
   /** Running when the backends include read models. */
   projections?: Projections;
   processor: Processor;
@@ -58,12 +61,14 @@ export const localSteps = (overrides: StepOverrides = {}) => ({
 export const createPipelineHarness = async (
   backends: { eventStore: EventStore; eventLog: EventLog; readModels?: ReadModels },
   overrides: StepOverrides = {},
+  options: { retryThresholdMs?: number } = {},
 ): Promise<PipelineHarness> => {
   const topics = topicNames(`t${randomUUID().slice(0, 8)}.`);
   await backends.eventLog.ensureTopics(allTopics(topics).map((name) => ({ name, partitions: PARTITIONS })));
-  const harness = await createHarness({ ...backends, topics });
+  const health = new Health(options.retryThresholdMs);
+  const harness = await createHarness({ ...backends, topics, health });
   const projections = backends.readModels
-    ? startProjections({ eventStore: backends.eventStore, eventLog: backends.eventLog, readModels: backends.readModels, topics, logger: pino({ level: 'silent' }) })
+    ? startProjections({ eventStore: backends.eventStore, eventLog: backends.eventLog, readModels: backends.readModels, topics, logger: pino({ level: 'silent' }), health })
     : undefined;
   const groupId = `processor-${randomUUID()}`;
   const start = (o: StepOverrides = overrides) =>
@@ -77,11 +82,13 @@ export const createPipelineHarness = async (
       topicPartitions: PARTITIONS,
       topics,
       groupId,
+      health,
     });
   let processor: Processor | undefined = await start();
   return {
     ...harness,
     topics,
+    health,
     projections,
     get processor() {
       return processor!;

@@ -30,14 +30,15 @@ export interface ServiceProcess {
 }
 
 /** The service's own variables are never inherited from the test run (CI exports the server ones). */
-const SERVICE_VARIABLES = /^(DATABASE_URL|DATABASE_SCHEMA|KAFKA_BROKERS|REDIS_URL|KURRENTDB_URL|TOPIC_PREFIX|TOPIC_PARTITIONS|DATA_DIR|ADMIN_TOKEN|API_KEY_SECRET|TRANSCRIBE_\w+|ANALYSE_\w+|AUDIO_\w+|PROCESS\w+|PORT|HOST|API_URL)$/;
+const SERVICE_VARIABLES = /^(DATABASE_URL|DATABASE_SCHEMA|KAFKA_BROKERS|REDIS_URL|KURRENTDB_URL|TOPIC_PREFIX|TOPIC_PARTITIONS|DATA_DIR|ADMIN_TOKEN|API_KEY_SECRET|TRANSCRIBE_\w+|ANALYSE_\w+|AUDIO_\w+|PROCESS\w+|PORT|HEALTH_PORT|READY_\w+|HOST|API_URL)$/;
 
 export const startService = async (env: Record<string, string>, entry = 'services/main.ts'): Promise<ServiceProcess> => {
   const port = await freePort();
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !SERVICE_VARIABLES.test(name)));
   const child = spawn(process.execPath, ['--import', 'tsx', entry], {
     cwd: root,
-    env: { ...inherited, LOG_LEVEL: 'warn', ...env, PORT: String(port), HOST: '127.0.0.1' },
+    // The standalone processor and projections answer /healthz and /readyz on HEALTH_PORT.
+    env: { ...inherited, LOG_LEVEL: 'warn', ...env, PORT: String(port), HEALTH_PORT: String(port), HOST: '127.0.0.1' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

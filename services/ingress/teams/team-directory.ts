@@ -11,6 +11,7 @@ import type { TeamEvent } from '../../../shared/domain/team/team-events.ts';
 import { evolveTeam, initialTeamState, type ActiveTeam, type TeamState } from '../../../shared/domain/team/team-state.ts';
 import type { EventStore, RecordedEvent, Subscription } from '../../../shared/ports/event-store.ts';
 import type { StateCache, Versioned } from '../../runtime/aggregate-repository.ts';
+import type { ComponentReport } from '../../runtime/health.ts';
 
 const TEAM_STREAM = /^team-(.+)$/;
 
@@ -38,6 +39,18 @@ export class TeamDirectory implements StateCache<TeamState> {
 
   async stop(): Promise<void> {
     await this.subscription?.stop();
+  }
+
+  /**
+   * Readiness: the directory decides which keys are valid, so one that stopped following the feed,
+   * or has been unable to read it for too long, makes the process unready.
+   */
+  report(retryingTooLong: (since: Date) => boolean): ComponentReport {
+    const status = this.subscription?.status();
+    if (!status) return { ready: false, reason: 'not started' };
+    if (status.state === 'failed' || status.state === 'stopped') return { ready: false, reason: `team events subscription ${status.state}: ${status.error ?? ''}` };
+    if (status.state === 'retrying' && retryingTooLong(status.since)) return { ready: false, reason: `cannot read team events since ${status.since.toISOString()}: ${status.error}` };
+    return { ready: true, state: status.state };
   }
 
   /** The team and key a key hash belongs to, when the key is active. */

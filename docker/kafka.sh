@@ -4,10 +4,16 @@
 # Kafka's own jars come from Maven Central via docker/kafka/pom.xml and stay cached in
 # the local Maven repository (~/.m2), so only the first start downloads anything.
 #
-# Usage: docker/kafka.sh start|stop|status|logs
+# Usage: docker/kafka.sh start|stop|status|logs|kill|resume|pause|unpause
 #   start   resolve jars, write config, format fresh storage, start in the background, wait until
 #           it answers; prints KAFKA_BROKERS=127.0.0.1:<port>. No-op if already running.
 #   stop    stop the broker from the pid file and delete its data.
+# For fault tests (the data directory is kept; nothing is formatted again):
+#   kill [SIG]  send SIG (default TERM; KILL for a crash) and wait until the broker has exited.
+#   resume      start the broker again on the storage the last start formatted, wait until it
+#               answers; prints KAFKA_BROKERS=... No-op if already running.
+#   pause       SIGSTOP: the broker hangs (its port still accepts connections) until unpause.
+#   unpause     SIGCONT.
 # Broker settings: auto.create.topics.enable=true, num.partitions=1, all replication factors 1,
 # group.initial.rebalance.delay.ms=0. Needs a JDK 17+ (java + javac) and Maven.
 #
@@ -248,7 +254,12 @@ cmd_start() {
   fi
 
   compile_ready_probe
+  launch_and_wait "$t0"
+}
 
+# Starts kafka.Kafka on $CONFIG in the background and waits until it answers (KafkaReady).
+launch_and_wait() {
+  local t0="$1" pid
   log "starting broker on $BROKERS (controller 127.0.0.1:$KAFKA_CONTROLLER_PORT), log: $LOG_FILE"
   : > "$LOG_FILE"
   : > "$KAFKA_HOME_DIR/readiness.log"
@@ -309,6 +320,51 @@ cmd_stop() {
   rm -rf "$DATA_DIR"
 }
 
+cmd_kill() {
+  local signal="${1:-TERM}" pid
+  pid="$(running_pid)" || die "not running (no live broker for $PID_FILE)"
+  log "sending SIG$signal to broker (pid $pid); data kept in $DATA_DIR"
+  kill -"$signal" "$pid"
+  local deadline=$((SECONDS + KAFKA_STOP_TIMEOUT))
+  while kill -0 "$pid" 2>/dev/null; do
+    if (( SECONDS >= deadline )); then
+      log "pid $pid still alive after ${KAFKA_STOP_TIMEOUT}s, sending SIGKILL"
+      kill -KILL "$pid" 2>/dev/null || true
+      deadline=$((SECONDS + 3600))
+    fi
+    sleep 0.1
+  done
+  rm -f "$PID_FILE"
+  log "exited"
+}
+
+cmd_resume() {
+  local pid
+  if pid="$(running_pid)"; then
+    log "already running (pid $pid, home $KAFKA_HOME_DIR)"
+    echo "KAFKA_BROKERS=$BROKERS"
+    return 0
+  fi
+  [[ -f "$DATA_DIR/meta.properties" && -f "$CONFIG" ]] || die "no formatted storage in $DATA_DIR to resume on (use start)"
+  rm -f "$PID_FILE"
+  command -v "$JAVA" >/dev/null 2>&1 || die "java ('$JAVA') not found; install a JDK 17+ or set JAVA/JAVA_HOME"
+  local p
+  for p in "$KAFKA_PORT" "$KAFKA_CONTROLLER_PORT"; do
+    port_open "$p" && die "port 127.0.0.1:$p is already in use (another Kafka? set KAFKA_PORT / KAFKA_CONTROLLER_PORT)"
+  done
+  local t0=$SECONDS
+  resolve_classpath
+  compile_ready_probe
+  launch_and_wait "$t0"
+}
+
+cmd_signal() {
+  local pid
+  pid="$(running_pid)" || die "not running (no live broker for $PID_FILE)"
+  kill -"$1" "$pid"
+  log "sent SIG$1 to broker (pid $pid)"
+}
+
 cmd_status() {
   local pid
   if pid="$(running_pid)"; then
@@ -324,5 +380,9 @@ case "${1:-}" in
   stop)   cmd_stop ;;
   status) cmd_status ;;
   logs)   [[ -f "$LOG_FILE" ]] && tail -n "${2:-100}" "$LOG_FILE" || die "no log at $LOG_FILE" ;;
-  *)      echo "usage: $0 start|stop|status|logs [lines]" >&2; exit 2 ;;
+  kill)    cmd_kill "${2:-TERM}" ;;
+  resume)  cmd_resume ;;
+  pause)   cmd_signal STOP ;;
+  unpause) cmd_signal CONT ;;
+  *)      echo "usage: $0 start|stop|status|logs [lines]|kill [signal]|resume|pause|unpause" >&2; exit 2 ;;
 esac

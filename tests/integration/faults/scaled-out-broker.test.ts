@@ -1,0 +1,136 @@
+/**
+ * The scaled-out stack (two ingress, two processors, one projections, each a process, on
+ * PostgreSQL + Redis) on a Kafka broker of the test's own, under a steady load, while the broker
+ * hangs (SIGSTOP 10 s, then 30 s) and while it restarts on the same data (twice). What must hold:
+ * no 500; a 503 always with Retry-After, and a 503 that says "nothing was accepted" never stored;
+ * every 201 finishes exactly once; the stack resumes by itself. Each prints its figures.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { backend } from '../../support/backends.ts';
+import { eventually } from '../../support/eventually.ts';
+import type { ServiceProcess } from '../../support/service-process.ts';
+import {
+  byStatus,
+  outcomes,
+  ownBroker,
+  report,
+  scratchDatabase,
+  sleep,
+  type Stack,
+  stackEnv,
+  startStack,
+  steadyLoad,
+  storedCallsOfTeam,
+  teamWithKeys,
+} from './scaled-out.ts';
+
+const kafka = await backend('kafka');
+const postgres = await backend('postgres');
+const redis = await backend('redis');
+const skip = kafka.skip ?? postgres.skip ?? redis.skip;
+
+const RATE = 40;
+
+describe('scaled out: the Kafka broker hangs and restarts under load', { skip, timeout: 20 * 60_000 }, () => {
+  let database: Awaited<ReturnType<typeof scratchDatabase>>;
+  let broker: Awaited<ReturnType<typeof ownBroker>>;
+  let stack: Stack;
+  let team: { teamId: string; keys: string[] };
+  let acknowledgedSoFar = 0;
+  let mayHaveBeenAcceptedSoFar = 0;
+
+  const live = (processes: ServiceProcess[]) => processes.filter((p) => p.child.exitCode === null && p.child.signalCode === null);
+  const ingressUrls = () => live(stack.ingress).map((p) => p.url);
+  const allReady = () =>
+    eventually(
+      async () => {
+        for (const p of live([...stack.ingress, ...stack.processors, ...stack.projections])) {
+          const res = await fetch(`${p.url}/readyz`);
+          assert.equal(res.status, 200, `${p.url}/readyz: ${await res.text()}`);
+        }
+      },
+      { timeoutMs: 90_000, intervalMs: 500 },
+    );
+  const noneExited = () => {
+    for (const p of [...stack.ingress, ...stack.processors, ...stack.projections]) {
+      assert.equal(p.child.exitCode, null, `a service process exited:\n${p.output().slice(-3000)}`);
+    }
+  };
+
+  /** Runs the load around `fault`, then checks every answer and every acknowledged call. */
+  const underLoad = async (label: string, fault: () => Promise<void>) => {
+    const load = steadyLoad(ingressUrls, team.keys, RATE);
+    await sleep(3000);
+    const faultStarted = Date.now();
+    await fault();
+    const faultMs = Date.now() - faultStarted;
+    // Keep the load on until the stack accepts again: that is "resumes by itself".
+    const resumed = Date.now();
+    await eventually(
+      () => {
+        const recent = load.answers.filter((a) => a.status === 201).length;
+        assert.ok(recent > 0);
+        const last = load.answers.slice(-10);
+        assert.ok(last.length === 10 && last.every((a) => a.status === 201), `still refusing: ${JSON.stringify(byStatus(last))}`);
+      },
+      { timeoutMs: 90_000, intervalMs: 250 },
+    );
+    const resumeMs = Date.now() - resumed;
+    await sleep(2000);
+    const answers = await load.stop();
+    for (const a of answers.filter((x) => x.status >= 500)) assert.ok(a.retryAfter, `a ${a.status} without Retry-After: ${a.detail}`);
+    const unexpected = answers.filter((a) => ![201, 503].includes(a.status));
+    const outcome = await outcomes(database.url, answers.filter((a) => a.status === 201).map((a) => a.callId!), 180_000);
+    report(label, answers, outcome);
+    console.log(`# ${label}: fault lasted ${(faultMs / 1000).toFixed(1)} s; accepting again ${(resumeMs / 1000).toFixed(1)} s after it ended`);
+    const maybe = answers.filter((a) => a.status === 503 && /may have been accepted/i.test(a.detail ?? '')).length;
+    acknowledgedSoFar += answers.filter((a) => a.status === 201).length;
+    mayHaveBeenAcceptedSoFar += maybe;
+    const stored = await storedCallsOfTeam(database.url, team.teamId);
+    console.log(`# ${label}: 503 "may have been accepted" ${maybe}; calls stored beyond the 201s so far ${stored - acknowledgedSoFar} (allowed ${mayHaveBeenAcceptedSoFar})`);
+    assert.deepEqual(unexpected.map((a) => `${a.status} ${a.detail ?? ''}`).slice(0, 5), []);
+    assert.deepEqual(outcome.missing, [], 'acknowledged calls missing from the event store');
+    assert.deepEqual(outcome.pending, [], 'acknowledged calls never finished');
+    assert.deepEqual(outcome.duplicates, [], 'a step recorded twice');
+    assert.ok(stored - acknowledgedSoFar <= mayHaveBeenAcceptedSoFar, 'a call answered "nothing was accepted" was stored');
+    noneExited();
+    await allReady();
+  };
+
+  before(async () => {
+    database = await scratchDatabase(postgres.url!);
+    broker = await ownBroker();
+    stack = await startStack(stackEnv(database.url, broker.brokers, redis.url!));
+    team = await teamWithKeys(stack.ingress[0]!.url, 200);
+    await allReady();
+  });
+  after(async () => {
+    await stack?.stopAll();
+    await broker?.close();
+    await database?.drop();
+  });
+
+  test('the broker hangs for 10 s (SIGSTOP), then resumes', () =>
+    underLoad('broker paused 10 s', async () => {
+      await broker.pause();
+      await sleep(10_000);
+      await broker.unpause();
+    }));
+
+  test('the broker hangs for 30 s (SIGSTOP), then resumes', () =>
+    underLoad('broker paused 30 s', async () => {
+      await broker.pause();
+      await sleep(30_000);
+      await broker.unpause();
+    }));
+
+  for (const round of [1, 2]) {
+    test(`the broker restarts on the same data (SIGTERM, 12 s down), round ${round}`, () =>
+      underLoad(`broker restart ${round}`, async () => {
+        await broker.stop();
+        await sleep(12_000);
+        await broker.resume();
+      }));
+  }
+});

@@ -1,7 +1,11 @@
 #!/usr/bin/env node
-// Runs every tests/**/*.test.ts with node:test through tsx. Node 20's --test does not expand globs
-// and finds no .ts file on its own, so the files are listed here; a run that executed no test fails.
+// Runs every tests/**/*.test.ts with node:test through tsx, each file in its own process, two at a
+// time. Node 20's --test does not expand globs and finds no .ts file on its own, so the files are
+// listed here. Nothing can hang the run: a file that has not finished after TEST_FILE_TIMEOUT_MS
+// (default 15 min) is killed with everything it started and counts as failed, its output so far
+// printed; a run that executed no test fails.
 // Usage: node tests/run.mjs [path-substring ...]   (only files whose path contains one of them)
+// Env: TEST_CONCURRENCY (files at once, default 2), TEST_FILE_TIMEOUT_MS.
 import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -23,27 +27,88 @@ if (files.length === 0) {
   process.exit(1);
 }
 
-const child = spawn(
-  process.execPath,
-  ['--import', 'tsx', '--test', '--test-reporter=tap', `--test-concurrency=${process.env.TEST_CONCURRENCY ?? 2}`, ...files],
-  { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] },
-);
-const counts = {};
-let buffer = '';
-child.stdout.on('data', (chunk) => {
-  process.stdout.write(chunk);
-  buffer += chunk.toString();
-  const lines = buffer.split('\n');
-  buffer = lines.pop();
-  for (const line of lines) {
-    const m = /^# (tests|pass|fail|skipped|todo|cancelled) (\d+)$/.exec(line);
-    if (m) counts[m[1]] = Number(m[2]);
+const concurrency = Math.max(1, Number(process.env.TEST_CONCURRENCY ?? 2));
+const fileTimeoutMs = Number(process.env.TEST_FILE_TIMEOUT_MS ?? 15 * 60_000);
+const totals = { tests: 0, pass: 0, fail: 0, skipped: 0, todo: 0, cancelled: 0 };
+const results = [];
+const running = new Map();
+const started = Date.now();
+const seconds = (ms) => `${(ms / 1000).toFixed(1)} s`;
+
+/** Runs one file in its own process group; resolves with its counts and how it ended. */
+const runFile = (file) =>
+  new Promise((resolve) => {
+    const t0 = Date.now();
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', '--test', '--test-reporter=tap', '--test-force-exit', file],
+      { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
+    );
+    running.set(file, child);
+    let output = '';
+    child.stdout.on('data', (chunk) => (output += chunk));
+    child.stderr.on('data', (chunk) => (output += chunk));
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      killGroup(child, 'SIGKILL');
+    }, fileTimeoutMs);
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      running.delete(file);
+      // Whatever the file started in its process group goes with it.
+      killGroup(child, 'SIGKILL');
+      const counts = {};
+      for (const m of output.matchAll(/^# (tests|pass|fail|skipped|todo|cancelled) (\d+)$/gm)) counts[m[1]] = Number(m[2]);
+      resolve({ file, code, signal, timedOut, counts, output, ms: Date.now() - t0 });
+    });
+  });
+
+const killGroup = (child, signal) => {
+  try {
+    process.kill(-child.pid, signal);
+  } catch {
+    // already gone
   }
-});
-child.on('close', (code) => {
-  if (!counts.tests) {
-    console.error('test run executed no test: failing');
-    process.exit(1);
-  }
-  process.exit(code ?? 1);
-});
+};
+
+const report = (result) => {
+  process.stdout.write(result.output.endsWith('\n') || result.output === '' ? result.output : `${result.output}\n`);
+  for (const [key, value] of Object.entries(result.counts)) totals[key] += value;
+  const failed = result.timedOut || result.code !== 0 || !result.counts.tests;
+  const why = result.timedOut
+    ? `killed: still running after ${seconds(fileTimeoutMs)} (TEST_FILE_TIMEOUT_MS)`
+    : result.code !== 0
+      ? `exit ${result.code ?? result.signal}`
+      : !result.counts.tests
+        ? 'executed no test'
+        : `${result.counts.pass ?? 0}/${result.counts.tests} passed`;
+  results.push({ ...result, failed, why });
+  console.log(`# ${failed ? 'FAILED' : 'done'}: ${result.file} in ${seconds(result.ms)} (${why})`);
+};
+
+const onSignal = (signal) => {
+  for (const child of running.values()) killGroup(child, 'SIGKILL');
+  process.exit(signal === 'SIGINT' ? 130 : 143);
+};
+process.on('SIGINT', onSignal);
+process.on('SIGTERM', onSignal);
+
+const queue = [...files];
+const worker = async () => {
+  for (let file = queue.shift(); file !== undefined; file = queue.shift()) report(await runFile(file));
+};
+await Promise.all(Array.from({ length: Math.min(concurrency, files.length) }, worker));
+
+const failed = results.filter((r) => r.failed);
+const slowest = [...results].sort((a, b) => b.ms - a.ms).slice(0, 8);
+console.log(`\n# ${files.length} files, ${totals.tests} tests: ${totals.pass} passed, ${totals.fail} failed, ${totals.cancelled} cancelled, ${totals.skipped} skipped, in ${seconds(Date.now() - started)}`);
+console.log(`# slowest files: ${slowest.map((r) => `${r.file} ${seconds(r.ms)}`).join(', ')}`);
+if (totals.tests === 0) {
+  console.error('test run executed no test: failing');
+  process.exit(1);
+}
+if (failed.length > 0) {
+  console.error(`# failed files:\n${failed.map((r) => `#   ${r.file}: ${r.why}`).join('\n')}`);
+  process.exit(1);
+}

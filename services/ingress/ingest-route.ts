@@ -1,8 +1,12 @@
 /**
  * POST /api/integrations/push-api/ingest — accept one call.
  * 401/429 come from the onRequest hook, 413/415 from body parsing, then: 400 (normalisation),
- * 402 (capacity), 503 (the log cannot take it; the reservation is released) or 201 once the
- * CallSubmitted record is durable on the event log. An optional Idempotency-Key replays a 201.
+ * 402 (capacity), 503 or 201 once the CallSubmitted record is durable on the event log.
+ * A 503 whose publish never reached the log releases the reservation ("nothing was accepted"); one
+ * whose publish may have been written keeps it (settled if the call runs, released by the orphan
+ * sweep if it never appears) and says so. An optional Idempotency-Key replays a 201, and names the
+ * call: its call id derives from the key, so every retry of one request submits the same call and
+ * the processor keeps the first.
  */
 import { Type } from '@sinclair/typebox';
 import type { FastifyBaseLogger } from 'fastify';
@@ -16,6 +20,7 @@ import { ProblemSchema, type SubmissionAccepted, SubmissionAcceptedSchema, Submi
 import { estimateCallMinutes } from '../../shared/domain/team/capacity.ts';
 import { matchMember } from '../../shared/domain/team/match-member.ts';
 import { type EventLog, EventLogUnavailableError } from '../../shared/ports/event-log.ts';
+import { isBackendUnavailable } from '../../shared/ports/unavailable.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import type { RateLimiter } from '../../shared/ports/rate-limiter.ts';
 import { TOPICS, type Topics } from '../../shared/topics.ts';
@@ -46,6 +51,13 @@ const problems = (...statuses: number[]) => Object.fromEntries(statuses.map((s) 
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
+/** A UUID (version 8: name-based, SHA-256) for the call of an Idempotency-Key: the same key, the same call. */
+export const callIdForKey = (idempotencyId: string): string => {
+  const hex = sha256(`call-id:${idempotencyId}`);
+  const variant = ((parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+};
+
 /** The Idempotency-Key header: 1–255 visible ASCII characters. */
 const readIdempotencyKey = (raw: string | string[]): string => {
   const value = Array.isArray(raw) ? raw[0] : raw;
@@ -71,11 +83,15 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
   };
 
   /** Reserves capacity and makes the call durable on the log; the 201 body. */
-  const accept = async (owner: KeyOwner, { submission, warnings }: Extract<NormaliseResult, { ok: true }>, log: FastifyBaseLogger): Promise<SubmissionAccepted> => {
+  const accept = async (
+    owner: KeyOwner,
+    { submission, warnings }: Extract<NormaliseResult, { ok: true }>,
+    callId: string,
+    log: FastifyBaseLogger,
+  ): Promise<SubmissionAccepted> => {
     const team = deps.teams.directoryTeam(owner.teamId);
     if (!team) throw new ProblemError('API_KEY_INVALID', 'The team of this API key no longer exists.');
 
-    const callId = randomUUID();
     const reservedMinutes = estimateCallMinutes(submission);
     let reservation;
     try {
@@ -103,7 +119,12 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
         toRecord({ id: callId, type: CALL_SUBMITTED_TYPE, source: INGEST_PATH, subject: callId, time: submittedAt, data, extensions: { teamid: owner.teamId } }),
       ]);
     } catch (error) {
-      // Nothing was acknowledged: give the capacity back before answering 503.
+      if (isBackendUnavailable(error) && error.outcomeUnknown) {
+        // The record may be on the log: keep the reservation, and the 503 says the call may exist.
+        log.warn({ err: error, callId, teamId: owner.teamId }, 'publish outcome unknown: reservation kept');
+        throw error;
+      }
+      // Nothing reached the log: give the capacity back before answering 503.
       await deps.teams.release(owner.teamId, callId).catch((releaseError: unknown) => log.error({ err: releaseError, callId }, 'capacity release failed'));
       throw error instanceof EventLogUnavailableError ? error : new EventLogUnavailableError('the event log did not take the call', { cause: error });
     }
@@ -136,7 +157,7 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
       // Validated first: the body hash below serialises the body, which must be within the rules.
       const normalised = validate(request.body);
       const idempotencyKey = request.headers['idempotency-key'];
-      if (idempotencyKey === undefined) return reply.code(201).send(await accept(owner, normalised, request.log));
+      if (idempotencyKey === undefined) return reply.code(201).send(await accept(owner, normalised, randomUUID(), request.log));
 
       const key = readIdempotencyKey(idempotencyKey);
       const id = `${owner.keyId}-${sha256(key).slice(0, 32)}`;
@@ -146,13 +167,19 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
       }
       let accepted: SubmissionAccepted;
       try {
-        accepted = await accept(owner, normalised, request.log);
+        accepted = await accept(owner, normalised, callIdForKey(id), request.log);
       } catch (error) {
-        // No 201: free the key so that a retry of this request runs for real.
-        await idempotency.handle(id, { type: 'Release', now: now().toISOString() }).catch((e: unknown) => request.log.error({ err: e }, 'idempotency release failed'));
+        // No 201: free the key so that a retry of this request runs for real (the same call id).
+        const outcomeUnknown = isBackendUnavailable(error) && error.outcomeUnknown;
+        await idempotency.handle(id, { type: 'Release', now: now().toISOString(), outcomeUnknown }).catch((e: unknown) => request.log.error({ err: e }, 'idempotency release failed'));
         throw error;
       }
-      await idempotency.handle(id, { type: 'StoreResponse', status: 201, body: accepted, now: now().toISOString() });
+      try {
+        await idempotency.handle(id, { type: 'StoreResponse', status: 201, body: accepted, now: now().toISOString() });
+      } catch (error) {
+        // The call is on the log: it is accepted. A retry after the claim's lease submits the same call id again.
+        request.log.error({ err: error, callId: accepted.callId }, 'the 201 could not be stored for replay; answering it anyway');
+      }
       return reply.code(201).send(accepted);
     },
   );

@@ -10,6 +10,7 @@ import type { ReadModels } from '../../shared/ports/read-models.ts';
 import type { Topics } from '../../shared/topics.ts';
 import type { Health } from '../runtime/health.ts';
 import { buildIngressApp, type IngressApp } from './app.ts';
+import { DEFAULT_ORPHAN_AFTER_MS, startOrphanSweep } from './teams/orphan-reservations.ts';
 import { TeamDirectory } from './teams/team-directory.ts';
 import { TeamService } from './teams/team-service.ts';
 
@@ -26,6 +27,8 @@ export interface IngressOptions {
   now?: () => Date;
   /** Readiness of this process's parts; the team directory registers here. */
   health?: Health;
+  /** A capacity reservation whose call has not appeared after this long is released (default 15 min). */
+  orphanAfterMs?: number;
 }
 
 export interface Ingress {
@@ -54,11 +57,13 @@ export const createIngress = async (options: IngressOptions): Promise<Ingress> =
     health: options.health,
   });
   await app.ready();
+  const orphans = startOrphanSweep({ teams, eventStore: options.eventStore, orphanAfterMs: options.orphanAfterMs ?? DEFAULT_ORPHAN_AFTER_MS, log: options.logger, now: options.now });
   return {
     app,
     teams,
     async close() {
       unregister?.();
+      await orphans.stop();
       await app.close();
       await directory.stop();
     },

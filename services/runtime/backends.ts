@@ -40,11 +40,11 @@ export const openBackends = async (config: Config, log: Logger): Promise<Backend
   const sqlite = config.databaseUrl ? undefined : openSqlite(config.dataDir);
   try {
     const eventStore = config.databaseUrl
-      ? await createPostgresEventStore({ connectionString: config.databaseUrl, schema: config.databaseSchema })
+      ? await createPostgresEventStore({ connectionString: config.databaseUrl, schema: config.databaseSchema, log })
       : createSqliteEventStore(sqlite!.db);
     const eventLog =
       config.kafkaBrokers.length > 0
-        ? await createKafkaEventLog({ brokers: config.kafkaBrokers })
+        ? await createKafkaEventLog({ brokers: config.kafkaBrokers, publishTimeoutMs: config.kafkaPublishTimeoutMs })
         : config.databaseUrl
           ? await createPostgresEventLog({ connectionString: config.databaseUrl, schema: config.databaseSchema })
           : createSqliteEventLog(sqlite!.db);

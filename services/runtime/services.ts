@@ -33,6 +33,7 @@ export const startIngressService = async (config: Config, backends: Backends, lo
     readModels: backends.readModels,
     topics: backends.topics,
     health,
+    orphanAfterMs: config.orphanReservationMs,
   });
   const address = await ingress.app.listen({ port: config.port, host: config.host });
   return {

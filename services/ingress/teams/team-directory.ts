@@ -58,6 +58,10 @@ export class TeamDirectory implements StateCache<TeamState> {
     return this.keysByHash.get(keyHash);
   }
 
+  activeTeams(): ActiveTeam[] {
+    return [...this.teams.values()].flatMap(({ state }) => (state.status === 'active' ? [state] : []));
+  }
+
   team(teamId: string): ActiveTeam | undefined {
     const state = this.teams.get(teamId)?.state;
     return state?.status === 'active' ? state : undefined;

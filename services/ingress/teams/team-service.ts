@@ -87,13 +87,24 @@ export class TeamService {
 
   /** Reserves a call's estimate; throws DomainError CAPACITY_EXHAUSTED when nothing is left. */
   async reserve(teamId: string, callId: string, minutes: number): Promise<CapacityView & { autoRechargedMinutes: number }> {
-    const { state, events } = await this.run(teamId, { type: 'ReserveCapacity', callId, minutes });
+    const { state, events } = await this.run(teamId, { type: 'ReserveCapacity', callId, minutes, now: this.now().toISOString() });
     const reserved = events.find((e) => e.type === 'CapacityReserved');
     return { ...this.capacity(state as ActiveTeam), autoRechargedMinutes: reserved?.type === 'CapacityReserved' ? reserved.data.autoRechargedMinutes : 0 };
   }
 
   async release(teamId: string, callId: string): Promise<void> {
     await this.run(teamId, { type: 'ReleaseCapacity', callId });
+  }
+
+  /** Releases a reservation made at or before `reservedBefore` whose call is in no stream; true if it was released. */
+  async releaseOrphan(teamId: string, callId: string, reservedBefore: string): Promise<boolean> {
+    const { events } = await this.run(teamId, { type: 'ReleaseOrphanedReservation', callId, reservedBefore });
+    return events.length > 0;
+  }
+
+  /** Every team this process knows, as of its directory (no I/O). */
+  directoryTeams(): ActiveTeam[] {
+    return this.deps.directory.activeTeams();
   }
 
   /** When a key last authenticated a request in this process. */

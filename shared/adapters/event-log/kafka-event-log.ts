@@ -2,7 +2,11 @@
  * The event log on Apache Kafka through kafkajs: an idempotent producer (acks=all, one request in
  * flight, partitions chosen with Kafka's murmur2 so they match the SQL log), consumers in
  * `kafka-consumer.ts`, inspection reads in `kafka-read.ts`. kafkajs errors become the port's
- * errors here and nowhere else. Retries are bounded: a dead broker fails a call in seconds.
+ * errors here and nowhere else. Retries are bounded: a dead broker fails a call in seconds, and a
+ * publish has a deadline (`publishTimeoutMs`), so a hung broker fails it too. A publish that
+ * fails after its records were sent may have been written: its error says `outcomeUnknown`. A
+ * producer whose sequence state the broker refuses (out of order sequence, unknown producer id,
+ * old epoch: kafkajs does not recover from these by itself) is replaced by a new one.
  */
 import kafkajs from 'kafkajs';
 import type { Consumer, ConsumeOptions, EventLog, LogRecord, OutgoingRecord, ReadTopicOptions, RecordPosition, TopicSpec } from '../../ports/event-log.ts';
@@ -33,7 +37,14 @@ export interface KafkaEventLogOptions {
   logLevel?: 'nothing' | 'error' | 'warn' | 'info' | 'debug';
   /** Publishes arriving within this window share a produce request; default 0 (the next turn). */
   publishWindowMs?: number;
+  /**
+   * A publish not confirmed by the broker within this time fails with `EventLogUnavailableError`:
+   * `outcomeUnknown` if its records were already sent, otherwise they are never sent. Default 10 s.
+   */
+  publishTimeoutMs?: number;
 }
+
+export const DEFAULT_PUBLISH_TIMEOUT_MS = 10_000;
 
 /** About 1.5 s of back-off over 4 retries, on top of 1 s connection timeouts. */
 const RETRY: kafkajs.RetryOptions = { initialRetryTime: 100, maxRetryTime: 1000, retries: 4, factor: 0.2, multiplier: 2 };
@@ -98,21 +109,40 @@ interface PublishRequest {
   topic: string;
   records: OutgoingRecord[];
   partitions: number;
+  /** `sent` once handed to the producer; `abandoned` if its deadline passed before that. */
+  progress: { sent: boolean; abandoned: boolean };
 }
+
+/** Broker answers meaning the producer's id, epoch or sequence numbers are no longer usable. */
+const BROKEN_PRODUCER_STATE = new Set(['OUT_OF_ORDER_SEQUENCE_NUMBER', 'UNKNOWN_PRODUCER_ID', 'INVALID_PRODUCER_EPOCH', 'INVALID_PRODUCER_ID_MAPPING']);
+const brokenProducerState = (error: unknown): boolean => causes(error).some((e) => BROKEN_PRODUCER_STATE.has(String((e as { type?: unknown }).type)));
+
+/** Errors that prove nothing reached a broker: the connection was refused or the name unknown. */
+const NOTHING_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH']);
+const nothingSent = (error: unknown): boolean => {
+  const chain = causes(error);
+  const root = chain[chain.length - 1] as { code?: string; name?: string } | undefined;
+  return NOTHING_SENT_CODES.has(root?.code ?? '') || root?.name === 'KafkaJSBrokerNotFound' || root?.name === 'KafkaJSNoBrokerAvailableError';
+};
 
 class KafkaEventLog implements EventLog {
   private readonly partitionCounts = new Map<string, number>();
   private readonly consumers = new Set<KafkaConsumer>();
   private readonly publisher: GroupCommit<PublishRequest, RecordPosition[]>;
   private readonly consumerSettings: KafkaConsumerSettings;
+  private readonly publishTimeoutMs: number;
+  /** Set when the broker refused the producer's sequence state; the next send replaces it. */
+  private producerBroken = false;
   private closed = false;
 
   constructor(
     private readonly kafka: kafkajs.Kafka,
     private readonly admin: kafkajs.Admin,
-    private readonly producer: kafkajs.Producer,
+    private producer: kafkajs.Producer,
+    private readonly newProducer: () => kafkajs.Producer,
     private readonly options: KafkaEventLogOptions,
   ) {
+    this.publishTimeoutMs = options.publishTimeoutMs ?? DEFAULT_PUBLISH_TIMEOUT_MS;
     this.publisher = new GroupCommit((items) => this.send(items), { windowMs: options.publishWindowMs ?? 0 });
     this.consumerSettings = {
       sessionTimeoutMs: 10_000,
@@ -149,7 +179,24 @@ class KafkaEventLog implements EventLog {
     this.assertOpen();
     const partitions = await this.partitionCount(topic);
     if (records.length === 0) return [];
-    return this.publisher.submit({ topic, records, partitions });
+    const progress = { sent: false, abandoned: false };
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        progress.abandoned = !progress.sent;
+        const seconds = this.publishTimeoutMs / 1000;
+        reject(
+          progress.sent
+            ? new EventLogUnavailableError(`Kafka did not confirm the publish within ${seconds} s; the records may have been written`, { outcomeUnknown: true })
+            : new EventLogUnavailableError(`Kafka did not take the publish within ${seconds} s; nothing was sent`),
+        );
+      }, this.publishTimeoutMs);
+    });
+    try {
+      return await Promise.race([this.publisher.submit({ topic, records, partitions, progress }), deadline]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   async consume(options: ConsumeOptions): Promise<Consumer> {
@@ -190,6 +237,20 @@ class KafkaEventLog implements EventLog {
     await Promise.allSettled([this.producer.disconnect(), this.admin.disconnect()]);
   }
 
+  /** A new idempotent producer (new id, sequence numbers from 0) in place of a refused one. */
+  private async replaceProducer(): Promise<void> {
+    const old = this.producer;
+    this.producer = this.newProducer();
+    this.producerBroken = false;
+    void old.disconnect().catch(() => undefined);
+    try {
+      await this.producer.connect();
+    } catch (error) {
+      this.producerBroken = true;
+      throw toEventLogError(error);
+    }
+  }
+
   /** Partition count of an existing topic; `UnknownTopicError` otherwise. */
   private async partitionCount(topic: string): Promise<number> {
     const cached = this.partitionCounts.get(topic);
@@ -211,7 +272,12 @@ class KafkaEventLog implements EventLog {
    * One produce request for every publish of the batch. Partitions are chosen here (murmur2),
    * so each record's offset is its partition's base offset plus its place in that partition.
    */
-  private async send(items: PublishRequest[]): Promise<RecordPosition[][]> {
+  private async send(all: PublishRequest[]): Promise<Array<RecordPosition[] | Error>> {
+    // A publish whose deadline passed while it waited is never sent: its caller was told so.
+    const items = all.filter((item) => !item.progress.abandoned);
+    if (items.length === 0) return all.map(() => new EventLogUnavailableError('publish abandoned after its deadline'));
+    if (this.producerBroken) await this.replaceProducer();
+    for (const item of items) item.progress.sent = true;
     const byTopic = new Map<string, kafkajs.Message[]>();
     const placed = items.map(({ topic, records, partitions }) => {
       const messages = byTopic.get(topic) ?? [];
@@ -226,19 +292,32 @@ class KafkaEventLog implements EventLog {
     try {
       metadata = await this.producer.sendBatch({ acks: -1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) });
     } catch (error) {
-      throw toEventLogError(error, items.length === 1 ? items[0]!.topic : undefined);
+      const broken = brokenProducerState(error);
+      if (broken) {
+        this.producerBroken = true;
+        process.stderr.write(`${JSON.stringify({ level: 'WARN', logger: 'event-log', message: `Kafka refused the producer's sequence state (${(error as Error).message}); replacing the producer` })}\n`);
+      }
+      const mapped = toEventLogError(error, items.length === 1 ? items[0]!.topic : undefined);
+      if (mapped instanceof UnknownTopicError) throw mapped;
+      // The broker refused the records (too large, say), or the connection was refused: not written.
+      if (!broken && (!(mapped instanceof EventLogUnavailableError) || nothingSent(error))) throw mapped;
+      // The request may have reached the broker before it failed: the records may be written.
+      throw new EventLogUnavailableError(`Kafka publish failed, the records may have been written: ${(error as Error).message}`, { cause: error, outcomeUnknown: true });
     }
     const next = new Map<string, bigint>();
     for (const m of metadata) next.set(`${m.topicName}\u0000${m.partition}`, BigInt(m.baseOffset ?? '0'));
-    return placed.map((positions) =>
-      positions.map(({ topic, partition }) => {
+    const positionsOf = new Map(items.map((item, i) => [item, placed[i]!]));
+    return all.map((item) => {
+      const positions = positionsOf.get(item);
+      if (positions === undefined) return new EventLogUnavailableError('publish abandoned after its deadline');
+      return positions.map(({ topic, partition }) => {
         const key = `${topic}\u0000${partition}`;
         const offset = next.get(key);
         if (offset === undefined) throw new Error(`Kafka did not report an offset for ${topic}/${partition}`);
         next.set(key, offset + 1n);
         return { topic, partition, offset };
-      }),
-    );
+      });
+    });
   }
 
   private assertOpen(): void {
@@ -261,13 +340,15 @@ export const createKafkaEventLog = async (options: KafkaEventLogOptions): Promis
     retry: RETRY,
   });
   const admin = kafka.admin({ retry: RETRY });
-  const producer = kafka.producer({
-    idempotent: true,
-    maxInFlightRequests: 1,
-    allowAutoTopicCreation: false,
-    createPartitioner: kafkajs.Partitioners.DefaultPartitioner,
-    retry: RETRY,
-  });
+  const newProducer = () =>
+    kafka.producer({
+      idempotent: true,
+      maxInFlightRequests: 1,
+      allowAutoTopicCreation: false,
+      createPartitioner: kafkajs.Partitioners.DefaultPartitioner,
+      retry: RETRY,
+    });
+  const producer = newProducer();
   try {
     await admin.connect();
     await producer.connect();
@@ -275,5 +356,5 @@ export const createKafkaEventLog = async (options: KafkaEventLogOptions): Promis
     await Promise.allSettled([producer.disconnect(), admin.disconnect()]);
     throw toEventLogError(error);
   }
-  return new KafkaEventLog(kafka, admin, producer, options);
+  return new KafkaEventLog(kafka, admin, producer, newProducer, options);
 };

@@ -14,11 +14,17 @@ export type AddCapacity = { type: 'AddCapacity'; minutes: number };
 /** `blockMinutes` is required to enable; when disabling it may be left out (the last block is kept). */
 export type SetAutoRecharge = { type: 'SetAutoRecharge'; enabled: boolean; blockMinutes?: number };
 /** Reserve the estimate of a submitted call (see `estimateCallMinutes`). */
-export type ReserveCapacity = { type: 'ReserveCapacity'; callId: string; minutes: number };
+export type ReserveCapacity = { type: 'ReserveCapacity'; callId: string; minutes: number; now?: string };
 /** The call's real length is known. */
 export type SettleCapacity = { type: 'SettleCapacity'; callId: string; actualMinutes: number };
 /** The call was never taken (its submission did not reach the log): give the reservation back. */
 export type ReleaseCapacity = { type: 'ReleaseCapacity'; callId: string };
+/**
+ * A reservation made at or before `reservedBefore` whose call is in no stream (its ingest died
+ * between reserving and publishing, or its publish never landed): give it back, and remember the
+ * call so that, should it be processed after all, its settlement still charges it.
+ */
+export type ReleaseOrphanedReservation = { type: 'ReleaseOrphanedReservation'; callId: string; reservedBefore: string };
 
 export type TeamCommand =
   | CreateTeam
@@ -29,4 +35,5 @@ export type TeamCommand =
   | SetAutoRecharge
   | ReserveCapacity
   | SettleCapacity
-  | ReleaseCapacity;
+  | ReleaseCapacity
+  | ReleaseOrphanedReservation;

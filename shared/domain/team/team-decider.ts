@@ -89,17 +89,25 @@ const decideOnActive = (command: Exclude<TeamCommand, { type: 'CreateTeam' }>, t
       return [{ type: 'AutoRechargeSet', data: { enabled: command.enabled, blockMinutes } }];
     }
     case 'ReserveCapacity':
-      return reserve(command.callId, command.minutes, team);
+      return reserve(command.callId, command.minutes, team, command.now);
     case 'SettleCapacity': {
       requireMinutes(command.actualMinutes, 'actual minutes', { allowZero: true });
-      const reservedMinutes = team.reservations.get(command.callId);
+      const reservation = team.reservations.get(command.callId);
+      // A call whose reservation was released as orphaned ran after all: it is charged in full.
+      const reservedMinutes = reservation?.minutes ?? (team.orphanedCalls.has(command.callId) ? 0 : undefined);
       if (reservedMinutes === undefined) return [];
       return [{ type: 'CapacitySettled', data: { callId: command.callId, reservedMinutes, actualMinutes: command.actualMinutes } }];
     }
     case 'ReleaseCapacity': {
-      const minutes = team.reservations.get(command.callId);
-      if (minutes === undefined) return [];
-      return [{ type: 'CapacityReleased', data: { callId: command.callId, minutes } }];
+      const reservation = team.reservations.get(command.callId);
+      if (reservation === undefined) return [];
+      return [{ type: 'CapacityReleased', data: { callId: command.callId, minutes: reservation.minutes } }];
+    }
+    case 'ReleaseOrphanedReservation': {
+      const reservation = team.reservations.get(command.callId);
+      if (reservation === undefined) return [];
+      if (reservation.at !== undefined && Date.parse(reservation.at) > Date.parse(command.reservedBefore)) return [];
+      return [{ type: 'CapacityReleased', data: { callId: command.callId, minutes: reservation.minutes, orphaned: true } }];
     }
     default: {
       const unhandled: never = command;
@@ -108,16 +116,17 @@ const decideOnActive = (command: Exclude<TeamCommand, { type: 'CreateTeam' }>, t
   }
 };
 
-const reserve = (callId: string, minutes: number, team: ActiveTeam): TeamEvent[] => {
+const reserve = (callId: string, minutes: number, team: ActiveTeam, now: string | undefined): TeamEvent[] => {
   requireMinutes(minutes, 'reservation', { allowZero: false });
   if (team.reservations.has(callId)) return [];
+  const at = now === undefined ? {} : { at: now };
   const { remainingMinutes: remaining, autoRecharge } = team;
-  if (remaining > 0) return [{ type: 'CapacityReserved', data: { callId, minutes, autoRechargedMinutes: 0 } }];
+  if (remaining > 0) return [{ type: 'CapacityReserved', data: { callId, minutes, autoRechargedMinutes: 0, ...at } }];
   if (!autoRecharge.enabled || autoRecharge.blockMinutes <= 0) {
     return refuse('CAPACITY_EXHAUSTED', `live call capacity is exhausted (${remaining} minutes left); add capacity or enable auto-recharge`);
   }
   const blocks = Math.floor(-remaining / autoRecharge.blockMinutes) + 1;
-  return [{ type: 'CapacityReserved', data: { callId, minutes, autoRechargedMinutes: blocks * autoRecharge.blockMinutes } }];
+  return [{ type: 'CapacityReserved', data: { callId, minutes, autoRechargedMinutes: blocks * autoRecharge.blockMinutes, ...at } }];
 };
 
 /** Decides a Team command; throws DomainError with a TeamErrorCode when refused. */

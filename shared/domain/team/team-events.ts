@@ -19,11 +19,14 @@ export type ApiKeyRevoked = { type: 'ApiKeyRevoked'; data: { keyId: string; at: 
 export type CapacityAdded = { type: 'CapacityAdded'; data: { minutes: number } };
 export type AutoRechargeSet = { type: 'AutoRechargeSet'; data: { enabled: boolean; blockMinutes: number } };
 /** `autoRechargedMinutes` > 0 when the reservation first bought blocks of capacity (auto-recharge). */
-export type CapacityReserved = { type: 'CapacityReserved'; data: { callId: string; minutes: number; autoRechargedMinutes: number } };
+export type CapacityReserved = { type: 'CapacityReserved'; data: { callId: string; minutes: number; autoRechargedMinutes: number; at?: string } };
 /** The real length is known: the difference between reserved and actual goes back (or is taken). */
 export type CapacitySettled = { type: 'CapacitySettled'; data: { callId: string; reservedMinutes: number; actualMinutes: number } };
-/** The call never made it onto the log: the whole reservation goes back. */
-export type CapacityReleased = { type: 'CapacityReleased'; data: { callId: string; minutes: number } };
+/**
+ * The whole reservation goes back: the call never made it onto the log, or (`orphaned`) no call
+ * appeared within the orphan window; such a call is still charged if it is processed later.
+ */
+export type CapacityReleased = { type: 'CapacityReleased'; data: { callId: string; minutes: number; orphaned?: boolean } };
 
 export type TeamEvent =
   | TeamCreated

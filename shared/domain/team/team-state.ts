@@ -34,8 +34,16 @@ export interface ActiveTeam {
   /** Minutes left; negative by at most one call's estimate (plus any overrun settled later). */
   remainingMinutes: number;
   autoRecharge: { enabled: boolean; blockMinutes: number };
-  /** callId → minutes reserved, for calls not yet settled or released. */
-  reservations: PersistentMap<number>;
+  /** callId → minutes reserved (and when, if recorded), for calls not yet settled or released. */
+  reservations: PersistentMap<Reservation>;
+  /** Calls whose reservation was released as orphaned: settled all the same if they run after all. */
+  orphanedCalls: PersistentMap<true>;
+}
+
+export interface Reservation {
+  minutes: number;
+  /** ISO 8601; absent on reservations recorded before the time was kept. */
+  at?: string;
 }
 
 export type TeamState = { status: 'absent' } | ActiveTeam;
@@ -63,20 +71,30 @@ const evolveActive = (state: ActiveTeam, event: Exclude<TeamEvent, { type: 'Team
     case 'AutoRechargeSet':
       return { ...state, autoRecharge: { ...event.data } };
     case 'CapacityReserved': {
-      const { callId, minutes, autoRechargedMinutes } = event.data;
+      const { callId, minutes, autoRechargedMinutes, at } = event.data;
       return {
         ...state,
         remainingMinutes: state.remainingMinutes + autoRechargedMinutes - minutes,
-        reservations: state.reservations.set(callId, minutes),
+        reservations: state.reservations.set(callId, at === undefined ? { minutes } : { minutes, at }),
       };
     }
     case 'CapacitySettled': {
       const { callId, reservedMinutes, actualMinutes } = event.data;
-      return { ...state, remainingMinutes: state.remainingMinutes + reservedMinutes - actualMinutes, reservations: state.reservations.delete(callId) };
+      return {
+        ...state,
+        remainingMinutes: state.remainingMinutes + reservedMinutes - actualMinutes,
+        reservations: state.reservations.delete(callId),
+        orphanedCalls: state.orphanedCalls.delete(callId),
+      };
     }
     case 'CapacityReleased': {
-      const { callId, minutes } = event.data;
-      return { ...state, remainingMinutes: state.remainingMinutes + minutes, reservations: state.reservations.delete(callId) };
+      const { callId, minutes, orphaned } = event.data;
+      return {
+        ...state,
+        remainingMinutes: state.remainingMinutes + minutes,
+        reservations: state.reservations.delete(callId),
+        orphanedCalls: orphaned ? state.orphanedCalls.set(callId, true) : state.orphanedCalls,
+      };
     }
     default: {
       const unhandled: never = event;
@@ -100,6 +118,7 @@ export const evolveTeam = (state: TeamState, event: TeamEvent): TeamState => {
       remainingMinutes: capacityMinutes,
       autoRecharge: { enabled: false, blockMinutes: 0 },
       reservations: PersistentMap.empty(),
+      orphanedCalls: PersistentMap.empty(),
     };
   }
   // decide never emits anything but TeamCreated for a team that does not exist.

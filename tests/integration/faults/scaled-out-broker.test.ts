@@ -3,7 +3,8 @@
  * PostgreSQL + Redis) on a Kafka broker of the test's own, under a steady load, while the broker
  * hangs (SIGSTOP 10 s, then 30 s) and while it restarts on the same data (twice). What must hold:
  * no 500; a 503 always with Retry-After, and a 503 that says "nothing was accepted" never stored;
- * every 201 finishes exactly once; the stack resumes by itself. Each prints its figures.
+ * no answer waits much longer than the publish deadline (KAFKA_PUBLISH_TIMEOUT_MS, 10 s by
+ * default); every 201 finishes exactly once; the stack resumes by itself. Each prints its figures.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -31,6 +32,9 @@ const redis = await backend('redis');
 const skip = kafka.skip ?? postgres.skip ?? redis.skip;
 
 const RATE = 40;
+/** The ingress's publish deadline (the default of KAFKA_PUBLISH_TIMEOUT_MS), plus room for the rest of a request. */
+const PUBLISH_DEADLINE_MS = 10_000;
+const SLOWEST_ANSWER_MS = PUBLISH_DEADLINE_MS + 5_000;
 
 describe('scaled out: the Kafka broker hangs and restarts under load', { skip, timeout: 20 * 60_000 }, () => {
   let database: Awaited<ReturnType<typeof scratchDatabase>>;
@@ -90,6 +94,8 @@ describe('scaled out: the Kafka broker hangs and restarts under load', { skip, t
     const stored = await storedCallsOfTeam(database.url, team.teamId);
     console.log(`# ${label}: 503 "may have been accepted" ${maybe}; calls stored beyond the 201s so far ${stored - acknowledgedSoFar} (allowed ${mayHaveBeenAcceptedSoFar})`);
     assert.deepEqual(unexpected.map((a) => `${a.status} ${a.detail ?? ''}`).slice(0, 5), []);
+    const slow = answers.filter((a) => a.ms > SLOWEST_ANSWER_MS);
+    assert.deepEqual(slow.map((a) => `${a.status} after ${a.ms} ms`).slice(0, 5), [], `answers slower than the publish deadline (${PUBLISH_DEADLINE_MS} ms) allows`);
     assert.deepEqual(outcome.missing, [], 'acknowledged calls missing from the event store');
     assert.deepEqual(outcome.pending, [], 'acknowledged calls never finished');
     assert.deepEqual(outcome.duplicates, [], 'a step recorded twice');

@@ -42,3 +42,18 @@ test('after 24 hours a key is forgotten: another body may use it', () => {
 test('a response can only be stored for a claim', () => {
   given([]).when({ type: 'StoreResponse', status: 201, body: {}, now: T0 }).thenThrows('IDEMPOTENCY_KEY_NOT_CLAIMED');
 });
+
+test('a claim is a lease: after 30 s the same body may claim the key again (its request died); another body may not', () => {
+  const afterLease = '2026-11-20T10:00:30.000Z';
+  given([claimed]).when({ type: 'Claim', bodyHash: 'h1', now: '2026-11-20T10:00:29.999Z' }).thenThrows('IDEMPOTENCY_KEY_IN_USE');
+  given([claimed]).when({ type: 'Claim', bodyHash: 'h1', now: afterLease }).then([{ type: 'IdempotencyKeyClaimed', data: { bodyHash: 'h1', at: afterLease } }]);
+  given([claimed]).when({ type: 'Claim', bodyHash: 'h2', now: afterLease }).thenThrows('IDEMPOTENCY_KEY_REUSED');
+});
+
+test('a release after a publish of unknown outcome keeps the body: the same body claims again at once, another is refused', () => {
+  const uncertain: IdempotencyEvent = { type: 'IdempotencyKeyReleased', data: { at: T0, outcomeUnknown: true } };
+  given([claimed]).when({ type: 'Release', now: T0, outcomeUnknown: true }).then([uncertain]);
+  assert.deepEqual(given([claimed, uncertain]).state(), { status: 'uncertain', bodyHash: 'h1', at: T0 });
+  given([claimed, uncertain]).when({ type: 'Claim', bodyHash: 'h1', now: T0 }).then([claimed]);
+  given([claimed, uncertain]).when({ type: 'Claim', bodyHash: 'h2', now: T0 }).thenThrows('IDEMPOTENCY_KEY_REUSED');
+});

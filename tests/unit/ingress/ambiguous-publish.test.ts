@@ -1,0 +1,155 @@
+/**
+ * A publish whose outcome is unknown keeps the capacity reservation and the body bound to its
+ * Idempotency-Key, and a retry with that key submits the same call (its id derives from the key);
+ * a publish that surely failed gives everything back; a 201 whose response could not be stored
+ * is still a 201; a reservation whose call never appears is released by the orphan sweep. On the
+ * embedded backends, with the log's publish and the idempotency store made to fail on demand.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { createSqliteEventLog } from '../../../shared/adapters/event-log/sql-event-log.ts';
+import { createSqliteEventStore } from '../../../shared/adapters/event-store/sqlite-event-store.ts';
+import { openSqlite, type OpenedSqlite } from '../../../shared/adapters/sqlite/sqlite-database.ts';
+import { type EventLog, EventLogUnavailableError } from '../../../shared/ports/event-log.ts';
+import { type EventStore, EventStoreUnavailableError } from '../../../shared/ports/event-store.ts';
+import { ALL_TOPICS, TOPICS } from '../../../shared/topics.ts';
+import { callIdForKey } from '../../../services/ingress/ingest-route.ts';
+import { startOrphanSweep } from '../../../services/ingress/teams/orphan-reservations.ts';
+import { createHarness, type Harness } from '../../support/ingress-harness.ts';
+import { tempDir } from '../../support/temp-dir.ts';
+
+const TRANSCRIPT = 'Rep: Hello Dana, thanks for joining.\nDana: Happy to be here.';
+
+/** `written`: the records reach the log, then the publish fails all the same (a lost acknowledgement). */
+const faults = { publish: undefined as undefined | 'written-unconfirmed' | 'not-sent', storeResponse: false };
+
+const failing = <T extends object>(target: T, overrides: Partial<Record<keyof T, unknown>>): T =>
+  new Proxy(target, {
+    get(object, property, receiver) {
+      if (property in overrides) return overrides[property as keyof T];
+      const value = Reflect.get(object, property, receiver) as unknown;
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(object) : value;
+    },
+  });
+
+describe('ambiguous publishes, Idempotency-Key retries and orphaned reservations', () => {
+  const dir = tempDir();
+  let opened: OpenedSqlite;
+  let eventStore: EventStore;
+  let eventLog: EventLog;
+  let h: Harness;
+
+  before(async () => {
+    opened = openSqlite(dir.path);
+    eventStore = createSqliteEventStore(opened.db);
+    eventLog = createSqliteEventLog(opened.db);
+    await eventLog.ensureTopics(ALL_TOPICS.map((name) => ({ name, partitions: 3 })));
+    const flakyLog = failing(eventLog, {
+      publish: async (...args: Parameters<EventLog['publish']>) => {
+        if (faults.publish === 'not-sent') throw new EventLogUnavailableError('broker refused the connection (test)');
+        const positions = await eventLog.publish(...args);
+        if (faults.publish === 'written-unconfirmed') throw new EventLogUnavailableError('no acknowledgement in time (test)', { outcomeUnknown: true });
+        return positions;
+      },
+    });
+    const flakyStore = failing(eventStore, {
+      append: (...args: Parameters<EventStore['append']>) =>
+        faults.storeResponse && args[1].some((e) => e.type === 'IdempotentResponseStored')
+          ? Promise.reject(new EventStoreUnavailableError('store down (test)'))
+          : eventStore.append(...args),
+    });
+    h = await createHarness({ eventStore: flakyStore, eventLog: flakyLog });
+  });
+
+  after(async () => {
+    await h.close();
+    await eventLog.close();
+    await eventStore.close();
+    opened.close();
+    dir.remove();
+  });
+
+  const capacity = async (teamId: string) => (await h.admin('GET', `/api/admin/teams/${teamId}`)).json<{ capacity: { remainingMinutes: number; reservedCalls: number } }>().capacity;
+  const recordsOf = async (callId: string) => (await eventLog.read(TOPICS.callsSubmitted, { limit: 100_000 })).filter((r) => r.key === callId);
+
+  test('unknown outcome: 503 "may have been accepted", the reservation stays, and the retry with the same key names the same call', async () => {
+    const { teamId, key, keyId } = await h.team();
+    const before = await capacity(teamId);
+    faults.publish = 'written-unconfirmed';
+    let first;
+    try {
+      first = await h.ingest({ key, body: { transcript: TRANSCRIPT }, headers: { 'idempotency-key': 'sync-1' } });
+    } finally {
+      faults.publish = undefined;
+    }
+    assert.equal(first.statusCode, 503, first.body);
+    assert.match(first.json<{ detail: string }>().detail, /may have been accepted/);
+    const held = await capacity(teamId);
+    assert.equal(held.reservedCalls, before.reservedCalls + 1, 'the reservation of a call that may exist is kept');
+
+    const other = await h.ingest({ key, body: { transcript: `${TRANSCRIPT}\nRep: another body` }, headers: { 'idempotency-key': 'sync-1' } });
+    assert.equal(other.statusCode, 422, 'the key stays bound to the body whose call may exist');
+
+    const retry = await h.ingest({ key, body: { transcript: TRANSCRIPT }, headers: { 'idempotency-key': 'sync-1' } });
+    assert.equal(retry.statusCode, 201, retry.body);
+    const { callId } = retry.json<{ callId: string }>();
+    assert.match(callId, /^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    const records = await recordsOf(callId);
+    assert.equal(records.length, 2, 'both attempts carry the same call id: the processor keeps the first');
+    assert.equal((await capacity(teamId)).reservedCalls, held.reservedCalls, 'the retry reserved nothing more');
+    assert.notEqual(callIdForKey(`${keyId}-x`), callId);
+  });
+
+  test('a publish that surely failed gives the reservation back and frees the key for another body', async () => {
+    const { teamId, key } = await h.team();
+    const before = await capacity(teamId);
+    faults.publish = 'not-sent';
+    try {
+      const res = await h.ingest({ key, body: { transcript: TRANSCRIPT }, headers: { 'idempotency-key': 'sync-2' } });
+      assert.equal(res.statusCode, 503);
+      assert.match(res.json<{ detail: string }>().detail, /nothing was accepted/);
+    } finally {
+      faults.publish = undefined;
+    }
+    assert.deepEqual(await capacity(teamId), before);
+    const res = await h.ingest({ key, body: { transcript: `${TRANSCRIPT}\nRep: fixed` }, headers: { 'idempotency-key': 'sync-2' } });
+    assert.equal(res.statusCode, 201, res.body);
+  });
+
+  test('a 201 whose response could not be stored is answered all the same; the key is held only for its lease', async () => {
+    const { key } = await h.team();
+    faults.storeResponse = true;
+    let res;
+    try {
+      res = await h.ingest({ key, body: { transcript: TRANSCRIPT }, headers: { 'idempotency-key': 'sync-3' } });
+    } finally {
+      faults.storeResponse = false;
+    }
+    assert.equal(res.statusCode, 201, res.body);
+    assert.equal((await recordsOf(res.json<{ callId: string }>().callId)).length, 1);
+    assert.ok(h.logLines.some((line) => line.includes('could not be stored for replay')));
+    const again = await h.ingest({ key, body: { transcript: TRANSCRIPT }, headers: { 'idempotency-key': 'sync-3' } });
+    assert.equal(again.statusCode, 409, 'within the lease the claim still holds the key');
+  });
+
+  test('the orphan sweep releases a reservation whose call never reached the log, and only once it is old enough', async () => {
+    const { teamId } = await h.team();
+    const before = await capacity(teamId);
+    // What an ingest that died between its two steps leaves behind: a reservation, no record.
+    await h.ingress.teams.reserve(teamId, 'call-that-never-was', 30);
+    assert.equal((await capacity(teamId)).reservedCalls, before.reservedCalls + 1);
+    const log = { info: () => {}, warn: () => {} };
+    const young = startOrphanSweep({ teams: h.ingress.teams, eventStore, orphanAfterMs: 60_000, log });
+    assert.deepEqual(await young.sweep(), { orphaned: 0, stale: 0 });
+    await young.stop();
+    const later = startOrphanSweep({ teams: h.ingress.teams, eventStore, orphanAfterMs: 60_000, log, now: () => new Date(Date.now() + 61_000) });
+    const swept = await later.sweep();
+    await later.stop();
+    // Calls accepted by the tests above count too: no processor runs here, so none has a stream.
+    assert.ok(swept.orphaned >= 1, JSON.stringify(swept));
+    assert.deepEqual(await capacity(teamId), before);
+    const again = startOrphanSweep({ teams: h.ingress.teams, eventStore, orphanAfterMs: 60_000, log, now: () => new Date(Date.now() + 61_000) });
+    assert.deepEqual(await again.sweep(), { orphaned: 0, stale: 0 }, 'a released reservation is released once');
+    await again.stop();
+  });
+});

@@ -11,7 +11,7 @@ import type { Topics } from '../../shared/topics.ts';
 import type { Health } from '../runtime/health.ts';
 import { buildIngressApp, type IngressApp } from './app.ts';
 import { DEFAULT_ORPHAN_AFTER_MS, startOrphanSweep } from './teams/orphan-reservations.ts';
-import { TeamDirectory } from './teams/team-directory.ts';
+import { createTeamWriter, type TeamWriter } from '../runtime/team-writer.ts';
 import { TeamService } from './teams/team-service.ts';
 
 export interface IngressOptions {
@@ -27,6 +27,8 @@ export interface IngressOptions {
   now?: () => Date;
   /** Readiness of this process's parts; the team directory registers here. */
   health?: Health;
+  /** The process's team writer, shared with the processor of the same process; default a new one. */
+  teams?: TeamWriter;
   /** A capacity reservation whose call has not appeared after this long is released (default 15 min). */
   orphanAfterMs?: number;
 }
@@ -39,10 +41,10 @@ export interface Ingress {
 }
 
 export const createIngress = async (options: IngressOptions): Promise<Ingress> => {
-  const directory = new TeamDirectory();
+  const { directory, repository } = options.teams ?? createTeamWriter(options.eventStore);
   await directory.start(options.eventStore);
   const unregister = options.health?.register('team-directory', () => directory.report((since) => options.health!.retryingTooLong(since)));
-  const teams = new TeamService({ store: options.eventStore, directory, keySecret: options.apiKeySecret, now: options.now });
+  const teams = new TeamService({ repository, directory, keySecret: options.apiKeySecret, now: options.now });
   const app = await buildIngressApp({
     logger: options.logger,
     check: options.check ?? (async () => ({})),

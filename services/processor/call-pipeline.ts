@@ -13,16 +13,13 @@ import { isDomainError } from '../../shared/domain/decider.ts';
 import { correctDuration, countWords, estimateSpokenSeconds } from '../../shared/domain/submission/duration.ts';
 import { minutesForSeconds } from '../../shared/domain/team/capacity.ts';
 import { toStorable } from '../../shared/domain/submission/storable-text.ts';
-import type { TeamCommand } from '../../shared/domain/team/team-commands.ts';
-import { teamDecider } from '../../shared/domain/team/team-decider.ts';
-import { teamStreamId, type TeamEvent } from '../../shared/domain/team/team-events.ts';
-import type { TeamState } from '../../shared/domain/team/team-state.ts';
 import type { Analyser } from '../../shared/ports/analyser.ts';
 import type { AudioSource } from '../../shared/ports/audio-source.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import { StepError } from '../../shared/ports/step-error.ts';
 import type { Transcriber } from '../../shared/ports/transcriber.ts';
-import { AggregateRepository, MemoryStateCache } from '../runtime/aggregate-repository.ts';
+import { AggregateRepository } from '../runtime/aggregate-repository.ts';
+import { createTeamWriter, type TeamRepository } from '../runtime/team-writer.ts';
 import type { ActorContext } from './actors.ts';
 import { retrying, type RetryPolicy } from './retry.ts';
 
@@ -36,6 +33,8 @@ export interface PipelineDeps {
   retry: RetryPolicy;
   /** Limits concurrent transcriptions (the local engine is CPU-bound). */
   transcriptionSlot: <T>(work: () => Promise<T>) => Promise<T>;
+  /** The process's one writer of team streams (shared with an ingress in the same process); default a new one. */
+  teams?: TeamRepository;
   now?: () => Date;
 }
 
@@ -53,7 +52,7 @@ const storable = <T>(value: T): T => {
 export const createCallPipeline = (deps: PipelineDeps) => {
   const calls = new AggregateRepository(deps.store, callDecider, callStreamId);
   // A team's stream grows with every call: keep folded states and read only newer events.
-  const teams = new AggregateRepository<TeamCommand, TeamState, TeamEvent>(deps.store, teamDecider, teamStreamId, { cache: new MemoryStateCache() });
+  const teams = deps.teams ?? createTeamWriter(deps.store).repository;
   const now = () => (deps.now ?? (() => new Date()))().toISOString();
 
   /** Appends a step's outcome; a step that lost a race (call finished or moved on) changes nothing. */

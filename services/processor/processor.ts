@@ -24,6 +24,7 @@ import { TOPICS, topicPrefix, type Topics } from '../../shared/topics.ts';
 import { AggregateRepository } from '../runtime/aggregate-repository.ts';
 import type { Health } from '../runtime/health.ts';
 import { ActorSystem } from './actors.ts';
+import type { TeamRepository } from '../runtime/team-writer.ts';
 import { createCallPipeline } from './call-pipeline.ts';
 import { parseCallSubmitted } from './call-submitted-record.ts';
 import { Deadlines } from './deadlines.ts';
@@ -50,6 +51,8 @@ export interface ProcessorOptions {
   /** Topic names; default without prefix. */
   topics?: Topics;
   now?: () => Date;
+  /** The process's one writer of team streams (see team-writer.ts); default a new one. */
+  teams?: TeamRepository;
   /** Where the processor reports its readiness. */
   health?: Health;
   /** How often the sweep looks for owned open calls nobody works; default 5000 ms. */
@@ -78,6 +81,7 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
     processingTimeoutMs: options.processingTimeoutMs,
     retry: options.retry ?? DEFAULT_RETRY,
     transcriptionSlot: (work) => transcriptions.run(work),
+    teams: options.teams,
     now: options.now,
   });
   const calls = new AggregateRepository(options.eventStore, callDecider, callStreamId);

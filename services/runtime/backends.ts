@@ -16,6 +16,7 @@ import type { EventStore } from '../../shared/ports/event-store.ts';
 import type { ReadModels } from '../../shared/ports/read-models.ts';
 import { createPostgresReadModels } from '../../shared/adapters/read-models/postgres-read-models.ts';
 import { createSqliteReadModels } from '../../shared/adapters/read-models/sqlite-read-models.ts';
+import { createTeamWriter, type TeamWriter } from './team-writer.ts';
 import { allTopics, type Topics, topicNames } from '../../shared/topics.ts';
 
 export interface Backends {
@@ -25,6 +26,8 @@ export interface Backends {
   readModels: ReadModels;
   /** Topic names (with TOPIC_PREFIX). */
   topics: Topics;
+  /** The process's one writer of team streams, shared by its ingress and processor. */
+  teams: TeamWriter;
   /** The embedded database when one is open (for DATA_DIR files such as the admin token). */
   sqlite?: OpenedSqlite;
   /** One line per backend, for the start-up log. */
@@ -68,6 +71,7 @@ export const openBackends = async (config: Config, log: Logger): Promise<Backend
       eventLog,
       readModels,
       topics,
+      teams: createTeamWriter(eventStore),
       sqlite,
       description,
       async check() {

@@ -34,6 +34,7 @@ export const startIngressService = async (config: Config, backends: Backends, lo
     topics: backends.topics,
     health,
     orphanAfterMs: config.orphanReservationMs,
+    teams: backends.teams,
   });
   const address = await ingress.app.listen({ port: config.port, host: config.host });
   return {
@@ -61,6 +62,7 @@ export const startProcessorService = async (config: Config, backends: Backends, 
     concurrency: config.processorConcurrency,
     transcriptionConcurrency: config.transcribeConcurrency,
     topics: backends.topics,
+    teams: backends.teams.repository,
     health,
   });
 };

@@ -5,16 +5,14 @@
 import { randomUUID } from 'node:crypto';
 import { hoursToMinutes } from '../../../shared/domain/team/capacity.ts';
 import type { TeamCommand } from '../../../shared/domain/team/team-commands.ts';
-import { teamDecider } from '../../../shared/domain/team/team-decider.ts';
-import { teamStreamId, type TeamEvent } from '../../../shared/domain/team/team-events.ts';
-import type { ActiveTeam, TeamState } from '../../../shared/domain/team/team-state.ts';
+import type { ActiveTeam } from '../../../shared/domain/team/team-state.ts';
 import { generateApiKey, generateKeyId, hashApiKey, parseApiKey } from '../../../shared/security/api-keys.ts';
-import type { EventStore } from '../../../shared/ports/event-store.ts';
-import { AggregateRepository } from '../../runtime/aggregate-repository.ts';
+import type { TeamRepository } from '../../runtime/team-writer.ts';
 import type { KeyOwner, TeamDirectory } from './team-directory.ts';
 
 export interface TeamServiceDeps {
-  store: EventStore;
+  /** The process's one writer of team streams, caching into `directory` (see team-writer.ts). */
+  repository: TeamRepository;
   directory: TeamDirectory;
   /** Secret of the keyed hash under which API keys are stored. */
   keySecret: string;
@@ -27,11 +25,11 @@ export interface CapacityView {
 }
 
 export class TeamService {
-  private readonly repository: AggregateRepository<TeamCommand, TeamState, TeamEvent>;
+  private readonly repository: TeamRepository;
   private readonly now: () => Date;
 
   constructor(private readonly deps: TeamServiceDeps) {
-    this.repository = new AggregateRepository(deps.store, teamDecider, teamStreamId, { cache: deps.directory });
+    this.repository = deps.repository;
     this.now = deps.now ?? (() => new Date());
   }
 

@@ -6,26 +6,18 @@
  */
 import type Database from 'better-sqlite3';
 import { serialised, type SqliteDb } from '../sqlite/sqlite-database.ts';
+import { translateSqliteError } from '../sqlite/sqlite-errors.ts';
 import { EventLogUnavailableError } from '../../ports/event-log.ts';
 import { EVENT_LOG_SCHEMA, type SqlDriver, type SqlExecutor } from './sql-driver.ts';
 
 type Statement = Database.Statement<unknown[]>;
 
 
-const UNAVAILABLE = /^SQLITE_(BUSY|LOCKED|IOERR|FULL|CANTOPEN|PROTOCOL)/;
 const STATEMENT_CACHE = 256;
 
-/** SQLite errors that mean "try again later" become `EventLogUnavailableError`. */
-const toEventLogError = (error: unknown): unknown => {
-  const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code === 'string' && UNAVAILABLE.test(code)) {
-    return new EventLogUnavailableError(`SQLite event log unavailable: ${(error as Error).message}`, { cause: error });
-  }
-  if (error instanceof TypeError && /database connection is not open/.test(error.message)) {
-    return new EventLogUnavailableError('SQLite event log unavailable: the database is closed', { cause: error });
-  }
-  return error;
-};
+/** Retriable SQLite failures (sqlite-errors.ts) become `EventLogUnavailableError`. */
+const toEventLogError = (error: unknown): unknown =>
+  translateSqliteError(error, (message, cause) => new EventLogUnavailableError(`SQLite event log unavailable: ${message}`, { cause }));
 
 export class SqliteDriver implements SqlDriver {
   readonly nowMs = "CAST(unixepoch('subsec') * 1000 AS INTEGER)";

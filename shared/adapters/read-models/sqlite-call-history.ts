@@ -36,8 +36,9 @@
 import type Database from 'better-sqlite3';
 import type { CallHistoryRow } from '../../domain/call/call-history.ts';
 import type { RecordedEvent } from '../../ports/event-store.ts';
-import type { ApplyOptions, CallHistoryRebuild, CallHistoryStore } from '../../ports/read-models.ts';
+import { type ApplyOptions, type CallHistoryRebuild, type CallHistoryStore, ReadModelUnavailableError } from '../../ports/read-models.ts';
 import { serialised, type SqliteDb } from '../sqlite/sqlite-database.ts';
+import { translateSqliteError } from '../sqlite/sqlite-errors.ts';
 import { changesOf, docRow, eventsByCall, foldInto, type PendingRow, storedRow } from './history-rows.ts';
 import { type ListPlan, pageOf, planList } from './list-plan.ts';
 import { RebuildBuffer, type RebuildLimits } from './rebuild-buffer.ts';
@@ -263,7 +264,10 @@ export const createSqliteCallHistory = (db: SqliteDb, versions: SqliteVersions, 
 
   const callHistory: CallHistoryStore & { close(): Promise<void> } = {
     async apply(events, checkpoint, options) {
-      await serialised(db, () => applyLive.immediate(events, checkpoint, options));
+      // A locked or failing database is an outage to retry, not a bad event.
+      await serialised(db, () => applyLive.immediate(events, checkpoint, options)).catch((error: unknown) => {
+        throw translateSqliteError(error, (message, cause) => new ReadModelUnavailableError(`SQLite read models unavailable: ${message}`, { cause }));
+      });
     },
     async checkpoint() {
       return BigInt(versions.active(HISTORY).checkpoint);

@@ -8,8 +8,9 @@
  */
 import { type DealCall, type DealRecord, dealRecordOf } from '../../domain/call/deal-record.ts';
 import type { RecordedEvent } from '../../ports/event-store.ts';
-import type { ApplyOptions, DealOutboxEntry, DealStore } from '../../ports/read-models.ts';
+import { type ApplyOptions, type DealOutboxEntry, type DealStore, ReadModelUnavailableError } from '../../ports/read-models.ts';
 import { serialised, type SqliteDb } from '../sqlite/sqlite-database.ts';
+import { translateSqliteError } from '../sqlite/sqlite-errors.ts';
 import { dealBatch } from './deal-batch.ts';
 import type { SqliteVersions } from './sqlite-versions.ts';
 
@@ -83,7 +84,10 @@ export const createSqliteDeals = (db: SqliteDb, versions: SqliteVersions): DealS
 
   const deals: DealStore = {
     async apply(events, checkpoint, options) {
-      await serialised(db, () => applyDeals.immediate(events, checkpoint, options));
+      // A locked or failing database is an outage to retry, not a bad event.
+      await serialised(db, () => applyDeals.immediate(events, checkpoint, options)).catch((error: unknown) => {
+        throw translateSqliteError(error, (message, cause) => new ReadModelUnavailableError(`SQLite read models unavailable: ${message}`, { cause }));
+      });
     },
     async checkpoint() {
       return BigInt(versions.active(DEALS).checkpoint);

@@ -131,13 +131,15 @@ export interface Answer {
   detail?: string;
   /** How long the answer took. */
   ms: number;
+  /** What was sent, so that the request can be retried as it was. */
+  request: { apiKey: string; body: unknown; idempotencyKey?: string };
 }
 
 /**
  * Sends `rate` requests per second, spread over the ingress URLs `targets()` returns at each send,
  * until stopped. Connection errors (a killed ingress) count as status 0.
  */
-export const steadyLoad = (targets: () => string[], keys: string[], rate: number) => {
+export const steadyLoad = (targets: () => string[], keys: string[], rate: number, options: { idempotencyKeys?: boolean } = {}) => {
   const answers: Answer[] = [];
   let n = 0;
   let stopped = false;
@@ -147,19 +149,8 @@ export const steadyLoad = (targets: () => string[], keys: string[], rate: number
     const url = urls[n % urls.length]!;
     const key = keys[n % keys.length]!;
     n++;
-    const started = Date.now();
-    try {
-      const res = await fetch(`${url}/api/integrations/push-api/ingest`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-api-key': key },
-        body: JSON.stringify({ transcript: TRANSCRIPT, repName: 'Sam Seller', callTitle: `load ${n}` }),
-        signal: AbortSignal.timeout(60_000),
-      });
-      const body = (await res.json().catch(() => ({}))) as { callId?: string; code?: string; detail?: string };
-      answers.push({ status: res.status, callId: body.callId, ingress: url, retryAfter: res.headers.get('retry-after') ?? undefined, code: body.code, detail: body.detail, ms: Date.now() - started });
-    } catch {
-      answers.push({ status: 0, ingress: url, ms: Date.now() - started });
-    }
+    const request = { apiKey: key, body: { transcript: TRANSCRIPT, repName: 'Sam Seller', callTitle: `load ${n}` }, ...(options.idempotencyKeys ? { idempotencyKey: `load-${randomUUID()}` } : {}) };
+    answers.push(await ingestOnce(url, request));
   };
   const timer = setInterval(() => {
     if (stopped) return;
@@ -175,6 +166,37 @@ export const steadyLoad = (targets: () => string[], keys: string[], rate: number
       return answers;
     },
   };
+};
+
+/** One POST to the ingest endpoint; a connection error (a killed ingress) is status 0. */
+export const ingestOnce = async (url: string, request: Answer['request']): Promise<Answer> => {
+  const started = Date.now();
+  try {
+    const res = await fetch(`${url}/api/integrations/push-api/ingest`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': request.apiKey, ...(request.idempotencyKey ? { 'idempotency-key': request.idempotencyKey } : {}) },
+      body: JSON.stringify(request.body),
+      signal: AbortSignal.timeout(60_000),
+    });
+    const body = (await res.json().catch(() => ({}))) as { callId?: string; code?: string; detail?: string };
+    return { status: res.status, callId: body.callId, ingress: url, retryAfter: res.headers.get('retry-after') ?? undefined, code: body.code, detail: body.detail, ms: Date.now() - started, request };
+  } catch {
+    return { status: 0, ingress: url, ms: Date.now() - started, request };
+  }
+};
+
+/**
+ * What a careful client does with a 503 "may have been accepted": the same request with the same
+ * Idempotency-Key again, after Retry-After, until it gets an answer other than 503 (bounded).
+ */
+export const retryUntilAnswered = async (targets: () => string[], request: Answer['request'], timeoutMs = 60_000): Promise<Answer> => {
+  const deadline = Date.now() + timeoutMs;
+  for (let i = 0; ; i++) {
+    const urls = targets();
+    const answer = await ingestOnce(urls[i % urls.length]!, request);
+    if ((answer.status !== 503 && answer.status !== 0) || Date.now() > deadline) return answer;
+    await sleep(answer.retryAfter ? Math.min(Number(answer.retryAfter) * 1000, 2000) : 500);
+  }
 };
 
 export const byStatus = (answers: Answer[]) => {
@@ -288,6 +310,8 @@ export const ownBroker = async () => {
     unpause: () => run('unpause'),
     /** SIGTERM and wait for the exit; the data stays. */
     stop: () => run('kill', 'TERM'),
+    /** SIGKILL: the broker crashes, nothing flushed or closed. */
+    crash: () => run('kill', 'KILL'),
     /** Starts again on the same data and waits until it answers. */
     resume: () => run('resume'),
     async close() {

@@ -5,7 +5,8 @@
 // (default 15 min) is killed with everything it started and counts as failed, its output so far
 // printed; a run that executed no test fails.
 // Usage: node tests/run.mjs [path-substring ...]   (only files whose path contains one of them)
-// Env: TEST_CONCURRENCY (files at once, default 2), TEST_FILE_TIMEOUT_MS.
+// Env: TEST_CONCURRENCY (files at once, default 2), TEST_FILE_TIMEOUT_MS, TEST_STREAM=1 (print each
+// file's output as it comes instead of all at once when the file ends; clearest with one file).
 import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -34,6 +35,7 @@ const results = [];
 const running = new Map();
 const started = Date.now();
 const seconds = (ms) => `${(ms / 1000).toFixed(1)} s`;
+const stream = process.env.TEST_STREAM === '1';
 
 /** Runs one file in its own process group; resolves with its counts and how it ended. */
 const runFile = (file) =>
@@ -45,9 +47,14 @@ const runFile = (file) =>
       { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
     );
     running.set(file, child);
+    console.log(`# started: ${file}`);
     let output = '';
-    child.stdout.on('data', (chunk) => (output += chunk));
-    child.stderr.on('data', (chunk) => (output += chunk));
+    const take = (chunk) => {
+      output += chunk;
+      if (stream) process.stdout.write(chunk);
+    };
+    child.stdout.on('data', take);
+    child.stderr.on('data', take);
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
@@ -73,7 +80,7 @@ const killGroup = (child, signal) => {
 };
 
 const report = (result) => {
-  process.stdout.write(result.output.endsWith('\n') || result.output === '' ? result.output : `${result.output}\n`);
+  if (!stream) process.stdout.write(result.output.endsWith('\n') || result.output === '' ? result.output : `${result.output}\n`);
   for (const [key, value] of Object.entries(result.counts)) totals[key] += value;
   // A file whose suites all skipped (a backend not configured) ran no test; that alone is no failure.
   const failed = result.timedOut || result.code !== 0;

@@ -117,7 +117,11 @@ interface PublishRequest {
 const BROKEN_PRODUCER_STATE = new Set(['OUT_OF_ORDER_SEQUENCE_NUMBER', 'UNKNOWN_PRODUCER_ID', 'INVALID_PRODUCER_EPOCH', 'INVALID_PRODUCER_ID_MAPPING']);
 const brokenProducerState = (error: unknown): boolean => causes(error).some((e) => BROKEN_PRODUCER_STATE.has(String((e as { type?: unknown }).type)));
 
-/** Errors that prove nothing reached a broker: the connection was refused or the name unknown. */
+/**
+ * Errors that say no broker could be reached: the connection was refused or the name unknown.
+ * Alone they prove nothing: kafkajs reconnects inside its retries, and a produce sent on a
+ * connection that then died surfaces as the reconnect's refusal. See `send`.
+ */
 const NOTHING_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH']);
 const nothingSent = (error: unknown): boolean => {
   const chain = causes(error);
@@ -133,6 +137,8 @@ class KafkaEventLog implements EventLog {
   private readonly publishTimeoutMs: number;
   /** Set when the broker refused the producer's sequence state; the next send replaces it. */
   private producerBroken = false;
+  /** The last produce failed and none succeeded since: the log is known to be unreachable. */
+  private unreachable = false;
   private closed = false;
 
   constructor(
@@ -289,9 +295,12 @@ class KafkaEventLog implements EventLog {
       });
     });
     let metadata: kafkajs.RecordMetadata[];
+    const unreachableBefore = this.unreachable;
     try {
       metadata = await this.producer.sendBatch({ acks: -1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) });
+      this.unreachable = false;
     } catch (error) {
+      this.unreachable = true;
       const broken = brokenProducerState(error);
       if (broken) {
         this.producerBroken = true;
@@ -299,8 +308,12 @@ class KafkaEventLog implements EventLog {
       }
       const mapped = toEventLogError(error, items.length === 1 ? items[0]!.topic : undefined);
       if (mapped instanceof UnknownTopicError) throw mapped;
-      // The broker refused the records (too large, say), or the connection was refused: not written.
-      if (!broken && (!(mapped instanceof EventLogUnavailableError) || nothingSent(error))) throw mapped;
+      // The broker refused the records (too large, say): not written.
+      if (!broken && !(mapped instanceof EventLogUnavailableError)) throw mapped;
+      // The log was already unreachable when this produce began, and still refuses connections:
+      // nothing was sent. The first failure after a success is never taken for that, since the
+      // request in flight when a broker dies may have been written.
+      if (!broken && unreachableBefore && nothingSent(error)) throw mapped;
       // The request may have reached the broker before it failed: the records may be written.
       throw new EventLogUnavailableError(`Kafka publish failed, the records may have been written: ${(error as Error).message}`, { cause: error, outcomeUnknown: true });
     }

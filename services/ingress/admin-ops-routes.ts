@@ -42,9 +42,9 @@ export const registerAdminOpsRoutes = (app: TypedApp, deps: AdminOpsDeps): void 
         security,
         params: Type.Object({ topic: Type.String({ minLength: 1, maxLength: 249 }) }),
         querystring: Type.Object({
-          fromOffset: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: 'First offset to read, in each partition.' })),
+          fromOffset: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0, description: 'First offset to read, in each partition.' })),
           limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
-          partition: Type.Optional(Type.Integer({ minimum: 0, description: 'Only this partition; default all.' })),
+          partition: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'Only this partition; default all.' })),
         }),
         response: {
           200: Type.Object({

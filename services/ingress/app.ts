@@ -1,12 +1,15 @@
 import swagger from '@fastify/swagger';
 import { Type } from '@sinclair/typebox';
 import { EVENT_SCHEMAS } from '../../shared/domain/call/event-schemas.ts';
-import { ProblemError } from './errors.ts';
+import { problem, ProblemError } from './errors.ts';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyBaseLogger } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyReply } from 'fastify';
 import secureJson from 'secure-json-parse';
 import type { TypedApp } from './typed-app.ts';
+import { rememberRawBody } from './raw-body.ts';
 import type { Logger } from 'pino';
 import type { EventLog } from '../../shared/ports/event-log.ts';
 import type { Topics } from '../../shared/topics.ts';
@@ -41,6 +44,39 @@ export interface IngressDeps {
 
 export type IngressApp = TypedApp;
 
+/** Socket bounds of the HTTP server (README, Limits and fairness). */
+export const HTTP_LIMITS = {
+  requestTimeoutMs: 60_000,
+  idleSocketTimeoutMs: 60_000,
+  keepAliveTimeoutMs: 72_000,
+  /** Open connections per process; more are refused at accept. */
+  maxConnections: 10_000,
+} as const;
+
+const PROBLEM_JSON = 'application/problem+json; charset=utf-8';
+
+/**
+ * What Node's HTTP parser refuses before there is a request (a malformed Content-Length, headers
+ * over 16 KB, a request that took too long to arrive) still gets a problem+json answer, then the
+ * socket closes.
+ */
+const answerClientError = (error: Error & { code?: string }, socket: Socket): void => {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const answer =
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? problem('REQUEST_TIMEOUT', `The request did not arrive completely within ${HTTP_LIMITS.requestTimeoutMs / 1000} s.`)
+      : error.code === 'HPE_HEADER_OVERFLOW'
+        ? problem('REQUEST_HEADERS_TOO_LARGE', 'The request line and headers exceed 16 KB.')
+        : problem('BAD_REQUEST', `The request is not valid HTTP (${error.code ?? 'parse error'}).`);
+  if (socket.writable) {
+    const body = JSON.stringify(answer);
+    socket.write(
+      `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status]}\r\nContent-Type: ${PROBLEM_JSON}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(error);
+};
+
 /** Builds the HTTP app; starts nothing (tests call `app.inject()`, main.ts calls `listen`). */
 export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
   const app = Fastify({
@@ -51,7 +87,18 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
     ajv: { customOptions: { coerceTypes: 'array', removeAdditional: false } },
     // While closing, answer 503 ourselves: problem+json with Retry-After, like every other 503.
     return503OnClosing: false,
+    // A request must arrive whole within a minute, an idle socket closes after one: a slow body
+    // never holds a socket for ever (HTTP_LIMITS).
+    requestTimeout: HTTP_LIMITS.requestTimeoutMs,
+    connectionTimeout: HTTP_LIMITS.idleSocketTimeoutMs,
+    keepAliveTimeout: HTTP_LIMITS.keepAliveTimeoutMs,
+    // Errors below the router answer problem+json too.
+    frameworkErrors: (error, _request, reply) => {
+      void (reply as unknown as FastifyReply).code(400).type(PROBLEM_JSON).send(problem('BAD_REQUEST', `The request URL is not valid: ${error.message}`));
+    },
+    clientErrorHandler: answerClientError,
   }).withTypeProvider<TypeBoxTypeProvider>();
+  app.server.maxConnections = HTTP_LIMITS.maxConnections;
 
   let closing = false;
   app.addHook('preClose', async () => {
@@ -70,8 +117,10 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
   // Our own JSON parser so a refusal names its rule: Fastify's answers every refusal, a
   // "__proto__" key included, with the same "not valid JSON".
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     const text = body as string;
+    // The Idempotency-Key compares bodies by their bytes (raw-body.ts).
+    if (request.headers['idempotency-key'] !== undefined) rememberRawBody(request, text);
     if (text.trim() === '') return done(new ProblemError('MALFORMED_JSON', 'The body is empty; send a JSON object.'));
     try {
       done(null, secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' }));
@@ -111,7 +160,8 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
     '/docs/events/:name.json',
     { schema: { tags: ['Operations'], summary: 'JSON Schema of a message downstream systems consume', params: Type.Object({ name: Type.String() }) } },
     async (request, reply) => {
-      const schema = (EVENT_SCHEMAS as Record<string, unknown>)[request.params.name];
+      // Own keys only: "constructor" or "__proto__" name no schema.
+      const schema = Object.hasOwn(EVENT_SCHEMAS, request.params.name) ? (EVENT_SCHEMAS as Record<string, unknown>)[request.params.name] : undefined;
       if (!schema) throw new ProblemError('NOT_FOUND', `No schema ${request.params.name}; known: ${Object.keys(EVENT_SCHEMAS).join(', ')}.`);
       return reply.type('application/schema+json').send(schema);
     },

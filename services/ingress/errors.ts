@@ -23,6 +23,12 @@ export const ERROR_STATUS = {
   UNSUPPORTED_MEDIA_TYPE: 415,
   /** The body is not valid JSON. */
   MALFORMED_JSON: 400,
+  /** Not a request HTTP can carry: a URL that does not decode, a malformed Content-Length, a broken request line. */
+  BAD_REQUEST: 400,
+  /** The request line and headers together exceed 16 KB. */
+  REQUEST_HEADERS_TOO_LARGE: 431,
+  /** The request did not arrive completely within the time allowed (see the README's limits). */
+  REQUEST_TIMEOUT: 408,
   /** One or more fields break a rule; `errors[]` names each field and rule. */
   VALIDATION_FAILED: 400,
   /** The team's live call capacity is used up and auto-recharge is off. */
@@ -52,6 +58,9 @@ const TITLES: Record<ErrorCode, string> = {
   PAYLOAD_TOO_LARGE: 'Request body too large',
   UNSUPPORTED_MEDIA_TYPE: 'Unsupported media type',
   MALFORMED_JSON: 'Malformed JSON body',
+  BAD_REQUEST: 'Malformed request',
+  REQUEST_HEADERS_TOO_LARGE: 'Request headers too large',
+  REQUEST_TIMEOUT: 'Request timeout',
   VALIDATION_FAILED: 'Invalid request',
   CAPACITY_EXHAUSTED: 'Live call capacity exhausted',
   NOT_FOUND: 'Not found',

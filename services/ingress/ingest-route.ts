@@ -26,6 +26,7 @@ import type { RateLimiter } from '../../shared/ports/rate-limiter.ts';
 import { TOPICS, type Topics } from '../../shared/topics.ts';
 import { AggregateRepository } from '../runtime/aggregate-repository.ts';
 import { apiKeyAccess } from './api-key-access.ts';
+import { rawBodyOf } from './raw-body.ts';
 import { ProblemError } from './errors.ts';
 import type { KeyOwner } from './teams/team-directory.ts';
 import type { TeamService } from './teams/team-service.ts';
@@ -161,7 +162,7 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
 
       const key = readIdempotencyKey(idempotencyKey);
       const id = `${owner.keyId}-${sha256(key).slice(0, 32)}`;
-      const claimed = await idempotency.handle(id, { type: 'Claim', bodyHash: sha256(JSON.stringify(request.body)), now: now().toISOString() });
+      const claimed = await idempotency.handle(id, { type: 'Claim', bodyHash: sha256(rawBodyOf(request) ?? JSON.stringify(request.body)), now: now().toISOString() });
       if (claimed.events.length === 0 && claimed.state.status === 'stored') {
         return reply.code(201).header('idempotent-replayed', 'true').send(claimed.state.response.body as SubmissionAccepted);
       }

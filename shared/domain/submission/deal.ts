@@ -32,6 +32,9 @@ const FIELDS: ReadonlyArray<{ key: DealKey; inDeal: string[]; flat: string[]; re
 const FLAT_NAMES = FIELDS.flatMap((f) => f.flat);
 
 /** Reads the deal from the whole body (the `deal` object and the flat aliases). */
+/** Unknown keys of `deal` listed one by one in warnings; the rest are counted. */
+const MAX_LISTED_UNKNOWN_DEAL = 20;
+
 export const readDeal = (body: Readonly<Record<string, unknown>>): DealRead => {
   // Most calls carry no deal: answer without building the sources.
   if (body.deal === undefined && !FLAT_NAMES.some((name) => Object.hasOwn(body, name))) return { errors: [], warnings: [] };
@@ -41,7 +44,10 @@ export const readDeal = (body: Readonly<Record<string, unknown>>): DealRead => {
   let inner: Record<string, unknown> = {};
   if (isPlainObject(raw)) {
     inner = raw;
-    for (const name of Object.keys(raw)) if (!DEAL_FIELDS.has(name)) warnings.push(`unknown field deal.${truncateChars(name, 100)} ignored`);
+    // Listed up to a bound, then counted: a deal with 150,000 unknown keys is one more warning, not 150,000.
+    const unknown = Object.keys(raw).filter((name) => !DEAL_FIELDS.has(name));
+    for (const name of unknown.slice(0, MAX_LISTED_UNKNOWN_DEAL)) warnings.push(`unknown field deal.${truncateChars(name, 100)} ignored`);
+    if (unknown.length > MAX_LISTED_UNKNOWN_DEAL) warnings.push(`${unknown.length - MAX_LISTED_UNKNOWN_DEAL} more unknown fields in deal ignored`);
   } else if (raw !== undefined && raw !== null) {
     errors.push({ field: 'deal', message: 'deal must be an object' });
   }

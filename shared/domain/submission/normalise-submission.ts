@@ -125,13 +125,13 @@ export const normaliseSubmission = (body: unknown): NormaliseResult => {
   const metadata = field(['metadata'], readMetadata);
   const durationUnit = field(['durationUnit', 'duration_unit'], readDurationUnit);
   const duration = readDuration(body.duration, durationUnit.value, metadata.value?.source);
-  if (duration.kind === 'invalid') errors.push(...duration.errors);
+  if (duration.kind === 'invalid') for (const error of duration.errors) errors.push(error);
   const deal = readDeal(body);
-  errors.push(...deal.errors);
+  for (const error of deal.errors) errors.push(error);
 
   if (textErrors.length > 0 || errors.length > 0) return { ok: false, errors: capErrors([...textErrors, ...errors]) };
 
-  warnings.push(...unknownFieldWarnings(body), ...deal.warnings);
+  for (const warning of [...unknownFieldWarnings(body), ...deal.warnings]) warnings.push(warning);
   const submission: Submission = {
     aiTitleEnabled: disableAi.value !== undefined ? !disableAi.value : (useAi.value ?? true),
     tags: tags.value ?? [],

@@ -1,0 +1,145 @@
+/**
+ * Nothing a caller can send answers 500, and every error is problem+json, also those Fastify and
+ * Node's HTTP parser produce below the routes. Each case answered 500 (or a non-problem body)
+ * before. Over a real socket on the embedded backends, since the parser's errors never reach
+ * `inject`.
+ */
+import assert from 'node:assert/strict';
+import { connect } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { createSqliteEventLog } from '../../../shared/adapters/event-log/sql-event-log.ts';
+import { createSqliteEventStore } from '../../../shared/adapters/event-store/sqlite-event-store.ts';
+import { createSqliteReadModels } from '../../../shared/adapters/read-models/sqlite-read-models.ts';
+import { openSqlite, type OpenedSqlite } from '../../../shared/adapters/sqlite/sqlite-database.ts';
+import type { EventLog } from '../../../shared/ports/event-log.ts';
+import type { EventStore } from '../../../shared/ports/event-store.ts';
+import type { ReadModels } from '../../../shared/ports/read-models.ts';
+import { ALL_TOPICS } from '../../../shared/topics.ts';
+import { ADMIN_TOKEN, createHarness, type Harness } from '../../support/ingress-harness.ts';
+import { tempDir } from '../../support/temp-dir.ts';
+
+const TRANSCRIPT = 'Rep: Hello Dana, thanks for joining.\nDana: Happy to be here.';
+
+/** Writes `raw` on a fresh connection; resolves with everything the server wrote until it closed. */
+const rawRequest = (port: number, raw: string): Promise<string> =>
+  new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    let answer = '';
+    socket.on('data', (chunk) => (answer += chunk.toString()));
+    socket.on('error', (error) => (answer ? resolve(answer) : reject(error)));
+    socket.on('close', () => resolve(answer));
+    socket.write(raw);
+  });
+
+const statusOf = (answer: string) => Number(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1]);
+const problemOf = (answer: string) => {
+  assert.match(answer, /content-type: application\/problem\+json/i, answer.slice(0, 300));
+  return JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)) as { code: string; status: number; detail: string; errors?: { field: string; message: string }[] };
+};
+
+describe('no 500 for anything a caller can send; every error is problem+json', () => {
+  const dir = tempDir();
+  let opened: OpenedSqlite;
+  let eventStore: EventStore;
+  let eventLog: EventLog;
+  let readModels: ReadModels;
+  let h: Harness;
+  let key: string;
+  let port: number;
+
+  before(async () => {
+    opened = openSqlite(dir.path);
+    eventStore = createSqliteEventStore(opened.db);
+    eventLog = createSqliteEventLog(opened.db);
+    await eventLog.ensureTopics(ALL_TOPICS.map((name) => ({ name, partitions: 3 })));
+    readModels = createSqliteReadModels(opened.db);
+    h = await createHarness({ eventStore, eventLog, readModels });
+    ({ key } = await h.team());
+    await h.ingress.app.listen({ port: 0, host: '127.0.0.1' });
+    port = (h.ingress.app.server.address() as { port: number }).port;
+  });
+  after(async () => {
+    await h.close();
+    await readModels.close();
+    await eventLog.close();
+    await eventStore.close();
+    opened.close();
+    dir.remove();
+  });
+
+  const get = (path: string, headers: Record<string, string> = {}) =>
+    fetch(`http://127.0.0.1:${port}${path}`, { headers: { 'x-api-key': key, ...headers } });
+
+  test('a search or tag with U+0000: 400 naming the parameter', async () => {
+    for (const query of ['search=n%00l', 'tag=a%00b']) {
+      const res = await get(`/api/calls?${query}`);
+      assert.equal(res.status, 400, query);
+      const body = (await res.json()) as { errors: { field: string }[] };
+      assert.ok(body.errors[0]!.field.startsWith(query.split('=')[0]!), body.errors[0]!.field);
+    }
+  });
+
+  test('a body nested 20,000 deep with an Idempotency-Key: 400 naming the rule, not a stack overflow', async () => {
+    const deep = `{"transcript":${JSON.stringify(TRANSCRIPT)},"metadata":${'['.repeat(20_000)}${']'.repeat(20_000)}}`;
+    const res = await fetch(`http://127.0.0.1:${port}/api/integrations/push-api/ingest`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': key, 'idempotency-key': 'deep-1' },
+      body: deep,
+    });
+    assert.equal(res.status, 400);
+    const body = (await res.json()) as { errors: { message: string }[] };
+    assert.match(body.errors[0]!.message, /nest/);
+  });
+
+  test('a deal with 150,000 unknown keys: 201 with the unknown keys listed up to a bound, then counted', async () => {
+    const deal: Record<string, number> = { dealSize: 1000 };
+    for (let i = 0; i < 150_000; i++) deal[`k${i}`] = i;
+    const res = await fetch(`http://127.0.0.1:${port}/api/integrations/push-api/ingest`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': key },
+      body: JSON.stringify({ transcript: TRANSCRIPT, deal }),
+    });
+    assert.equal(res.status, 201, await res.clone().text());
+    const { warnings } = (await res.json()) as { warnings: string[] };
+    assert.ok(warnings.length <= 25, `${warnings.length} warnings`);
+    assert.ok(warnings.includes('149980 more unknown fields in deal ignored'), JSON.stringify(warnings.slice(-3)));
+  });
+
+  test('an admin topic read from an offset beyond 64 bits: 400 naming fromOffset', async () => {
+    const res = await get('/api/admin/topics/calls.submitted.v1/messages?fromOffset=99999999999999999999', { authorization: `Bearer ${ADMIN_TOKEN}` });
+    assert.equal(res.status, 400);
+    const body = (await res.json()) as { errors: { field: string }[] };
+    assert.match(body.errors[0]!.field, /fromOffset/);
+  });
+
+  test('a URL that does not decode: 400 BAD_REQUEST as problem+json', async () => {
+    const answer = await rawRequest(port, 'GET /api/calls/%c0 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    assert.equal(statusOf(answer), 400, answer.slice(0, 200));
+    assert.equal(problemOf(answer).code, 'BAD_REQUEST');
+  });
+
+  test('a malformed Content-Length: 400 BAD_REQUEST as problem+json', async () => {
+    const answer = await rawRequest(port, 'POST /api/integrations/push-api/ingest HTTP/1.1\r\nHost: x\r\nContent-Length: 12abc\r\n\r\n{}');
+    assert.equal(statusOf(answer), 400, answer.slice(0, 200));
+    assert.equal(problemOf(answer).code, 'BAD_REQUEST');
+  });
+
+  test('headers over 16 KB, or a URL that long: 431 as problem+json', async () => {
+    for (const raw of [
+      `GET /api/calls HTTP/1.1\r\nHost: x\r\nX-Filler: ${'a'.repeat(20_000)}\r\n\r\n`,
+      `GET /api/calls?search=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`,
+    ]) {
+      const answer = await rawRequest(port, raw);
+      assert.equal(statusOf(answer), 431, answer.slice(0, 200));
+      assert.equal(problemOf(answer).code, 'REQUEST_HEADERS_TOO_LARGE');
+    }
+  });
+
+  test('the event schema route serves its own schemas only: constructor, toString and __proto__ are 404', async () => {
+    for (const name of ['constructor', 'toString', '__proto__', 'hasOwnProperty']) {
+      const res = await get(`/docs/events/${name}.json`);
+      assert.equal(res.status, 404, name);
+      assert.match(res.headers.get('content-type') ?? '', /problem\+json/);
+    }
+  });
+});

@@ -22,7 +22,15 @@ export interface TeamWriter {
   repository: TeamRepository;
 }
 
+/**
+ * A team's stream is the one every process writes (each call reserves and settles on it), so its
+ * writer retries longer than the default: up to 20 times, pausing up to 250 ms. Several ingress
+ * and processor processes on one busy team then meet a version conflict that outlives the retries
+ * (a 503 + Retry-After) rarely instead of now and then.
+ */
+const TEAM_CONFLICT_RETRIES = { maxRetries: 20, conflictBackoff: { baseDelayMs: 5, maxDelayMs: 250 } };
+
 export const createTeamWriter = (store: EventStore): TeamWriter => {
   const directory = new TeamDirectory();
-  return { directory, repository: new AggregateRepository(store, teamDecider, teamStreamId, { cache: directory }) };
+  return { directory, repository: new AggregateRepository(store, teamDecider, teamStreamId, { cache: directory, ...TEAM_CONFLICT_RETRIES }) };
 };

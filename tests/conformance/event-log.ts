@@ -57,6 +57,21 @@ export const eventLogConformance = (name: string, factory: () => Promise<EventLo
       assert.ok(positions[2]!.offset > positions[0]!.offset, 'a later record of the same key got an earlier offset');
     });
 
+    test('a 4 MB record (the largest valid call is about 3.5 MB) is published, read and consumed whole', { timeout: testTimeout }, async (t) => {
+      const s = await session(t);
+      const topic = await s.topic(1);
+      const value = JSON.stringify({ transcript: '\u0001'.repeat(650_000) + 'é'.repeat(100_000) });
+      assert.ok(Buffer.byteLength(value) > 4_000_000);
+      const [position] = await s.log.publish(topic, [{ key: 'big', value }, { key: 'small', value: '{}' }].slice(0, 1));
+      const [stored] = await s.log.read(topic, { partition: position!.partition, fromOffset: position!.offset, limit: 1 });
+      assert.equal(stored?.value, value);
+      await s.log.publish(topic, [{ key: 'small', value: '{}' }]);
+      const seen = recorder();
+      await s.consume(s.log, { groupId: s.group(), topics: [topic], handler: async (record) => seen.add(record) });
+      await eventually(() => seen.count() >= 2, 'the big record and the one after it consumed', delivery);
+      assert.equal(seen.valuesOf('big')[0], value);
+    });
+
     test('same key → the murmur2 partition, in publish order; concurrent publishes get distinct positions', { timeout: testTimeout }, async (t) => {
       const s = await session(t);
       const topic = await s.topic();

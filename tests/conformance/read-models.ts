@@ -393,6 +393,22 @@ export const readModelsConformance = (name: string, factory: ReadModelsFactory, 
         assert.deepEqual(withStatus.flat().map((r) => r.callId), order, 'status filter across pages');
       });
 
+      test('a page ends early, with a cursor, once its rows pass about a megabyte; following it gives every row once', async () => {
+        const handle = await open();
+        const teamId = team();
+        // 60 calls of about 40 KB each (metadata at its bounds, in 2-byte characters): 2.4 MB.
+        const metadata = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`key${i}`, 'é'.repeat(1000)]));
+        for (let i = 0; i < 60; i++) await submitCall(handle.store, { teamId, submittedAt: at(i), submission: { metadata } });
+        await catchUp(handle.store, handle.models.callHistory);
+        const first = await handle.models.callHistory.list(teamId, { limit: 100 });
+        assert.ok(first.calls.length > 0 && first.calls.length < 60, `first page ${first.calls.length} rows`);
+        assert.ok(Buffer.byteLength(JSON.stringify(first.calls)) < 1_100_000);
+        assert.notEqual(first.nextCursor, null);
+        const pages = await allPages(handle.models, teamId, { limit: 100 });
+        assert.equal(new Set(pages.flat().map((r) => r.callId)).size, 60);
+        assert.equal(pages.flat().length, 60);
+      });
+
       test('invalid queries are refused with InvalidQueryError', async () => {
         const h = await open();
         const teamId = team();

@@ -46,6 +46,13 @@ export interface KafkaEventLogOptions {
 
 export const DEFAULT_PUBLISH_TIMEOUT_MS = 10_000;
 
+/**
+ * `max.message.bytes` of the topics this adapter creates. The largest valid CallSubmitted record
+ * (a 512,000-byte transcript of characters JSON must escape, plus every other field at its bound)
+ * is about 3.5 MB; Kafka's default of 1 MB would refuse it.
+ */
+export const TOPIC_MAX_MESSAGE_BYTES = 8 * 1024 * 1024;
+
 /** About 1.5 s of back-off over 4 retries, on top of 1 s connection timeouts. */
 const RETRY: kafkajs.RetryOptions = { initialRetryTime: 100, maxRetryTime: 1000, retries: 4, factor: 0.2, multiplier: 2 };
 
@@ -173,7 +180,7 @@ class KafkaEventLog implements EventLog {
           topic: t.name,
           numPartitions: t.partitions,
           replicationFactor: this.options.topicDefaults?.replicationFactor ?? -1,
-          ...(this.options.topicDefaults?.configEntries ? { configEntries: this.options.topicDefaults.configEntries } : {}),
+          configEntries: this.options.topicDefaults?.configEntries ?? [{ name: 'max.message.bytes', value: String(TOPIC_MAX_MESSAGE_BYTES) }],
         })),
       });
     } catch (error) {
@@ -308,8 +315,15 @@ class KafkaEventLog implements EventLog {
       }
       const mapped = toEventLogError(error, items.length === 1 ? items[0]!.topic : undefined);
       if (mapped instanceof UnknownTopicError) throw mapped;
-      // The broker refused the records (too large, say): not written.
-      if (!broken && !(mapped instanceof EventLogUnavailableError)) throw mapped;
+      // The broker refused the records (too large, say): not written. In a batch of several
+      // publishes the refusal may concern one of them only: each is sent again on its own, so one
+      // caller's record never fails another's.
+      if (!broken && !(mapped instanceof EventLogUnavailableError)) {
+        if (items.length === 1) throw mapped;
+        const alone = await Promise.all(items.map((item) => this.send([item]).then(([outcome]) => outcome!, (e: unknown) => (e instanceof Error ? e : new Error(String(e))))));
+        const byItem = new Map(items.map((item, i) => [item, alone[i]!]));
+        return all.map((item) => byItem.get(item) ?? new EventLogUnavailableError('publish abandoned after its deadline'));
+      }
       // The log was already unreachable when this produce began, and still refuses connections:
       // nothing was sent. The first failure after a success is never taken for that, since the
       // request in flight when a broker dies may have been written.

@@ -65,10 +65,22 @@ export const planList = (query: CallHistoryQuery = {}): ListPlan => {
 /** `%`, `_` and `\` of a search term escaped for `LIKE … ESCAPE '\'`. */
 export const escapeLike = (term: string): string => term.replace(/[\\%_]/g, (c) => `\\${c}`);
 
-/** A page from `limit + 1` fetched rows. */
-export const pageOf = (rows: CallHistoryRow[], limit: number): { calls: CallHistoryRow[]; nextCursor: string | null } => {
-  if (rows.length <= limit) return { calls: rows, nextCursor: null };
-  const calls = rows.slice(0, limit);
+/**
+ * Most bytes of rows in one page: a page ends early (with a cursor) once its rows pass this, so a
+ * list answer stays about a megabyte whatever the rows hold. The first row always fits.
+ */
+export const LIST_PAGE_MAX_BYTES = 1_000_000;
+
+/** A page from `limit + 1` fetched rows, cut short at LIST_PAGE_MAX_BYTES. */
+export const pageOf = (rows: CallHistoryRow[], limit: number, maxBytes = LIST_PAGE_MAX_BYTES): { calls: CallHistoryRow[]; nextCursor: string | null } => {
+  let end = Math.min(rows.length, limit);
+  let bytes = 0;
+  for (let i = 0; i < end; i++) {
+    bytes += Buffer.byteLength(JSON.stringify(rows[i]));
+    if (bytes > maxBytes && i > 0) end = i;
+  }
+  if (end === rows.length) return { calls: rows, nextCursor: null };
+  const calls = rows.slice(0, end);
   const last = calls[calls.length - 1]!;
   return { calls, nextCursor: encodeCursor({ createdAt: createdAtMs(last), callId: last.callId }) };
 };

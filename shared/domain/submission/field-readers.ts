@@ -9,7 +9,7 @@
  * - "Characters" are Unicode code points, so an emoji counts as one, as a person would count it.
  * - Error fields are the names the caller sent (`rep_email`, `call_tags[3]`, `deal.dealSize`).
  */
-import type { FieldError } from './submission-schema.ts';
+import { type FieldError, SUBMISSION_LIMITS } from './submission-schema.ts';
 import { canonicalIsoDate } from './iso-date.ts';
 import { toDecimal } from './decimal.ts';
 
@@ -44,6 +44,15 @@ export const readTrimmed: Reader<string> = (value, field) => {
   return read.kind === 'ok' ? ok(read.value.trim()) : read;
 };
 
+/** A trimmed string of at most `max` characters (counted after trimming). */
+export const readLimitedTrimmed =
+  (max: number): Reader<string> =>
+  (value, field) => {
+    const read = readTrimmed(value, field);
+    if (read.kind !== 'ok') return read;
+    return characterCount(read.value, max) > max ? invalid(field, `${field} at most ${max} characters`) : read;
+  };
+
 /** Free text of at most `max` characters, kept verbatim. */
 export const readLimitedText =
   (max: number): Reader<string> =>
@@ -70,6 +79,7 @@ export const readBoolean: Reader<boolean> = (value, field) => {
 export const readHttpUrl: Reader<string> = (value, field) => {
   const read = readTrimmed(value, field);
   if (read.kind !== 'ok') return read;
+  if (read.value.length > SUBMISSION_LIMITS.maxAudioUrlChars) return invalid(field, `${field} at most ${SUBMISSION_LIMITS.maxAudioUrlChars} characters`);
   let url: URL;
   try {
     url = new URL(read.value);

@@ -12,6 +12,9 @@
 const ISO = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}(?::?\d{2})?)?)?$/;
 
 const FOUR_CENTURIES_MS = 146_097 * 86_400_000;
+/** 0001-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z. */
+const MIN_MS = Date.UTC(2001, 0, 1) - 5 * FOUR_CENTURIES_MS;
+const MAX_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 
 const isLeap = (year: number): boolean => (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
 const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
@@ -49,6 +52,9 @@ const parse = (text: string): Parsed | undefined => {
   const shifted = year < 100;
   const utcMs = Date.UTC(shifted ? year + 400 : year, month - 1, day, Number(h), Number(mi), Number(s), Number(millis));
   const ms = (shifted ? utcMs - FOUR_CENTURIES_MS : utcMs) - shift * 60_000;
+  // The instant must stay within years 0001–9999 in UTC too: "9999-12-31T23:59:59-23:59" would
+  // become year 10000, which ISO 8601 strings (and our event schemas) cannot carry.
+  if (ms < MIN_MS || ms > MAX_MS) return undefined;
   return shift === 0 ? { ms, utc: `${y}-${mo}-${d}T${h}:${mi}:${s}.${millis}Z` } : { ms };
 };
 

@@ -30,6 +30,7 @@ import {
   readHttpUrl,
   readIsoDate,
   readLimitedText,
+  readLimitedTrimmed,
   readText,
   readTrimmed,
   resolveAliases,
@@ -93,6 +94,8 @@ const fieldOf =
   };
 
 const readNotes = readLimitedText(SUBMISSION_LIMITS.maxNotesChars);
+const readRepName = readLimitedTrimmed(SUBMISSION_LIMITS.maxRepNameChars);
+const readCallTitle = readLimitedTrimmed(SUBMISSION_LIMITS.maxCallTitleChars);
 
 /** Normalises a Push API request body; see the top of this file for the rules. */
 export const normaliseSubmission = (body: unknown): NormaliseResult => {
@@ -108,9 +111,9 @@ export const normaliseSubmission = (body: unknown): NormaliseResult => {
   if (transcript.value === undefined && audioUrl.value === undefined && errors.length === 0) {
     errors.push({ field: 'transcript', message: 'send at least one of transcript or audioUrl, non-empty' });
   }
-  const repName = field(['repName', 'rep_name'], readTrimmed);
+  const repName = field(['repName', 'rep_name'], readRepName);
   const repEmail = field(['repEmail', 'rep_email'], readEmail);
-  const callTitle = field(['callTitle', 'call_title'], readTrimmed);
+  const callTitle = field(['callTitle', 'call_title'], readCallTitle);
   const disableAi = field(['disableAiTitleGeneration', 'disable_ai_title_generation'], readBoolean);
   const useAi = field(['useAiCallTitle', 'use_ai_call_title'], readBoolean);
   if (disableAi.value !== undefined && useAi.value !== undefined && disableAi.value === useAi.value) {

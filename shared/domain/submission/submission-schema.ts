@@ -18,6 +18,11 @@ const MAX_TAGS = 20;
 const MAX_TAG_CHARS = 50;
 const MAX_NOTES_CHARS = 2000;
 const MAX_METADATA_KEYS = 20;
+const MAX_REP_NAME_CHARS = 200;
+const MAX_CALL_TITLE_CHARS = 500;
+const MAX_AUDIO_URL_CHARS = 2048;
+const MAX_METADATA_KEY_CHARS = 100;
+const MAX_METADATA_VALUE_CHARS = 1000;
 
 /** The same field under its camelCase and snake_case names. */
 const pair = <C extends string, S extends string, T extends TSchema>(
@@ -31,7 +36,6 @@ const pair = <C extends string, S extends string, T extends TSchema>(
     [snake]: Type.Optional(make(`${description} snake_case alias of ${camel}.`)),
   }) as unknown as Record<C | S, TOptional<T>>;
 
-const text = (description: string) => Type.String({ description });
 const booleanLike = (description: string) =>
   Type.Union([Type.Boolean(), Type.Literal('true'), Type.Literal('false')], {
     description: `${description} A real boolean; the strings "true" and "false" are also accepted.`,
@@ -77,12 +81,12 @@ export const SubmissionBodySchema = Type.Object(
           'longer text is truncated on a character boundary and the response says so in warnings.',
       }),
     ),
-    ...pair('audioUrl', 'audio_url', (d) => Type.String({ format: 'uri', description: d }),
-      'Absolute http(s) link to the recording, downloaded by the service. One of transcript or audioUrl is required. When both are sent, the audio is transcribed and used.'),
-    ...pair('repName', 'rep_name', text, "Rep's full name."),
+    ...pair('audioUrl', 'audio_url', (d) => Type.String({ format: 'uri', maxLength: MAX_AUDIO_URL_CHARS, description: d }),
+      `Absolute http(s) link to the recording, downloaded by the service, at most ${MAX_AUDIO_URL_CHARS} characters. One of transcript or audioUrl is required. When both are sent, the audio is transcribed and used.`),
+    ...pair('repName', 'rep_name', (d) => Type.String({ maxLength: MAX_REP_NAME_CHARS, description: d }), `Rep's full name, at most ${MAX_REP_NAME_CHARS} characters.`),
     ...pair('repEmail', 'rep_email', (d) => Type.String({ format: 'email', description: d }),
       'E-mail of the rep; matched case-insensitively to a team member. No match: tags and notes go to the team owner.'),
-    ...pair('callTitle', 'call_title', text, 'Displayed only when AI title generation is disabled and the title is not blank.'),
+    ...pair('callTitle', 'call_title', (d) => Type.String({ maxLength: MAX_CALL_TITLE_CHARS, description: d }), `At most ${MAX_CALL_TITLE_CHARS} characters. Displayed only when AI title generation is disabled and the title is not blank.`),
     ...pair('disableAiTitleGeneration', 'disable_ai_title_generation', booleanLike, 'Default false.'),
     ...pair('useAiCallTitle', 'use_ai_call_title', booleanLike, 'Inverse of disableAiTitleGeneration; contradicting it is a 400.'),
     ...pair('callDate', 'call_date', isoDate, 'When the call happened.'),
@@ -99,9 +103,9 @@ export const SubmissionBodySchema = Type.Object(
     ...pair('notes', 'call_notes', notes, `Free text, at most ${MAX_NOTES_CHARS} characters.`),
     callNotes: Type.Optional(notes('Alias of notes.')),
     metadata: Type.Optional(
-      Type.Record(Type.String(), Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()]), {
+      Type.Record(Type.String({ maxLength: MAX_METADATA_KEY_CHARS }), Type.Union([Type.String({ maxLength: MAX_METADATA_VALUE_CHARS }), Type.Number(), Type.Boolean(), Type.Null()]), {
         maxProperties: MAX_METADATA_KEYS,
-        description: `Flat key/value object, at most ${MAX_METADATA_KEYS} keys; values are strings, numbers, booleans or null. Recommended: source (lower-case platform name), the platform's call id, syncMethod.`,
+        description: `Flat key/value object, at most ${MAX_METADATA_KEYS} keys of at most ${MAX_METADATA_KEY_CHARS} characters; values are strings (at most ${MAX_METADATA_VALUE_CHARS} characters), numbers, booleans or null. Recommended: source (lower-case platform name), the platform's call id, syncMethod.`,
       }),
     ),
     deal: Type.Optional(DealSchema),
@@ -161,4 +165,9 @@ export const SUBMISSION_LIMITS = {
   maxTagChars: MAX_TAG_CHARS,
   maxNotesChars: MAX_NOTES_CHARS,
   maxMetadataKeys: MAX_METADATA_KEYS,
+  maxRepNameChars: MAX_REP_NAME_CHARS,
+  maxCallTitleChars: MAX_CALL_TITLE_CHARS,
+  maxAudioUrlChars: MAX_AUDIO_URL_CHARS,
+  maxMetadataKeyChars: MAX_METADATA_KEY_CHARS,
+  maxMetadataValueChars: MAX_METADATA_VALUE_CHARS,
 } as const;

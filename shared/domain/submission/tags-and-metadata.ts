@@ -49,13 +49,20 @@ export const readMetadata: Reader<Record<string, MetadataValue>> = (value, field
   const keys = Object.keys(value);
   const errors: FieldError[] = [];
   if (keys.length > maxMetadataKeys) errors.push({ field, message: `${field} at most ${maxMetadataKeys} keys (got ${keys.length})` });
-  let nested = 0;
+  const { maxMetadataKeyChars, maxMetadataValueChars } = SUBMISSION_LIMITS;
+  const elementErrors: FieldError[] = [];
   for (const key of keys) {
+    if (elementErrors.length >= MAX_ELEMENT_ERRORS) break;
     const v = value[key];
-    if (typeof v !== 'object' || v === null) continue;
-    if (++nested > MAX_ELEMENT_ERRORS) break;
-    errors.push({ field: `${field}.${key}`, message: `${field} must be flat: values are strings, numbers, booleans or null, not objects or arrays` });
+    const at = `${field}.${characterCount(key, maxMetadataKeyChars) > maxMetadataKeyChars ? `${[...key].slice(0, maxMetadataKeyChars).join('')}…` : key}`;
+    if (characterCount(key, maxMetadataKeyChars) > maxMetadataKeyChars) elementErrors.push({ field: at, message: `${field} keys at most ${maxMetadataKeyChars} characters` });
+    if (typeof v === 'string' && characterCount(v, maxMetadataValueChars) > maxMetadataValueChars) {
+      elementErrors.push({ field: at, message: `${field} values at most ${maxMetadataValueChars} characters` });
+    } else if (typeof v === 'object' && v !== null) {
+      elementErrors.push({ field: at, message: `${field} must be flat: values are strings, numbers, booleans or null, not objects or arrays` });
+    }
   }
+  errors.push(...elementErrors);
   if (errors.length > 0) return { kind: 'invalid', errors };
   // The parsed body's own object: JSON.parse makes "__proto__" an own, plain key, never a prototype.
   return ok(value as Record<string, MetadataValue>);

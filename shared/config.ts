@@ -29,6 +29,8 @@ export const ConfigSchema = Type.Object({
   databaseSchema: Type.String({ description: 'DATABASE_SCHEMA: PostgreSQL schema (default public)', pattern: '^[a-z_][a-z0-9_]{0,62}$' }),
   /** Kafka bootstrap brokers, comma-separated. */
   kafkaBrokers: Type.Array(Type.String({ minLength: 1 }), { description: 'KAFKA_BROKERS: host:port,… — event log on Apache Kafka' }),
+  /** API keys are answered 503 when this process has not read team events for this long. */
+  keyDirectoryMaxLagMs: Integer('KEY_DIRECTORY_MAX_LAG_MS: how stale the API key directory may be before keys are answered 503 (default 10000)', 1),
   /** A capacity reservation whose call never reached the pipeline is released after this long. */
   orphanReservationMs: Integer('ORPHAN_RESERVATION_MS: age after which a capacity reservation with no call is released (default 900000 = 15 min)', 1),
   /** A publish to Kafka not confirmed within this time answers 503 (the call may have been written). */
@@ -110,6 +112,7 @@ export const loadConfig = (env: Env = process.env): Config => {
     databaseSchema: optional(env, 'DATABASE_SCHEMA') ?? 'public',
     kafkaBrokers: (optional(env, 'KAFKA_BROKERS') ?? '').split(',').map((b) => b.trim()).filter(Boolean),
     orphanReservationMs: integer(env, 'ORPHAN_RESERVATION_MS', 15 * 60_000),
+    keyDirectoryMaxLagMs: integer(env, 'KEY_DIRECTORY_MAX_LAG_MS', 10_000),
     kafkaPublishTimeoutMs: integer(env, 'KAFKA_PUBLISH_TIMEOUT_MS', 10_000),
     topicPartitions: integer(env, 'TOPIC_PARTITIONS', 6),
     topicPrefix: optional(env, 'TOPIC_PREFIX') ?? '',

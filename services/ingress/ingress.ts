@@ -12,7 +12,7 @@ import type { Health } from '../runtime/health.ts';
 import { buildIngressApp, type IngressApp } from './app.ts';
 import { DEFAULT_ORPHAN_AFTER_MS, startOrphanSweep } from './teams/orphan-reservations.ts';
 import { createTeamWriter, type TeamWriter } from '../runtime/team-writer.ts';
-import { TeamService } from './teams/team-service.ts';
+import { DEFAULT_KEY_DIRECTORY_MAX_LAG_MS, TeamService } from './teams/team-service.ts';
 
 export interface IngressOptions {
   eventStore: EventStore;
@@ -29,6 +29,8 @@ export interface IngressOptions {
   health?: Health;
   /** The process's team writer, shared with the processor of the same process; default a new one. */
   teams?: TeamWriter;
+  /** Keys are answered 503 when the team directory is older than this (default 10 s). */
+  keyDirectoryMaxLagMs?: number;
   /** A capacity reservation whose call has not appeared after this long is released (default 15 min). */
   orphanAfterMs?: number;
 }
@@ -43,8 +45,9 @@ export interface Ingress {
 export const createIngress = async (options: IngressOptions): Promise<Ingress> => {
   const { directory, repository } = options.teams ?? createTeamWriter(options.eventStore);
   await directory.start(options.eventStore);
-  const unregister = options.health?.register('team-directory', () => directory.report((since) => options.health!.retryingTooLong(since)));
-  const teams = new TeamService({ repository, directory, keySecret: options.apiKeySecret, now: options.now });
+  const maxLagMs = options.keyDirectoryMaxLagMs ?? DEFAULT_KEY_DIRECTORY_MAX_LAG_MS;
+  const unregister = options.health?.register('team-directory', () => directory.report((since) => options.health!.retryingTooLong(since), maxLagMs));
+  const teams = new TeamService({ repository, directory, maxDirectoryLagMs: maxLagMs, keySecret: options.apiKeySecret, now: options.now });
   const app = await buildIngressApp({
     logger: options.logger,
     check: options.check ?? (async () => ({})),

@@ -34,6 +34,7 @@ export const startIngressService = async (config: Config, backends: Backends, lo
     topics: backends.topics,
     health,
     orphanAfterMs: config.orphanReservationMs,
+    keyDirectoryMaxLagMs: config.keyDirectoryMaxLagMs,
     teams: backends.teams,
   });
   const address = await ingress.app.listen({ port: config.port, host: config.host });

@@ -110,6 +110,12 @@ export interface SubscriptionStatus {
   state: 'live' | 'retrying' | 'stopped' | 'failed';
   since: Date;
   error?: string;
+  /**
+   * When the last read that reached the end of the feed started: everything appended before this
+   * instant has been handled. Refreshed at every poll while the store answers; its age is the
+   * subscription's lag.
+   */
+  caughtUpAt?: Date;
 }
 
 export interface EventStore {

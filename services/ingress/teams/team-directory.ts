@@ -45,12 +45,23 @@ export class TeamDirectory implements StateCache<TeamState> {
    * Readiness: the directory decides which keys are valid, so one that stopped following the feed,
    * or has been unable to read it for too long, makes the process unready.
    */
-  report(retryingTooLong: (since: Date) => boolean): ComponentReport {
+  report(retryingTooLong: (since: Date) => boolean, maxLagMs = Number.POSITIVE_INFINITY): ComponentReport {
     const status = this.subscription?.status();
     if (!status) return { ready: false, reason: 'not started' };
-    if (status.state === 'failed' || status.state === 'stopped') return { ready: false, reason: `team events subscription ${status.state}: ${status.error ?? ''}` };
-    if (status.state === 'retrying' && retryingTooLong(status.since)) return { ready: false, reason: `cannot read team events since ${status.since.toISOString()}: ${status.error}` };
-    return { ready: true, state: status.state };
+    const lagMs = this.lagMs();
+    if (status.state === 'failed' || status.state === 'stopped') return { ready: false, reason: `team events subscription ${status.state}: ${status.error ?? ''}`, lagMs };
+    if (status.state === 'retrying' && retryingTooLong(status.since)) return { ready: false, reason: `cannot read team events since ${status.since.toISOString()}: ${status.error}`, lagMs };
+    if (lagMs > maxLagMs) return { ready: false, reason: `team events last read ${lagMs} ms ago (more than ${maxLagMs} ms): API keys are refused until they are current`, lagMs };
+    return { ready: true, state: status.state, lagMs };
+  }
+
+  /**
+   * How old the directory's knowledge is: the time since the last read that reached the end of
+   * the team events started (0 before it follows a feed, where only this process writes).
+   */
+  lagMs(now = Date.now()): number {
+    const caughtUpAt = this.subscription?.status().caughtUpAt;
+    return caughtUpAt ? Math.max(0, now - caughtUpAt.getTime()) : 0;
   }
 
   /** The team and key a key hash belongs to, when the key is active. */

@@ -9,6 +9,7 @@ import type { ActiveTeam } from '../../../shared/domain/team/team-state.ts';
 import { generateApiKey, generateKeyId, hashApiKey, parseApiKey } from '../../../shared/security/api-keys.ts';
 import type { TeamRepository } from '../../runtime/team-writer.ts';
 import type { KeyOwner, TeamDirectory } from './team-directory.ts';
+import { ProblemError } from '../errors.ts';
 
 export interface TeamServiceDeps {
   /** The process's one writer of team streams, caching into `directory` (see team-writer.ts). */
@@ -17,7 +18,15 @@ export interface TeamServiceDeps {
   /** Secret of the keyed hash under which API keys are stored. */
   keySecret: string;
   now?: () => Date;
+  /**
+   * Keys fail closed: when the directory has not been able to read team events for longer than
+   * this, a key is neither accepted nor refused but answered 503 (it may have been revoked
+   * meanwhile). Default 10 s (KEY_DIRECTORY_MAX_LAG_MS).
+   */
+  maxDirectoryLagMs?: number;
 }
+
+export const DEFAULT_KEY_DIRECTORY_MAX_LAG_MS = 10_000;
 
 export interface CapacityView {
   remainingMinutes: number;
@@ -37,6 +46,15 @@ export class TeamService {
   authenticate(rawKey: string): KeyOwner | undefined {
     const parsed = parseApiKey(rawKey);
     if (!parsed.ok) return undefined;
+    const lagMs = this.deps.directory.lagMs();
+    const maxLagMs = this.deps.maxDirectoryLagMs ?? DEFAULT_KEY_DIRECTORY_MAX_LAG_MS;
+    if (lagMs > maxLagMs) {
+      throw new ProblemError(
+        'SERVICE_UNAVAILABLE',
+        `API keys cannot be verified right now (this process last read key changes ${Math.round(lagMs / 1000)} s ago); nothing was accepted. Retry after the Retry-After delay.`,
+        { headers: { 'retry-after': '5' } },
+      );
+    }
     const owner = this.deps.directory.ownerOf(hashApiKey(parsed.key, this.deps.keySecret));
     if (owner) this.deps.directory.markUsed(owner.keyId, this.now().toISOString());
     return owner;

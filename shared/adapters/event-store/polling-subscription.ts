@@ -71,6 +71,7 @@ export class PollingSubscription implements Subscription {
   private readsStarted = 0;
   private waiters: { afterRead: number; resolve: () => void }[] = [];
   private state: SubscriptionStatus = { state: 'live', since: new Date() };
+  private caughtUpAt: Date | undefined;
 
   constructor(
     private readonly source: FeedSource,
@@ -93,7 +94,7 @@ export class PollingSubscription implements Subscription {
   }
 
   status(): SubscriptionStatus {
-    return { ...this.state };
+    return { ...this.state, ...(this.caughtUpAt ? { caughtUpAt: this.caughtUpAt } : {}) };
   }
 
   caughtUp(): Promise<void> {
@@ -125,7 +126,11 @@ export class PollingSubscription implements Subscription {
       while (!this.stopped) {
         pending = false;
         const read = ++this.readsStarted;
-        const events = await this.retrying(() => this.source.readAll({ after: this.current, maxCount: batchSize }));
+        let readStartedAt = new Date();
+        const events = await this.retrying(() => {
+          readStartedAt = new Date();
+          return this.source.readAll({ after: this.current, maxCount: batchSize });
+        });
         if (this.stopped || events === undefined) break;
         if (events.length > 0) {
           const last = events[events.length - 1]!.position;
@@ -135,6 +140,7 @@ export class PollingSubscription implements Subscription {
           if (checkpointId) await this.retrying(() => this.source.storeCheckpoint(checkpointId, last));
         }
         if (events.length < batchSize) {
+          this.caughtUpAt = readStartedAt;
           this.waiters = this.waiters.filter((w) => (w.afterRead < read ? (w.resolve(), false) : true));
           if (!pending && !this.stopped && this.waiters.length === 0) await this.sleep();
         }

@@ -18,7 +18,7 @@ export const ConfigSchema = Type.Object({
   /** Embedded database directory (default backend). */
   dataDir: Type.String({ description: 'DATA_DIR: embedded database directory (default ./data)', minLength: 1 }),
   /** Bearer token of the admin API; generated into DATA_DIR/admin-token when unset on the embedded default. */
-  adminToken: Type.Optional(Type.String({ description: 'ADMIN_TOKEN: bearer token of the admin API', minLength: 16 })),
+  adminToken: Type.Optional(Type.String({ description: 'ADMIN_TOKEN: bearer token of the admin API (at least 32 characters)', minLength: 32 })),
   /** Secret of the keyed hash under which API keys are stored; generated into DATA_DIR/api-key-secret when unset on the embedded default. */
   apiKeySecret: Type.Optional(Type.String({ description: 'API_KEY_SECRET: secret of the keyed hash of API keys (at least 32 characters)', minLength: 32 })),
   /** A call still pending this long after submission fails with `processing_timeout`. */

@@ -2,6 +2,7 @@
  * Admin operations (bearer ADMIN_TOKEN): read any topic of the event log (so the embedded default
  * can be inspected without Kafka tools), and rebuild a projection while the service runs.
  */
+import type { adminGuard } from './admin-routes.ts';
 import { Type } from '@sinclair/typebox';
 import { Readable } from 'node:stream';
 import { ProblemSchema } from '../../shared/domain/submission/submission-schema.ts';
@@ -17,7 +18,7 @@ export interface AdminOpsDeps {
   eventLog: EventLog;
   eventStore: EventStore;
   readModels?: ReadModels;
-  requireAdmin: (request: { headers: Record<string, string | string[] | undefined> }) => Promise<void>;
+  requireAdmin: ReturnType<typeof adminGuard>;
 }
 
 const parseValue = (value: string): unknown => {

@@ -2,7 +2,8 @@
  * Admin API (bearer ADMIN_TOKEN): teams, members, API keys and capacity.
  */
 import { Type } from '@sinclair/typebox';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { RateLimiter, RateLimitRule } from '../../shared/ports/rate-limiter.ts';
 import type { TypedApp } from './typed-app.ts';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { ProblemSchema } from '../../shared/domain/submission/submission-schema.ts';
@@ -12,6 +13,8 @@ import type { TeamService } from './teams/team-service.ts';
 export interface AdminDeps {
   teams: TeamService;
   adminToken: string;
+  /** Counts failed admin authentications per address. */
+  limiter: RateLimiter;
 }
 
 const digest = (value: string) => createHash('sha256').update(value).digest();
@@ -45,19 +48,33 @@ const TeamView = Type.Object({
 });
 
 /** An onRequest hook that lets only `Authorization: Bearer <adminToken>` through (constant-time compare). */
-export const adminGuard = (adminToken: string) => {
+/** Failed admin authentications allowed per address and minute; more answer 429. */
+export const ADMIN_AUTH_FAILURE_RULE: RateLimitRule = { limit: 20, windowMs: 60_000 };
+
+/**
+ * The admin API's bearer check. Wrong tokens are throttled per address (guessing is slow), every
+ * refusal says how to authenticate (`WWW-Authenticate`) and closes the connection, so a refused
+ * client cannot keep streaming a body into it.
+ */
+export const adminGuard = (adminToken: string, limiter: RateLimiter) => {
   const expected = digest(adminToken);
-  return async (request: Pick<FastifyRequest, 'headers'>) => {
+  return async (request: Pick<FastifyRequest, 'headers' | 'ip'>, reply: FastifyReply) => {
     const header = request.headers.authorization;
     const bearer = /^Bearer\s+(\S+)\s*$/i.exec(typeof header === 'string' ? header : '')?.[1];
-    if (!bearer || !timingSafeEqual(digest(bearer), expected)) {
-      throw new ProblemError('ADMIN_TOKEN_INVALID', 'Send the admin token as Authorization: Bearer <ADMIN_TOKEN>.');
+    if (bearer && timingSafeEqual(digest(bearer), expected)) return;
+    void reply.header('connection', 'close');
+    const failures = await limiter.hit(`admin-auth-failure:${request.ip}`, ADMIN_AUTH_FAILURE_RULE);
+    if (!failures.allowed) {
+      throw new ProblemError('RATE_LIMITED', 'Too many failed admin authentications from this address; retry after the Retry-After delay.', {
+        headers: { 'retry-after': String(Math.max(1, Math.ceil(failures.retryAfterMs / 1000))) },
+      });
     }
+    throw new ProblemError('ADMIN_TOKEN_INVALID', 'Send the admin token as Authorization: Bearer <ADMIN_TOKEN>.', { headers: { 'www-authenticate': 'Bearer realm="admin"' } });
   };
 };
 
-export const registerAdminRoutes = (app: TypedApp, { teams, adminToken }: AdminDeps): void => {
-  const requireAdmin = adminGuard(adminToken);
+export const registerAdminRoutes = (app: TypedApp, { teams, adminToken, limiter }: AdminDeps): void => {
+  const requireAdmin = adminGuard(adminToken, limiter);
   const notFound = (teamId: string) => new ProblemError('NOT_FOUND', `No team ${teamId}.`);
   const common = { onRequest: requireAdmin };
   const tags = ['Admin'];

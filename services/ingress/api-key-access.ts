@@ -51,6 +51,8 @@ export const apiKeyAccess = ({ teams, limiter, rule, scope }: ApiKeyAccessOption
     const raw = apiKeyFromHeaders(request.headers);
     const owner = raw ? teams.authenticate(raw) : undefined;
     if (!owner) {
+      // A refused client does not get to stream the rest of its body into this socket.
+      void reply.header('connection', 'close');
       const failures = await limiter.hit(`auth-failure:${request.ip}`, AUTH_FAILURE_RULE);
       if (!failures.allowed) {
         throw new ProblemError('RATE_LIMITED', 'Too many failed authentications from this address; retry after the Retry-After delay.', {

@@ -178,8 +178,8 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
   );
 
   registerIngestRoute(app, { teams: deps.teams, limiter: deps.limiter, eventLog: deps.eventLog, eventStore: deps.eventStore, topics: deps.topics, now: deps.now });
-  registerAdminRoutes(app, { teams: deps.teams, adminToken: deps.adminToken });
-  registerAdminOpsRoutes(app, { eventLog: deps.eventLog, eventStore: deps.eventStore, readModels: deps.readModels, requireAdmin: adminGuard(deps.adminToken) });
+  registerAdminRoutes(app, { teams: deps.teams, adminToken: deps.adminToken, limiter: deps.limiter });
+  registerAdminOpsRoutes(app, { eventLog: deps.eventLog, eventStore: deps.eventStore, readModels: deps.readModels, requireAdmin: adminGuard(deps.adminToken, deps.limiter) });
   if (deps.readModels) registerCallsRoutes(app, { teams: deps.teams, limiter: deps.limiter, callHistory: deps.readModels.callHistory });
   return app;
 };

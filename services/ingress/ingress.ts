@@ -12,6 +12,7 @@ import type { Health } from '../runtime/health.ts';
 import { buildIngressApp, type IngressApp } from './app.ts';
 import { DEFAULT_ORPHAN_AFTER_MS, startOrphanSweep } from './teams/orphan-reservations.ts';
 import { createTeamWriter, type TeamWriter } from '../runtime/team-writer.ts';
+import { registerSecretForRedaction } from '../runtime/logger.ts';
 import { DEFAULT_KEY_DIRECTORY_MAX_LAG_MS, TeamService } from './teams/team-service.ts';
 
 export interface IngressOptions {
@@ -43,6 +44,8 @@ export interface Ingress {
 }
 
 export const createIngress = async (options: IngressOptions): Promise<Ingress> => {
+  registerSecretForRedaction(options.adminToken);
+  registerSecretForRedaction(options.apiKeySecret);
   const { directory, repository } = options.teams ?? createTeamWriter(options.eventStore);
   await directory.start(options.eventStore);
   const maxLagMs = options.keyDirectoryMaxLagMs ?? DEFAULT_KEY_DIRECTORY_MAX_LAG_MS;

@@ -6,26 +6,56 @@
 import { type DestinationStream, type Logger, pino } from 'pino';
 
 const CREDENTIAL_PARAM = /(key|token|secret|auth|password)/i;
-const API_KEY_LIKE = /pk_[A-Za-z0-9]+/g;
+const API_KEY_LIKE = /pk_[A-Za-z0-9]+/;
 
-/** The URL with credential-looking query values replaced by `[redacted]`. */
+/** Values this process holds as secrets (the admin token, say): never logged, however encoded. */
+const secrets = new Set<string>();
+
+/** Adds a secret that URLs in log lines must never show (only strings of 8 characters or more). */
+export const registerSecretForRedaction = (value: string): void => {
+  if (value.length >= 8) secrets.add(value);
+};
+
+const decoded = (text: string): string => {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+};
+
+/** Whether a URL part holds a credential once percent-decoded (`pk%5F…` is a key too). */
+const holdsCredential = (part: string): boolean => {
+  const plain = decoded(part);
+  if (API_KEY_LIKE.test(plain)) return true;
+  for (const secret of secrets) if (plain.includes(secret)) return true;
+  return false;
+};
+
+/**
+ * The URL with credentials replaced by `[redacted]`: the value of a query parameter whose name
+ * looks like a credential, and any path segment or query name or value that holds an API key or a
+ * registered secret after percent-decoding.
+ */
 export const redactUrl = (url: string): string => {
   const q = url.indexOf('?');
-  if (q === -1) return url.replace(API_KEY_LIKE, 'pk_[redacted]');
+  const path = (q === -1 ? url : url.slice(0, q))
+    .split('/')
+    .map((segment) => (holdsCredential(segment) ? '[redacted]' : segment))
+    .join('/');
+  if (q === -1) return path;
   const params = url
     .slice(q + 1)
     .split('&')
     .map((pair) => {
-      const [name = '', value] = pair.split('=');
-      let decoded = name;
-      try {
-        decoded = decodeURIComponent(name);
-      } catch {
-        // keep the raw name
-      }
-      return value !== undefined && CREDENTIAL_PARAM.test(decoded) ? `${name}=[redacted]` : pair;
+      const eq = pair.indexOf('=');
+      const name = eq === -1 ? pair : pair.slice(0, eq);
+      const value = eq === -1 ? undefined : pair.slice(eq + 1);
+      const safeName = holdsCredential(name) ? '[redacted]' : name;
+      if (value === undefined) return safeName;
+      return `${safeName}=${CREDENTIAL_PARAM.test(decoded(name)) || holdsCredential(value) ? '[redacted]' : value}`;
     });
-  return `${url.slice(0, q)}?${params.join('&')}`.replace(API_KEY_LIKE, 'pk_[redacted]');
+  return `${path}?${params.join('&')}`;
 };
 
 export const createLogger = (level: string, destination?: DestinationStream): Logger =>

@@ -4,6 +4,7 @@
  */
 import { loadConfig } from '../shared/config.ts';
 import { openBackends } from './runtime/backends.ts';
+import { checkSecrets } from './runtime/secrets.ts';
 import { Health } from './runtime/health.ts';
 import { runUntilSignal } from './runtime/lifecycle.ts';
 import { createLogger } from './runtime/logger.ts';
@@ -11,6 +12,7 @@ import { startIngressService, startProcessorService, startProjectionsService } f
 
 runUntilSignal('call ingestion service', async () => {
   const config = loadConfig();
+  checkSecrets(config);
   const logger = createLogger(config.logLevel);
   const backends = await openBackends(config, logger);
   const health = new Health(config.readyRetryThresholdMs);

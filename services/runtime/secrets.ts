@@ -23,6 +23,18 @@ const fromFile = (path: string): string => {
   return value;
 };
 
+/**
+ * Refuses, before anything starts, a configuration whose secrets cannot be resolved: on a shared
+ * database both must be set (otherwise a processor would already be consuming when the ingress
+ * fails on them).
+ */
+export const checkSecrets = (config: Config): void => {
+  if (!config.databaseUrl) return;
+  for (const [value, variable] of [[config.adminToken, 'ADMIN_TOKEN'], [config.apiKeySecret, 'API_KEY_SECRET']] as const) {
+    if (!value) throw new ConfigError(`${variable} must be set when the service runs on a shared database (DATABASE_URL): every process needs the same value`);
+  }
+};
+
 export const resolveSecrets = (config: Config, dataDir: string | undefined): Secrets => {
   const resolve = (value: string | undefined, variable: string, file: string): [string, string | undefined] => {
     if (value) return [value, undefined];

@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 
@@ -86,14 +86,19 @@ const lockDataDir = (dataDir: string): (() => void) => {
 
 /**
  * Opens the embedded database in `dataDir`: WAL journal, `synchronous=FULL` (a committed
- * transaction survives power loss), one process at a time.
+ * transaction survives power loss), one process at a time. It holds every transcript: a directory
+ * it creates is 0700, and the database file 0600 (SQLite gives its -wal and -shm files the same
+ * mode); an existing directory keeps its mode, since it may be shared.
  */
 export const openSqlite = (dataDir: string): OpenedSqlite => {
   const dir = resolve(dataDir);
-  mkdirSync(dir, { recursive: true });
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
   const unlock = lockDataDir(dir);
   try {
-    const db = new Database(join(dir, DB_FILE));
+    const file = join(dir, DB_FILE);
+    if (!existsSync(file)) closeSync(openSync(file, 'a', 0o600));
+    chmodSync(file, 0o600);
+    const db = new Database(file);
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = FULL');
     db.pragma('busy_timeout = 5000');

@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox';
 import { EVENT_SCHEMAS } from '../../shared/domain/call/event-schemas.ts';
 import { problem, ProblemError } from './errors.ts';
 import { STATUS_CODES } from 'node:http';
+import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -54,6 +55,8 @@ export const HTTP_LIMITS = {
 } as const;
 
 const PROBLEM_JSON = 'application/problem+json; charset=utf-8';
+/** An X-Request-Id taken from the caller: 1–128 visible ASCII characters of a token. */
+const REQUEST_ID = /^[A-Za-z0-9._:@\-]{1,128}$/;
 
 /**
  * What Node's HTTP parser refuses before there is a request (a malformed Content-Length, headers
@@ -97,7 +100,17 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
       void (reply as unknown as FastifyReply).code(400).type(PROBLEM_JSON).send(problem('BAD_REQUEST', `The request URL is not valid: ${error.message}`));
     },
     clientErrorHandler: answerClientError,
+    // Every answer and every log line of a request carry its id: the caller's X-Request-Id when it
+    // is a sane token, a new UUID otherwise.
+    requestIdHeader: false,
+    genReqId: (request) => {
+      const given = request.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
+  app.addHook('onRequest', async (request, reply) => {
+    void reply.header('x-request-id', request.id);
+  });
   app.server.maxConnections = HTTP_LIMITS.maxConnections;
 
   let closing = false;

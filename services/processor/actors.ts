@@ -2,17 +2,31 @@
  * One actor per call id: a call's work runs one at a time, different calls run concurrently up to
  * a bound. An actor lives while it has work and is passivated (forgotten) as soon as it has none;
  * its state is always reloaded from the event store, so nothing is lost by forgetting it.
+ *
+ * The bound is a number of processing slots shared fairly between teams (`FairQueue`). An actor
+ * holds a slot only while it works: it gives the slot back for anything that waits on the outside
+ * world or on time (an audio download, a backoff sleep, the wait for a transcription permit) and
+ * queues for one again afterwards, so calls that wait never keep other calls, or other teams, out.
  */
+import type { FairQueue, Release } from './fair-queue.ts';
 
 export interface ActorContext {
   callId: string;
+  /** The team of the call: whose turn it takes in the fair queues. */
+  teamId: string;
   /** Aborted when the actor is stopped (revoked partition, shutdown, call timed out). */
   signal: AbortSignal;
+  /**
+   * Runs `work` without holding a processing slot, then queues for a slot again. For waits: a
+   * download, a sleep, another queue. Rejects with the signal's reason when aborted meanwhile.
+   */
+  outsideSlot<T>(work: () => Promise<T>): Promise<T>;
 }
 
 export type ActorBehaviour = (context: ActorContext) => Promise<void>;
 
 interface Actor {
+  teamId: string;
   controller: AbortController;
   /** Another run was asked for while this one was running. */
   again: boolean;
@@ -21,24 +35,22 @@ interface Actor {
 
 export class ActorSystem {
   private readonly actors = new Map<string, Actor>();
-  private readonly waiting: (() => void)[] = [];
-  private running = 0;
 
   constructor(
     private readonly behaviour: ActorBehaviour,
-    private readonly concurrency: number,
+    private readonly slots: FairQueue,
     private readonly onError: (callId: string, error: unknown) => void,
   ) {}
 
   /** Asks the call's actor to (re)examine its call; starts one when none is alive. */
-  wake(callId: string): void {
+  wake(callId: string, teamId: string): void {
     const actor = this.actors.get(callId);
     if (actor) {
       actor.again = true;
       return;
     }
     const controller = new AbortController();
-    const created: Actor = { controller, again: false, done: Promise.resolve() };
+    const created: Actor = { teamId, controller, again: false, done: Promise.resolve() };
     this.actors.set(callId, created);
     created.done = this.live(callId, created);
   }
@@ -66,33 +78,32 @@ export class ActorSystem {
   }
 
   private async live(callId: string, actor: Actor): Promise<void> {
+    const { teamId } = actor;
+    const { signal } = actor.controller;
     try {
       do {
         actor.again = false;
-        await this.slot();
+        let release: Release | undefined;
+        const outsideSlot = async <T>(work: () => Promise<T>): Promise<T> => {
+          release?.();
+          release = undefined;
+          try {
+            return await work();
+          } finally {
+            release = await this.slots.acquire(teamId, signal);
+          }
+        };
         try {
-          if (!actor.controller.signal.aborted) await this.behaviour({ callId, signal: actor.controller.signal });
+          release = await this.slots.acquire(teamId, signal);
+          await this.behaviour({ callId, teamId, signal, outsideSlot });
         } catch (error) {
-          if (!actor.controller.signal.aborted) this.onError(callId, error);
+          if (!signal.aborted) this.onError(callId, error);
         } finally {
-          this.release();
+          release?.();
         }
-      } while (actor.again && !actor.controller.signal.aborted);
+      } while (actor.again && !signal.aborted);
     } finally {
       this.actors.delete(callId);
     }
-  }
-
-  private slot(): Promise<void> {
-    if (this.running < this.concurrency) {
-      this.running++;
-      return Promise.resolve();
-    }
-    return new Promise((resolve) => this.waiting.push(() => (this.running++, resolve())));
-  }
-
-  private release(): void {
-    this.running--;
-    this.waiting.shift()?.();
   }
 }

@@ -14,14 +14,14 @@ import { correctDuration, countWords, estimateSpokenSeconds } from '../../shared
 import { minutesForSeconds } from '../../shared/domain/team/capacity.ts';
 import { toStorable } from '../../shared/domain/submission/storable-text.ts';
 import type { Analyser } from '../../shared/ports/analyser.ts';
-import type { AudioSource } from '../../shared/ports/audio-source.ts';
+import type { AudioSource, FetchedAudio } from '../../shared/ports/audio-source.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import { StepError } from '../../shared/ports/step-error.ts';
 import type { Transcriber } from '../../shared/ports/transcriber.ts';
 import { AggregateRepository } from '../runtime/aggregate-repository.ts';
 import { createTeamWriter, type TeamRepository } from '../runtime/team-writer.ts';
 import type { ActorContext } from './actors.ts';
-import { retrying, type RetryPolicy } from './retry.ts';
+import { retrying, type RetryPolicy, sleep } from './retry.ts';
 
 export interface PipelineDeps {
   store: EventStore;
@@ -31,8 +31,16 @@ export interface PipelineDeps {
   logger: Logger;
   processingTimeoutMs: number;
   retry: RetryPolicy;
-  /** Limits concurrent transcriptions (the local engine is CPU-bound). */
-  transcriptionSlot: <T>(work: () => Promise<T>) => Promise<T>;
+  /** Runs one transcription when the team's turn comes (the local engine is CPU-bound; see processor.ts). */
+  transcriptionSlot: <T>(teamId: string, work: () => Promise<T>, signal: AbortSignal) => Promise<T>;
+  /** Runs one audio download when the team's turn comes (downloads hold sockets and disk). */
+  downloadSlot: <T>(teamId: string, work: () => Promise<T>, signal: AbortSignal) => Promise<T>;
+  /**
+   * Time one call may spend downloading its audio, over all its attempts; past it the fetch fails
+   * for good. Kept well under the processing timeout, so a call whose audio cannot be had fails
+   * with the fetch's own reason, not with `processing_timeout`.
+   */
+  audioFetchBudgetMs: number;
   /** The process's one writer of team streams (shared with an ingress in the same process); default a new one. */
   teams?: TeamRepository;
   now?: () => Date;
@@ -83,7 +91,31 @@ export const createCallPipeline = (deps: PipelineDeps) => {
     return words ? Math.round(estimateSpokenSeconds(words)) : null;
   };
 
-  const runStep = async (call: PendingCall, signal: AbortSignal): Promise<void> => {
+  const seconds = (ms: number) => `${Math.round(ms / 1000)} s`;
+
+  /**
+   * One attempt at the call's audio, bounded by what is left of its fetch budget. A retriable
+   * failure that leaves no budget is made terminal, so the call fails with the fetch's reason.
+   */
+  const fetchAudio = async (url: string, spent: { ms: number }, signal: AbortSignal): Promise<FetchedAudio> => {
+    const budgetMs = deps.audioFetchBudgetMs;
+    if (spent.ms >= budgetMs) throw new StepError('audio_timeout', `Fetching the audio took more than ${seconds(budgetMs)} over all attempts.`, false);
+    const started = Date.now();
+    const attempt = await deps.audio.fetch(url, { signal, timeoutMs: budgetMs - spent.ms }).then(
+      (fetched) => ({ fetched }),
+      (error: unknown) => ({ error }),
+    );
+    spent.ms += Date.now() - started;
+    if ('fetched' in attempt) return attempt.fetched;
+    const { error } = attempt;
+    if (error instanceof StepError && error.retriable && spent.ms >= budgetMs) {
+      throw new StepError(error.code, `${error.message} Gave up: fetching the audio took more than ${seconds(budgetMs)} over all attempts.`, false, { cause: error });
+    }
+    throw error;
+  };
+
+  const runStep = async (call: PendingCall, actor: ActorContext, spent: { ms: number }): Promise<void> => {
+    const { signal, teamId } = actor;
     const step = nextStep(call);
     const { submission } = call.submitted;
     switch (step) {
@@ -105,10 +137,12 @@ export const createCallPipeline = (deps: PipelineDeps) => {
         return;
       }
       case 'fetch_and_transcribe': {
-        const fetched = await deps.audio.fetch(submission.audioUrl!, { signal });
+        const fetched = await actor.outsideSlot(() => deps.downloadSlot(teamId, () => fetchAudio(submission.audioUrl!, spent, signal), signal));
         try {
           if (!call.audio) await record(call, { type: 'RecordAudioFetched', bytes: fetched.bytes, contentType: fetched.contentType, now: now() });
-          const transcription = await deps.transcriptionSlot(() => deps.transcriber.transcribe({ audioPath: fetched.path, contentType: fetched.contentType, signal }));
+          const transcription = await actor.outsideSlot(() =>
+            deps.transcriptionSlot(teamId, () => deps.transcriber.transcribe({ audioPath: fetched.path, contentType: fetched.contentType, signal }), signal),
+          );
           await record(call, {
             type: 'RecordTranscript',
             source: 'audio',
@@ -153,20 +187,32 @@ export const createCallPipeline = (deps: PipelineDeps) => {
 
   return {
     /** Runs the call to the end (or until aborted). */
-    async run({ callId, signal }: ActorContext): Promise<void> {
+    async run(actor: ActorContext): Promise<void> {
+      const { callId, signal } = actor;
       const log = deps.logger.child({ callId });
+      // Backoff sleeps hold no processing slot: the actor queues for one again when it wakes.
+      const pause = (ms: number) => actor.outsideSlot(() => sleep(ms, signal));
+      const spentFetching = { ms: 0 };
       for (;;) {
         if (signal.aborted) return;
         // An outage while loading is retried like a step's; past the policy the actor ends and the
         // processor's sweep wakes it again.
-        const { state } = await retrying(() => calls.load(callId), deps.retry, signal, (error, attempt, delayMs) =>
-          log.warn({ attempt, delayMs, err: error }, 'loading the call failed; retrying'),
+        const { state } = await retrying(
+          () => calls.load(callId),
+          deps.retry,
+          signal,
+          (error, attempt, delayMs) => log.warn({ attempt, delayMs, err: error }, 'loading the call failed; retrying'),
+          pause,
         );
         if (state.status !== 'pending') return;
         const step = nextStep(state);
         try {
-          await retrying(() => runStep(state, signal), deps.retry, signal, (error, attempt, delayMs) =>
-            log.warn({ step, attempt, delayMs, code: (error as StepError).code, err: error }, 'step failed; retrying'),
+          await retrying(
+            () => runStep(state, actor, spentFetching),
+            deps.retry,
+            signal,
+            (error, attempt, delayMs) => log.warn({ step, attempt, delayMs, code: (error as StepError).code, err: error }, 'step failed; retrying'),
+            pause,
           );
         } catch (error) {
           if (signal.aborted) return;

@@ -8,6 +8,8 @@ import type { EventStore, RecordedEvent, Subscription, SubscriptionStatus } from
 
 export interface OpenCall {
   callId: string;
+  /** The call's team (whose turn its work takes in the processor's fair queues). */
+  teamId: string;
   submittedAt: string;
   /** Recorded deadline, once processing started. */
   deadline?: string;
@@ -59,10 +61,10 @@ export class OpenCalls {
     if (!callId) return;
     switch (event.type) {
       case 'CallSubmitted': {
-        const submittedAt = (event.data as { submittedAt?: unknown }).submittedAt;
+        const { submittedAt, teamId } = event.data as { submittedAt?: unknown; teamId?: unknown };
         // A malformed event (no submission time) cannot be worked or timed: the projections stop on it and report it.
         if (typeof submittedAt !== 'string' || Number.isNaN(Date.parse(submittedAt))) return;
-        const call = { callId, submittedAt };
+        const call = { callId, teamId: typeof teamId === 'string' ? teamId : '', submittedAt };
         this.open.set(callId, call);
         this.onChange(call, 'opened');
         return;

@@ -24,13 +24,13 @@ import { TOPICS, topicPrefix, type Topics } from '../../shared/topics.ts';
 import { AggregateRepository } from '../runtime/aggregate-repository.ts';
 import type { Health } from '../runtime/health.ts';
 import { ActorSystem } from './actors.ts';
+import { FairQueue } from './fair-queue.ts';
 import type { TeamRepository } from '../runtime/team-writer.ts';
 import { createCallPipeline } from './call-pipeline.ts';
 import { parseCallSubmitted } from './call-submitted-record.ts';
 import { Deadlines } from './deadlines.ts';
 import { OpenCalls } from './open-calls.ts';
 import { DEFAULT_RETRY, type RetryPolicy } from './retry.ts';
-import { Semaphore } from './semaphore.ts';
 
 export interface ProcessorOptions {
   eventStore: EventStore;
@@ -42,10 +42,20 @@ export interface ProcessorOptions {
   processingTimeoutMs: number;
   /** Partitions of calls.submitted.v1, to know which calls a member owns. */
   topicPartitions: number;
-  /** Calls worked on at once; default 16. */
+  /**
+   * Processing slots: calls worked on at once; default 16. A call waiting on the network or on a
+   * backoff holds none (see actors.ts). Also the number of audio downloads at once.
+   */
   concurrency?: number;
   /** Transcriptions at once; default 1 (the local engine is CPU-bound). */
   transcriptionConcurrency?: number;
+  /**
+   * Most processing slots, downloads and transcriptions one team holds at once; default half of
+   * each (at least 1). Waiting teams are served round-robin (see fair-queue.ts).
+   */
+  teamShare?: number;
+  /** Time one call may spend downloading its audio over all attempts; default `DEFAULT_AUDIO_FETCH_BUDGET_MS`. */
+  audioFetchBudgetMs?: number;
   retry?: RetryPolicy;
   groupId?: string;
   /** Topic names; default without prefix. */
@@ -68,10 +78,25 @@ export interface Processor {
 /** The processor's consumer group (behind TOPIC_PREFIX, as the topics). */
 export const PROCESSOR_GROUP = 'call-processor';
 
+/** Fetching one call's audio, over all attempts, gives up after 15 minutes: well inside PROCESSING_TIMEOUT_MS. */
+export const DEFAULT_AUDIO_FETCH_BUDGET_MS = 15 * 60_000;
+
+/** A fair queue of `capacity` permits, of which one team holds at most `share` (default half). */
+const fairQueue = (capacity: number, share: number | undefined) => new FairQueue(capacity, Math.min(capacity, share ?? Math.ceil(capacity / 2)));
+
 export const startProcessor = async (options: ProcessorOptions): Promise<Processor> => {
   const log = options.logger.child({ component: 'processor' });
   const topics = options.topics ?? TOPICS;
-  const transcriptions = new Semaphore(options.transcriptionConcurrency ?? 1);
+  const concurrency = options.concurrency ?? 16;
+  const slots = fairQueue(concurrency, options.teamShare);
+  const downloads = fairQueue(concurrency, options.teamShare);
+  const transcriptions = fairQueue(options.transcriptionConcurrency ?? 1, options.teamShare);
+  const swept = await Promise.all([options.audio.sweepStale?.(), options.transcriber.sweepStale?.()]).catch((error: unknown) => {
+    log.warn({ err: error }, 'temp files of dead processes could not be swept');
+    return [];
+  });
+  const sweptFiles = swept.reduce<number>((sum, count) => sum + (count ?? 0), 0);
+  if (sweptFiles > 0) log.warn({ removed: sweptFiles }, 'removed temp audio files left by processes that died');
   const pipeline = createCallPipeline({
     store: options.eventStore,
     audio: options.audio,
@@ -80,12 +105,14 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
     logger: log,
     processingTimeoutMs: options.processingTimeoutMs,
     retry: options.retry ?? DEFAULT_RETRY,
-    transcriptionSlot: (work) => transcriptions.run(work),
+    transcriptionSlot: (teamId, work, signal) => transcriptions.run(teamId, work, signal),
+    downloadSlot: (teamId, work, signal) => downloads.run(teamId, work, signal),
+    audioFetchBudgetMs: options.audioFetchBudgetMs ?? DEFAULT_AUDIO_FETCH_BUDGET_MS,
     teams: options.teams,
     now: options.now,
   });
   const calls = new AggregateRepository(options.eventStore, callDecider, callStreamId);
-  const actors = new ActorSystem((context) => pipeline.run(context), options.concurrency ?? 16, (callId, error) => log.error({ callId, err: error }, 'call actor failed'));
+  const actors = new ActorSystem((context) => pipeline.run(context), slots, (callId, error) => log.error({ callId, err: error }, 'call actor failed'));
 
   const owned = new Set<number>();
   const owns = (callId: string) => owned.has(partitionForKey(callId, options.topicPartitions));
@@ -123,7 +150,7 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
       warnedPartitions = true;
       log.error({ topicPartitions: options.topicPartitions, partition: record.partition }, `${topics.callsSubmitted} has another partition count than TOPIC_PARTITIONS: calls may not be resumed after a restart`);
     }
-    actors.wake(parsed.data.callId);
+    actors.wake(parsed.data.callId, parsed.data.teamId);
   };
   const stopping = new AbortController();
   const records = resilientHandler(intake, { deadLetter: { eventLog: options.eventLog, topic: topics.deadLetter }, log, signal: stopping.signal });
@@ -140,7 +167,7 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
       if (!select(call.callId)) continue;
       if (!deadlines.has(call.callId)) deadlines.arm(call.callId, deadlineOf(call));
       if (!actors.has(call.callId)) {
-        actors.wake(call.callId);
+        actors.wake(call.callId, call.teamId);
         woken++;
       }
     }

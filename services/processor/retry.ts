@@ -17,7 +17,8 @@ export const isRetriable = (error: unknown): boolean => (error as { retriable?: 
 export const backoffDelay = (policy: RetryPolicy, attempt: number, random: () => number = Math.random): number =>
   Math.floor(random() * Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (attempt - 1)));
 
-const sleep = (ms: number, signal: AbortSignal) =>
+/** Waits `ms`; rejects with the signal's reason when it aborts first. */
+export const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
     if (signal.aborted) return reject(signal.reason);
     const timer = setTimeout(done, ms);
@@ -37,6 +38,8 @@ export const retrying = async <T>(
   policy: RetryPolicy,
   signal: AbortSignal,
   onRetry?: (error: unknown, attempt: number, delayMs: number) => void,
+  /** How the backoff waits; an actor gives its processing slot back meanwhile (see actors.ts). */
+  pause: (ms: number, signal: AbortSignal) => Promise<void> = sleep,
 ): Promise<T> => {
   for (let attempt = 1; ; attempt++) {
     try {
@@ -45,7 +48,7 @@ export const retrying = async <T>(
       if (signal.aborted || !isRetriable(error) || attempt >= policy.maxAttempts) throw error;
       const delayMs = backoffDelay(policy, attempt);
       onRetry?.(error, attempt, delayMs);
-      await sleep(delayMs, signal);
+      await pause(delayMs, signal);
     }
   }
 };

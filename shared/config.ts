@@ -55,6 +55,12 @@ export const ConfigSchema = Type.Object({
   audioFetchAllowPrivate: Type.Boolean({ description: 'AUDIO_FETCH_ALLOW_PRIVATE: true lets audioUrl point at private/loopback addresses (development only)' }),
   audioMaxBytes: Integer('AUDIO_MAX_BYTES: largest recording downloaded (default 524288000 = 500 MiB)', 1),
   audioFetchTimeoutMs: Integer('AUDIO_FETCH_TIMEOUT_MS: deadline of one recording download (default 600000 = 10 min)', 1),
+  /** Time one call may spend downloading its recording over all attempts; keep it well under PROCESSING_TIMEOUT_MS. */
+  audioFetchBudgetMs: Integer('AUDIO_FETCH_BUDGET_MS: time one call may spend downloading its recording over all attempts (default 900000 = 15 min)', 1),
+  /** Ports an audioUrl (or a redirect) may name. */
+  audioAllowedPorts: Type.Array(Type.Integer({ minimum: 1, maximum: 65_535 }), { description: 'AUDIO_ALLOWED_PORTS: ports an audioUrl may use, comma-separated (default 80,443)', minItems: 1 }),
+  /** Longest recording transcribed; longer ones fail with audio_too_long before they are decoded. */
+  audioMaxSeconds: Integer('AUDIO_MAX_SECONDS: longest recording transcribed, in seconds (default 14400 = 4 h)', 1),
   processorConcurrency: Integer('PROCESSOR_CONCURRENCY: calls processed at once per process (default 16)', 1),
   transcribeConcurrency: Integer('TRANSCRIBE_CONCURRENCY: transcriptions at once per process (default 1)', 1),
   /** Log level of the service's structured logs. */
@@ -127,6 +133,9 @@ export const loadConfig = (env: Env = process.env): Config => {
     audioFetchAllowPrivate: boolean(env, 'AUDIO_FETCH_ALLOW_PRIVATE', false),
     audioMaxBytes: integer(env, 'AUDIO_MAX_BYTES', 500 * 1024 * 1024),
     audioFetchTimeoutMs: integer(env, 'AUDIO_FETCH_TIMEOUT_MS', 10 * 60 * 1000),
+    audioFetchBudgetMs: integer(env, 'AUDIO_FETCH_BUDGET_MS', 15 * 60 * 1000),
+    audioAllowedPorts: (optional(env, 'AUDIO_ALLOWED_PORTS') ?? '80,443').split(',').map((port) => Number(port.trim() || Number.NaN)),
+    audioMaxSeconds: integer(env, 'AUDIO_MAX_SECONDS', 4 * 3600),
     processorConcurrency: integer(env, 'PROCESSOR_CONCURRENCY', 16),
     transcribeConcurrency: integer(env, 'TRANSCRIBE_CONCURRENCY', 1),
     apiUrl: '',

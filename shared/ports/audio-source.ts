@@ -8,8 +8,8 @@
  *
  * | code                        | retriable            | when                                                       |
  * |-----------------------------|----------------------|------------------------------------------------------------|
- * | `audio_url_invalid`         | no                   | not a URL, not http(s), user/password in the URL (also on a redirect) |
- * | `audio_fetch_blocked`       | no                   | the host is or resolves to a non-public address; the message names the address class and that `AUDIO_FETCH_ALLOW_PRIVATE=true` lifts the check for local development |
+ * | `audio_url_invalid`         | no                   | not a URL, not http(s), user/password in the URL (also on a redirect), a redirect from https to http |
+ * | `audio_fetch_blocked`       | no                   | the host is or resolves to a non-public address, or the URL's port is not an allowed one |
  * | `audio_too_large`           | no                   | Content-Length or the streamed bytes exceed the size cap   |
  * | `audio_unsupported_type`    | no                   | Content-Type is not audio/*, video/* or application/octet-stream; the message names it |
  * | `audio_not_found`           | no                   | 404 or 410                                                 |
@@ -18,6 +18,11 @@
  * | `audio_timeout`             | yes                  | the overall deadline (all redirects and the body) passed   |
  * | `audio_too_many_redirects`  | no                   | more redirects than allowed                                 |
  * | `audio_storage_error`       | yes                  | the local temp file could not be written (disk full, …)    |
+ *
+ * Messages become the call's `statusReason`, which the integrator reads: a blocked address and an
+ * unreachable host get one and the same text (naming the host as given, never what it resolved to
+ * or how the connection failed), so the service is neither a view of its own name resolution nor
+ * a port scanner of the internet. The details go to the error's `cause`, for the logs.
  */
 import type { StepError } from './step-error.ts';
 
@@ -61,7 +66,16 @@ export interface AudioSource {
    * @param options.signal Cancels the download (e.g. on shutdown); the promise then rejects with the
    *   signal's `reason` (an `AbortError` by default), not with a `StepError`, since the audio is not
    *   at fault.
+   * @param options.timeoutMs Deadline of this fetch when shorter than the adapter's own (what is
+   *   left of the call's fetch budget); past it `audio_timeout`.
    * @throws StepError with a code of `AUDIO_FETCH_ERROR_CODES` (see the table in this file).
    */
-  fetch(url: string, options?: { signal?: AbortSignal }): Promise<FetchedAudio>;
+  fetch(url: string, options?: { signal?: AbortSignal; timeoutMs?: number }): Promise<FetchedAudio>;
+
+  /**
+   * Removes the temp files that processes which died mid-download (SIGKILL, a crash) left behind;
+   * never those of a live process. Called once when the processor starts. Resolves with how many
+   * were removed.
+   */
+  sweepStale?(): Promise<number>;
 }

@@ -14,6 +14,7 @@
  * |-------------------------------|-----------|-------------------------------------------------------------------|
  * | `transcription_unavailable`   | no        | no engine is configured or installed; the message says how to set one up (`TRANSCRIPTION_SETUP_HINT`) |
  * | `audio_undecodable`           | no        | the file is not audio ffmpeg can read (or holds no audio stream)  |
+ * | `audio_too_long`              | no        | the recording is longer than the adapter's cap (`AUDIO_MAX_SECONDS`); found before it is decoded when its length can be read |
  * | `transcription_failed`        | yes       | the engine crashed or exited with an error; the remote endpoint is unreachable, answered 5xx, or answered something that is not a transcription |
  * | `transcription_timeout`       | yes       | no transcript within the adapter's deadline (also a remote 408)   |
  * | `transcription_rejected`      | no        | the remote endpoint refused the request: a 4xx other than 408/429 (bad key, unknown model, file too large), or a redirect |
@@ -25,6 +26,7 @@ import type { StepError } from './step-error.ts';
 export const TRANSCRIPTION_ERROR_CODES = [
   'transcription_unavailable',
   'audio_undecodable',
+  'audio_too_long',
   'transcription_failed',
   'transcription_timeout',
   'transcription_rejected',
@@ -89,4 +91,11 @@ export interface Transcriber {
    * one only that it is configured (reachability shows per call). Never rejects.
    */
   available(): Promise<TranscriberAvailability>;
+
+  /**
+   * Removes the temp files (decoded audio) that processes which died mid-transcription left
+   * behind; never those of a live process. Called once when the processor starts. Resolves with
+   * how many were removed.
+   */
+  sweepStale?(): Promise<number>;
 }

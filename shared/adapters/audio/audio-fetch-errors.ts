@@ -1,8 +1,9 @@
 /**
  * The `StepError`s of the audio fetch, one constructor per cause, and the translation of Node's
  * network errors. Messages are for the integrator (they become the call's `statusReason`): they name
- * the host and the cause but never a resolved address or a URL's query string (pre-signed URLs carry
- * secrets there).
+ * the host as given but never a resolved address, how a connection failed, or a URL's query string
+ * (pre-signed URLs carry secrets there). A refused and an unreachable host read the same, so the
+ * messages reveal nothing of the service's name resolution or of which ports answer.
  */
 import type { AudioFetchErrorCode } from '../../ports/audio-source.ts';
 import { StepError } from '../../ports/step-error.ts';
@@ -34,20 +35,30 @@ const addressClass: Record<BlockedAddressReason, string> = {
 };
 
 /**
- * `host` is refused because `address` (one of the addresses it resolves to, or the host itself when
- * it is an IP literal) is not public. The address goes into `cause` for the logs, not the message.
+ * Said of a host that is refused and of one that cannot be reached alike: which of the two, what
+ * the host resolved to and how the connection failed stay in `cause`, for the logs.
  */
-export const fetchBlocked = (host: string, address: string, verdict: AddressVerdict & { allowed: false }) => {
-  const embedded = verdict.embeddedIpv4 === undefined ? '' : ' (by the IPv4 address inside it)';
-  const what = host === address ? `"${host}" is` : `"${host}" resolves to`;
-  return fail(
+const notReached = (host: string) => `The audio host "${host}" could not be reached, or is not a public internet address.`;
+
+/**
+ * `host` is refused because `address` (one of the addresses it resolves to, or the host itself when
+ * it is an IP literal) is not public. The address and its class go into `cause` for the logs, not
+ * into the message.
+ */
+export const fetchBlocked = (host: string, address: string, verdict: AddressVerdict & { allowed: false }) =>
+  fail(
     'audio_fetch_blocked',
-    `The audio URL host ${what} ${addressClass[verdict.reason]} address${embedded}; only public internet ` +
-      'addresses may be fetched. AUDIO_FETCH_ALLOW_PRIVATE=true lifts this check, for local development only.',
+    notReached(host),
     false,
-    new Error(`${address} is ${verdict.reason}${verdict.embeddedIpv4 ? ` (embedded ${verdict.embeddedIpv4})` : ''}`),
+    new Error(
+      `${address} is ${addressClass[verdict.reason]} address${verdict.embeddedIpv4 ? ` (embedded ${verdict.embeddedIpv4})` : ''}; ` +
+        'AUDIO_FETCH_ALLOW_PRIVATE=true lifts the check, for local development only',
+    ),
   );
-};
+
+/** The URL names a port that is not allowed (`AUDIO_ALLOWED_PORTS`, default 80 and 443). */
+export const portBlocked = (port: number, allowed: readonly number[]) =>
+  fail('audio_fetch_blocked', `The audio URL uses port ${port}; only port${allowed.length > 1 ? 's' : ''} ${allowed.join(', ')} may be fetched.`, false);
 
 export const tooLarge = (maxBytes: number, declared?: number) =>
   fail(
@@ -84,21 +95,8 @@ export const timedOut = (timeoutMs: number) =>
 export const storageFailed = (cause: unknown) =>
   fail('audio_storage_error', `The audio could not be written to a temp file (${codeOf(cause) ?? 'I/O error'}).`, true, cause);
 
-const DNS_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NODATA', 'EAI_NONAME', 'ENODATA']);
-
 /** Any other failure on the way to the audio host: DNS, TCP, TLS, a connection cut mid-response. */
-export const unreachable = (host: string, cause: unknown) => {
-  const code = codeOf(cause);
-  const problem =
-    code !== undefined && DNS_CODES.has(code)
-      ? `could not be resolved (${code})`
-      : code === 'ECONNREFUSED'
-        ? 'refused the connection'
-        : code === 'ECONNRESET' || code === 'EPIPE' || code === 'ERR_STREAM_PREMATURE_CLOSE'
-          ? `closed the connection early (${code})`
-          : `could not be reached (${code ?? (cause instanceof Error ? cause.message : 'unknown error')})`;
-  return fail('audio_unreachable', `The audio host "${host}" ${problem}.`, true, cause);
-};
+export const unreachable = (host: string, cause: unknown) => fail('audio_unreachable', notReached(host), true, cause);
 
 const codeOf = (error: unknown): string | undefined => {
   const code = (error as { code?: unknown } | null)?.code;

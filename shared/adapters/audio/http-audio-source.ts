@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { open, rm } from 'node:fs/promises';
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
@@ -12,6 +11,7 @@ import { isStepError } from '../../ports/step-error.ts';
 import { type AddressVerdict, classifyAddress } from './address-policy.ts';
 import {
   fetchBlocked,
+  portBlocked,
   httpStatus,
   storageFailed,
   timedOut,
@@ -22,14 +22,17 @@ import {
 } from './audio-fetch-errors.ts';
 import { parseAudioUrl } from './audio-url.ts';
 import { guardedLookup, type ResolveHost, systemResolveHost } from './guarded-lookup.ts';
+import { processTempName, sweepStaleTempFiles } from './process-temp-files.ts';
 
 export interface HttpAudioSourceOptions {
   /** Largest body accepted, in bytes; a bigger Content-Length or body fails with `audio_too_large`. */
   maxBytes: number;
   /** Deadline for the whole fetch — every DNS lookup, connection and redirect, and the body — in ms. */
   timeoutMs: number;
-  /** Skips the address check (`AUDIO_FETCH_ALLOW_PRIVATE=true`). Local development and tests only. */
+  /** Skips the address and port checks (`AUDIO_FETCH_ALLOW_PRIVATE=true`). Local development and tests only. */
   allowPrivate: boolean;
+  /** Ports a URL (or a redirect) may name; another is `audio_fetch_blocked`. Default `DEFAULT_AUDIO_PORTS`. */
+  allowedPorts?: readonly number[];
   /** Directory of the temp files; default `os.tmpdir()`. */
   tmpDir?: string;
   /** Redirects followed; one more fails with `audio_too_many_redirects`. Default 3. */
@@ -41,6 +44,10 @@ export interface HttpAudioSourceOptions {
 }
 
 export const USER_AGENT = 'call-ingestion-service/1.0';
+/** http and https on their standard ports: anything else would let a caller probe the internet's ports. */
+export const DEFAULT_AUDIO_PORTS: readonly number[] = [80, 443];
+/** Temp files are `audio-<pid>-<uuid>`, so those of a dead process can be swept. */
+const TEMP_PREFIX = 'audio-';
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 const ACCEPTED_TYPES = /^(?:audio\/[^/\s]+|video\/[^/\s]+|application\/octet-stream)$/;
 
@@ -48,13 +55,17 @@ const ACCEPTED_TYPES = /^(?:audio\/[^/\s]+|video\/[^/\s]+|application\/octet-str
  * The `AudioSource` over HTTP(S), hardened against server-side request forgery: every address a
  * host resolves to is checked when the socket connects (so a DNS answer cannot change between check
  * and use), IP literals before the request, and each redirect — followed by hand — is re-validated
- * and re-checked. No agent is shared, so no pooled connection skips the check; no cookies or
+ * and re-checked; only the allowed ports (80 and 443 by default) are requested, and a redirect from
+ * https to http is not followed. No agent is shared, so no pooled connection skips the check; no cookies or
  * credentials are ever sent.
  */
 export const createHttpAudioSource = (options: HttpAudioSourceOptions): AudioSource => {
-  const { maxBytes, timeoutMs, allowPrivate, tmpDir = tmpdir(), maxRedirects = 3 } = options;
+  const { maxBytes, timeoutMs, allowPrivate, tmpDir = tmpdir(), maxRedirects = 3, allowedPorts = DEFAULT_AUDIO_PORTS } = options;
   for (const [name, value, min] of [['maxBytes', maxBytes, 1], ['timeoutMs', timeoutMs, 1], ['maxRedirects', maxRedirects, 0]] as const) {
     if (!Number.isSafeInteger(value) || value < min) throw new RangeError(`${name} must be an integer ≥ ${min}, got ${value}`);
+  }
+  if (allowedPorts.length === 0 || allowedPorts.some((port) => !Number.isSafeInteger(port) || port < 1 || port > 65_535)) {
+    throw new RangeError(`allowedPorts must be ports 1–65535, got ${allowedPorts.join(',') || 'none'}`);
   }
   const classify = options.classifyAddress ?? classifyAddress;
 
@@ -67,6 +78,8 @@ export const createHttpAudioSource = (options: HttpAudioSourceOptions): AudioSou
 
   /** One GET, resolved with the response head. */
   const request = (url: URL, signal: AbortSignal): Promise<IncomingMessage> => {
+    const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
+    if (!allowPrivate && !allowedPorts.includes(port)) return Promise.reject(portBlocked(port, allowedPorts));
     const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
     if (isIP(host)) {
       const refusal = refuse(host, host);
@@ -108,7 +121,7 @@ export const createHttpAudioSource = (options: HttpAudioSourceOptions): AudioSou
       throw refusal;
     }
 
-    const path = join(tmpDir, `audio-${randomUUID()}`);
+    const path = join(tmpDir, processTempName(TEMP_PREFIX));
     // Create the file before streaming, so a failure at any later point has a file to remove.
     const file = await open(path, 'wx', 0o600).catch((error: unknown) => {
       response.destroy();
@@ -143,10 +156,11 @@ export const createHttpAudioSource = (options: HttpAudioSourceOptions): AudioSou
   };
 
   return {
-    async fetch(rawUrl, { signal: callerSignal } = {}) {
+    async fetch(rawUrl, { signal: callerSignal, timeoutMs: callerTimeoutMs } = {}) {
       callerSignal?.throwIfAborted();
       let url = parseAudioUrl(rawUrl);
-      const deadline = AbortSignal.timeout(timeoutMs);
+      const deadlineMs = Math.max(1, Math.min(timeoutMs, callerTimeoutMs ?? timeoutMs));
+      const deadline = AbortSignal.timeout(deadlineMs);
       const signal = callerSignal ? AbortSignal.any([deadline, callerSignal]) : deadline;
       try {
         for (let redirects = 0; ; redirects++) {
@@ -162,9 +176,10 @@ export const createHttpAudioSource = (options: HttpAudioSourceOptions): AudioSou
       } catch (error) {
         if (isStepError(error)) throw error;
         if (callerSignal?.aborted) throw callerSignal.reason;
-        if (deadline.aborted) throw timedOut(timeoutMs);
+        if (deadline.aborted) throw timedOut(deadlineMs);
         throw unreachable(url.hostname, error);
       }
     },
+    sweepStale: () => sweepStaleTempFiles(tmpDir, TEMP_PREFIX),
   };
 };

@@ -139,3 +139,41 @@ export const measureAudioDuration = async (path: string, options: MeasureOptions
     false,
   );
 };
+
+/** Recordings are at most 4 hours long unless `AUDIO_MAX_SECONDS` says otherwise. */
+export const DEFAULT_AUDIO_MAX_SECONDS = 4 * 3600;
+
+const clock = (seconds: number): string => {
+  const whole = Math.round(seconds);
+  const [h, m, s] = [Math.floor(whole / 3600), Math.floor((whole % 3600) / 60), whole % 60];
+  return h > 0 ? `${h} h ${m} min` : m > 0 ? `${m} min ${s} s` : `${s} s`;
+};
+
+/** `audio_too_long` (terminal): `seconds` (when known) is over the cap of `maxSeconds`. */
+export const audioTooLong = (maxSeconds: number, seconds?: number): StepError =>
+  new StepError(
+    'audio_too_long',
+    seconds === undefined
+      ? `The recording is longer than the ${clock(maxSeconds)} limit.`
+      : `The recording lasts ${clock(seconds)}, longer than the ${clock(maxSeconds)} limit.`,
+    false,
+  );
+
+/**
+ * The length the recording's container states, read by ffprobe without decoding it (a FLAC or MP3
+ * header is enough), or `undefined` when it cannot be told so: ffprobe missing, failing or silent.
+ * Decoding, bounded on its own, then decides. Rejects only with the signal's reason.
+ */
+export const probeAudioSeconds = async (path: string, options: MeasureOptions = {}): Promise<number | undefined> => {
+  if (options.ffprobePath === null) return undefined;
+  const input = ffmpegInput(resolve(path));
+  const outcome = await runProcess(
+    options.ffprobePath ?? 'ffprobe',
+    ['-v', 'error', '-show_entries', 'format=duration', '-of', 'default=noprint_wrappers=1:nokey=1', ...input.args],
+    { timeoutMs: options.timeoutMs ?? 60_000, signal: options.signal, maxStdoutBytes: 64 * 1024 },
+  );
+  if (outcome.kind === 'aborted') throw outcome.reason;
+  if (outcome.kind !== 'exited' || outcome.exitCode !== 0) return undefined;
+  const seconds = Number.parseFloat(outcome.stdout.trim().split(/\s+/)[0] ?? '');
+  return Number.isFinite(seconds) && seconds >= 0 ? seconds : undefined;
+};

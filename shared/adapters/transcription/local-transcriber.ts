@@ -5,8 +5,9 @@
  * 32 000 bytes/s), so it is the length of what was actually heard, whatever the container claims.
  *
  * Commands (no shell; `model` = `/usr/share/pocketsphinx/model/en-us` by default):
+ *   ffprobe … -show_entries format=duration …  (the stated length; over `maxSeconds`: `audio_too_long`)
  *   ffmpeg -nostdin -hide_banner -loglevel error -protocol_whitelist file -format_whitelist <containers>
- *          -i file:<input> -map 0:a:0 -map_metadata -1 -ac 1 -ar 16000 -c:a pcm_s16le
+ *          -i file:<input> -map 0:a:0 -map_metadata -1 -t <maxSeconds + 1> -ac 1 -ar 16000 -c:a pcm_s16le
  *          -fflags +bitexact -flags:a +bitexact -f wav -y <tmp>/audio.wav
  *   pocketsphinx_continuous -infile <tmp>/audio.wav -hmm <model>/en-us -lm <model>/en-us.lm.bin -dict <model>/cmudict-en-us.dict
  *   (5.x: pocketsphinx -hmm … -lm … -dict … live <tmp>/audio.wav)
@@ -14,16 +15,19 @@
  * The input is opened as `ffmpeg-input.ts` says: a local file only, real containers only.
  *
  * Errors (StepError): engine missing `transcription_unavailable` (terminal, says what to install);
- * ffmpeg cannot read the input `audio_undecodable` (terminal); a program crashes or exits with an
+ * ffmpeg cannot read the input `audio_undecodable` (terminal); longer than `maxSeconds` by its
+ * stated length or by what was decoded `audio_too_long` (terminal: a 2 MB FLAC of hours of silence
+ * would otherwise become a WAV of hundreds of MB); a program crashes or exits with an
  * error, or the disk is full, `transcription_failed` (retriable); the deadline, which covers both
  * programs, passes `transcription_timeout` (retriable).
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { StepError } from '../../ports/step-error.ts';
 import { TRANSCRIPTION_SETUP_HINT, type Transcriber, type TranscriberAvailability, type Transcription, type TranscriptionInput } from '../../ports/transcriber.ts';
-import { readWavDuration } from './audio-duration.ts';
+import { processTempPrefix, sweepStaleTempFiles } from '../audio/process-temp-files.ts';
+import { audioTooLong, DEFAULT_AUDIO_MAX_SECONDS, probeAudioSeconds, readWavDuration } from './audio-duration.ts';
 import { ffmpegInput } from './ffmpeg-input.ts';
 import { DEBIAN_MODEL_DIR, detectLocalEngine, type LocalEngine, type LocalEngineOptions } from './local-engine.ts';
 import { parsePocketsphinxOutput } from './pocketsphinx-output.ts';
@@ -34,6 +38,8 @@ export interface LocalTranscriberOptions extends LocalEngineOptions {
   timeoutMs?: number | undefined;
   /** Where the per-call temp directory is made; default the OS temp dir. */
   tempDir?: string | undefined;
+  /** Longest recording decoded, in seconds (`AUDIO_MAX_SECONDS`); default `DEFAULT_AUDIO_MAX_SECONDS`. */
+  maxSeconds?: number | undefined;
 }
 
 /**
@@ -43,6 +49,8 @@ export interface LocalTranscriberOptions extends LocalEngineOptions {
 export const DEFAULT_LOCAL_TIMEOUT_MS = 45 * 60_000;
 
 const ENGINE = 'pocketsphinx';
+/** Temp directories are `transcribe-<pid>-…`, so those of a dead process can be swept. */
+const TEMP_PREFIX = 'transcribe-';
 /** Samples per second of the decoded audio (the rate the en-us acoustic model was trained at). */
 const SAMPLE_RATE = 16_000;
 /** ffmpeg errors that are about this machine, not the recording. */
@@ -55,8 +63,14 @@ export const pocketsphinxArgs = (engine: LocalEngine, wav: string): string[] => 
   return engine.pocketsphinx.cli === 'continuous' ? ['-infile', wav, ...model] : [...model, 'live', wav];
 };
 
+/** ffprobe beside the ffmpeg in use (same directory when ffmpeg is given by path). */
+const ffprobeBeside = (ffmpeg: string): string => (ffmpeg.includes('/') ? join(dirname(ffmpeg), 'ffprobe') : 'ffprobe');
+
 export const createLocalTranscriber = (options: LocalTranscriberOptions = {}): Transcriber => {
   const timeoutMs = options.timeoutMs ?? DEFAULT_LOCAL_TIMEOUT_MS;
+  const maxSeconds = options.maxSeconds ?? DEFAULT_AUDIO_MAX_SECONDS;
+  if (!(maxSeconds > 0)) throw new RangeError(`maxSeconds must be > 0, got ${maxSeconds}`);
+  const tempDir = options.tempDir ?? tmpdir();
   let found: LocalEngine | undefined;
 
   /** The engine, once found; a negative answer is not kept, so installing the packages needs no restart. */
@@ -93,13 +107,18 @@ export const createLocalTranscriber = (options: LocalTranscriberOptions = {}): T
     const deadline = Date.now() + timeoutMs;
     const remaining = () => Math.max(1, deadline - Date.now());
 
-    const dir = await mkdtemp(join(options.tempDir ?? tmpdir(), 'transcribe-'));
+    // A stated length over the cap fails before anything is decoded; a container that states
+    // none, or lies, is cut by -t a second past the cap and judged by what was decoded.
+    const stated = await probeAudioSeconds(input.audioPath, { ffprobePath: ffprobeBeside(engine.ffmpeg), timeoutMs: Math.min(60_000, remaining()), signal });
+    if (stated !== undefined && stated > maxSeconds) throw audioTooLong(maxSeconds, stated);
+
+    const dir = await mkdtemp(join(tempDir, processTempPrefix(TEMP_PREFIX)));
     try {
       const source = ffmpegInput(input.audioPath);
       const wav = join(dir, 'audio.wav');
       const decoded = await runProcess(
         engine.ffmpeg,
-        ['-nostdin', '-hide_banner', '-loglevel', 'error', ...source.args, '-map', '0:a:0', '-map_metadata', '-1', '-ac', '1', '-ar', String(SAMPLE_RATE), '-c:a', 'pcm_s16le', '-fflags', '+bitexact', '-flags:a', '+bitexact', '-f', 'wav', '-y', wav],
+        ['-nostdin', '-hide_banner', '-loglevel', 'error', ...source.args, '-map', '0:a:0', '-map_metadata', '-1', '-t', String(maxSeconds + 1), '-ac', '1', '-ar', String(SAMPLE_RATE), '-c:a', 'pcm_s16le', '-fflags', '+bitexact', '-flags:a', '+bitexact', '-f', 'wav', '-y', wav],
         { timeoutMs: remaining(), signal, maxStdoutBytes: 1024 * 1024 },
       );
       if (decoded.kind !== 'exited') return failure('ffmpeg', decoded);
@@ -111,6 +130,7 @@ export const createLocalTranscriber = (options: LocalTranscriberOptions = {}): T
       }
       const durationSeconds = await readWavDuration(wav);
       if (durationSeconds === undefined) throw new StepError('transcription_failed', 'ffmpeg reported success but wrote no readable WAV file.', true);
+      if (durationSeconds > maxSeconds) throw audioTooLong(maxSeconds);
       if (durationSeconds === 0) return { text: '', durationSeconds, engine: ENGINE };
 
       const program = engine.pocketsphinx.path;
@@ -134,5 +154,6 @@ export const createLocalTranscriber = (options: LocalTranscriberOptions = {}): T
       const located = await locate();
       return located.ok ? { ok: true } : { ok: false, reason: located.reason };
     },
+    sweepStale: () => sweepStaleTempFiles(tempDir, TEMP_PREFIX),
   };
 };

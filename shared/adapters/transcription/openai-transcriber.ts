@@ -8,6 +8,9 @@
  * pick the decoder by extension, and the temp file's own name may have none, so the extension comes
  * from the path or else from the content type.
  *
+ * Length cap: a recording whose container states a length over `maxSeconds` (read by ffprobe, when
+ * installed) is not sent: `audio_too_long` (terminal).
+ *
  * Duration: `duration` of the verbose_json answer (the server decoded the audio), else measured here
  * (`measureAudioDuration`: ffprobe, or the header of a WAV file).
  *
@@ -22,7 +25,7 @@ import { extname } from 'node:path';
 import { StepError } from '../../ports/step-error.ts';
 import { createScrubber, httpStatusError, openAiEndpoint, postToService, readCapped, serverMessage, type ServiceFailures } from '../openai-compatible.ts';
 import type { Transcriber, TranscriberAvailability, Transcription, TranscriptionInput } from '../../ports/transcriber.ts';
-import { measureAudioDuration } from './audio-duration.ts';
+import { audioTooLong, DEFAULT_AUDIO_MAX_SECONDS, measureAudioDuration, probeAudioSeconds } from './audio-duration.ts';
 
 export interface OpenAiTranscriberOptions {
   /** Base URL of the server, e.g. `https://api.openai.com` or `http://127.0.0.1:8000` (a trailing `/v1` is accepted too). */
@@ -33,6 +36,8 @@ export interface OpenAiTranscriberOptions {
   model?: string | undefined;
   /** Deadline for the whole exchange, upload and answer included; default `DEFAULT_REMOTE_TIMEOUT_MS`. */
   timeoutMs?: number | undefined;
+  /** Longest recording sent, in seconds (`AUDIO_MAX_SECONDS`), by the length ffprobe reads; default `DEFAULT_AUDIO_MAX_SECONDS`. */
+  maxSeconds?: number | undefined;
 }
 
 /** Uploading an hour of audio and transcribing it remotely can take minutes. */
@@ -83,6 +88,7 @@ export const createOpenAiTranscriber = (options: OpenAiTranscriberOptions): Tran
   const { origin: where, endpoint } = openAiEndpoint(options.url, 'audio/transcriptions', 'transcription');
   const model = options.model?.trim() || DEFAULT_TRANSCRIBE_MODEL;
   const timeoutMs = options.timeoutMs ?? DEFAULT_REMOTE_TIMEOUT_MS;
+  const maxSeconds = options.maxSeconds ?? DEFAULT_AUDIO_MAX_SECONDS;
   const engine = `openai:${model}`;
   const secret = options.apiKey;
   const scrub = createScrubber(secret, MAX_QUOTED_ERROR_CHARS, KEY_SHAPED);
@@ -110,6 +116,8 @@ export const createOpenAiTranscriber = (options: OpenAiTranscriberOptions): Tran
   const transcribe = async (input: TranscriptionInput): Promise<Transcription> => {
     const caller = input.signal;
     caller?.throwIfAborted();
+    const length = await probeAudioSeconds(input.audioPath, { signal: caller });
+    if (length !== undefined && length > maxSeconds) throw audioTooLong(maxSeconds, length);
     let file: Blob;
     try {
       file = await openAsBlob(input.audioPath, input.contentType ? { type: input.contentType } : undefined);

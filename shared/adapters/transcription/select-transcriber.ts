@@ -22,6 +22,8 @@ export interface TranscriberConfig {
   transcribeModel?: string | undefined;
   /** Deadline of one transcription; default 10 min remote, 45 min local. */
   timeoutMs?: number | undefined;
+  /** Longest recording transcribed, in seconds (AUDIO_MAX_SECONDS); default 4 hours. */
+  maxSeconds?: number | undefined;
 }
 
 /**
@@ -36,9 +38,10 @@ export const selectTranscriber = (config: TranscriberConfig, local: LocalTranscr
       apiKey: config.transcribeApiKey?.trim() || undefined,
       model: config.transcribeModel?.trim() || undefined,
       timeoutMs: config.timeoutMs,
+      maxSeconds: config.maxSeconds,
     });
   }
   const detection = detectLocalEngineSync(local);
   if (!detection.ok) return createUnavailableTranscriber(detection.reason);
-  return createLocalTranscriber({ ...local, timeoutMs: config.timeoutMs ?? local.timeoutMs });
+  return createLocalTranscriber({ ...local, timeoutMs: config.timeoutMs ?? local.timeoutMs, maxSeconds: config.maxSeconds ?? local.maxSeconds });
 };

@@ -129,28 +129,44 @@ test('every hop carries our User-Agent and no cookie or credentials, even when a
   }
 });
 
-test('without AUDIO_FETCH_ALLOW_PRIVATE a loopback URL is audio_fetch_blocked, naming the class and the switch, before any request', async (t) => {
+test('without AUDIO_FETCH_ALLOW_PRIVATE a non-public address is audio_fetch_blocked before any request, in the words an unreachable host gets', async (t) => {
   const server = await serve(t, { '/call.wav': (_req, res) => body(res, 'audio/wav', wav) });
-  const { source, tempFiles } = setup(t, { allowPrivate: false });
+  const { source, tempFiles } = setup(t, { allowPrivate: false, allowedPorts: [80, 443, server.port] });
   const cases = [
-    [server.url('/call.wav'), /is a loopback address/],
-    [`http://localhost:${server.port}/call.wav`, /"localhost" resolves to a loopback address/], // through DNS, at connect time
-    [`http://[::1]:${server.port}/call.wav`, /is a loopback address/],
-    [`http://[::ffff:127.0.0.1]:${server.port}/call.wav`, /is a loopback address \(by the IPv4 address inside it\)/],
-    [`http://0x7f.1:${server.port}/call.wav`, /is a loopback address/],
-    ['http://169.254.169.254/latest/meta-data/', /is a cloud metadata service address/],
-    ['https://10.0.0.1/call.wav', /is a private-network address/],
-    ['http://100.64.0.1/call.wav', /carrier-grade NAT/],
+    [server.url('/call.wav'), '127.0.0.1', 'a loopback'],
+    [`http://localhost:${server.port}/call.wav`, 'localhost', 'a loopback'], // through DNS, at connect time
+    [`http://[::1]:${server.port}/call.wav`, '::1', 'a loopback'],
+    [`http://[::ffff:127.0.0.1]:${server.port}/call.wav`, '::ffff:7f00:1', 'a loopback address \\(embedded 127'],
+    [`http://0x7f.1:${server.port}/call.wav`, '127.0.0.1', 'a loopback'],
+    ['http://169.254.169.254/latest/meta-data/', '169.254.169.254', 'a cloud metadata service'],
+    ['https://10.0.0.1/call.wav', '10.0.0.1', 'a private-network'],
+    ['http://100.64.0.1/call.wav', '100.64.0.1', 'a carrier-grade NAT'],
   ] as const;
-  for (const [url, message] of cases) {
+  for (const [url, host, addressClass] of cases) {
     const error = await stepError(source.fetch(url), 'audio_fetch_blocked', false);
-    assert.match(error.message, message, url);
-    assert.match(error.message, /AUDIO_FETCH_ALLOW_PRIVATE=true lifts this check, for local development/);
+    assert.equal(error.message, `The audio host "${host}" could not be reached, or is not a public internet address.`, url);
+    assert.match(String((error.cause as Error).message), new RegExp(`${addressClass}.*AUDIO_FETCH_ALLOW_PRIVATE=true`), 'the logs keep the detail');
   }
-  const viaDns = await stepError(source.fetch(`http://localhost:${server.port}/call.wav`), 'audio_fetch_blocked', false);
-  assert.doesNotMatch(viaDns.message, /127\.0\.0\.1|::1/, 'the resolved address stays out of the message');
   assert.equal(server.requests.length, 0);
   assert.deepEqual(tempFiles(), []);
+});
+
+test('only ports 80 and 443 unless allowed: another port is audio_fetch_blocked before any request, also on a redirect; AUDIO_FETCH_ALLOW_PRIVATE lifts it', async (t) => {
+  const server = await serve(t, { '/call.wav': (_req, res) => body(res, 'audio/wav', wav) });
+  const { source } = setup(t, { allowPrivate: false, classifyAddress: allowOnly('127.0.0.1') });
+  const error = await stepError(source.fetch(server.url('/call.wav')), 'audio_fetch_blocked', false);
+  assert.equal(error.message, `The audio URL uses port ${server.port}; only ports 80, 443 may be fetched.`);
+  assert.equal(server.requests.length, 0);
+
+  const origin = await serve(t, { '/start': redirect(302, server.url('/call.wav')) });
+  const viaRedirect = setup(t, { allowPrivate: false, classifyAddress: allowOnly('127.0.0.1'), allowedPorts: [origin.port] });
+  await stepError(viaRedirect.source.fetch(origin.url('/start')), 'audio_fetch_blocked', false);
+  assert.equal(server.requests.length, 0, 'the redirect target on another port is never requested');
+
+  const allowed = setup(t, { allowPrivate: false, classifyAddress: allowOnly('127.0.0.1'), allowedPorts: [origin.port, server.port] });
+  await (await allowed.source.fetch(origin.url('/start'))).cleanup();
+  await (await setup(t).source.fetch(server.url('/call.wav'))).cleanup();
+  assert.equal(server.requests.length, 2);
 });
 
 test('a host name is checked on every resolved address at connect time, and the socket goes to the checked address', async (t) => {
@@ -159,14 +175,14 @@ test('a host name is checked on every resolved address at connect time, and the 
     hostname === 'audio.test'
       ? [{ address: '127.0.0.1', family: 4 }]
       : [{ address: '127.0.0.1', family: 4 }, { address: '127.0.0.2', family: 4 }];
-  const { source } = setup(t, { allowPrivate: false, classifyAddress: allowOnly('127.0.0.1'), resolveHost });
+  const { source } = setup(t, { allowPrivate: false, classifyAddress: allowOnly('127.0.0.1'), resolveHost, allowedPorts: [server.port] });
 
   const fetched = await source.fetch(`http://audio.test:${server.port}/call.wav`); // not in DNS: only the checked address works
   assert.deepEqual(readFileSync(fetched.path), wav);
   await fetched.cleanup();
 
   const error = await stepError(source.fetch(`http://mixed.test:${server.port}/call.wav`), 'audio_fetch_blocked', false);
-  assert.match(error.message, /"mixed\.test" resolves to a loopback address/);
+  assert.equal(error.message, 'The audio host "mixed.test" could not be reached, or is not a public internet address.');
   assert.equal(server.requests.length, 1, 'one refused address refuses the host');
 });
 
@@ -179,12 +195,12 @@ test('DNS rebinding: a host that resolves to an allowed address and then to a bl
   };
   const url = `http://rebind.test:${allowedServer.port}/start`;
 
-  const { source } = setup(t, { allowPrivate: false, classifyAddress: allowOnly('127.0.0.1'), resolveHost: rebinding() });
+  const { source } = setup(t, { allowPrivate: false, classifyAddress: allowOnly('127.0.0.1'), resolveHost: rebinding(), allowedPorts: [allowedServer.port] });
   await stepError(source.fetch(url), 'audio_fetch_blocked', false);
   assert.equal(blockedServer.requests.length, 0);
 
   // Control: were 127.0.0.2 allowed, the second hop would have reached it.
-  const control = setup(t, { allowPrivate: false, classifyAddress: allowOnly('127.0.0.1', '127.0.0.2'), resolveHost: rebinding() });
+  const control = setup(t, { allowPrivate: false, classifyAddress: allowOnly('127.0.0.1', '127.0.0.2'), resolveHost: rebinding(), allowedPorts: [allowedServer.port] });
   await (await control.source.fetch(url)).cleanup();
   assert.equal(blockedServer.requests.length, 1);
 });
@@ -193,14 +209,15 @@ test('a redirect from an allowed host to a blocked address is refused before con
   const target = await serve(t, { '/call.wav': (_req, res) => body(res, 'audio/wav', wav) }, { host: '127.0.0.2' });
   const origin = await serve(t, { '/start': redirect(307, target.url('/call.wav')) });
 
-  const { source, tempFiles } = setup(t, { allowPrivate: false, classifyAddress: allowOnly('127.0.0.1') });
+  const ports = [origin.port, target.port];
+  const { source, tempFiles } = setup(t, { allowPrivate: false, classifyAddress: allowOnly('127.0.0.1'), allowedPorts: ports });
   const error = await stepError(source.fetch(origin.url('/start')), 'audio_fetch_blocked', false);
-  assert.match(error.message, /"127\.0\.0\.2" is a loopback address/);
+  assert.equal(error.message, 'The audio host "127.0.0.2" could not be reached, or is not a public internet address.');
   assert.equal(target.requests.length, 0);
   assert.deepEqual(tempFiles(), []);
 
   // Control: the same redirect is followed when the target is allowed.
-  const control = setup(t, { allowPrivate: false, classifyAddress: allowOnly('127.0.0.1', '127.0.0.2') });
+  const control = setup(t, { allowPrivate: false, classifyAddress: allowOnly('127.0.0.1', '127.0.0.2'), allowedPorts: ports });
   const fetched = await control.source.fetch(origin.url('/start'));
   assert.equal(fetched.finalUrl, target.url('/call.wav'));
   await fetched.cleanup();
@@ -354,21 +371,25 @@ test('404 and 410 are audio_not_found; 5xx, 429 and 408 retriable audio_http_err
   assert.deepEqual(tempFiles(), []);
 });
 
-test('connection refused, DNS failure, a connection cut mid-body and a TLS failure are retriable audio_unreachable', async (t) => {
+test('connection refused, DNS failure, a connection cut mid-body and a TLS failure are retriable audio_unreachable, all in the same words', async (t) => {
   const server = await serve(t, {
     '/cut': (_req, res) => {
       res.writeHead(200, { 'content-type': 'audio/wav', 'content-length': 1000 }).write(Buffer.alloc(10), () => res.socket?.destroy());
     },
   });
   const { source, tempFiles } = setup(t);
+  const generic = (host: string) => `The audio host "${host}" could not be reached, or is not a public internet address.`;
   const refusedUrl = `http://127.0.0.1:${await freePort()}/call.wav`; // nothing listens there
-  assert.match((await stepError(source.fetch(refusedUrl), 'audio_unreachable', true)).message, /refused the connection/);
+  const refused = await stepError(source.fetch(refusedUrl), 'audio_unreachable', true);
+  assert.equal(refused.message, generic('127.0.0.1'));
+  assert.equal((refused.cause as NodeJS.ErrnoException).code, 'ECONNREFUSED', 'the logs keep the cause');
   const noDns = setup(t, {
     resolveHost: async (hostname) => Promise.reject(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' })),
   });
-  assert.match((await stepError(noDns.source.fetch('http://audio.test/call.wav'), 'audio_unreachable', true)).message, /"audio\.test" could not be resolved/);
-  assert.match((await stepError(source.fetch(server.url('/cut')), 'audio_unreachable', true)).message, /"127\.0\.0\.1"/);
-  await stepError(source.fetch(`https://127.0.0.1:${server.port}/call.wav`), 'audio_unreachable', true); // TLS to a plain HTTP server
+  assert.equal((await stepError(noDns.source.fetch('http://audio.test/call.wav'), 'audio_unreachable', true)).message, generic('audio.test'));
+  assert.equal((await stepError(source.fetch(server.url('/cut')), 'audio_unreachable', true)).message, generic('127.0.0.1'));
+  const tls = await stepError(source.fetch(`https://127.0.0.1:${server.port}/call.wav`), 'audio_unreachable', true); // TLS to a plain HTTP server
+  assert.equal(tls.message, generic('127.0.0.1'));
   assert.deepEqual(tempFiles(), []);
 });
 

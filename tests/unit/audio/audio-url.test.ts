@@ -53,3 +53,13 @@ test('a redirect Location is resolved against the current URL and validated the 
   assert.match(invalid('http://u:p@example.com/', base), /redirected to a location that carries a user name or password/);
   assert.match(invalid('http://[::1', base), /redirected to an invalid location/);
 });
+
+test('a redirect from https to http is audio_url_invalid; http to https, and http to http, are followed', () => {
+  const secure = new URL('https://cdn.example.com/calls/1/audio');
+  assert.equal(invalid('http://cdn.example.com/calls/1/audio', secure), 'The audio URL redirected from https to http; a redirect that drops https is not followed.');
+  assert.equal(invalid('http://other.example.net/x.mp3', secure), 'The audio URL redirected from https to http; a redirect that drops https is not followed.');
+  const plain = new URL('http://cdn.example.com/calls/1/audio');
+  assert.equal(parseAudioUrl('https://cdn.example.com/x.mp3', plain).protocol, 'https:');
+  assert.equal(parseAudioUrl('/x.mp3', plain).href, 'http://cdn.example.com/x.mp3');
+  assert.equal(parseAudioUrl('http://cdn.example.com/x.mp3').protocol, 'http:', 'a submitted http URL is no redirect');
+});

@@ -7,41 +7,22 @@
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { createSqliteEventLog } from '../../../shared/adapters/event-log/sql-event-log.ts';
-import { createSqliteEventStore } from '../../../shared/adapters/event-store/sqlite-event-store.ts';
-import { openSqlite, type OpenedSqlite } from '../../../shared/adapters/sqlite/sqlite-database.ts';
 import { ConfigError, loadConfig } from '../../../shared/config.ts';
-import type { EventLog } from '../../../shared/ports/event-log.ts';
-import type { EventStore } from '../../../shared/ports/event-store.ts';
-import { ALL_TOPICS } from '../../../shared/topics.ts';
 import { redactUrl } from '../../../services/runtime/logger.ts';
-import { ADMIN_TOKEN, createHarness, type Harness } from '../../support/ingress-harness.ts';
-import { tempDir } from '../../support/temp-dir.ts';
+import { type EmbeddedIngress, openEmbeddedIngress } from '../../support/embedded-ingress.ts';
+import { ADMIN_TOKEN, type Harness } from '../../support/ingress-harness.ts';
 
 describe('authentication edges', () => {
-  const dir = tempDir();
-  let opened: OpenedSqlite;
-  let eventStore: EventStore;
-  let eventLog: EventLog;
+  let embedded: EmbeddedIngress;
   let h: Harness;
   let port: number;
 
   before(async () => {
-    opened = openSqlite(dir.path);
-    eventStore = createSqliteEventStore(opened.db);
-    eventLog = createSqliteEventLog(opened.db);
-    await eventLog.ensureTopics(ALL_TOPICS.map((name) => ({ name, partitions: 3 })));
-    h = await createHarness({ eventStore, eventLog });
-    await h.ingress.app.listen({ port: 0, host: '127.0.0.1' });
-    port = (h.ingress.app.server.address() as { port: number }).port;
+    embedded = await openEmbeddedIngress();
+    h = embedded.h;
+    port = await embedded.listen();
   });
-  after(async () => {
-    await h.close();
-    await eventLog.close();
-    await eventStore.close();
-    opened.close();
-    dir.remove();
-  });
+  after(() => embedded.close());
 
   test('admin token guesses: 20 × 401 with WWW-Authenticate per address and minute, then 429 with Retry-After; other addresses unaffected', async () => {
     const guess = (remoteAddress: string, token = 'wrong-token-0123456789abcdef0123456789') =>

@@ -7,16 +7,8 @@
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { createSqliteEventLog } from '../../../shared/adapters/event-log/sql-event-log.ts';
-import { createSqliteEventStore } from '../../../shared/adapters/event-store/sqlite-event-store.ts';
-import { createSqliteReadModels } from '../../../shared/adapters/read-models/sqlite-read-models.ts';
-import { openSqlite, type OpenedSqlite } from '../../../shared/adapters/sqlite/sqlite-database.ts';
-import type { EventLog } from '../../../shared/ports/event-log.ts';
-import type { EventStore } from '../../../shared/ports/event-store.ts';
-import type { ReadModels } from '../../../shared/ports/read-models.ts';
-import { ALL_TOPICS } from '../../../shared/topics.ts';
-import { ADMIN_TOKEN, createHarness, type Harness } from '../../support/ingress-harness.ts';
-import { tempDir } from '../../support/temp-dir.ts';
+import { type EmbeddedIngress, openEmbeddedIngress } from '../../support/embedded-ingress.ts';
+import { ADMIN_TOKEN } from '../../support/ingress-harness.ts';
 
 const TRANSCRIPT = 'Rep: Hello Dana, thanks for joining.\nDana: Happy to be here.';
 
@@ -38,34 +30,16 @@ const problemOf = (answer: string) => {
 };
 
 describe('no 500 for anything a caller can send; every error is problem+json', () => {
-  const dir = tempDir();
-  let opened: OpenedSqlite;
-  let eventStore: EventStore;
-  let eventLog: EventLog;
-  let readModels: ReadModels;
-  let h: Harness;
+  let embedded: EmbeddedIngress;
   let key: string;
   let port: number;
 
   before(async () => {
-    opened = openSqlite(dir.path);
-    eventStore = createSqliteEventStore(opened.db);
-    eventLog = createSqliteEventLog(opened.db);
-    await eventLog.ensureTopics(ALL_TOPICS.map((name) => ({ name, partitions: 3 })));
-    readModels = createSqliteReadModels(opened.db);
-    h = await createHarness({ eventStore, eventLog, readModels });
-    ({ key } = await h.team());
-    await h.ingress.app.listen({ port: 0, host: '127.0.0.1' });
-    port = (h.ingress.app.server.address() as { port: number }).port;
+    embedded = await openEmbeddedIngress();
+    ({ key } = await embedded.h.team());
+    port = await embedded.listen();
   });
-  after(async () => {
-    await h.close();
-    await readModels.close();
-    await eventLog.close();
-    await eventStore.close();
-    opened.close();
-    dir.remove();
-  });
+  after(() => embedded.close());
 
   const get = (path: string, headers: Record<string, string> = {}) =>
     fetch(`http://127.0.0.1:${port}${path}`, { headers: { 'x-api-key': key, ...headers } });

@@ -1,40 +1,22 @@
 /** Every answer carries X-Request-Id (the caller's when sane, a new UUID otherwise), and so does every log line of the request. */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { createSqliteEventLog } from '../../../shared/adapters/event-log/sql-event-log.ts';
-import { createSqliteEventStore } from '../../../shared/adapters/event-store/sqlite-event-store.ts';
-import { openSqlite, type OpenedSqlite } from '../../../shared/adapters/sqlite/sqlite-database.ts';
-import type { EventLog } from '../../../shared/ports/event-log.ts';
-import type { EventStore } from '../../../shared/ports/event-store.ts';
-import { ALL_TOPICS } from '../../../shared/topics.ts';
-import { createHarness, type Harness } from '../../support/ingress-harness.ts';
-import { tempDir } from '../../support/temp-dir.ts';
+import { type EmbeddedIngress, openEmbeddedIngress } from '../../support/embedded-ingress.ts';
+import type { Harness } from '../../support/ingress-harness.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 describe('X-Request-Id', () => {
-  const dir = tempDir();
-  let opened: OpenedSqlite;
-  let eventStore: EventStore;
-  let eventLog: EventLog;
+  let embedded: EmbeddedIngress;
   let h: Harness;
   let key: string;
 
   before(async () => {
-    opened = openSqlite(dir.path);
-    eventStore = createSqliteEventStore(opened.db);
-    eventLog = createSqliteEventLog(opened.db);
-    await eventLog.ensureTopics(ALL_TOPICS.map((name) => ({ name, partitions: 3 })));
-    h = await createHarness({ eventStore, eventLog });
+    embedded = await openEmbeddedIngress();
+    h = embedded.h;
     ({ key } = await h.team());
   });
-  after(async () => {
-    await h.close();
-    await eventLog.close();
-    await eventStore.close();
-    opened.close();
-    dir.remove();
-  });
+  after(() => embedded.close());
 
   test("the caller's id comes back on the answer and is on every log line of the request", async () => {
     const res = await h.ingest({ key, body: { transcript: 'Rep: hi\nDana: hello' }, headers: { 'x-request-id': 'sync-7f3a.42' } });

@@ -23,14 +23,30 @@ export interface EmbeddedIngress {
   close(): Promise<void>;
 }
 
-export const openEmbeddedIngress = async (): Promise<EmbeddedIngress> => {
+/** The real ports, and what the ingress is given instead of any of them (a port made to fail on demand). */
+export type PortWrapper = (ports: { eventStore: EventStore; eventLog: EventLog; readModels: ReadModels }) => Partial<{ eventStore: EventStore; eventLog: EventLog; readModels: ReadModels }>;
+
+/**
+ * `target` with some members replaced: for a port that fails on demand while the rest of it stays
+ * the real adapter.
+ */
+export const overriding = <T extends object>(target: T, overrides: Partial<Record<keyof T, unknown>>): T =>
+  new Proxy(target, {
+    get(object, property, receiver) {
+      if (property in overrides) return overrides[property as keyof T];
+      const value = Reflect.get(object, property, receiver) as unknown;
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(object) : value;
+    },
+  });
+
+export const openEmbeddedIngress = async (wrap: PortWrapper = () => ({})): Promise<EmbeddedIngress> => {
   const dir = tempDir();
   const opened = openSqlite(dir.path);
   const eventStore = createSqliteEventStore(opened.db);
   const eventLog = createSqliteEventLog(opened.db);
   await eventLog.ensureTopics(ALL_TOPICS.map((name) => ({ name, partitions: 3 })));
   const readModels = createSqliteReadModels(opened.db);
-  const h = await createHarness({ eventStore, eventLog, readModels });
+  const h = await createHarness({ eventStore, eventLog, readModels, ...wrap({ eventStore, eventLog, readModels }) });
   return {
     h,
     eventStore,

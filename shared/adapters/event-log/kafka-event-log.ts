@@ -287,8 +287,14 @@ class KafkaEventLog implements EventLog {
    */
   private async send(all: PublishRequest[]): Promise<Array<RecordPosition[] | Error>> {
     // A publish whose deadline passed while it waited is never sent: its caller was told so.
-    const items = all.filter((item) => !item.progress.abandoned);
-    if (items.length === 0) return all.map(() => new EventLogUnavailableError('publish abandoned after its deadline'));
+    const live = all.filter((item) => !item.progress.abandoned);
+    const outcomes = new Map<PublishRequest, RecordPosition[] | Error>();
+    if (live.length > 0) (await this.produce(live)).forEach((outcome, i) => outcomes.set(live[i]!, outcome));
+    return all.map((item) => outcomes.get(item) ?? new EventLogUnavailableError('publish abandoned after its deadline'));
+  }
+
+  /** One produce request for `items`; one outcome per item. */
+  private async produce(items: PublishRequest[]): Promise<Array<RecordPosition[] | Error>> {
     if (this.producerBroken) await this.replaceProducer();
     for (const item of items) item.progress.sent = true;
     const byTopic = new Map<string, kafkajs.Message[]>();
@@ -315,14 +321,12 @@ class KafkaEventLog implements EventLog {
       }
       const mapped = toEventLogError(error, items.length === 1 ? items[0]!.topic : undefined);
       if (mapped instanceof UnknownTopicError) throw mapped;
-      // The broker refused the records (too large, say): not written. In a batch of several
+      // The broker refused the records (too large, say): not written. In a request of several
       // publishes the refusal may concern one of them only: each is sent again on its own, so one
       // caller's record never fails another's.
       if (!broken && !(mapped instanceof EventLogUnavailableError)) {
         if (items.length === 1) throw mapped;
-        const alone = await Promise.all(items.map((item) => this.send([item]).then(([outcome]) => outcome!, (e: unknown) => (e instanceof Error ? e : new Error(String(e))))));
-        const byItem = new Map(items.map((item, i) => [item, alone[i]!]));
-        return all.map((item) => byItem.get(item) ?? new EventLogUnavailableError('publish abandoned after its deadline'));
+        return Promise.all(items.map((item) => this.produce([item]).then(([outcome]) => outcome!, (e: unknown) => (e instanceof Error ? e : new Error(String(e))))));
       }
       // The log was already unreachable when this produce began, and still refuses connections:
       // nothing was sent. The first failure after a success is never taken for that, since the
@@ -333,18 +337,15 @@ class KafkaEventLog implements EventLog {
     }
     const next = new Map<string, bigint>();
     for (const m of metadata) next.set(`${m.topicName}\u0000${m.partition}`, BigInt(m.baseOffset ?? '0'));
-    const positionsOf = new Map(items.map((item, i) => [item, placed[i]!]));
-    return all.map((item) => {
-      const positions = positionsOf.get(item);
-      if (positions === undefined) return new EventLogUnavailableError('publish abandoned after its deadline');
-      return positions.map(({ topic, partition }) => {
+    return placed.map((positions) =>
+      positions.map(({ topic, partition }) => {
         const key = `${topic}\u0000${partition}`;
         const offset = next.get(key);
         if (offset === undefined) throw new Error(`Kafka did not report an offset for ${topic}/${partition}`);
         next.set(key, offset + 1n);
         return { topic, partition, offset };
-      });
-    });
+      }),
+    );
   }
 
   private assertOpen(): void {

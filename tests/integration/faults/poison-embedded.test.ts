@@ -15,7 +15,6 @@ poisonSuite('embedded (SQLite)', async () => {
     eventStore,
     eventLog,
     readModels,
-    storeRefusesNul: false,
     async cleanup() {
       await eventLog.close();
       await readModels.close();

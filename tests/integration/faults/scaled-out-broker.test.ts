@@ -15,11 +15,13 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { backend } from '../../support/backends.ts';
 import { eventually } from '../../support/eventually.ts';
-import type { ServiceProcess } from '../../support/service-process.ts';
 import {
   byStatus,
   outcomes,
   ownBroker,
+  ingressUrls,
+  noneExited,
+  allReady,
   report,
   retryUntilAnswered,
   scratchDatabase,
@@ -49,27 +51,12 @@ describe('scaled out: the Kafka broker hangs and restarts under load', { skip, t
   let team: { teamId: string; keys: string[] };
   let acknowledgedSoFar = 0;
 
-  const live = (processes: ServiceProcess[]) => processes.filter((p) => p.child.exitCode === null && p.child.signalCode === null);
-  const ingressUrls = () => live(stack.ingress).map((p) => p.url);
-  const allReady = () =>
-    eventually(
-      async () => {
-        for (const p of live([...stack.ingress, ...stack.processors, ...stack.projections])) {
-          const res = await fetch(`${p.url}/readyz`);
-          assert.equal(res.status, 200, `${p.url}/readyz: ${await res.text()}`);
-        }
-      },
-      { timeoutMs: 90_000, intervalMs: 500 },
-    );
-  const noneExited = () => {
-    for (const p of [...stack.ingress, ...stack.processors, ...stack.projections]) {
-      assert.equal(p.child.exitCode, null, `a service process exited:\n${p.output().slice(-3000)}`);
-    }
-  };
+  const targets = () => ingressUrls(stack)();
+  const ready = () => allReady(stack, 90_000, 500);
 
   /** Runs the load around `fault`, then checks every answer and every acknowledged call. */
   const underLoad = async (label: string, fault: () => Promise<void>) => {
-    const load = steadyLoad(ingressUrls, team.keys, RATE, { idempotencyKeys: true });
+    const load = steadyLoad(targets, team.keys, RATE, { idempotencyKeys: true });
     await sleep(3000);
     const faultStarted = Date.now();
     await fault();
@@ -91,7 +78,7 @@ describe('scaled out: the Kafka broker hangs and restarts under load', { skip, t
     for (const a of answers.filter((x) => x.status >= 500)) assert.ok(a.retryAfter, `a ${a.status} without Retry-After: ${a.detail}`);
     const unexpected = answers.filter((a) => ![201, 503].includes(a.status));
     const maybeAccepted = answers.filter((a) => a.status === 503 && /may have been accepted/i.test(a.detail ?? ''));
-    const retried = await Promise.all(maybeAccepted.map((a) => retryUntilAnswered(ingressUrls, a.request)));
+    const retried = await Promise.all(maybeAccepted.map((a) => retryUntilAnswered(targets, a.request)));
     assert.deepEqual(retried.filter((a) => a.status !== 201).map((a) => `${a.status} ${a.detail ?? ''}`), [], 'a retry with the same Idempotency-Key gets its 201');
     const acknowledged = [...answers, ...retried].filter((a) => a.status === 201).map((a) => a.callId!);
     const outcome = await outcomes(database.url, [...new Set(acknowledged)], 180_000);
@@ -109,8 +96,8 @@ describe('scaled out: the Kafka broker hangs and restarts under load', { skip, t
     assert.deepEqual(outcome.pending, [], 'acknowledged calls never finished');
     assert.deepEqual(outcome.duplicates, [], 'a step recorded twice');
     assert.equal(stored, acknowledgedSoFar, 'every stored call was acknowledged by one 201: none answered "nothing was accepted" was stored, no retry made a second call');
-    noneExited();
-    await allReady();
+    noneExited(stack);
+    await ready();
   };
 
   before(async () => {
@@ -118,7 +105,7 @@ describe('scaled out: the Kafka broker hangs and restarts under load', { skip, t
     broker = await ownBroker();
     stack = await startStack(stackEnv(database.url, broker.brokers, redis.url!));
     team = await teamWithKeys(stack.ingress[0]!.url, 200);
-    await allReady();
+    await ready();
   });
   after(async () => {
     await stack?.stopAll();

@@ -9,12 +9,15 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { backend } from '../../support/backends.ts';
-import { eventually } from '../../support/eventually.ts';
 import type { ServiceProcess } from '../../support/service-process.ts';
 import {
   type Answer,
   byStatus,
   outcomes,
+  ingressUrls,
+  live,
+  noneExited,
+  allReady,
   report,
   scratchDatabase,
   scratchRedis,
@@ -39,24 +42,8 @@ describe('scaled out on Kafka + PostgreSQL + Redis: faults under load', { skip, 
   let stack: Stack;
   let keys: string[];
 
-  const live = (processes: ServiceProcess[]) => processes.filter((p) => p.child.exitCode === null && p.child.signalCode === null);
-  const ingressUrls = () => live(stack.ingress).map((p) => p.url);
-  const allReady = () =>
-    eventually(
-      async () => {
-        for (const p of live([...stack.ingress, ...stack.processors, ...stack.projections])) {
-          const res = await fetch(`${p.url}/readyz`);
-          assert.equal(res.status, 200, `${p.url}/readyz: ${await res.text()}`);
-        }
-      },
-      { timeoutMs: 60_000, intervalMs: 250 },
-    );
-  const noneExited = () => {
-    for (const p of [...stack.ingress, ...stack.processors, ...stack.projections]) {
-      if (p.child.signalCode === 'SIGKILL') continue; // killed by the test
-      assert.equal(p.child.exitCode, null, `a service process exited:\n${p.output().slice(-3000)}`);
-    }
-  };
+  const targets = () => ingressUrls(stack)();
+  const ready = () => allReady(stack, 60_000, 250);
   const checkAnswers = (answers: Answer[], allowed: number[]) => {
     const unexpected = answers.filter((a) => !allowed.includes(a.status));
     for (const a of answers.filter((x) => x.status >= 500)) console.log(`# ${a.status} from ${a.ingress}: ${a.code} ${a.detail}`);
@@ -80,7 +67,7 @@ describe('scaled out on Kafka + PostgreSQL + Redis: faults under load', { skip, 
     url.searchParams.set('application_name', 'scaled-out-stack');
     stack = await startStack(stackEnv(url.toString(), kafka.url!, ownRedis.url));
     keys = (await teamWithKeys(stack.ingress[0]!.url, 150)).keys;
-    await allReady();
+    await ready();
   });
   after(async () => {
     await stack?.stopAll();
@@ -89,20 +76,20 @@ describe('scaled out on Kafka + PostgreSQL + Redis: faults under load', { skip, 
   });
 
   test('kill -9 one processor mid-pipeline: the survivor takes its partitions and finishes its calls', async () => {
-    const load = steadyLoad(ingressUrls, keys, RATE);
+    const load = steadyLoad(targets, keys, RATE);
     await sleep(4000);
     await stack.processors[0]!.kill9();
     await sleep(6000);
     const answers = await load.stop();
     checkAnswers(answers, [201, 503]);
     await everyCallFinished('kill -9 processor', answers);
-    noneExited();
+    noneExited(stack);
     await stack.start('processor');
-    await allReady();
+    await ready();
   });
 
   test('PostgreSQL connections terminated twice under load: only 201 or 503 + Retry-After, no process exits, every 201 finishes', async () => {
-    const load = steadyLoad(ingressUrls, keys, RATE);
+    const load = steadyLoad(targets, keys, RATE);
     await sleep(3000);
     const first = await database.terminateConnections();
     await sleep(3000);
@@ -112,13 +99,13 @@ describe('scaled out on Kafka + PostgreSQL + Redis: faults under load', { skip, 
     console.log(`# terminated ${first} then ${second} connections`);
     assert.ok(first > 0 && second > 0);
     checkAnswers(answers, [201, 503]);
-    noneExited();
+    noneExited(stack);
     await everyCallFinished('pg_terminate_backend ×2', answers);
-    await allReady();
+    await ready();
   });
 
   test('Redis down: the per-process fallback keeps accepting, never a 500; Redis counts again once back', async () => {
-    const load = steadyLoad(ingressUrls, keys, RATE);
+    const load = steadyLoad(targets, keys, RATE);
     await sleep(2000);
     ownRedis.stop();
     await sleep(5000);
@@ -126,14 +113,14 @@ describe('scaled out on Kafka + PostgreSQL + Redis: faults under load', { skip, 
     await sleep(3000);
     const answers = await load.stop();
     checkAnswers(answers, [201, 503]);
-    noneExited();
+    noneExited(stack);
     await everyCallFinished('Redis down 5 s', answers);
-    await allReady();
+    await ready();
   });
 
   test('kill -9 one ingress: every 201 it returned finishes; a new ingress serves at once', async () => {
     const victim = stack.ingress[0]!;
-    const load = steadyLoad(ingressUrls, keys, RATE);
+    const load = steadyLoad(targets, keys, RATE);
     await sleep(3000);
     await victim.kill9();
     await sleep(3000);
@@ -151,12 +138,12 @@ describe('scaled out on Kafka + PostgreSQL + Redis: faults under load', { skip, 
     const fromVictim = answers.filter((a) => a.ingress === victim.url && a.status === 201);
     console.log(`# the killed ingress acknowledged ${fromVictim.length} calls before it died`);
     await everyCallFinished('kill -9 ingress', answers);
-    noneExited();
-    await allReady();
+    noneExited(stack);
+    await ready();
   });
 
   test('SIGTERM under load: every process finishes its in-flight work and exits 0 within the 15 s limit; nothing acknowledged is lost', async () => {
-    const load = steadyLoad(ingressUrls, keys, RATE);
+    const load = steadyLoad(targets, keys, RATE);
     await sleep(3000);
     const stopAll = (processes: ServiceProcess[]) =>
       Promise.all(

@@ -4,6 +4,7 @@
  * and the bookkeeping every fault test needs: every answer by status, and at the end every 201
  * checked in the event store (completed, failed by code, missing, a step recorded twice).
  */
+import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { spawn } from 'node:child_process';
 import pg from 'pg';
@@ -101,6 +102,32 @@ export const startStack = async (env: Record<string, string>, counts = { ingress
   for (let i = 0; i < counts.processor; i++) await stack.start('processor');
   for (let i = 0; i < counts.projections; i++) await stack.start('projections');
   return stack;
+};
+
+/** The processes that have not exited. */
+export const live = (processes: ServiceProcess[]) => processes.filter((p) => p.child.exitCode === null && p.child.signalCode === null);
+
+/** The URLs of the ingress processes still running, for the load to spread over. */
+export const ingressUrls = (stack: Stack) => () => live(stack.ingress).map((p) => p.url);
+
+/** Waits (bounded) until every running process answers 200 on /readyz. */
+export const allReady = (stack: Stack, timeoutMs: number, intervalMs: number) =>
+  eventually(
+    async () => {
+      for (const p of live([...stack.ingress, ...stack.processors, ...stack.projections])) {
+        const res = await fetch(`${p.url}/readyz`);
+        assert.equal(res.status, 200, `${p.url}/readyz: ${await res.text()}`);
+      }
+    },
+    { timeoutMs, intervalMs },
+  );
+
+/** No process of the stack exited by itself (those the test killed with SIGKILL aside). */
+export const noneExited = (stack: Stack) => {
+  for (const p of [...stack.ingress, ...stack.processors, ...stack.projections]) {
+    if (p.child.signalCode === 'SIGKILL') continue; // killed by the test
+    assert.equal(p.child.exitCode, null, `a service process exited:\n${p.output().slice(-3000)}`);
+  }
 };
 
 export const adminCall = async (base: string, method: string, path: string, body?: unknown) => {

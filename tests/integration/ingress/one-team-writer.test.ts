@@ -14,6 +14,7 @@ import { TeamService } from '../../../services/ingress/teams/team-service.ts';
 import { createTeamWriter, type TeamWriter } from '../../../services/runtime/team-writer.ts';
 import { backend } from '../../support/backends.ts';
 import { freshSchema } from '../../support/postgres.ts';
+import { overriding } from '../../support/embedded-ingress.ts';
 import { tempDir } from '../../support/temp-dir.ts';
 
 const postgres = await backend('postgres');
@@ -52,18 +53,14 @@ const run = async (open: () => Promise<Opened>, shared: boolean): Promise<{ conf
   const opened = await open();
   const inner = opened.store;
   let conflicts = 0;
-  const store: EventStore = new Proxy(inner, {
-    get(object, property) {
-      const value = Reflect.get(object, property) as unknown;
-      if (property !== 'append') return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(object) : value;
-      return async (...args: Parameters<EventStore['append']>) => {
-        try {
-          return await inner.append(...args);
-        } catch (error) {
-          if (error instanceof ExpectedVersionConflictError) conflicts++;
-          throw error;
-        }
-      };
+  const store = overriding(inner, {
+    append: async (...args: Parameters<EventStore['append']>) => {
+      try {
+        return await inner.append(...args);
+      } catch (error) {
+        if (error instanceof ExpectedVersionConflictError) conflicts++;
+        throw error;
+      }
     },
   });
   try {

@@ -7,67 +7,46 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { createSqliteEventLog } from '../../../shared/adapters/event-log/sql-event-log.ts';
-import { createSqliteEventStore } from '../../../shared/adapters/event-store/sqlite-event-store.ts';
-import { openSqlite, type OpenedSqlite } from '../../../shared/adapters/sqlite/sqlite-database.ts';
 import { type EventLog, EventLogUnavailableError } from '../../../shared/ports/event-log.ts';
 import { type EventStore, EventStoreUnavailableError } from '../../../shared/ports/event-store.ts';
-import { ALL_TOPICS, TOPICS } from '../../../shared/topics.ts';
+import { TOPICS } from '../../../shared/topics.ts';
 import { callIdForKey } from '../../../services/ingress/ingest-route.ts';
 import { startOrphanSweep } from '../../../services/ingress/teams/orphan-reservations.ts';
-import { createHarness, type Harness } from '../../support/ingress-harness.ts';
-import { tempDir } from '../../support/temp-dir.ts';
+import { type EmbeddedIngress, openEmbeddedIngress, overriding } from '../../support/embedded-ingress.ts';
+import type { Harness } from '../../support/ingress-harness.ts';
 
 const TRANSCRIPT = 'Rep: Hello Dana, thanks for joining.\nDana: Happy to be here.';
 
 /** `written`: the records reach the log, then the publish fails all the same (a lost acknowledgement). */
 const faults = { publish: undefined as undefined | 'written-unconfirmed' | 'not-sent', storeResponse: false };
 
-const failing = <T extends object>(target: T, overrides: Partial<Record<keyof T, unknown>>): T =>
-  new Proxy(target, {
-    get(object, property, receiver) {
-      if (property in overrides) return overrides[property as keyof T];
-      const value = Reflect.get(object, property, receiver) as unknown;
-      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(object) : value;
-    },
-  });
-
 describe('ambiguous publishes, Idempotency-Key retries and orphaned reservations', () => {
-  const dir = tempDir();
-  let opened: OpenedSqlite;
+  let embedded: EmbeddedIngress;
   let eventStore: EventStore;
   let eventLog: EventLog;
   let h: Harness;
 
   before(async () => {
-    opened = openSqlite(dir.path);
-    eventStore = createSqliteEventStore(opened.db);
-    eventLog = createSqliteEventLog(opened.db);
-    await eventLog.ensureTopics(ALL_TOPICS.map((name) => ({ name, partitions: 3 })));
-    const flakyLog = failing(eventLog, {
-      publish: async (...args: Parameters<EventLog['publish']>) => {
-        if (faults.publish === 'not-sent') throw new EventLogUnavailableError('broker refused the connection (test)');
-        const positions = await eventLog.publish(...args);
-        if (faults.publish === 'written-unconfirmed') throw new EventLogUnavailableError('no acknowledgement in time (test)', { outcomeUnknown: true });
-        return positions;
-      },
-    });
-    const flakyStore = failing(eventStore, {
-      append: (...args: Parameters<EventStore['append']>) =>
-        faults.storeResponse && args[1].some((e) => e.type === 'IdempotentResponseStored')
-          ? Promise.reject(new EventStoreUnavailableError('store down (test)'))
-          : eventStore.append(...args),
-    });
-    h = await createHarness({ eventStore: flakyStore, eventLog: flakyLog });
+    embedded = await openEmbeddedIngress(({ eventStore: store, eventLog: log }) => ({
+      eventLog: overriding(log, {
+        publish: async (...args: Parameters<EventLog['publish']>) => {
+          if (faults.publish === 'not-sent') throw new EventLogUnavailableError('broker refused the connection (test)');
+          const positions = await log.publish(...args);
+          if (faults.publish === 'written-unconfirmed') throw new EventLogUnavailableError('no acknowledgement in time (test)', { outcomeUnknown: true });
+          return positions;
+        },
+      }),
+      eventStore: overriding(store, {
+        append: (...args: Parameters<EventStore['append']>) =>
+          faults.storeResponse && args[1].some((e) => e.type === 'IdempotentResponseStored')
+            ? Promise.reject(new EventStoreUnavailableError('store down (test)'))
+            : store.append(...args),
+      }),
+    }));
+    ({ h, eventStore, eventLog } = embedded);
   });
 
-  after(async () => {
-    await h.close();
-    await eventLog.close();
-    await eventStore.close();
-    opened.close();
-    dir.remove();
-  });
+  after(() => embedded.close());
 
   const capacity = async (teamId: string) => (await h.admin('GET', `/api/admin/teams/${teamId}`)).json<{ capacity: { remainingMinutes: number; reservedCalls: number } }>().capacity;
   const recordsOf = async (callId: string) => (await eventLog.read(TOPICS.callsSubmitted, { limit: 100_000 })).filter((r) => r.key === callId);

@@ -5,76 +5,51 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { createSqliteEventLog } from '../../../shared/adapters/event-log/sql-event-log.ts';
-import { createSqliteEventStore } from '../../../shared/adapters/event-store/sqlite-event-store.ts';
-import { createSqliteReadModels } from '../../../shared/adapters/read-models/sqlite-read-models.ts';
-import { openSqlite, type OpenedSqlite } from '../../../shared/adapters/sqlite/sqlite-database.ts';
 import { type EventLog, EventLogUnavailableError } from '../../../shared/ports/event-log.ts';
 import { type EventStore, ExpectedVersionConflictError } from '../../../shared/ports/event-store.ts';
-import { type ReadModels, ReadModelUnavailableError } from '../../../shared/ports/read-models.ts';
-import { ALL_TOPICS } from '../../../shared/topics.ts';
-import { createHarness, type Harness } from '../../support/ingress-harness.ts';
-import { tempDir } from '../../support/temp-dir.ts';
+import { ReadModelUnavailableError } from '../../../shared/ports/read-models.ts';
+import { type EmbeddedIngress, openEmbeddedIngress, overriding } from '../../support/embedded-ingress.ts';
+import type { Harness } from '../../support/ingress-harness.ts';
 
 const TRANSCRIPT = 'Rep: Hello Dana, thanks for joining.\nDana: Happy to be here.';
 
 /** Which port fails, switched on per test. */
 const faults = { readModels: false, publish: undefined as undefined | { outcomeUnknown: boolean }, teamAppends: false };
 
-const failing = <T extends object>(target: T, overrides: Partial<Record<keyof T, unknown>>): T =>
-  new Proxy(target, {
-    get(object, property, receiver) {
-      if (property in overrides) return overrides[property as keyof T];
-      const value = Reflect.get(object, property, receiver) as unknown;
-      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(object) : value;
-    },
-  });
-
 const problemOf = (body: string) => JSON.parse(body) as { code: string; status: number; detail: string };
 
 describe('503 + Retry-After for every backend unavailability, never a 500', () => {
-  const dir = tempDir();
-  let opened: OpenedSqlite;
-  let eventStore: EventStore;
-  let eventLog: EventLog;
-  let readModels: ReadModels;
+  let embedded: EmbeddedIngress;
   let h: Harness;
   let key: string;
 
   before(async () => {
-    opened = openSqlite(dir.path);
-    eventStore = createSqliteEventStore(opened.db);
-    eventLog = createSqliteEventLog(opened.db);
-    await eventLog.ensureTopics(ALL_TOPICS.map((name) => ({ name, partitions: 3 })));
-    readModels = createSqliteReadModels(opened.db);
-    const unavailable = () => Promise.reject(new ReadModelUnavailableError('read models down (test)'));
-    const callHistory = readModels.callHistory;
-    const flakyHistory = failing(callHistory, {
-      list: (...args: Parameters<typeof callHistory.list>) => (faults.readModels ? unavailable() : callHistory.list(...args)),
-      get: (...args: Parameters<typeof callHistory.get>) => (faults.readModels ? unavailable() : callHistory.get(...args)),
+    embedded = await openEmbeddedIngress(({ eventStore, eventLog, readModels }) => {
+      const unavailable = () => Promise.reject(new ReadModelUnavailableError('read models down (test)'));
+      const callHistory = readModels.callHistory;
+      const flakyHistory = overriding(callHistory, {
+        list: (...args: Parameters<typeof callHistory.list>) => (faults.readModels ? unavailable() : callHistory.list(...args)),
+        get: (...args: Parameters<typeof callHistory.get>) => (faults.readModels ? unavailable() : callHistory.get(...args)),
+      });
+      return {
+        eventLog: overriding(eventLog, {
+          publish: (...args: Parameters<EventLog['publish']>) =>
+            faults.publish
+              ? Promise.reject(new EventLogUnavailableError('produce timed out (test)', { outcomeUnknown: faults.publish.outcomeUnknown }))
+              : eventLog.publish(...args),
+        }),
+        eventStore: overriding(eventStore, {
+          append: (...args: Parameters<EventStore['append']>) =>
+            faults.teamAppends && args[0].startsWith('team-') ? Promise.reject(new ExpectedVersionConflictError(args[0], 3, 5)) : eventStore.append(...args),
+        }),
+        readModels: { ...readModels, callHistory: flakyHistory },
+      };
     });
-    const flakyLog = failing(eventLog, {
-      publish: (...args: Parameters<EventLog['publish']>) =>
-        faults.publish
-          ? Promise.reject(new EventLogUnavailableError('produce timed out (test)', { outcomeUnknown: faults.publish.outcomeUnknown }))
-          : eventLog.publish(...args),
-    });
-    const flakyStore = failing(eventStore, {
-      append: (...args: Parameters<EventStore['append']>) =>
-        faults.teamAppends && args[0].startsWith('team-') ? Promise.reject(new ExpectedVersionConflictError(args[0], 3, 5)) : eventStore.append(...args),
-    });
-    h = await createHarness({ eventStore: flakyStore, eventLog: flakyLog, readModels: { ...readModels, callHistory: flakyHistory } });
+    h = embedded.h;
     ({ key } = await h.team());
   });
 
-  after(async () => {
-    await h.close();
-    await readModels.close();
-    await eventLog.close();
-    await eventStore.close();
-    opened.close();
-    dir.remove();
-  });
+  after(() => embedded.close());
 
   const expect503 = (res: { statusCode: number; headers: Record<string, unknown>; body: string }) => {
     assert.equal(res.statusCode, 503, res.body);

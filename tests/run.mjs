@@ -43,7 +43,7 @@ const runFile = (file) =>
     const t0 = Date.now();
     const child = spawn(
       process.execPath,
-      ['--import', 'tsx', '--test', '--test-reporter=tap', '--test-force-exit', file],
+      ['--import', 'tsx', '--test', '--test-reporter=tap', file],
       { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
     );
     running.set(file, child);

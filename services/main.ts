@@ -7,6 +7,7 @@ import { openBackends } from './runtime/backends.ts';
 import { checkSecrets } from './runtime/secrets.ts';
 import { Health } from './runtime/health.ts';
 import { runUntilSignal } from './runtime/lifecycle.ts';
+import { startTelemetry } from './runtime/telemetry.ts';
 import { createLogger } from './runtime/logger.ts';
 import { startIngressService, startProcessorService, startProjectionsService } from './runtime/services.ts';
 
@@ -14,6 +15,7 @@ runUntilSignal('call ingestion service', async () => {
   const config = loadConfig();
   checkSecrets(config);
   const logger = createLogger(config.logLevel);
+  const telemetry = startTelemetry(config, 'all-in-one', logger);
   const backends = await openBackends(config, logger);
   const health = new Health(config.readyRetryThresholdMs);
   try {
@@ -28,6 +30,7 @@ runUntilSignal('call ingestion service', async () => {
         await processor.stop();
         await projections.stop();
         await backends.close();
+        await telemetry.stop();
       },
     };
   } catch (error) {

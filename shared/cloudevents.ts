@@ -17,7 +17,10 @@ export interface CloudEvent<Data = unknown> {
   /** ISO 8601 instant of the fact. */
   time: string;
   data: Data;
-  /** Extension attributes (lower-case alphanumeric names), e.g. `teamid`. */
+  /**
+   * Extension attributes (lower-case alphanumeric names), e.g. `teamid`; `traceparent` and
+   * `tracestate` are the distributed-tracing extension.
+   */
   extensions?: Record<string, string>;
 }
 
@@ -33,6 +36,9 @@ export const toRecord = (event: CloudEvent): OutgoingRecord => ({
     ce_time: event.time,
     'content-type': 'application/json',
     ...Object.fromEntries(Object.entries(event.extensions ?? {}).map(([name, value]) => [`ce_${name}`, value])),
+    // The distributed-tracing extension's context also as the plain W3C headers Kafka tracing tools read.
+    ...(event.extensions?.traceparent ? { traceparent: event.extensions.traceparent } : {}),
+    ...(event.extensions?.tracestate ? { tracestate: event.extensions.tracestate } : {}),
   },
 });
 

@@ -19,6 +19,12 @@ export const ConfigSchema = Type.Object({
   dataDir: Type.String({ description: 'DATA_DIR: embedded database directory (default ./data)', minLength: 1 }),
   /** Bearer token of the admin API; generated into DATA_DIR/admin-token when unset on the embedded default. */
   adminToken: Type.Optional(Type.String({ description: 'ADMIN_TOKEN: bearer token of the admin API (at least 32 characters)', minLength: 32 })),
+  /** OTLP/HTTP collector of traces (its base URL); unset: tracing is off. */
+  otelExporterOtlpEndpoint: Type.Optional(Type.String({ description: 'OTEL_EXPORTER_OTLP_ENDPOINT: OTLP/HTTP collector base URL, e.g. http://127.0.0.1:4318 (default: traces off)', pattern: '^https?://' })),
+  /** The service name on this process's spans. */
+  otelServiceName: Type.Optional(Type.String({ description: 'OTEL_SERVICE_NAME: service name on spans (default call-ingestion-<process>)', minLength: 1 })),
+  /** A bearer token for GET /metrics only, so a scraper need not hold the admin token. */
+  metricsToken: Type.Optional(Type.String({ description: 'METRICS_TOKEN: bearer token of GET /metrics on every process, besides the admin token (at least 32 characters)', minLength: 32 })),
   /** Secret of the keyed hash under which API keys are stored; generated into DATA_DIR/api-key-secret when unset on the embedded default. */
   apiKeySecret: Type.Optional(Type.String({ description: 'API_KEY_SECRET: secret of the keyed hash of API keys (at least 32 characters)', minLength: 32 })),
   /** A call still pending this long after submission fails with `processing_timeout`. */
@@ -113,6 +119,9 @@ export const loadConfig = (env: Env = process.env): Config => {
     dataDir: optional(env, 'DATA_DIR') ?? './data',
     adminToken: optional(env, 'ADMIN_TOKEN'),
     apiKeySecret: optional(env, 'API_KEY_SECRET'),
+    metricsToken: optional(env, 'METRICS_TOKEN'),
+    otelExporterOtlpEndpoint: optional(env, 'OTEL_EXPORTER_OTLP_ENDPOINT'),
+    otelServiceName: optional(env, 'OTEL_SERVICE_NAME'),
     processingTimeoutMs: integer(env, 'PROCESSING_TIMEOUT_MS', 60 * 60 * 1000),
     databaseUrl: optional(env, 'DATABASE_URL'),
     databaseSchema: optional(env, 'DATABASE_SCHEMA') ?? 'public',

@@ -8,6 +8,7 @@ import type { TypedApp } from './typed-app.ts';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { ProblemSchema } from '../../shared/domain/submission/submission-schema.ts';
 import { ProblemError } from './errors.ts';
+import { rateLimitRefusals } from '../../shared/observability/metrics.ts';
 import type { TeamService } from './teams/team-service.ts';
 
 export interface AdminDeps {
@@ -56,15 +57,17 @@ export const ADMIN_AUTH_FAILURE_RULE: RateLimitRule = { limit: 20, windowMs: 60_
  * refusal says how to authenticate (`WWW-Authenticate`) and closes the connection, so a refused
  * client cannot keep streaming a body into it.
  */
-export const adminGuard = (adminToken: string, limiter: RateLimiter) => {
-  const expected = digest(adminToken);
+export const adminGuard = (adminToken: string, limiter: RateLimiter, alsoAccepted: readonly string[] = []) => {
+  // Another accepted token (METRICS_TOKEN for the scrape) is compared the same way.
+  const expected = [adminToken, ...alsoAccepted].map(digest);
   return async (request: Pick<FastifyRequest, 'headers' | 'ip'>, reply: FastifyReply) => {
     const header = request.headers.authorization;
     const bearer = /^Bearer\s+(\S+)\s*$/i.exec(typeof header === 'string' ? header : '')?.[1];
-    if (bearer && timingSafeEqual(digest(bearer), expected)) return;
+    if (bearer && expected.map((token) => timingSafeEqual(digest(bearer), token)).includes(true)) return;
     void reply.header('connection', 'close');
     const failures = await limiter.hit(`admin-auth-failure:${request.ip}`, ADMIN_AUTH_FAILURE_RULE);
     if (!failures.allowed) {
+      rateLimitRefusals.inc({ limit: 'admin-auth' });
       throw new ProblemError('RATE_LIMITED', 'Too many failed admin authentications from this address; retry after the Retry-After delay.', {
         headers: { 'retry-after': String(Math.max(1, Math.ceil(failures.retryAfterMs / 1000))) },
       });

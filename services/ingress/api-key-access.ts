@@ -5,6 +5,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { RateLimitDecision, RateLimiter, RateLimitRule } from '../../shared/ports/rate-limiter.ts';
 import { ProblemError } from './errors.ts';
+import { rateLimitRefusals } from '../../shared/observability/metrics.ts';
 import type { KeyOwner } from './teams/team-directory.ts';
 import type { TeamService } from './teams/team-service.ts';
 
@@ -55,6 +56,7 @@ export const apiKeyAccess = ({ teams, limiter, rule, scope }: ApiKeyAccessOption
       void reply.header('connection', 'close');
       const failures = await limiter.hit(`auth-failure:${request.ip}`, AUTH_FAILURE_RULE);
       if (!failures.allowed) {
+        rateLimitRefusals.inc({ limit: 'auth-failure' });
         throw new ProblemError('RATE_LIMITED', 'Too many failed authentications from this address; retry after the Retry-After delay.', {
           headers: { 'retry-after': seconds(failures.retryAfterMs) },
         });
@@ -71,6 +73,7 @@ export const apiKeyAccess = ({ teams, limiter, rule, scope }: ApiKeyAccessOption
     const decision = await limiter.hit(`${scope}:${owner.keyId}`, rule);
     void reply.headers(rateLimitHeaders(decision, rule));
     if (!decision.allowed) {
+      rateLimitRefusals.inc({ limit: scope });
       throw new ProblemError('RATE_LIMITED', `More than ${rule.limit} requests in ${Math.round(rule.windowMs / 1000)} s for this key; retry after the Retry-After delay.`, {
         headers: { 'retry-after': seconds(decision.retryAfterMs) },
       });

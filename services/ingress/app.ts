@@ -22,6 +22,7 @@ import { adminGuard, registerAdminRoutes } from './admin-routes.ts';
 import { registerCallsRoutes } from './calls-routes.ts';
 import { installErrorHandler } from './error-handler.ts';
 import { registerIngestRoute } from './ingest-route.ts';
+import { registerMetrics } from './metrics-routes.ts';
 import type { TeamService } from './teams/team-service.ts';
 import type { Health } from '../runtime/health.ts';
 import { readiness } from '../runtime/readiness.ts';
@@ -34,6 +35,8 @@ export interface IngressDeps {
   limiter: RateLimiter;
   eventLog: EventLog;
   adminToken: string;
+  /** A second bearer token accepted by GET /metrics. */
+  metricsToken?: string;
   eventStore: EventStore;
   /** Call history and deals; without them the read API is not served. */
   readModels?: ReadModels;
@@ -150,6 +153,7 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
     }
   });
   installErrorHandler(app);
+  registerMetrics(app, { requireToken: adminGuard(deps.adminToken, deps.limiter, deps.metricsToken ? [deps.metricsToken] : []) });
 
   await app.register(swagger, {
     openapi: {

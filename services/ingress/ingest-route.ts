@@ -26,6 +26,8 @@ import type { RateLimiter } from '../../shared/ports/rate-limiter.ts';
 import { TOPICS, type Topics } from '../../shared/topics.ts';
 import { AggregateRepository } from '../runtime/aggregate-repository.ts';
 import { apiKeyAccess } from './api-key-access.ts';
+import { inSpan, SpanKind, traceContextFrom, traceHeaders } from '../../shared/observability/tracing.ts';
+import { capacityRefusals } from '../../shared/observability/metrics.ts';
 import { rawBodyOf } from './raw-body.ts';
 import { ProblemError } from './errors.ts';
 import type { KeyOwner } from './teams/team-directory.ts';
@@ -99,6 +101,7 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
       reservation = await deps.teams.reserve(owner.teamId, callId, reservedMinutes);
     } catch (error) {
       if (isDomainError(error, 'CAPACITY_EXHAUSTED')) {
+        capacityRefusals.inc();
         throw new ProblemError('CAPACITY_EXHAUSTED', "The team's live call hours are used up. Add capacity or enable auto-recharge, then retry this request.");
       }
       throw error;
@@ -115,10 +118,13 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
       capacity: { reservedMinutes, autoRechargedMinutes: reservation.autoRechargedMinutes },
       warnings,
     };
+    const topic = (deps.topics ?? TOPICS).callsSubmitted;
     try {
-      await deps.eventLog.publish((deps.topics ?? TOPICS).callsSubmitted, [
-        toRecord({ id: callId, type: CALL_SUBMITTED_TYPE, source: INGEST_PATH, subject: callId, time: submittedAt, data, extensions: { teamid: owner.teamId } }),
-      ]);
+      await inSpan(`publish ${topic}`, { kind: SpanKind.PRODUCER, attributes: { 'messaging.destination.name': topic, 'call.id': callId, 'team.id': owner.teamId } }, () =>
+        deps.eventLog.publish(topic, [
+          toRecord({ id: callId, type: CALL_SUBMITTED_TYPE, source: INGEST_PATH, subject: callId, time: submittedAt, data, extensions: { teamid: owner.teamId, ...traceHeaders() } }),
+        ]),
+      );
     } catch (error) {
       if (isBackendUnavailable(error) && error.outcomeUnknown) {
         // The record may be on the log: keep the reservation, and the 503 says the call may exist.
@@ -153,7 +159,9 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
         response: { 201: SubmissionAcceptedSchema, ...problems(400, 401, 402, 409, 413, 415, 422, 429, 503) },
       },
     },
-    async (request, reply) => {
+    // The request's span: a child of the caller's traceparent when it sends one.
+    (request, reply) =>
+      inSpan(`POST ${INGEST_PATH}`, { kind: SpanKind.SERVER, parent: traceContextFrom(request.headers), attributes: { 'http.route': INGEST_PATH, 'request.id': request.id } }, async () => {
       const owner = request.apiKey!;
       // Validated first: the body hash below serialises the body, which must be within the rules.
       const normalised = validate(request.body);
@@ -182,6 +190,6 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
         request.log.error({ err: error, callId: accepted.callId }, 'the 201 could not be stored for replay; answering it anyway');
       }
       return reply.code(201).send(accepted);
-    },
+    }),
   );
 };

@@ -21,6 +21,8 @@ export interface IngressOptions {
   limiter: RateLimiter;
   logger: Logger;
   adminToken: string;
+  /** A second bearer token accepted by GET /metrics (METRICS_TOKEN). */
+  metricsToken?: string;
   apiKeySecret: string;
   check?: () => Promise<Record<string, boolean>>;
   readModels?: ReadModels;
@@ -46,6 +48,7 @@ export interface Ingress {
 export const createIngress = async (options: IngressOptions): Promise<Ingress> => {
   registerSecretForRedaction(options.adminToken);
   registerSecretForRedaction(options.apiKeySecret);
+  if (options.metricsToken) registerSecretForRedaction(options.metricsToken);
   const { directory, repository } = options.teams ?? createTeamWriter(options.eventStore);
   await directory.start(options.eventStore);
   const maxLagMs = options.keyDirectoryMaxLagMs ?? DEFAULT_KEY_DIRECTORY_MAX_LAG_MS;
@@ -58,6 +61,7 @@ export const createIngress = async (options: IngressOptions): Promise<Ingress> =
     limiter: options.limiter,
     eventLog: options.eventLog,
     adminToken: options.adminToken,
+    metricsToken: options.metricsToken,
     eventStore: options.eventStore,
     readModels: options.readModels,
     topics: options.topics,

@@ -6,12 +6,14 @@ import { loadConfig } from '../../shared/config.ts';
 import { openBackends } from '../runtime/backends.ts';
 import { Health } from '../runtime/health.ts';
 import { runUntilSignal } from '../runtime/lifecycle.ts';
+import { startTelemetry } from '../runtime/telemetry.ts';
 import { createLogger } from '../runtime/logger.ts';
 import { startIngressService } from '../runtime/services.ts';
 
 runUntilSignal('ingress', async () => {
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
+  const telemetry = startTelemetry(config, 'ingress', logger);
   const backends = await openBackends(config, logger);
   const ingress = await startIngressService(config, backends, logger, new Health(config.readyRetryThresholdMs));
   logger.info({ address: ingress.address, ...backends.description }, `ingress listening on ${ingress.address}`);
@@ -20,6 +22,7 @@ runUntilSignal('ingress', async () => {
     async stop() {
       await ingress.stop();
       await backends.close();
+      await telemetry.stop();
     },
   };
 });

@@ -22,6 +22,8 @@ import { AggregateRepository } from '../runtime/aggregate-repository.ts';
 import { createTeamWriter, type TeamRepository } from '../runtime/team-writer.ts';
 import type { ActorContext } from './actors.ts';
 import { retrying, type RetryPolicy, sleep } from './retry.ts';
+import { countFinishedCalls, timeStep } from '../../shared/observability/metrics.ts';
+import { inSpan, traceContextFrom, traceHeaders, tracingEnabled } from '../../shared/observability/tracing.ts';
 
 export interface PipelineDeps {
   store: EventStore;
@@ -66,8 +68,11 @@ export const createCallPipeline = (deps: PipelineDeps) => {
   /** Appends a step's outcome; a step that lost a race (call finished or moved on) changes nothing. */
   const record = async (call: { callId: string; submitted: { teamId: string } }, command: CallCommand): Promise<CallEvent[]> => {
     try {
-      // The team rides along in metadata so downstream consumers of any call event know it.
-      return (await calls.handle(call.callId, command, { teamId: call.submitted.teamId })).events;
+      // The team rides along in metadata so downstream consumers of any call event know it, and
+      // the step's trace context so the projections continue the call's trace.
+      const { events } = await calls.handle(call.callId, command, { teamId: call.submitted.teamId, ...traceHeaders() });
+      countFinishedCalls(events);
+      return events;
     } catch (error) {
       if (isDomainError(error) && ['CALL_ALREADY_FINISHED', 'CALL_STEP_OUT_OF_ORDER'].includes(error.code)) return [];
       throw error;
@@ -137,11 +142,11 @@ export const createCallPipeline = (deps: PipelineDeps) => {
         return;
       }
       case 'fetch_and_transcribe': {
-        const fetched = await actor.outsideSlot(() => deps.downloadSlot(teamId, () => fetchAudio(submission.audioUrl!, spent, signal), signal));
+        const fetched = await actor.outsideSlot(() => deps.downloadSlot(teamId, () => timeStep('fetch', () => fetchAudio(submission.audioUrl!, spent, signal)), signal));
         try {
           if (!call.audio) await record(call, { type: 'RecordAudioFetched', bytes: fetched.bytes, contentType: fetched.contentType, now: now() });
           const transcription = await actor.outsideSlot(() =>
-            deps.transcriptionSlot(teamId, () => deps.transcriber.transcribe({ audioPath: fetched.path, contentType: fetched.contentType, signal }), signal),
+            deps.transcriptionSlot(teamId, () => timeStep('transcribe', () => deps.transcriber.transcribe({ audioPath: fetched.path, contentType: fetched.contentType, signal })), signal),
           );
           await record(call, {
             type: 'RecordTranscript',
@@ -158,9 +163,11 @@ export const createCallPipeline = (deps: PipelineDeps) => {
         return;
       }
       case 'analyse': {
-        const analysis = await deps.analyser.analyse(
-          { transcript: call.transcript!.text, repName: submission.repName, repEmail: submission.repEmail, callDate: submission.callDate, callTitle: submission.callTitle },
-          { signal },
+        const analysis = await timeStep('analyse', () =>
+          deps.analyser.analyse(
+            { transcript: call.transcript!.text, repName: submission.repName, repEmail: submission.repEmail, callDate: submission.callDate, callTitle: submission.callTitle },
+            { signal },
+          ),
         );
         const { title, summary, score, components, insights, engine } = analysis;
         await record(call, { type: 'RecordAnalysis', analysis: storable({ title, summary, score, components, insights, engine }), now: now() });
@@ -193,6 +200,8 @@ export const createCallPipeline = (deps: PipelineDeps) => {
       // Backoff sleeps hold no processing slot: the actor queues for one again when it wakes.
       const pause = (ms: number) => actor.outsideSlot(() => sleep(ms, signal));
       const spentFetching = { ms: 0 };
+      // Each step is a span of the call's trace, which began at the ingest request.
+      const trace = tracingEnabled() ? traceContextFrom((await deps.store.readStream(callStreamId(callId), { maxCount: 1 }).catch(() => []))[0]?.metadata) : undefined;
       for (;;) {
         if (signal.aborted) return;
         // An outage while loading is retried like a step's; past the policy the actor ends and the
@@ -208,7 +217,7 @@ export const createCallPipeline = (deps: PipelineDeps) => {
         const step = nextStep(state);
         try {
           await retrying(
-            () => runStep(state, actor, spentFetching),
+            () => inSpan(`step ${step}`, { parent: trace, attributes: { 'call.id': callId, 'call.step': step } }, () => runStep(state, actor, spentFetching)),
             deps.retry,
             signal,
             (error, attempt, delayMs) => log.warn({ step, attempt, delayMs, code: (error as StepError).code, err: error }, 'step failed; retrying'),
@@ -218,7 +227,7 @@ export const createCallPipeline = (deps: PipelineDeps) => {
           if (signal.aborted) return;
           const terminal = error instanceof StepError ? error : new StepError('internal_error', 'Processing failed unexpectedly; the error was logged.', false, { cause: error });
           log.warn({ step, code: terminal.code, err: error }, 'call failed');
-          await fail(state, terminal.code, terminal.message);
+          await inSpan('fail call', { parent: trace, attributes: { 'call.id': callId, 'call.step': step, 'call.processing_error': terminal.code } }, () => fail(state, terminal.code, terminal.message));
           return;
         }
         log.debug({ step }, 'step done');
@@ -231,6 +240,7 @@ export const createCallPipeline = (deps: PipelineDeps) => {
       if (state.status === 'pending' && Date.parse(deadlineOf(state, deps.processingTimeoutMs)) <= Date.parse(now())) await releaseCapacity(state);
       const metadata = state.status === 'absent' ? undefined : { teamId: state.submitted.teamId };
       const result = await calls.handle(callId, { type: 'TimeOut', now: now(), timeoutMs: deps.processingTimeoutMs }, metadata);
+      countFinishedCalls(result.events);
       return result.state;
     },
   };

@@ -7,16 +7,18 @@ import { openBackends } from '../runtime/backends.ts';
 import { Health } from '../runtime/health.ts';
 import { serveHealth } from '../runtime/health-server.ts';
 import { runUntilSignal } from '../runtime/lifecycle.ts';
+import { startTelemetry } from '../runtime/telemetry.ts';
 import { createLogger } from '../runtime/logger.ts';
 import { startProcessorService } from '../runtime/services.ts';
 
 runUntilSignal('processor', async () => {
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
+  const telemetry = startTelemetry(config, 'processor', logger);
   const backends = await openBackends(config, logger);
   const health = new Health(config.readyRetryThresholdMs);
   const processor = await startProcessorService(config, backends, logger, health);
-  const healthServer = config.healthPort === undefined ? undefined : await serveHealth(config.healthPort, config.host, backends, health, logger);
+  const healthServer = config.healthPort === undefined ? undefined : await serveHealth(config.healthPort, config.host, backends, health, logger, [config.metricsToken, config.adminToken].filter((token) => token !== undefined));
   logger.info({ ...backends.description }, 'processor running');
   return {
     logger,
@@ -24,6 +26,7 @@ runUntilSignal('processor', async () => {
       await healthServer?.close();
       await processor.stop();
       await backends.close();
+      await telemetry.stop();
     },
   };
 });

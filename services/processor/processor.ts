@@ -31,6 +31,8 @@ import { parseCallSubmitted } from './call-submitted-record.ts';
 import { Deadlines } from './deadlines.ts';
 import { OpenCalls } from './open-calls.ts';
 import { DEFAULT_RETRY, type RetryPolicy } from './retry.ts';
+import { inSpan, SpanKind, traceContextFrom, traceHeaders } from '../../shared/observability/tracing.ts';
+import { consumerLagGauge, openCallsGauge } from '../../shared/observability/metrics.ts';
 
 export interface ProcessorOptions {
   eventStore: EventStore;
@@ -141,11 +143,18 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
   await openCalls.start(options.eventStore);
 
   let warnedPartitions = false;
-  const intake = async (record: LogRecord) => {
+  const intake = (record: LogRecord) =>
+    inSpan(
+      `process ${topics.callsSubmitted}`,
+      { kind: SpanKind.CONSUMER, parent: traceContextFrom(record.headers), attributes: { 'messaging.destination.name': record.topic, 'messaging.kafka.offset': Number(record.offset), 'call.id': record.key } },
+      () => intakeRecord(record),
+    );
+  const intakeRecord = async (record: LogRecord) => {
     const parsed = parseCallSubmitted(record);
     if (!parsed.ok) throw new PoisonRecordError(parsed.reason);
-    // Appending with "no stream" makes a redelivered record harmless.
-    await calls.handle(parsed.data.callId, { type: 'SubmitCall', data: parsed.data }, { teamId: parsed.data.teamId });
+    // Appending with "no stream" makes a redelivered record harmless. The record's trace context
+    // goes into the call's first event, where each later step finds it.
+    await calls.handle(parsed.data.callId, { type: 'SubmitCall', data: parsed.data }, { teamId: parsed.data.teamId, ...traceHeaders() });
     if (partitionForKey(parsed.data.callId, options.topicPartitions) !== record.partition && !warnedPartitions) {
       warnedPartitions = true;
       log.error({ topicPartitions: options.topicPartitions, partition: record.partition }, `${topics.callsSubmitted} has another partition count than TOPIC_PARTITIONS: calls may not be resumed after a restart`);
@@ -240,6 +249,18 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
   }, options.sweepIntervalMs ?? 5000);
   sweep.unref();
 
+  /** The group's lag on calls.submitted.v1, per partition: what is on the log and not yet in a call stream. */
+  const lag = async () => {
+    const ends = await options.eventLog.endOffsets(topics.callsSubmitted);
+    return Promise.all(
+      ends.map(async ({ partition, offset }) => ({
+        labels: { group: groupId, topic: topics.callsSubmitted, partition },
+        value: Number(offset - ((await options.eventLog.committedOffset(groupId, topics.callsSubmitted, partition)) ?? 0n)),
+      })),
+    );
+  };
+  const unregisterGauges = [openCallsGauge.register(() => [{ labels: { group: groupId }, value: openCalls.all().length }]), consumerLagGauge.register(lag)];
+
   const unregister = options.health?.register('processor', () => {
     const status = consumer.status();
     const retrying = records.retrying();
@@ -268,6 +289,7 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
     },
     async stop() {
       unregister?.();
+      for (const remove of unregisterGauges) remove();
       clearInterval(sweep);
       clearTimeout(restartTimer);
       stopping.abort(new Error('processor stopping'));

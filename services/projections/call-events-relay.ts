@@ -10,6 +10,7 @@ import { CLOUD_EVENT_TYPES, isCallEventType } from '../../shared/domain/call/cal
 import type { EventLog } from '../../shared/ports/event-log.ts';
 import type { EventStore, Subscription } from '../../shared/ports/event-store.ts';
 import type { Topics } from '../../shared/topics.ts';
+import { inSpansPerItem } from '../../shared/observability/tracing.ts';
 
 export const CALL_EVENTS_RELAY = 'relay.call-events';
 const CALL_STREAM = /^call-(.+)$/;
@@ -22,7 +23,7 @@ export const startCallEventsRelay = (deps: { eventStore: EventStore; eventLog: E
       const records = events.flatMap((event) => {
         const callId = CALL_STREAM.exec(event.streamId)?.[1];
         if (!callId || !isCallEventType(event.type)) return [];
-        const teamId = event.metadata.teamId;
+        const { teamId, traceparent, tracestate } = event.metadata;
         return [
           toRecord({
             id: event.id,
@@ -31,11 +32,21 @@ export const startCallEventsRelay = (deps: { eventStore: EventStore; eventLog: E
             subject: callId,
             time: event.recordedAt.toISOString(),
             data: event.data,
-            extensions: { sequence: String(event.revision), ...(typeof teamId === 'string' ? { teamid: teamId } : {}) },
+            extensions: {
+              sequence: String(event.revision),
+              ...(typeof teamId === 'string' ? { teamid: teamId } : {}),
+              // The call's trace continues downstream (CloudEvents distributed-tracing extension).
+              ...(typeof traceparent === 'string' ? { traceparent } : {}),
+              ...(typeof tracestate === 'string' ? { tracestate } : {}),
+            },
           }),
         ];
       });
-      if (records.length > 0) await deps.eventLog.publish(deps.topics.callEvents, records);
+      if (records.length > 0) {
+        await inSpansPerItem(`publish ${deps.topics.callEvents}`, events, (event) => event.metadata, (event) => ({ 'event.type': event.type, 'event.stream': event.streamId }), () =>
+          deps.eventLog.publish(deps.topics.callEvents, records),
+        );
+      }
       deps.logger.debug({ relayed: records.length }, 'call events relayed');
     },
   });

@@ -14,7 +14,9 @@ import type { ProjectionWriter, ReadModels } from '../../shared/ports/read-model
 import type { Topics } from '../../shared/topics.ts';
 import { isBackendUnavailable } from '../../shared/ports/unavailable.ts';
 import type { ComponentReport, Health } from '../runtime/health.ts';
-import { startCallEventsRelay } from './call-events-relay.ts';
+import { CALL_EVENTS_RELAY, startCallEventsRelay } from './call-events-relay.ts';
+import { projectionLagGauge } from '../../shared/observability/metrics.ts';
+import { inSpansPerItem } from '../../shared/observability/tracing.ts';
 import { type SkippableProjection, skippedPositions } from './skipped-events.ts';
 import { ProjectionEventError, type Supervised, supervised } from './supervised.ts';
 
@@ -64,7 +66,10 @@ const followFromCheckpoint = (
         const last = events[events.length - 1]!.position;
         const kept = skipped.size === 0 ? events : events.filter((event) => !skipped.has(event.position));
         try {
-          await writer.apply(kept, last, { expectedCheckpoint: position });
+          // One span per call event, in that call's trace (its context rides in the event's metadata).
+          await inSpansPerItem(`project ${name}`, kept, (event) => event.metadata, (event) => ({ 'event.type': event.type, 'event.stream': event.streamId }), () =>
+            writer.apply(kept, last, { expectedCheckpoint: position }),
+          );
         } catch (error) {
           if (passes(error)) throw error;
           for (const event of kept) {
@@ -115,6 +120,16 @@ export const startProjections = (options: ProjectionsOptions): Projections => {
   const unregister = [
     ...running.map(([name, projection]) => options.health?.register(`projection:${name}`, () => projection.report(tooLong))),
     options.health?.register('deal-outcome-publisher', () => publisher.report(tooLong)),
+    // Lag from the durable checkpoints: what a projection has not yet applied of the feed.
+    projectionLagGauge.register(async () => {
+      const head = await eventStore.headPosition();
+      const checkpoints: [string, bigint | undefined][] = [
+        ['call-history', await readModels.callHistory.checkpoint()],
+        ['deals', await readModels.deals.checkpoint()],
+        ...(options.relayCallEvents !== false ? [['call-events-relay', await eventStore.readCheckpoint(CALL_EVENTS_RELAY)] as [string, bigint | undefined]] : []),
+      ];
+      return checkpoints.map(([projection, checkpoint]) => ({ labels: { projection }, value: Number(head - (checkpoint ?? 0n)) }));
+    }),
   ];
 
   return {

@@ -1,16 +1,31 @@
 /**
- * /healthz and /readyz for a process without the HTTP API (a standalone processor or projections
- * process), on HEALTH_PORT: the same readiness answer as the ingress gives.
+ * /healthz, /readyz and /metrics for a process without the HTTP API (a standalone processor or
+ * projections process), on HEALTH_PORT: the same readiness answer as the ingress gives, and the
+ * process's Prometheus metrics for a bearer METRICS_TOKEN or ADMIN_TOKEN.
  */
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer } from 'node:http';
+import { METRICS_CONTENT_TYPE, renderMetrics } from '../../shared/observability/metrics.ts';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { Backends } from './backends.ts';
 import type { Health } from './health.ts';
 import { readiness } from './readiness.ts';
 
-export const serveHealth = async (port: number, host: string, backends: Pick<Backends, 'check'>, health: Health, logger: Logger) => {
+/** Tokens accepted by /metrics, compared in constant time. */
+const tokenCheck = (tokens: readonly string[]) => {
+  const digests = tokens.map((token) => createHash('sha256').update(token).digest());
+  return (authorization: string | undefined): boolean => {
+    const bearer = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '')?.[1];
+    if (!bearer) return false;
+    const given = createHash('sha256').update(bearer).digest();
+    return digests.map((digest) => timingSafeEqual(digest, given)).includes(true);
+  };
+};
+
+export const serveHealth = async (port: number, host: string, backends: Pick<Backends, 'check'>, health: Health, logger: Logger, metricsTokens: readonly string[] = []) => {
   const ready = readiness(() => backends.check(), health, logger);
+  const mayScrape = tokenCheck(metricsTokens);
   const server = createServer((request, response) => {
     const path = (request.url ?? '').split('?')[0];
     const send = (status: number, body: unknown) => response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
@@ -22,7 +37,16 @@ export const serveHealth = async (port: number, host: string, backends: Pick<Bac
       );
       return;
     }
-    send(404, { status: 404, detail: `No route ${request.method} ${path}; try /healthz or /readyz.` });
+    if (path === '/metrics') {
+      if (metricsTokens.length === 0) return send(401, { status: 401, detail: 'Set METRICS_TOKEN (or ADMIN_TOKEN) for this process, then scrape with Authorization: Bearer <token>.' });
+      if (!mayScrape(request.headers.authorization)) return send(401, { status: 401, detail: 'Send METRICS_TOKEN or ADMIN_TOKEN as Authorization: Bearer <token>.' });
+      renderMetrics().then(
+        (text) => response.writeHead(200, { 'content-type': METRICS_CONTENT_TYPE }).end(text),
+        (error: unknown) => send(500, { status: 500, detail: `metrics could not be collected: ${(error as Error).message}` }),
+      );
+      return;
+    }
+    send(404, { status: 404, detail: `No route ${request.method} ${path}; try /healthz, /readyz or /metrics.` });
   });
   await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, host, () => resolve()));
   const address = server.address() as AddressInfo;

@@ -28,6 +28,7 @@ export const startIngressService = async (config: Config, backends: Backends, lo
     limiter,
     logger,
     adminToken: secrets.adminToken,
+    metricsToken: config.metricsToken,
     apiKeySecret: secrets.apiKeySecret,
     check: () => backends.check(),
     readModels: backends.readModels,

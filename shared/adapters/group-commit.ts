@@ -5,6 +5,8 @@
  * `flush` receives the batch and returns one outcome per item, in order: a value, or an Error for
  * that item alone (e.g. an expected-version conflict). A thrown error fails the whole batch.
  */
+import { groupCommitBatchSize } from '../observability/metrics.ts';
+
 export type Outcome<R> = R | Error;
 
 export interface GroupCommitOptions {
@@ -12,6 +14,8 @@ export interface GroupCommitOptions {
   windowMs?: number;
   /** Most items in one flush. */
   maxBatch?: number;
+  /** Names the writer in the `group_commit_batch_size` metric; unnamed writers are not measured. */
+  name?: string;
 }
 
 interface Pending<T, R> {
@@ -26,6 +30,7 @@ export class GroupCommit<T, R> {
   private scheduled = false;
   private readonly windowMs: number;
   private readonly maxBatch: number;
+  private readonly name: string | undefined;
   private idle: Promise<void> = Promise.resolve();
   private markIdle: () => void = () => {};
 
@@ -35,6 +40,7 @@ export class GroupCommit<T, R> {
   ) {
     this.windowMs = options.windowMs ?? 0;
     this.maxBatch = options.maxBatch ?? 1000;
+    this.name = options.name;
   }
 
   submit(item: T): Promise<R> {
@@ -67,6 +73,7 @@ export class GroupCommit<T, R> {
     try {
       while (this.queue.length > 0) {
         const batch = this.queue.splice(0, this.maxBatch);
+        if (this.name) groupCommitBatchSize.observe({ writer: this.name }, batch.length);
         try {
           const outcomes = await this.flush(batch.map((p) => p.item));
           batch.forEach((p, i) => {

@@ -126,6 +126,13 @@ export interface EventLog {
   /** Reads records without a consumer group (inspection, tests). */
   read(topic: string, options?: ReadTopicOptions): Promise<LogRecord[]>;
 
+  /**
+   * The next offset each partition of a topic will be written at (Kafka's high watermark), for
+   * every partition; with `committedOffset` it gives a group's lag.
+   * @throws UnknownTopicError for a topic that does not exist.
+   */
+  endOffsets(topic: string): Promise<{ partition: number; offset: bigint }[]>;
+
   /** Committed offset of a group for one partition (the next offset it will read), if any. */
   committedOffset(groupId: string, topic: string, partition: number): Promise<bigint | undefined>;
 

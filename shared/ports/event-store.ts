@@ -135,6 +135,9 @@ export interface EventStore {
   /** Catch-up subscription to the global feed, then live. */
   subscribeToAll(options: SubscribeToAllOptions): Subscription;
 
+  /** Position of the last committed event of the global feed; 0n when the store is empty. */
+  headPosition(): Promise<bigint>;
+
   /** Last stored value of a durable checkpoint, or undefined. */
   readCheckpoint(checkpointId: string): Promise<bigint | undefined>;
 

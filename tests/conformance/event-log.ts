@@ -276,6 +276,16 @@ export const eventLogConformance = (name: string, factory: () => Promise<EventLo
       await consumer.stop();
     });
 
+    test('endOffsets gives the next offset of every partition, 0 for an empty one', { timeout: testTimeout }, async (t) => {
+      const s = await session(t);
+      const topic = await s.topic(3);
+      assert.deepEqual(await s.log.endOffsets(topic), [0, 1, 2].map((partition) => ({ partition, offset: 0n })));
+      const sent = await published(s.log, topic, 12, 4);
+      const expected = [0, 1, 2].map((partition) => ({ partition, offset: BigInt(sent.positions.filter((p) => p.partition === partition).length) }));
+      assert.deepEqual(await s.log.endOffsets(topic), expected);
+      await assert.rejects(s.log.endOffsets(`missing-${randomUUID()}`), (error) => error instanceof UnknownTopicError);
+    });
+
     test('an unknown topic is refused with UnknownTopicError', { timeout: testTimeout }, async (t) => {
       const s = await session(t);
       const missing = `missing-${randomUUID()}`;

@@ -160,6 +160,14 @@ export const eventStoreConformance = (name: string, factory: EventStoreFactory, 
       assertStrictlyIncreasing(seen);
     });
 
+    test('headPosition is the position of the last committed event', async () => {
+      const { store } = await open();
+      const before = await store.headPosition();
+      const appended = await store.append(stream(), [event('A', 1), event('B', 2)]);
+      assert.ok(appended.position > before, `head ${before} before an append that ended at ${appended.position}`);
+      assert.equal(await store.headPosition(), appended.position);
+    });
+
     test('a durable checkpoint resumes a subscription after its last handled batch', async () => {
       const { store } = await open();
       const id = stream();

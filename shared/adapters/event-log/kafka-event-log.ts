@@ -156,7 +156,7 @@ class KafkaEventLog implements EventLog {
     private readonly options: KafkaEventLogOptions,
   ) {
     this.publishTimeoutMs = options.publishTimeoutMs ?? DEFAULT_PUBLISH_TIMEOUT_MS;
-    this.publisher = new GroupCommit((items) => this.send(items), { windowMs: options.publishWindowMs ?? 0 });
+    this.publisher = new GroupCommit((items) => this.send(items), { windowMs: options.publishWindowMs ?? 0, name: 'kafka-producer' });
     this.consumerSettings = {
       sessionTimeoutMs: 10_000,
       heartbeatIntervalMs: 500,
@@ -226,6 +226,17 @@ class KafkaEventLog implements EventLog {
     await this.partitionCount(topic);
     try {
       return await readTopic(this.kafka, this.admin, topic, options, RETRY);
+    } catch (error) {
+      throw toEventLogError(error, topic);
+    }
+  }
+
+  async endOffsets(topic: string): Promise<{ partition: number; offset: bigint }[]> {
+    this.assertOpen();
+    await this.partitionCount(topic);
+    try {
+      const offsets = await this.admin.fetchTopicOffsets(topic);
+      return offsets.map((p) => ({ partition: p.partition, offset: BigInt(p.high) })).sort((a, b) => a.partition - b.partition);
     } catch (error) {
       throw toEventLogError(error, topic);
     }

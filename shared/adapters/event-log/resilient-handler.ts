@@ -14,6 +14,7 @@ import { isRetriableError } from '../../ports/unavailable.ts';
 import { toStorable } from '../../domain/submission/storable-text.ts';
 import { truncateChars } from '../../domain/submission/truncate-utf8.ts';
 import { jitteredBackoff } from './consumer-status.ts';
+import { deadLetters } from '../../observability/metrics.ts';
 
 export interface RecordFailureLog {
   info(fields: object, message: string): void;
@@ -133,6 +134,7 @@ export const resilientHandler = (handle: (record: LogRecord) => Promise<void>, o
       throw sent.failed;
     }
     deadLettered++;
+    deadLetters.inc({ source_topic: record.topic });
   };
 
   return {

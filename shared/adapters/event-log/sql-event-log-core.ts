@@ -54,7 +54,7 @@ class SqlEventLog implements EventLog, SqlConsumerHost {
       commitIntervalMs: options.commitIntervalMs ?? 200,
       fetchLimit: options.fetchLimit ?? 500,
     };
-    this.publisher = new GroupCommit((items) => this.flush(items), { windowMs: options.publishWindowMs ?? 0 });
+    this.publisher = new GroupCommit((items) => this.flush(items), { windowMs: options.publishWindowMs ?? 0, name: 'sql-event-log' });
   }
 
   async ensureTopics(topics: TopicSpec[]): Promise<void> {
@@ -101,6 +101,17 @@ class SqlEventLog implements EventLog, SqlConsumerHost {
       [topic, options.fromOffset ?? 0n, ...(byPartition ? [options.partition] : []), options.limit ?? 100],
     );
     return rows.map((row) => rowToRecord(topic, row));
+  }
+
+  async endOffsets(topic: string): Promise<{ partition: number; offset: bigint }[]> {
+    this.assertOpen();
+    const partitions = await this.partitionCount(topic);
+    const rows = await this.driver.query<{ partition: unknown; last: unknown }>(
+      'SELECT partition, MAX(record_offset) AS last FROM log_records WHERE topic = ? GROUP BY partition',
+      [topic],
+    );
+    const last = new Map(rows.map((row) => [Number(row.partition), BigInt(row.last as string | number | bigint)]));
+    return Array.from({ length: partitions }, (_, partition) => ({ partition, offset: last.has(partition) ? last.get(partition)! + 1n : 0n }));
   }
 
   async committedOffset(groupId: string, topic: string, partition: number): Promise<bigint | undefined> {

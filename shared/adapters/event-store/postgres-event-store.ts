@@ -11,6 +11,7 @@ import {
   type RecordedEvent,
 } from '../../ports/event-store.ts';
 import { GroupCommit, type Outcome } from '../group-commit.ts';
+import { timeAppend } from '../../observability/metrics.ts';
 import { translatePgError } from '../postgres/pg-errors.ts';
 import { createPostgresListener } from '../postgres/postgres-listener.ts';
 import { createPostgresClient, createPostgresPool, inTransaction, type PostgresOptions } from '../postgres/postgres-pool.ts';
@@ -162,7 +163,7 @@ export const createPostgresEventStore = async (options: PostgresEventStoreOption
     } catch (error) {
       throw translate(error);
     }
-  });
+  }, { name: 'postgres-event-store' });
 
   const query = async <R extends pg.QueryResultRow>(sql: string, params: unknown[]): Promise<R[]> => {
     try {
@@ -175,7 +176,7 @@ export const createPostgresEventStore = async (options: PostgresEventStoreOption
   const store: EventStore = {
     append(streamId, events, appendOptions = {}) {
       if (events.length === 0) return Promise.reject(new TypeError('append needs at least one event'));
-      return commits.submit({ streamId, events, expectedVersion: appendOptions.expectedVersion ?? 'any' });
+      return timeAppend('postgres', commits.submit({ streamId, events, expectedVersion: appendOptions.expectedVersion ?? 'any' }));
     },
 
     async readStream(streamId, { fromRevision = 0, maxCount = 2_147_483_647 } = {}) {
@@ -189,6 +190,11 @@ export const createPostgresEventStore = async (options: PostgresEventStoreOption
     },
 
     subscribeToAll: (subscribeOptions) => subscriptions.subscribe(subscribeOptions),
+
+    async headPosition() {
+      const rows = await query<{ position: string | null }>('SELECT max(position) AS position FROM events', []);
+      return BigInt(rows[0]?.position ?? 0);
+    },
 
     async readCheckpoint(checkpointId) {
       const rows = await query<{ position: string }>('SELECT position FROM event_checkpoints WHERE id = $1', [checkpointId]);

@@ -11,6 +11,7 @@ import {
   type RecordedEvent,
 } from '../../ports/event-store.ts';
 import { GroupCommit, type Outcome } from '../group-commit.ts';
+import { timeAppend } from '../../observability/metrics.ts';
 import { serialised, type SqliteDb } from '../sqlite/sqlite-database.ts';
 import { translateSqliteError } from '../sqlite/sqlite-errors.ts';
 import { type AppendRequest, type SqlEventStoreOptions, subscriptionsOver } from './polling-subscription.ts';
@@ -92,6 +93,7 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
     'SELECT * FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision LIMIT ?',
   );
   const readAll = reader.prepare<[number, number], EventRow>('SELECT * FROM events WHERE position > ? ORDER BY position LIMIT ?');
+  const head = reader.prepare<[], { position: number | null }>('SELECT max(position) AS position FROM events');
   const readCheckpoint = reader.prepare<[string], { position: number }>('SELECT position FROM event_checkpoints WHERE id = ?');
   const storeCheckpoint = db.prepare(
     'INSERT INTO event_checkpoints (id, position) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET position = excluded.position',
@@ -139,12 +141,12 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
       throw error;
     }
   };
-  const commits = new GroupCommit(flush);
+  const commits = new GroupCommit(flush, { name: 'sqlite-event-store' });
 
   const store: EventStore = {
     append(streamId, events, appendOptions = {}) {
       if (events.length === 0) return Promise.reject(new TypeError('append needs at least one event'));
-      return commits.submit({ streamId, events, expectedVersion: appendOptions.expectedVersion ?? 'any' });
+      return timeAppend('sqlite', commits.submit({ streamId, events, expectedVersion: appendOptions.expectedVersion ?? 'any' }));
     },
 
     async readStream(streamId, { fromRevision = 0, maxCount = Number.MAX_SAFE_INTEGER } = {}) {
@@ -156,6 +158,10 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
     },
 
     subscribeToAll: (subscribeOptions) => subscriptions.subscribe(subscribeOptions),
+
+    async headPosition() {
+      return BigInt((await translated(() => head.get()))?.position ?? 0);
+    },
 
     async readCheckpoint(checkpointId) {
       const row = await translated(() => readCheckpoint.get(checkpointId));

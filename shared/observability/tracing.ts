@@ -1,0 +1,123 @@
+/**
+ * OpenTelemetry traces (README, Traces). Off unless OTEL_EXPORTER_OTLP_ENDPOINT is set: without a
+ * registered provider the API hands out no-op spans and the helpers below cost next to nothing.
+ *
+ * One call is one trace across processes: the ingest request's context travels in the W3C
+ * `traceparent` of the calls.submitted.v1 record (as a plain header and as the CloudEvents
+ * distributed-tracing extension `ce_traceparent`); the processor stores it in the metadata of every
+ * event it appends to the call's stream, where the projections and the call-events relay find it.
+ */
+import { type Attributes, type Context, context, INVALID_SPAN_CONTEXT, propagation, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { BasicTracerProvider, BatchSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
+
+export { SpanKind };
+
+const TRACER = 'call-ingestion-service';
+let enabled = false;
+
+/** Whether a tracer provider is installed (the processor reads a call's trace context only then). */
+export const tracingEnabled = (): boolean => enabled;
+
+export interface Tracing {
+  /** Exports what is buffered and stops. */
+  shutdown(): Promise<void>;
+}
+
+/** Installs a provider with these span processors as the process's global one. */
+export const installTracing = (spanProcessors: SpanProcessor[], serviceName = TRACER): Tracing => {
+  const provider = new BasicTracerProvider({ resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: serviceName }), spanProcessors });
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+  trace.setGlobalTracerProvider(provider);
+  enabled = true;
+  return {
+    async shutdown() {
+      await provider.shutdown();
+      trace.disable();
+      context.disable();
+      propagation.disable();
+      enabled = false;
+    },
+  };
+};
+
+/** Exports spans over OTLP/HTTP to `endpoint` (the collector's base URL, `/v1/traces` is added). */
+export const startTracing = (endpoint: string, serviceName: string): Tracing =>
+  installTracing([new BatchSpanProcessor(new OTLPTraceExporter({ url: `${endpoint.replace(/\/+$/, '')}/v1/traces` }))], serviceName);
+
+const tracer = () => trace.getTracer(TRACER);
+
+/** The W3C trace context of `ctx` (default: the active one) as headers: `traceparent`, maybe `tracestate`. */
+export const traceHeaders = (ctx: Context = context.active()): Record<string, string> => {
+  const carrier: Record<string, string> = {};
+  propagation.inject(ctx, carrier);
+  return carrier;
+};
+
+/** The context a carrier (HTTP headers, record headers, event metadata) names; the root context otherwise. */
+export const traceContextFrom = (carrier: Record<string, unknown> | undefined): Context => {
+  if (!carrier) return ROOT_CONTEXT;
+  const traceparent = carrier.traceparent ?? carrier.ce_traceparent;
+  if (typeof traceparent !== 'string') return ROOT_CONTEXT;
+  const tracestate = carrier.tracestate ?? carrier.ce_tracestate;
+  return propagation.extract(ROOT_CONTEXT, { traceparent, ...(typeof tracestate === 'string' ? { tracestate } : {}) });
+};
+
+export interface SpanOptions {
+  kind?: SpanKind;
+  attributes?: Attributes;
+  /** Parent context; default the active one. */
+  parent?: Context;
+}
+
+/**
+ * Runs `work` inside a new active span and ends it; an error thrown is recorded on the span (status
+ * ERROR) and thrown on.
+ */
+export const inSpan = async <T>(name: string, options: SpanOptions, work: (span: Span) => Promise<T>): Promise<T> => {
+  if (!enabled) return work(trace.wrapSpanContext(INVALID_SPAN_CONTEXT));
+  const parent = options.parent ?? context.active();
+  return tracer().startActiveSpan(name, { kind: options.kind ?? SpanKind.INTERNAL, attributes: options.attributes }, parent, async (span) => {
+    try {
+      return await work(span);
+    } catch (error) {
+      span.recordException(error as Error);
+      span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+      throw error;
+    } finally {
+      span.end();
+    }
+  });
+};
+
+/**
+ * Runs `work` (which handles a batch of items) under one span per item that carries a trace
+ * context, each a child of its own item's trace: a batch of events from many calls shows in each
+ * call's trace.
+ */
+export const inSpansPerItem = async <I, T>(
+  name: string,
+  items: readonly I[],
+  carrierOf: (item: I) => Record<string, unknown> | undefined,
+  attributesOf: (item: I) => Attributes,
+  work: () => Promise<T>,
+): Promise<T> => {
+  if (!enabled) return work();
+  const spans = items.flatMap((item) => {
+    const parent = traceContextFrom(carrierOf(item));
+    return trace.getSpanContext(parent) ? [tracer().startSpan(name, { kind: SpanKind.CONSUMER, attributes: attributesOf(item) }, parent)] : [];
+  });
+  try {
+    return await work();
+  } catch (error) {
+    for (const span of spans) span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+    throw error;
+  } finally {
+    for (const span of spans) span.end();
+  }
+};

@@ -199,8 +199,14 @@ EOF
 }
 
 random_cluster_id() {
-  # Kafka cluster ids are 16 random bytes, base64url without padding (22 chars).
-  head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n'
+  # Kafka cluster ids are 16 random bytes, base64url without padding (22 chars). One that starts
+  # with "-" would be read by kafka-storage as an option (1 start in 64 failed so): draw again.
+  local id
+  while :; do
+    id="$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n')"
+    [[ "$id" != -* ]] && break
+  done
+  printf '%s' "$id"
 }
 
 # KafkaReady.java (next to the pom) is compiled once against Kafka's jars and cached.

@@ -1,0 +1,138 @@
+/**
+ * One call is one trace from POST to completed (README, Traces): the ingest request, the log
+ * append, the processor's intake and steps, the projections and the relay share one trace id. The
+ * context crosses the event log in the record's headers and the event store in event metadata, as
+ * it would between processes; the SDK's in-memory exporter collects the spans.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { createSqliteEventLog } from '../../../shared/adapters/event-log/sql-event-log.ts';
+import { createSqliteEventStore } from '../../../shared/adapters/event-store/sqlite-event-store.ts';
+import { createSqliteReadModels } from '../../../shared/adapters/read-models/sqlite-read-models.ts';
+import { openSqlite } from '../../../shared/adapters/sqlite/sqlite-database.ts';
+import { installTracing, type Tracing } from '../../../shared/observability/tracing.ts';
+import { eventually } from '../../support/eventually.ts';
+import { createPipelineHarness, type PipelineHarness } from '../../support/pipeline-harness.ts';
+import { tempDir } from '../../support/temp-dir.ts';
+
+const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-0[01]$/;
+const traceIdOf = (traceparent: string | undefined) => TRACEPARENT.exec(traceparent ?? '')?.[1];
+
+describe('traces: one call, one trace', () => {
+  const exporter = new InMemorySpanExporter();
+  let tracing: Tracing;
+  const dir = tempDir();
+  const opened = openSqlite(dir.path);
+  const eventStore = createSqliteEventStore(opened.db);
+  const eventLog = createSqliteEventLog(opened.db);
+  const readModels = createSqliteReadModels(opened.db);
+  let h: PipelineHarness;
+
+  before(async () => {
+    tracing = installTracing([new SimpleSpanProcessor(exporter)]);
+    h = await createPipelineHarness({ eventStore, eventLog, readModels });
+  });
+  after(async () => {
+    await h.close();
+    await tracing.shutdown();
+    await readModels.close();
+    await eventLog.close();
+    await eventStore.close();
+    opened.close();
+    dir.remove();
+  });
+
+  /** The spans of one trace once `names` are all among them. */
+  const spansOf = (traceId: string, names: (string | RegExp)[]) =>
+    eventually(
+      () => {
+        const spans = exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === traceId);
+        const missing = names.filter((name) => !spans.some((s) => (typeof name === 'string' ? s.name === name : name.test(s.name))));
+        if (missing.length > 0) throw new Error(`trace ${traceId} lacks ${missing.join(', ')}; has ${spans.map((s) => s.name).join(', ')}`);
+        return spans;
+      },
+      { timeoutMs: 15_000, intervalMs: 50 },
+    );
+
+  const parentOf = (span: ReadableSpan) => span.parentSpanContext?.spanId;
+
+  test('ingress, processor and projections spans of one call share its trace id, each a child of the step before', async () => {
+    const team = await h.team();
+    const accepted = await h.ingest({ key: team.key, body: { transcript: 'Rep: hello\nDana: we will sign by Friday', repName: 'Sam Seller' } });
+    assert.equal(accepted.statusCode, 201, accepted.body);
+    const { callId } = accepted.json<{ callId: string }>();
+    await h.callEvents(callId);
+
+    // The record on calls.submitted.v1 carries the trace context, plain and as the CloudEvents extension.
+    const record = await h.submitted(callId);
+    const traceId = traceIdOf(record.headers.traceparent);
+    assert.ok(traceId, `traceparent header on the record: ${JSON.stringify(record.headers)}`);
+    assert.equal(record.headers.ce_traceparent, record.headers.traceparent);
+
+    const submitted = h.topics.callsSubmitted;
+    const spans = await spansOf(traceId, [
+      'POST /api/integrations/push-api/ingest',
+      `publish ${submitted}`,
+      `process ${submitted}`,
+      'step start',
+      'step analyse',
+      'step complete',
+      'project call-history',
+      'project deals',
+      `publish ${h.topics.callEvents}`,
+    ]);
+    const byName = (name: string) => spans.find((s) => s.name === name)!;
+    const request = byName('POST /api/integrations/push-api/ingest');
+    const publish = byName(`publish ${submitted}`);
+    const intake = byName(`process ${submitted}`);
+    assert.equal(parentOf(publish), request.spanContext().spanId, 'the append is part of the request');
+    assert.equal(parentOf(intake), publish.spanContext().spanId, 'the intake continues from the record the ingress wrote');
+    for (const step of spans.filter((s) => s.name.startsWith('step '))) {
+      assert.equal(parentOf(step), intake.spanContext().spanId, `${step.name} follows the intake (context from the call's first event)`);
+      assert.equal(step.attributes['call.id'], callId);
+    }
+    const completeStep = byName('step complete');
+    const projected = spans.filter((s) => s.name === 'project call-history' && s.attributes['event.type'] === 'CallCompleted');
+    assert.equal(projected.length, 1, 'the history projection of CallCompleted is in the trace');
+    assert.equal(parentOf(projected[0]!), completeStep.spanContext().spanId, 'projecting CallCompleted is a child of the step that appended it');
+    assert.ok(spans.every((s) => s.spanContext().traceId === traceId));
+
+    // Downstream systems continue the trace from calls.events.v1.
+    const relayed = await eventually(
+      async () => {
+        const records = (await h.eventLog.read(h.topics.callEvents, { limit: 10_000 })).filter((r) => r.key === callId);
+        if (!records.some((r) => r.headers.ce_type === 'call.completed')) throw new Error('call.completed not relayed yet');
+        return records;
+      },
+      { timeoutMs: 15_000 },
+    );
+    for (const r of relayed) assert.equal(traceIdOf(r.headers.ce_traceparent), traceId, `${r.headers.ce_type} carries the call's trace`);
+  });
+
+  test("a caller's traceparent makes the call part of the caller's trace", async () => {
+    const team = await h.team();
+    const callerTrace = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const accepted = await h.ingest({
+      key: team.key,
+      body: { transcript: 'Rep: hi\nDana: hello' },
+      headers: { traceparent: `00-${callerTrace}-00f067aa0ba902b7-01` },
+    });
+    assert.equal(accepted.statusCode, 201, accepted.body);
+    await h.callEvents(accepted.json<{ callId: string }>().callId);
+    const spans = await spansOf(callerTrace, ['POST /api/integrations/push-api/ingest', 'step complete']);
+    assert.equal(spans.find((s) => s.name === 'POST /api/integrations/push-api/ingest')!.parentSpanContext?.spanId, '00f067aa0ba902b7');
+  });
+
+  test('two calls are two traces', async () => {
+    const team = await h.team();
+    const ids: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const accepted = await h.ingest({ key: team.key, body: { transcript: `Rep: call ${i}\nDana: ok` } });
+      ids.push(accepted.json<{ callId: string }>().callId);
+    }
+    const traces = await Promise.all(ids.map(async (id) => traceIdOf((await h.submitted(id)).headers.traceparent)));
+    assert.ok(traces[0] && traces[1]);
+    assert.notEqual(traces[0], traces[1]);
+  });
+});

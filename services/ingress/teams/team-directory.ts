@@ -95,6 +95,8 @@ export class TeamDirectory implements StateCache<TeamState> {
     const held = this.teams.get(teamId);
     if (held && held.version >= value.version) return;
     this.teams.set(teamId, value);
+    // Most team events are reservations and settlements: the key index changes only with the keys.
+    if (held?.state.status === 'active' && value.state.status === 'active' && held.state.apiKeys === value.state.apiKeys) return;
     this.index(teamId, value.state);
   }
 

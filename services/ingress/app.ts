@@ -153,10 +153,13 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
     }
   });
   installErrorHandler(app);
-  registerMetrics(app, { requireToken: adminGuard(deps.adminToken, deps.limiter, deps.metricsToken ? [deps.metricsToken] : []) });
 
   await app.register(swagger, {
+    // Every 4xx and 5xx of this API is RFC 9457 problem+json (error-handler.ts): say so in the document.
+    transformObject: (document) => ('openapiObject' in document ? problemJsonResponses(document.openapiObject as OpenApiDocument) : document.swaggerObject),
     openapi: {
+      // 3.1: its schemas are JSON Schema 2020-12, which is what TypeBox writes (numeric exclusiveMinimum, type null).
+      openapi: '3.1.0',
       info: {
         title: 'Call ingestion service',
         version: '1.0.0',
@@ -172,6 +175,8 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
     },
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
+  // After the document's plugin (so /metrics is in it), before every API route (so each is counted).
+  registerMetrics(app, { requireToken: adminGuard(deps.adminToken, deps.limiter, deps.metricsToken ? [deps.metricsToken] : []) });
 
   app.get(
     '/docs/events/:name.json',
@@ -199,4 +204,20 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
   registerAdminOpsRoutes(app, { eventLog: deps.eventLog, eventStore: deps.eventStore, readModels: deps.readModels, requireAdmin: adminGuard(deps.adminToken, deps.limiter) });
   if (deps.readModels) registerCallsRoutes(app, { teams: deps.teams, limiter: deps.limiter, callHistory: deps.readModels.callHistory });
   return app;
+};
+
+type OpenApiDocument = { paths?: Record<string, Record<string, { responses?: Record<string, { content?: Record<string, unknown> }> }>> };
+
+/** Error answers declared as application/problem+json, the content type they are sent with. */
+const problemJsonResponses = <T extends OpenApiDocument>(document: T): T => {
+  for (const operations of Object.values(document.paths ?? {})) {
+    for (const operation of Object.values(operations)) {
+      for (const [status, response] of Object.entries(operation.responses ?? {})) {
+        const json = response.content?.['application/json'];
+        if (Number(status) < 400 || !json) continue;
+        response.content = { 'application/problem+json': json };
+      }
+    }
+  }
+  return document;
 };

@@ -4,7 +4,7 @@
  * resumes the open calls it owns and re-arms their deadlines from here, so a deadline survives
  * any restart.
  */
-import type { EventStore, RecordedEvent, Subscription, SubscriptionStatus } from '../../shared/ports/event-store.ts';
+import type { EventStore, Json, RecordedEvent, Subscription, SubscriptionStatus } from '../../shared/ports/event-store.ts';
 
 export interface OpenCall {
   callId: string;
@@ -17,25 +17,82 @@ export interface OpenCall {
 
 const CALL_STREAM = /^call-(.+)$/;
 
+/** Name of the open set's snapshot in the event store. */
+export const OPEN_CALLS_SNAPSHOT = 'open-calls';
+/** How often the open set is snapshotted when it moved on; default 30 s (and at stop). */
+export const DEFAULT_SNAPSHOT_EVERY_MS = 30_000;
+
+/** The calls of a stored snapshot; undefined when it is not one this code wrote. */
+const decodeSnapshot = (data: Json): OpenCall[] | undefined => {
+  const calls = (data as { calls?: unknown } | null)?.calls;
+  if (!Array.isArray(calls)) return undefined;
+  const valid = calls.every(
+    (c: Partial<OpenCall> | null) =>
+      typeof c?.callId === 'string' && typeof c.teamId === 'string' && typeof c.submittedAt === 'string' && (c.deadline === undefined || typeof c.deadline === 'string'),
+  );
+  return valid ? (calls as OpenCall[]) : undefined;
+};
+
 export class OpenCalls {
   private readonly open = new Map<string, OpenCall>();
   private subscription?: Subscription;
+  /** Position of the last event applied; what a snapshot covers. */
+  private position = 0n;
+  private snapshotted = 0n;
+  private snapshotTimer?: NodeJS.Timeout;
+  private store?: EventStore;
 
-  constructor(private readonly onChange: (call: OpenCall, change: 'opened' | 'closed' | 'updated') => void = () => {}) {}
+  constructor(
+    private readonly onChange: (call: OpenCall, change: 'opened' | 'closed' | 'updated') => void = () => {},
+    private readonly options: { snapshotEveryMs?: number } = {},
+  ) {}
 
-  /** Follows the feed; resolves once every existing call event is applied. */
+  /**
+   * Starts from the last snapshot of the open set (so a start reads only the events after it, not
+   * the whole history) and follows the feed; resolves once every existing call event is applied.
+   */
   async start(store: EventStore): Promise<void> {
+    this.store = store;
+    // An unreadable snapshot only costs time: the feed from the start gives the same set.
+    const snapshot = await store.readSnapshot(OPEN_CALLS_SNAPSHOT).catch(() => undefined);
+    const calls = snapshot ? decodeSnapshot(snapshot.data) : undefined;
+    if (snapshot && calls) {
+      for (const call of calls) {
+        this.open.set(call.callId, { ...call });
+        this.onChange(call, 'opened');
+      }
+      this.position = this.snapshotted = snapshot.position;
+    }
     this.subscription = store.subscribeToAll({
       batchSize: 5000,
+      after: this.position,
       handler: async (events) => {
         for (const event of events) this.apply(event);
+        this.position = events[events.length - 1]!.position;
       },
     });
     await this.subscription.caughtUp();
+    this.snapshotTimer = setInterval(() => void this.snapshot(), this.options.snapshotEveryMs ?? DEFAULT_SNAPSHOT_EVERY_MS);
+    this.snapshotTimer.unref();
   }
 
   async stop(): Promise<void> {
+    clearInterval(this.snapshotTimer);
     await this.subscription?.stop();
+    await this.snapshot();
+  }
+
+  /** Stores the open set as of the last applied event, when it moved on since the last snapshot. */
+  async snapshot(): Promise<void> {
+    const position = this.position;
+    if (!this.store || position <= this.snapshotted) return;
+    const calls: Json[] = [...this.open.values()].map(({ callId, teamId, submittedAt, deadline }) => ({ callId, teamId, submittedAt, ...(deadline ? { deadline } : {}) }));
+    try {
+      await this.store.storeSnapshot(OPEN_CALLS_SNAPSHOT, { position, data: { calls } });
+      this.snapshotted = position;
+    } catch {
+      // The next one will try again; meanwhile a start reads a little more of the feed.
+    }
   }
 
   /** Resolves once every event appended before the call is applied. */

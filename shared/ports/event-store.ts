@@ -144,8 +144,24 @@ export interface EventStore {
   /** Stores a durable checkpoint. */
   storeCheckpoint(checkpointId: string, position: bigint): Promise<void>;
 
+  /**
+   * Last stored snapshot of a state folded from the feed: the position it covers and its data. A
+   * follower starts from it and reads only the events after it, so its start does not grow with
+   * the history.
+   */
+  readSnapshot(name: string): Promise<Snapshot | undefined>;
+
+  /** Stores a snapshot unless a newer one (a higher position) is already stored. */
+  storeSnapshot(name: string, snapshot: Snapshot): Promise<void>;
+
   /** Stops subscriptions and releases the connection or file. */
   close(): Promise<void>;
+}
+
+/** A folded state and the feed position it includes every event up to. */
+export interface Snapshot {
+  position: bigint;
+  data: Json;
 }
 
 /** The one error every adapter raises when an expected version does not hold. */

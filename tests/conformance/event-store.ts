@@ -160,6 +160,19 @@ export const eventStoreConformance = (name: string, factory: EventStoreFactory, 
       assertStrictlyIncreasing(seen);
     });
 
+    test('a snapshot is read back as stored, and an older one never replaces a newer one', async () => {
+      const { store } = await open();
+      const name = `snap-${randomUUID()}`;
+      assert.equal(await store.readSnapshot(name), undefined);
+      const data = { calls: [{ callId: 'c1', name: 'Müller 🎧 "quoted"', nested: { n: 1.5, list: [true, null] } }] };
+      await store.storeSnapshot(name, { position: 10n, data });
+      assert.deepEqual(await store.readSnapshot(name), { position: 10n, data });
+      await store.storeSnapshot(name, { position: 7n, data: { stale: true } });
+      assert.deepEqual(await store.readSnapshot(name), { position: 10n, data }, 'an older snapshot was stored over a newer one');
+      await store.storeSnapshot(name, { position: 12n, data: { calls: [] } });
+      assert.deepEqual(await store.readSnapshot(name), { position: 12n, data: { calls: [] } });
+    });
+
     test('headPosition is the position of the last committed event', async () => {
       const { store } = await open();
       const before = await store.headPosition();

@@ -9,11 +9,17 @@
  */
 import type { TeamEvent } from '../../../shared/domain/team/team-events.ts';
 import { evolveTeam, initialTeamState, type ActiveTeam, type TeamState } from '../../../shared/domain/team/team-state.ts';
-import type { EventStore, RecordedEvent, Subscription } from '../../../shared/ports/event-store.ts';
+import { decodeTeamState, encodeTeamState } from '../../../shared/domain/team/team-state-codec.ts';
+import type { EventStore, Json, RecordedEvent, Subscription } from '../../../shared/ports/event-store.ts';
 import type { StateCache, Versioned } from '../../runtime/aggregate-repository.ts';
 import type { ComponentReport } from '../../runtime/health.ts';
 
 const TEAM_STREAM = /^team-(.+)$/;
+
+/** Name of the directory's snapshot in the event store. */
+export const TEAM_DIRECTORY_SNAPSHOT = 'team-directory';
+/** How often the directory is snapshotted when it moved on; default 30 s (and at stop). */
+export const DEFAULT_DIRECTORY_SNAPSHOT_EVERY_MS = 30_000;
 
 export interface KeyOwner {
   teamId: string;
@@ -25,20 +31,74 @@ export class TeamDirectory implements StateCache<TeamState> {
   private readonly keysByHash = new Map<string, KeyOwner>();
   private readonly lastUsed = new Map<string, string>();
   private subscription?: Subscription;
+  /** Position of the last feed event applied; what a snapshot covers. */
+  private position = 0n;
+  private snapshotted = 0n;
+  private snapshotTimer?: NodeJS.Timeout;
+  private store?: EventStore;
 
-  /** Starts following the feed; resolves once every existing team event is applied. */
+  constructor(private readonly options: { snapshotEveryMs?: number } = {}) {}
+
+  /**
+   * Starts from the last snapshot of every team's state (so a start reads only the events after
+   * it, not every reservation ever made) and follows the feed; resolves once every existing team
+   * event is applied.
+   */
   async start(store: EventStore): Promise<void> {
+    this.store = store;
+    // An unreadable snapshot only costs time: the feed from the start gives the same states.
+    const snapshot = await store.readSnapshot(TEAM_DIRECTORY_SNAPSHOT).catch(() => undefined);
+    const teams = snapshot ? this.decodeSnapshot(snapshot.data) : undefined;
+    if (snapshot && teams) {
+      for (const [teamId, held] of teams) this.set(teamId, held);
+      this.position = this.snapshotted = snapshot.position;
+    }
     this.subscription = store.subscribeToAll({
       batchSize: 2000,
+      after: this.position,
       handler: async (events) => {
         for (const event of events) this.apply(event);
+        this.position = events[events.length - 1]!.position;
       },
     });
     await this.subscription.caughtUp();
+    this.snapshotTimer = setInterval(() => void this.snapshot(), this.options.snapshotEveryMs ?? DEFAULT_DIRECTORY_SNAPSHOT_EVERY_MS);
+    this.snapshotTimer.unref();
   }
 
   async stop(): Promise<void> {
+    clearInterval(this.snapshotTimer);
     await this.subscription?.stop();
+    await this.snapshot();
+  }
+
+  /**
+   * Stores every team's state, when the feed moved on since the last snapshot. A state may be
+   * newer than the position (this process's own writes land here at once): a start from the
+   * snapshot then skips the feed events it already holds, as `apply` does.
+   */
+  async snapshot(): Promise<void> {
+    const position = this.position;
+    if (!this.store || position <= this.snapshotted) return;
+    const teams: Json[] = [...this.teams].map(([teamId, { state, version }]) => ({ teamId, version, state: encodeTeamState(state) }));
+    try {
+      await this.store.storeSnapshot(TEAM_DIRECTORY_SNAPSHOT, { position, data: { teams } });
+      this.snapshotted = position;
+    } catch {
+      // The next one will try again; meanwhile a start reads a little more of the feed.
+    }
+  }
+
+  private decodeSnapshot(data: Json): Map<string, Versioned<TeamState>> | undefined {
+    const teams = (data as { teams?: unknown } | null)?.teams;
+    if (!Array.isArray(teams)) return undefined;
+    const decoded = new Map<string, Versioned<TeamState>>();
+    for (const entry of teams as { teamId?: unknown; version?: unknown; state?: Json }[]) {
+      const state = entry.state === undefined ? undefined : decodeTeamState(entry.state);
+      if (typeof entry.teamId !== 'string' || typeof entry.version !== 'number' || !state) return undefined;
+      decoded.set(entry.teamId, { state, version: entry.version });
+    }
+    return decoded;
   }
 
   /**

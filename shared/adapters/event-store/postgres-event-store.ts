@@ -55,6 +55,11 @@ const SCHEMA = `
     recorded_at TIMESTAMPTZ NOT NULL DEFAULT now(),
     UNIQUE (stream_id, revision)
   );
+  CREATE TABLE IF NOT EXISTS event_snapshots (
+    name     TEXT PRIMARY KEY,
+    position BIGINT NOT NULL,
+    data     JSONB NOT NULL
+  );
   CREATE TABLE IF NOT EXISTS event_checkpoints (
     id       TEXT PRIMARY KEY,
     position BIGINT NOT NULL
@@ -205,6 +210,18 @@ export const createPostgresEventStore = async (options: PostgresEventStoreOption
       await query(
         'INSERT INTO event_checkpoints (id, position) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET position = excluded.position',
         [checkpointId, position.toString()],
+      );
+    },
+
+    async readSnapshot(name) {
+      const rows = await query<{ position: string; data: Json }>('SELECT position, data FROM event_snapshots WHERE name = $1', [name]);
+      return rows[0] ? { position: BigInt(rows[0].position), data: rows[0].data } : undefined;
+    },
+
+    async storeSnapshot(name, snapshot) {
+      await query(
+        'INSERT INTO event_snapshots (name, position, data) VALUES ($1, $2, $3) ON CONFLICT (name) DO UPDATE SET position = excluded.position, data = excluded.data WHERE excluded.position > event_snapshots.position',
+        [name, snapshot.position.toString(), JSON.stringify(snapshot.data)],
       );
     },
 

@@ -42,6 +42,11 @@ const SCHEMA = `
     recorded_at INTEGER NOT NULL,
     UNIQUE (stream_id, revision)
   );
+  CREATE TABLE IF NOT EXISTS event_snapshots (
+    name     TEXT PRIMARY KEY,
+    position INTEGER NOT NULL,
+    data     TEXT NOT NULL
+  );
   CREATE TABLE IF NOT EXISTS event_checkpoints (
     id       TEXT PRIMARY KEY,
     position INTEGER NOT NULL
@@ -93,6 +98,10 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
     'SELECT * FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision LIMIT ?',
   );
   const readAll = reader.prepare<[number, number], EventRow>('SELECT * FROM events WHERE position > ? ORDER BY position LIMIT ?');
+  const readSnapshot = reader.prepare<[string], { position: number; data: string }>('SELECT position, data FROM event_snapshots WHERE name = ?');
+  const storeSnapshot = db.prepare(
+    'INSERT INTO event_snapshots (name, position, data) VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE SET position = excluded.position, data = excluded.data WHERE excluded.position > event_snapshots.position',
+  );
   const head = reader.prepare<[], { position: number | null }>('SELECT max(position) AS position FROM events');
   const readCheckpoint = reader.prepare<[string], { position: number }>('SELECT position FROM event_checkpoints WHERE id = ?');
   const storeCheckpoint = db.prepare(
@@ -170,6 +179,16 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
 
     async storeCheckpoint(checkpointId, position) {
       await translated(() => serialised(db, () => storeCheckpoint.run(checkpointId, Number(position))));
+    },
+
+    async readSnapshot(name) {
+      const row = await translated(() => readSnapshot.get(name));
+      return row ? { position: BigInt(row.position), data: JSON.parse(row.data) as Json } : undefined;
+    },
+
+    async storeSnapshot(name, snapshot) {
+      const data = JSON.stringify(snapshot.data);
+      await translated(() => serialised(db, () => storeSnapshot.run(name, Number(snapshot.position), data)));
     },
 
     async close() {

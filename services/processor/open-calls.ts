@@ -2,7 +2,7 @@
  * The unfinished calls, followed from the event store's global feed: a call is open from
  * CallSubmitted until CallCompleted or CallFailed. After a restart or a rebalance the processor
  * resumes the open calls it owns and re-arms their deadlines from here, so a deadline survives
- * any restart.
+ * any restart. An operator's CallRetried opens a failed call again (`reopened`).
  */
 import type { EventStore, Json, RecordedEvent, Subscription, SubscriptionStatus } from '../../shared/ports/event-store.ts';
 
@@ -10,6 +10,7 @@ export interface OpenCall {
   callId: string;
   /** The call's team (whose turn its work takes in the processor's fair queues). */
   teamId: string;
+  /** When its processing clock started: the submission, or the last retry (CallRetried). */
   submittedAt: string;
   /** Recorded deadline, once processing started. */
   deadline?: string;
@@ -43,7 +44,7 @@ export class OpenCalls {
   private store?: EventStore;
 
   constructor(
-    private readonly onChange: (call: OpenCall, change: 'opened' | 'closed' | 'updated') => void = () => {},
+    private readonly onChange: (call: OpenCall, change: 'opened' | 'reopened' | 'closed' | 'updated') => void = () => {},
     private readonly options: { snapshotEveryMs?: number } = {},
   ) {}
 
@@ -132,6 +133,16 @@ export class OpenCalls {
         if (!call || typeof deadline !== 'string' || Number.isNaN(Date.parse(deadline))) return;
         call.deadline = deadline;
         this.onChange(call, 'updated');
+        return;
+      }
+      case 'CallRetried': {
+        // The deadline runs from the retry; the team is in the metadata of every call event.
+        const { at } = event.data as { at?: unknown };
+        const { teamId } = event.metadata;
+        if (typeof at !== 'string' || Number.isNaN(Date.parse(at)) || this.open.has(callId)) return;
+        const call = { callId, teamId: typeof teamId === 'string' ? teamId : '', submittedAt: at };
+        this.open.set(callId, call);
+        this.onChange(call, 'reopened');
         return;
       }
       case 'CallCompleted':

@@ -139,6 +139,8 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
   const openCalls = new OpenCalls((call, change) => {
     if (change === 'closed') return deadlines.disarm(call.callId);
     if (owns(call.callId)) deadlines.arm(call.callId, deadlineOf(call));
+    // An operator retried a failed call of ours: work it now rather than at the next sweep.
+    if (change === 'reopened' && owns(call.callId)) actors.wake(call.callId, call.teamId);
   });
   await openCalls.start(options.eventStore);
 

@@ -1,13 +1,14 @@
 /**
  * The Call aggregate as a decider: every step of processing is a command that is legal only at its
  * stage, so a redelivered or late step is refused instead of applied twice, and nothing revives a
- * finished call. Processing mode (spec): audio only → fetch, transcribe, analyse; transcript only →
+ * finished call, except an operator's retry of a failure that may not happen again. Processing mode (spec): audio only → fetch, transcribe, analyse; transcript only →
  * transcript-only analysis; both → the audio's transcript is the primary one.
  */
 import { DomainError, type Decider } from '../decider.ts';
 import type { CallAnalysis, CallEvent, ProcessingMode } from './call-events.ts';
 import type { CallSubmittedData } from './call-submitted.ts';
-import { type CallState, evolveCall, initialCallState, type PendingCall, submittedDeal } from './call-state.ts';
+import { type CallState, evolveCall, initialCallState, type PendingCall, stageOf, submittedDeal } from './call-state.ts';
+import { isRetriableFailure, RETRIABLE_FAILURE_CODES } from './retriable-failures.ts';
 
 export type CallCommand =
   | { type: 'SubmitCall'; data: CallSubmittedData }
@@ -18,9 +19,11 @@ export type CallCommand =
   | { type: 'RecordDeal'; now: string }
   | { type: 'CompleteCall'; now: string }
   | { type: 'FailCall'; code: string; reason: string; now: string }
-  | { type: 'TimeOut'; now: string; timeoutMs: number };
+  | { type: 'TimeOut'; now: string; timeoutMs: number }
+  /** An operator's retry of a failed call; `capacity` is what was reserved for it again. */
+  | { type: 'RetryCall'; now: string; capacity: { reservedMinutes: number; autoRechargedMinutes: number } };
 
-export const CALL_ERROR_CODES = ['CALL_NOT_FOUND', 'CALL_ALREADY_FINISHED', 'CALL_STEP_OUT_OF_ORDER'] as const;
+export const CALL_ERROR_CODES = ['CALL_NOT_FOUND', 'CALL_ALREADY_FINISHED', 'CALL_STEP_OUT_OF_ORDER', 'CALL_NOT_RETRIABLE'] as const;
 export type CallErrorCode = (typeof CALL_ERROR_CODES)[number];
 
 /** The reason (and code) of a call that stayed pending past its deadline (DESIGN.md). */
@@ -33,9 +36,9 @@ const refuse = (code: CallErrorCode, message: string): never => {
 /** Audio when there is a recording link (even with a transcript), else the inline transcript. */
 export const processingMode = (submitted: CallSubmittedData): ProcessingMode => (submitted.submission.audioUrl ? 'audio' : 'transcript');
 
-/** The instant a pending call times out: its recorded deadline, else submission time + timeout. */
+/** The instant a pending call times out: its recorded deadline, else submission (or last retry) time + timeout. */
 export const deadlineOf = (call: PendingCall, timeoutMs: number): string =>
-  call.deadline ?? new Date(Date.parse(call.submitted.submittedAt) + timeoutMs).toISOString();
+  call.deadline ?? new Date(Date.parse(call.retriedAt ?? call.submitted.submittedAt) + timeoutMs).toISOString();
 
 const pendingCall = (state: CallState, step: string): PendingCall => {
   if (state.status === 'absent') return refuse('CALL_NOT_FOUND', `${step}: the call does not exist`);
@@ -88,11 +91,29 @@ export const decideCall = (command: CallCommand, state: CallState): CallEvent[] 
       if (Date.parse(command.now) < Date.parse(deadlineOf(state, command.timeoutMs))) return [];
       return [{ type: 'CallFailed', data: { code: PROCESSING_TIMEOUT, reason: PROCESSING_TIMEOUT, at: command.now } }];
     }
+    case 'RetryCall':
+      return retry(command, state);
     default: {
       const unhandled: never = command;
       throw new Error(`unknown call command ${(unhandled as { type: string }).type}`);
     }
   }
+};
+
+const retry = (command: Extract<CallCommand, { type: 'RetryCall' }>, state: CallState): CallEvent[] => {
+  if (state.status === 'absent') return refuse('CALL_NOT_FOUND', 'The call does not exist.');
+  if (state.status !== 'failed') {
+    const where = state.status === 'pending' ? `pending (stage ${state.stage})` : 'completed';
+    return refuse('CALL_NOT_RETRIABLE', `The call is ${where}; only a failed call can be retried.`);
+  }
+  if (!isRetriableFailure(state.code)) {
+    return refuse(
+      'CALL_NOT_RETRIABLE',
+      `The call failed with ${state.code}, which trying again cannot change. Retriable failures: ${RETRIABLE_FAILURE_CODES.join(', ')}.`,
+    );
+  }
+  const previousFailure = { code: state.code, reason: state.reason, at: state.failedAt };
+  return [{ type: 'CallRetried', data: { previousFailure, resumesAt: stageOf(state), capacity: command.capacity, at: command.now } }];
 };
 
 export const callDecider: Decider<CallCommand, CallState, CallEvent> = {

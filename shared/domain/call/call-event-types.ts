@@ -13,6 +13,7 @@ export const CLOUD_EVENT_TYPES: Record<CallEventType, string> = {
   DealRecorded: 'call.deal.recorded',
   CallCompleted: 'call.completed',
   CallFailed: 'call.failed',
+  CallRetried: 'call.retried',
 };
 
 export const isCallEventType = (type: string): type is CallEventType => Object.hasOwn(CLOUD_EVENT_TYPES, type);

@@ -4,8 +4,11 @@
  *   CallSubmitted → ProcessingStarted → [AudioFetched] → TranscriptRecorded → CallAnalysed
  *     → [DealRecorded] → CallCompleted
  *   any pending state → CallFailed (a terminal step error, or the processing timeout)
+ *   CallFailed with a retriable code → CallRetried (an operator's retry) → pending again, from
+ *     the last step that succeeded
  */
 import type { Deal } from '../submission/submission.ts';
+import type { CallStage } from './call-state.ts';
 import type { CallSubmitted } from './call-submitted.ts';
 
 export type ProcessingMode = 'audio' | 'transcript';
@@ -74,5 +77,23 @@ export type CallFailed = {
   };
 };
 
-export type CallEvent = CallSubmitted | ProcessingStarted | AudioFetched | TranscriptRecorded | CallAnalysed | DealRecorded | CallCompleted | CallFailed;
+/**
+ * An operator retried a failed call whose failure may not happen again (see
+ * retriable-failures.ts). The call is pending again from its last good step (`resumesAt`), with
+ * capacity reserved anew and a fresh processing deadline: `at` + PROCESSING_TIMEOUT_MS.
+ */
+export type CallRetried = {
+  type: 'CallRetried';
+  data: {
+    /** The failure the retry answers. */
+    previousFailure: CallFailed['data'];
+    /** The stage processing resumes at: nothing that succeeded is done again. */
+    resumesAt: CallStage;
+    /** Capacity reserved for the retry, as at submission. */
+    capacity: { reservedMinutes: number; autoRechargedMinutes: number };
+    at: string;
+  };
+};
+
+export type CallEvent = CallSubmitted | ProcessingStarted | AudioFetched | TranscriptRecorded | CallAnalysed | DealRecorded | CallCompleted | CallFailed | CallRetried;
 export type CallEventType = CallEvent['type'];

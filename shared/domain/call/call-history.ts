@@ -11,6 +11,7 @@
  *     completed  `completed`
  *     failed     the CallFailed reason (`processing_timeout` for a timeout)
  *   processingError  the CallFailed code; null unless failed
+ *   A retried call (CallRetried) is pending again at the stage it resumes at, without its error.
  *
  * Details appear as they are recorded: `transcript` with TranscriptRecorded (the primary
  * transcript: the audio's for an audio call), `analysis` and `score` with CallAnalysed, `deal` with
@@ -28,7 +29,7 @@
 import type { Json, RecordedEvent } from '../../ports/event-store.ts';
 import type { Deal, NormalisedTranscript, Submission } from '../submission/submission.ts';
 import type { MetadataValue } from '../submission/tags-and-metadata.ts';
-import type { CallAnalysed, CallCompleted, CallFailed, DealRecorded, Insight, ProcessingStarted, ScoreComponent, TranscriptRecorded } from './call-events.ts';
+import type { CallAnalysed, CallCompleted, CallFailed, CallRetried, DealRecorded, Insight, ProcessingStarted, ScoreComponent, TranscriptRecorded } from './call-events.ts';
 import type { CallSubmittedData } from './call-submitted.ts';
 import type { CallStage } from './call-state.ts';
 import { displayedTitle } from './title.ts';
@@ -210,6 +211,10 @@ const applyToRow = (row: CallHistoryRow, type: string, data: Json): CallHistoryR
       const d = data as unknown as CallFailed['data'];
       return { ...row, status: 'failed', stage: null, statusReason: d.reason, processingError: d.code, updatedAt: d.at };
     }
+    case 'CallRetried': {
+      const d = data as unknown as CallRetried['data'];
+      return { ...row, ...pendingAt(d.resumesAt), processingError: null, updatedAt: d.at };
+    }
     default:
       return undefined; // not an event the row shows
   }
@@ -217,8 +222,8 @@ const applyToRow = (row: CallHistoryRow, type: string, data: Json): CallHistoryR
 
 /**
  * The row after `event`. Pure. Events of other streams, unknown types, events at or before
- * `row.lastPosition`, events after the call finished (a late result never revives a failed call)
- * and events of a call without a row leave the input as it is.
+ * `row.lastPosition`, events after the call finished (a late result never revives a failed call;
+ * only an operator's CallRetried does) and events of a call without a row leave the input as it is.
  */
 export const evolveHistoryRow = (row: CallHistoryRow | undefined, event: RecordedEvent): CallHistoryRow | undefined => {
   const callId = callIdOfStream(event.streamId);
@@ -229,7 +234,7 @@ export const evolveHistoryRow = (row: CallHistoryRow | undefined, event: Recorde
   }
   if (row.callId !== callId) throw new Error(`event of stream ${event.streamId} applied to the row of call ${row.callId}`);
   if (event.position <= BigInt(row.lastPosition)) return row;
-  if (row.status !== 'pending') return row;
+  if (row.status !== 'pending' && !(row.status === 'failed' && event.type === 'CallRetried')) return row;
   const next = applyToRow(row, event.type, event.data);
   return next ? { ...next, lastPosition: event.position.toString() } : row;
 };

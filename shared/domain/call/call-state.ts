@@ -15,6 +15,8 @@ interface CallFacts {
   mode?: ProcessingMode;
   /** ISO instant after which a pending call fails with `processing_timeout`. */
   deadline?: string;
+  /** When an operator last retried the call: its processing clock restarted then. */
+  retriedAt?: string;
   audio?: { bytes: number; contentType: string };
   transcript?: TranscriptRecorded['data'];
   analysis?: CallAnalysis;
@@ -34,7 +36,7 @@ export const initialCallState: CallState = { status: 'absent' };
 export const submittedDeal = (state: CallFacts): Deal | undefined => state.submitted.submission.deal;
 
 /** Where a pending call is, derived from what has happened so far. */
-const stageOf = (call: CallFacts): CallStage => {
+export const stageOf = (call: CallFacts): CallStage => {
   if (!call.mode) return 'queued';
   if (!call.transcript) return call.mode === 'audio' && !call.audio ? 'fetching_audio' : 'transcribing';
   if (!call.analysis) return 'analysing';
@@ -45,8 +47,8 @@ const stageOf = (call: CallFacts): CallStage => {
 const pending = (facts: CallFacts): PendingCall => ({ ...facts, status: 'pending', stage: stageOf(facts) });
 
 const facts = (state: PendingCall | CompletedCall | FailedCall): CallFacts => {
-  const { callId, submitted, mode, deadline, audio, transcript, analysis, dealRecorded } = state;
-  return { callId, submitted, mode, deadline, audio, transcript, analysis, dealRecorded };
+  const { callId, submitted, mode, deadline, retriedAt, audio, transcript, analysis, dealRecorded } = state;
+  return { callId, submitted, mode, deadline, retriedAt, audio, transcript, analysis, dealRecorded };
 };
 
 export const evolveCall = (state: CallState, event: CallEvent): CallState => {
@@ -72,6 +74,9 @@ export const evolveCall = (state: CallState, event: CallEvent): CallState => {
       return { ...known, status: 'completed', completedAt: event.data.at, durationSeconds: event.data.durationSeconds };
     case 'CallFailed':
       return { ...known, status: 'failed', failedAt: event.data.at, code: event.data.code, reason: event.data.reason };
+    case 'CallRetried':
+      // Everything recorded so far stays; the old deadline goes, the clock restarts at the retry.
+      return state.status === 'failed' ? pending({ ...known, deadline: undefined, retriedAt: event.data.at }) : state;
     default: {
       const unhandled: never = event;
       throw new Error(`unknown call event ${(unhandled as { type: string }).type}`);

@@ -3,6 +3,7 @@
  * documents cannot drift apart. Served at /docs/events/{name}.json.
  */
 import { type Static, Type } from '@sinclair/typebox';
+import type { CallRetried } from './call-events.ts';
 import type { DealRecord } from './deal-record.ts';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
@@ -42,4 +43,44 @@ type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const _dealRecordMatchesSchema: Same<Static<typeof DealOutcomeUpdatedSchema>, DealRecord> = true;
 void _dealRecordMatchesSchema;
 
-export const EVENT_SCHEMAS = { 'deal.outcome.updated': DealOutcomeUpdatedSchema } as const;
+/**
+ * `call.retried` on `calls.events.v1`: the value of the message (CloudEvents binary mode: `ce_id`
+ * is the event's id, `ce_subject` and the key the call id, `ce_sequence` its revision in the
+ * call's stream, `ce_teamid` the team). The call is pending again; its next events follow.
+ */
+export const CallRetriedSchema = Type.Object(
+  {
+    previousFailure: Type.Object(
+      {
+        code: Type.String({ description: 'The processingError the call had, e.g. audio_unreachable.' }),
+        reason: Type.String({ description: 'The statusReason the call had.' }),
+        at: Type.String({ format: 'date-time', description: 'When the call failed.' }),
+      },
+      { additionalProperties: false, description: 'The failure the retry answers.' },
+    ),
+    resumesAt: Type.Union(
+      [Type.Literal('queued'), Type.Literal('fetching_audio'), Type.Literal('transcribing'), Type.Literal('analysing'), Type.Literal('recording_deal'), Type.Literal('completing')],
+      { description: 'The stage processing resumes at; the steps before it are not done again.' },
+    ),
+    capacity: Type.Object(
+      {
+        reservedMinutes: Type.Integer({ minimum: 1, description: 'Capacity reserved again for the retry (the same estimate as at submission).' }),
+        autoRechargedMinutes: Type.Integer({ minimum: 0, description: 'Capacity the reservation bought by auto-recharge.' }),
+      },
+      { additionalProperties: false },
+    ),
+    at: Type.String({ format: 'date-time', description: 'When the call was retried; its processing deadline is this plus PROCESSING_TIMEOUT_MS.' }),
+  },
+  {
+    $id: 'call.retried',
+    title: 'call.retried',
+    description: 'An operator retried a failed call whose failure may not happen again; processing resumes from its last good step.',
+    additionalProperties: false,
+  },
+);
+
+// The schema and the event's type describe one shape.
+const _callRetriedMatchesSchema: Same<Static<typeof CallRetriedSchema>, CallRetried['data']> = true;
+void _callRetriedMatchesSchema;
+
+export const EVENT_SCHEMAS = { 'deal.outcome.updated': DealOutcomeUpdatedSchema, 'call.retried': CallRetriedSchema } as const;

@@ -18,6 +18,7 @@ import { CALL_EVENTS_RELAY, startCallEventsRelay } from './call-events-relay.ts'
 import { projectionLagGauge } from '../../shared/observability/metrics.ts';
 import { inSpansPerItem } from '../../shared/observability/tracing.ts';
 import { type SkippableProjection, skippedPositions } from './skipped-events.ts';
+import { recordStopped } from './projection-status.ts';
 import { ProjectionEventError, type Supervised, supervised } from './supervised.ts';
 
 export const DEAL_OUTCOME_UPDATED = 'deal.outcome.updated';
@@ -108,9 +109,11 @@ export const startProjections = (options: ProjectionsOptions): Projections => {
 
   const publisher = new DealOutcomePublisher(readModels, eventLog, topics, log);
   const isSkipped = (projection: SkippableProjection) => async (position: bigint) => (await skippedPositions(eventStore, projection)).has(position);
+  // A stop is recorded in the store, so every process's GET /api/admin/projections reports it.
+  const onHalted = (error: ProjectionEventError) => void recordStopped(eventStore, error).catch((e: unknown) => log.warn({ err: e }, 'the stop could not be recorded in the event store'));
   const running: [string, Supervised][] = [
-    ['call-history', supervised('call-history projection', () => followFromCheckpoint('call-history', eventStore, readModels.callHistory), log, { isSkipped: isSkipped('call-history') })],
-    ['deals', supervised('deal projection', () => followFromCheckpoint('deals', eventStore, readModels.deals, () => publisher.wake()), log, { isSkipped: isSkipped('deals') })],
+    ['call-history', supervised('call-history projection', () => followFromCheckpoint('call-history', eventStore, readModels.callHistory), log, { isSkipped: isSkipped('call-history'), onHalted })],
+    ['deals', supervised('deal projection', () => followFromCheckpoint('deals', eventStore, readModels.deals, () => publisher.wake()), log, { isSkipped: isSkipped('deals'), onHalted })],
   ];
   if (options.relayCallEvents !== false) {
     running.push(['call-events-relay', supervised('call-events relay', () => startCallEventsRelay({ eventStore, eventLog, topics, logger: log }), log)]);

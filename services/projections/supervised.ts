@@ -38,6 +38,8 @@ export interface SupervisedOptions {
   isSkipped?: (position: bigint) => Promise<boolean>;
   /** How often a stopped projection looks for the skip; default 2000 ms. */
   skipPollMs?: number;
+  /** Told once each time it stops on an event (to record it where every process can see it). */
+  onHalted?: (error: ProjectionEventError) => void;
 }
 
 export const supervised = (name: string, start: () => Subscription, logger: Logger, options: SupervisedOptions = {}): Supervised => {
@@ -85,6 +87,7 @@ export const supervised = (name: string, start: () => Subscription, logger: Logg
             { err: error, subscription: name, position: error.event.position.toString(), streamId: error.event.streamId, eventType: error.event.type },
             `${name} stopped on an event it cannot project; skip it with: npm run admin -- skip ${error.projection} ${error.event.position}`,
           );
+          options.onHalted?.(error);
           return waitForSkip(error);
         }
         if (Date.now() - startedAt > 60_000) failures = 0;

@@ -77,6 +77,8 @@ export interface CallHistoryStore extends ProjectionWriter {
    * @throws InvalidQueryError for a limit outside 1–100, an unknown status or a cursor this store did not issue.
    */
   list(teamId: string, query?: CallHistoryQuery): Promise<CallHistoryPage>;
+  /** The version reads and live applies use: 1 until a rebuild is activated, then the rebuild's. */
+  activeVersion(): Promise<number>;
   /**
    * Creates a new, empty version of the call history tables (dropping any unfinished earlier
    * rebuild) and returns where to write it.

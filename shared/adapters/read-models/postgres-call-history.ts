@@ -263,6 +263,11 @@ export const createPostgresCallHistory = async (pool: pg.Pool, { trigramSchema: 
   const callHistory: CallHistoryStore = {
     apply: applyLive,
     checkpoint: () => readCheckpoint(pool, HISTORY),
+    activeVersion: () =>
+      translated(async () => {
+        const { rows } = await pool.query<{ version: number }>("SELECT version FROM read_model_versions WHERE model = $1 AND state = 'active'", [HISTORY]);
+        return rows[0]?.version ?? 1;
+      }),
 
     get: (teamId, callId) =>
       onActive(async (v) => {

@@ -272,6 +272,9 @@ export const createSqliteCallHistory = (db: SqliteDb, versions: SqliteVersions, 
     async checkpoint() {
       return BigInt(versions.active(HISTORY).checkpoint);
     },
+    async activeVersion() {
+      return versions.active(HISTORY).version;
+    },
 
     async get(teamId, callId) {
       const row = statements(versions.active(HISTORY).version).get.get(callId, teamId);

@@ -1,0 +1,109 @@
+/**
+ * How each projection is doing, as any process can tell from the store: its durable checkpoint,
+ * the event store's head, the lag between them and the read-model version come from the store,
+ * and so does a stop. A projection that stops on an event it cannot project records a
+ * `ProjectionStopped` event (stream `projection-status`) naming the event and the error; it is
+ * `stopped` while its checkpoint is below that event (until an operator skips it, or a replay
+ * goes past it). Whether a projection is running right now only the process that runs it knows:
+ * there its live report says `running`; in any other process the state is `unknown`, and the lag
+ * shows whether it moves.
+ */
+import type { EventStore } from '../../shared/ports/event-store.ts';
+import type { ReadModels } from '../../shared/ports/read-models.ts';
+import type { ComponentReport, Health } from '../runtime/health.ts';
+import { CALL_EVENTS_RELAY } from './call-events-relay.ts';
+import type { ProjectionEventError } from './supervised.ts';
+
+export const PROJECTION_STATUS_STREAM = 'projection-status';
+export const PROJECTION_STOPPED = 'ProjectionStopped';
+
+/** The projections of the projections service, by the names /readyz and the admin API use. */
+export const PROJECTION_NAMES = ['call-history', 'deals', 'call-events-relay'] as const;
+export type ProjectionName = (typeof PROJECTION_NAMES)[number];
+
+/** A projection stopped on one event: recorded once each time it stops. */
+export interface ProjectionStopped {
+  projection: string;
+  /** Global position of the event it cannot project, as a decimal string. */
+  position: string;
+  streamId: string;
+  eventType: string;
+  error: string;
+  at: string;
+}
+
+export interface ProjectionStatus {
+  name: ProjectionName;
+  /** Position of the last event applied, durable; a decimal string (positions are 64-bit). */
+  checkpoint: string;
+  /** Position of the last event in the store. */
+  head: string;
+  /** Events in the store the projection has not applied: head − checkpoint. */
+  lag: number;
+  /** The read-model version reads use (a replay activates a new one); null for the relay, which has none. */
+  version: number | null;
+  /** `stopped` on an event (see `stoppedOn`); `running` as reported by this process, which runs it; `unknown` when another process runs it. */
+  state: 'running' | 'stopped' | 'unknown';
+  /** The event it stopped on and the error, while stopped. */
+  stoppedOn?: Omit<ProjectionStopped, 'projection' | 'at'> & { at?: string };
+  /** The live report of this process, when it runs the projection (what /readyz shows). */
+  thisProcess?: ComponentReport;
+}
+
+/** Records that a projection stopped on an event; every process reads it from the store. */
+export const recordStopped = async (store: EventStore, error: ProjectionEventError, now = new Date()): Promise<void> => {
+  const data: ProjectionStopped = {
+    projection: error.projection,
+    position: error.event.position.toString(),
+    streamId: error.event.streamId,
+    eventType: error.event.type,
+    error: (error.cause as Error)?.message ?? error.message,
+    at: now.toISOString(),
+  };
+  await store.append(PROJECTION_STATUS_STREAM, [{ type: PROJECTION_STOPPED, data: { ...data } }]);
+};
+
+/** The latest recorded stop of each projection. */
+const latestStops = async (store: EventStore): Promise<Map<string, ProjectionStopped>> => {
+  const latest = new Map<string, ProjectionStopped>();
+  for (let from = 0; ; ) {
+    const events = await store.readStream(PROJECTION_STATUS_STREAM, { fromRevision: from, maxCount: 1000 });
+    for (const event of events) {
+      const data = event.data as Partial<ProjectionStopped> | null;
+      if (event.type === PROJECTION_STOPPED && typeof data?.projection === 'string' && typeof data.position === 'string' && /^[0-9]+$/.test(data.position)) {
+        latest.set(data.projection, data as ProjectionStopped);
+      }
+    }
+    if (events.length < 1000) return latest;
+    from += events.length;
+  }
+};
+
+export const projectionStatuses = async (deps: { eventStore: EventStore; readModels?: ReadModels; health?: Health }): Promise<ProjectionStatus[]> => {
+  const { eventStore, readModels } = deps;
+  const [head, stops, relayCheckpoint] = await Promise.all([eventStore.headPosition(), latestStops(eventStore), eventStore.readCheckpoint(CALL_EVENTS_RELAY)]);
+  const measured: { name: ProjectionName; checkpoint: bigint; version: number | null }[] = [];
+  if (readModels) {
+    const [history, version, deals] = await Promise.all([readModels.callHistory.checkpoint(), readModels.callHistory.activeVersion(), readModels.deals.checkpoint()]);
+    // Deal records are never rebuilt: their one version is 1.
+    measured.push({ name: 'call-history', checkpoint: history, version }, { name: 'deals', checkpoint: deals, version: 1 });
+  }
+  measured.push({ name: 'call-events-relay', checkpoint: relayCheckpoint ?? 0n, version: null });
+  const live = deps.health?.report().components ?? {};
+
+  return measured.map(({ name, checkpoint, version }) => {
+    const thisProcess = live[`projection:${name}`];
+    const stop = stops.get(name);
+    const base = { name, checkpoint: checkpoint.toString(), head: head.toString(), lag: Number(head > checkpoint ? head - checkpoint : 0n), version };
+    if (stop && checkpoint < BigInt(stop.position)) {
+      const { projection: _projection, ...stoppedOn } = stop;
+      return { ...base, state: 'stopped', stoppedOn, ...(thisProcess ? { thisProcess } : {}) };
+    }
+    // Stopped here but not (yet) recorded: this process's word is first-hand.
+    if (thisProcess && !thisProcess.ready && typeof thisProcess.position === 'string') {
+      const stoppedOn = { position: thisProcess.position, streamId: String(thisProcess.streamId), eventType: String(thisProcess.eventType), error: thisProcess.reason ?? '' };
+      return { ...base, state: 'stopped', stoppedOn, thisProcess };
+    }
+    return thisProcess ? { ...base, state: 'running', thisProcess } : { ...base, state: 'unknown' };
+  });
+};

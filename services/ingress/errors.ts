@@ -1,4 +1,5 @@
 import type { FieldError, Problem } from '../../shared/domain/submission/submission-schema.ts';
+import type { CallErrorCode } from '../../shared/domain/call/call-decider.ts';
 import type { IDEMPOTENCY_ERROR_CODES } from '../../shared/domain/idempotency/idempotency-decider.ts';
 import type { TeamErrorCode } from '../../shared/domain/team/team-decider.ts';
 
@@ -39,6 +40,8 @@ export const ERROR_STATUS = {
   CONFLICT: 409,
   /** The same Idempotency-Key was sent with a different body. */
   IDEMPOTENCY_KEY_REUSED: 422,
+  /** An operator retry of a call that is not failed, or failed in a way trying again cannot change. */
+  CALL_NOT_RETRIABLE: 409,
   /**
    * A backend (event log, event store, read models) cannot serve the request right now, or
    * concurrent writers kept conflicting; retry after Retry-After. The detail says whether the
@@ -66,6 +69,7 @@ const TITLES: Record<ErrorCode, string> = {
   NOT_FOUND: 'Not found',
   CONFLICT: 'Conflict',
   IDEMPOTENCY_KEY_REUSED: 'Idempotency key reused with another body',
+  CALL_NOT_RETRIABLE: 'Call cannot be retried',
   SERVICE_UNAVAILABLE: 'Service temporarily unavailable',
   INTERNAL: 'Internal error',
 };
@@ -73,7 +77,11 @@ const TITLES: Record<ErrorCode, string> = {
 type IdempotencyErrorCode = (typeof IDEMPOTENCY_ERROR_CODES)[number];
 
 /** How each refusal of the domain is answered. */
-export const DOMAIN_ERROR_CODES: Record<TeamErrorCode | IdempotencyErrorCode, ErrorCode> = {
+export const DOMAIN_ERROR_CODES: Record<TeamErrorCode | IdempotencyErrorCode | CallErrorCode, ErrorCode> = {
+  CALL_NOT_FOUND: 'NOT_FOUND',
+  CALL_ALREADY_FINISHED: 'CONFLICT',
+  CALL_STEP_OUT_OF_ORDER: 'CONFLICT',
+  CALL_NOT_RETRIABLE: 'CALL_NOT_RETRIABLE',
   IDEMPOTENCY_KEY_REUSED: 'IDEMPOTENCY_KEY_REUSED',
   IDEMPOTENCY_KEY_IN_USE: 'CONFLICT',
   IDEMPOTENCY_KEY_NOT_CLAIMED: 'INTERNAL',

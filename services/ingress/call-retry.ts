@@ -1,0 +1,68 @@
+/**
+ * An operator's retry of a failed call (POST /api/admin/calls/:callId/retry). Like an ingest, it
+ * reserves the call's capacity first (the same estimate, the same rules: 402 when nothing is left
+ * and auto-recharge is off), then records the retry as a `CallRetried` event in the call's stream,
+ * through the call decider and with the expected version. The processor that owns the call sees
+ * the event on the event store's feed (its open-calls tracker) and resumes the call from its last
+ * good step, with a deadline that runs from the retry.
+ *
+ * A retry that is refused after the reservation (another retry got there first, the call changed)
+ * gives the reservation back unless the call is pending again, in which case it is that call's.
+ */
+import type { FastifyBaseLogger } from 'fastify';
+import { callDecider } from '../../shared/domain/call/call-decider.ts';
+import type { CallRetried } from '../../shared/domain/call/call-events.ts';
+import { callStreamId } from '../../shared/domain/call/call-submitted.ts';
+import { isDomainError } from '../../shared/domain/decider.ts';
+import { estimateCallMinutes } from '../../shared/domain/team/capacity.ts';
+import type { EventStore } from '../../shared/ports/event-store.ts';
+import { capacityRefusals } from '../../shared/observability/metrics.ts';
+import { AggregateRepository } from '../runtime/aggregate-repository.ts';
+import { ProblemError } from './errors.ts';
+import type { TeamService } from './teams/team-service.ts';
+
+export interface CallRetryDeps {
+  eventStore: EventStore;
+  teams: TeamService;
+  now?: () => Date;
+}
+
+export type RetriedCall = { callId: string; teamId: string; status: 'pending' } & CallRetried['data'];
+
+export const createCallRetry = (deps: CallRetryDeps) => {
+  const calls = new AggregateRepository(deps.eventStore, callDecider, callStreamId);
+  const now = deps.now ?? (() => new Date());
+
+  return async (callId: string, log: FastifyBaseLogger): Promise<RetriedCall> => {
+    const { state } = await calls.load(callId);
+    if (state.status === 'absent') throw new ProblemError('NOT_FOUND', `No call ${callId}.`);
+    // Refused before anything is reserved: the decider's own rule (a DomainError, answered 409).
+    callDecider.decide({ type: 'RetryCall', now: now().toISOString(), capacity: { reservedMinutes: 1, autoRechargedMinutes: 0 } }, state);
+
+    const { teamId, submission } = state.submitted;
+    const reservedMinutes = estimateCallMinutes(submission);
+    let autoRechargedMinutes: number;
+    try {
+      ({ autoRechargedMinutes } = await deps.teams.reserve(teamId, callId, reservedMinutes));
+    } catch (error) {
+      if (isDomainError(error, 'CAPACITY_EXHAUSTED')) {
+        capacityRefusals.inc();
+        throw new ProblemError('CAPACITY_EXHAUSTED', `The team's live call hours are used up; the call was not retried. Add capacity or enable auto-recharge, then retry the call again.`);
+      }
+      throw error;
+    }
+
+    try {
+      const { events } = await calls.handle(callId, { type: 'RetryCall', now: now().toISOString(), capacity: { reservedMinutes, autoRechargedMinutes } }, { teamId });
+      const retried = events.find((e): e is CallRetried => e.type === 'CallRetried')!;
+      log.warn({ callId, teamId, previousFailure: retried.data.previousFailure.code, resumesAt: retried.data.resumesAt }, 'call retried by an operator');
+      return { callId, teamId, status: 'pending', ...retried.data };
+    } catch (error) {
+      const after = await calls.load(callId).catch(() => undefined);
+      if (after?.state.status !== 'pending') {
+        await deps.teams.release(teamId, callId).catch((releaseError: unknown) => log.error({ err: releaseError, callId }, 'capacity release failed'));
+      }
+      throw error;
+    }
+  };
+};

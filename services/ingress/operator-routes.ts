@@ -1,0 +1,150 @@
+/**
+ * Operator controls (bearer ADMIN_TOKEN): how each projection is doing, sending dead letters back
+ * to their source topic, and retrying a failed call.
+ */
+import { Type } from '@sinclair/typebox';
+import { ProblemSchema } from '../../shared/domain/submission/submission-schema.ts';
+import { RETRIABLE_FAILURE_CODES } from '../../shared/domain/call/retriable-failures.ts';
+import { CallRetriedSchema } from '../../shared/domain/call/event-schemas.ts';
+import type { EventLog } from '../../shared/ports/event-log.ts';
+import type { EventStore } from '../../shared/ports/event-store.ts';
+import type { ReadModels } from '../../shared/ports/read-models.ts';
+import { TOPICS, type Topics } from '../../shared/topics.ts';
+import { PROJECTION_STATUS_STREAM, projectionStatuses } from '../projections/projection-status.ts';
+import type { Health } from '../runtime/health.ts';
+import type { adminGuard } from './admin-routes.ts';
+import { createCallRetry } from './call-retry.ts';
+import { REDRIVEN_FROM_HEADER, redriveDeadLetters } from './dead-letter-redrive.ts';
+import { ProblemError } from './errors.ts';
+import type { TeamService } from './teams/team-service.ts';
+import type { TypedApp } from './typed-app.ts';
+
+export interface OperatorDeps {
+  eventLog: EventLog;
+  eventStore: EventStore;
+  teams: TeamService;
+  readModels?: ReadModels;
+  /** This process's parts: the live state of projections that run here. */
+  health?: Health;
+  topics?: Topics;
+  now?: () => Date;
+  requireAdmin: ReturnType<typeof adminGuard>;
+}
+
+const security = [{ adminToken: [] }];
+const problems = (...statuses: number[]) => Object.fromEntries(statuses.map((s) => [s, ProblemSchema]));
+const Position = Type.String({ pattern: '^[0-9]+$', description: 'A global position of the event store (64-bit: a decimal string).' });
+
+const ProjectionStatusSchema = Type.Object({
+  name: Type.String({ description: 'call-history, deals or call-events-relay' }),
+  checkpoint: Position,
+  head: Position,
+  lag: Type.Integer({ minimum: 0, description: 'head − checkpoint: events not yet applied.' }),
+  version: Type.Union([Type.Integer(), Type.Null()], { description: 'The read-model version reads use (a replay activates a new one); null for the relay.' }),
+  state: Type.Union([Type.Literal('running'), Type.Literal('stopped'), Type.Literal('unknown')], {
+    description: 'stopped on an event it cannot project (recorded in the store, so every process says so); running as reported by this process, which runs it; unknown when another process runs it (the lag shows whether it moves).',
+  }),
+  stoppedOn: Type.Optional(
+    Type.Object({ position: Position, streamId: Type.String(), eventType: Type.String(), error: Type.String(), at: Type.Optional(Type.String()) }, { description: 'The event it stopped on and why; skip it with POST /api/admin/projections/:projection/skip.' }),
+  ),
+  thisProcess: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: "This process's live report of the projection (as in /readyz)." })),
+});
+
+export const registerOperatorRoutes = (app: TypedApp, deps: OperatorDeps): void => {
+  const topics = deps.topics ?? TOPICS;
+  const retryCall = createCallRetry({ eventStore: deps.eventStore, teams: deps.teams, now: deps.now });
+
+  app.get(
+    '/api/admin/projections',
+    {
+      onRequest: deps.requireAdmin,
+      schema: {
+        tags: ['Admin'],
+        summary: 'Each projection: checkpoint, head of the event store, lag, version and state',
+        description: `Checkpoints, the head and stops (stream ${PROJECTION_STATUS_STREAM}) are read from the store, so any process answers the same; the running state is known only where the projection runs.`,
+        security,
+        response: { 200: Type.Object({ head: Position, projections: Type.Array(ProjectionStatusSchema) }), ...problems(401, 503) },
+      },
+    },
+    async () => {
+      const projections = await projectionStatuses({ eventStore: deps.eventStore, readModels: deps.readModels, health: deps.health });
+      return { head: projections[0]?.head ?? '0', projections };
+    },
+  );
+
+  app.post(
+    '/api/admin/topics/:topic/redrive',
+    {
+      onRequest: deps.requireAdmin,
+      schema: {
+        tags: ['Admin'],
+        summary: 'Send dead letters back to their source topic',
+        description:
+          `Only the dead-letter topic (${topics.deadLetter}) can be redriven. Each record goes back to its dlq_source_topic with its original key, value and headers, ` +
+          `plus ${REDRIVEN_FROM_HEADER}: topic/partition/offset of the dead letter. A copy that fails again is dead-lettered again, once; nothing is redriven automatically.`,
+        security,
+        params: Type.Object({ topic: Type.String({ minLength: 1, maxLength: 249 }) }),
+        body: Type.Object(
+          {
+            partition: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'Only this partition of the dead-letter topic; default all.' })),
+            fromOffset: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'First offset to redrive, in each partition read.' }),
+            limit: Type.Integer({ minimum: 1, maximum: 1000, description: 'Most dead letters to read.' }),
+          },
+          { additionalProperties: false },
+        ),
+        response: {
+          200: Type.Object({
+            redriven: Type.Integer(),
+            records: Type.Array(
+              Type.Object({
+                partition: Type.Integer(),
+                offset: Type.String(),
+                sourceTopic: Type.String(),
+                sourcePartition: Type.Union([Type.String(), Type.Null()]),
+                sourceOffset: Type.Union([Type.String(), Type.Null()]),
+                redrivenTo: Type.Object({ partition: Type.Integer(), offset: Type.String() }),
+              }),
+            ),
+            skipped: Type.Array(Type.Object({ partition: Type.Integer(), offset: Type.String(), reason: Type.String() })),
+            nextOffsets: Type.Record(Type.String(), Type.String(), { description: 'Per partition read: the offset after the last dead letter read.' }),
+            nextOffset: Type.Union([Type.String(), Type.Null()], { description: 'The same for the partition asked for; null without one.' }),
+          }),
+          ...problems(400, 401, 503),
+        },
+      },
+    },
+    async (request) => {
+      const { topic } = request.params;
+      if (topic !== topics.deadLetter) {
+        throw new ProblemError('VALIDATION_FAILED', `Only the dead-letter topic can be redriven; ${topic} is not it.`, {
+          errors: [{ field: 'topic', message: `must be the dead-letter topic ${topics.deadLetter}: only dead letters go back to the topic they came from` }],
+        });
+      }
+      const { partition, fromOffset, limit } = request.body;
+      const result = await redriveDeadLetters(deps.eventLog, topics, { partition, fromOffset: BigInt(fromOffset), limit });
+      request.log.warn({ topic, partition, fromOffset, redriven: result.redriven, skipped: result.skipped.length }, 'dead letters redriven by an operator');
+      return result;
+    },
+  );
+
+  app.post(
+    '/api/admin/calls/:callId/retry',
+    {
+      onRequest: deps.requireAdmin,
+      schema: {
+        tags: ['Admin'],
+        summary: 'Retry a failed call from its last good step',
+        description:
+          `Only a failed call whose failure trying again can change: ${RETRIABLE_FAILURE_CODES.join(', ')}. Capacity is reserved again as at ingest (402 when none is left), ` +
+          'a CallRetried event is recorded (calls.events.v1: call.retried) and the processor resumes the call with a deadline of PROCESSING_TIMEOUT_MS from now.',
+        security,
+        params: Type.Object({ callId: Type.String({ minLength: 1, maxLength: 200 }) }),
+        response: {
+          202: Type.Composite([Type.Object({ callId: Type.String(), teamId: Type.String(), status: Type.Literal('pending') }), CallRetriedSchema], { additionalProperties: false }),
+          ...problems(401, 402, 404, 409, 503),
+        },
+      },
+    },
+    async (request, reply) => reply.code(202).send(await retryCall(request.params.callId, request.log)),
+  );
+};

@@ -1,0 +1,31 @@
+import { createKafkaEventLog } from '../../../shared/adapters/event-log/kafka-event-log.ts';
+import { createPostgresEventStore } from '../../../shared/adapters/event-store/postgres-event-store.ts';
+import { createPostgresReadModels } from '../../../shared/adapters/read-models/postgres-read-models.ts';
+import { backend } from '../../support/backends.ts';
+import { freshSchema } from '../../support/postgres.ts';
+import { operatorSuite } from './operator-suite.ts';
+
+const postgres = await backend('postgres');
+const kafka = await backend('kafka');
+
+operatorSuite(
+  'Kafka + PostgreSQL',
+  async () => {
+    const schema = freshSchema(postgres.url!);
+    const eventStore = await createPostgresEventStore({ connectionString: postgres.url!, schema: schema.schema, pollMs: 50 });
+    const readModels = await createPostgresReadModels({ connectionString: postgres.url!, schema: schema.schema });
+    const eventLog = await createKafkaEventLog({ brokers: kafka.url!.split(',') });
+    return {
+      eventStore,
+      eventLog,
+      readModels,
+      async cleanup() {
+        await eventLog.close();
+        await readModels.close();
+        await eventStore.close();
+        await schema.drop();
+      },
+    };
+  },
+  { skip: postgres.skip ?? kafka.skip },
+);

@@ -7,6 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../shared/config.ts';
+import { topicNames } from '../shared/topics.ts';
 
 const HELP = `Usage: npm run admin -- <command> [options]
 
@@ -25,12 +26,34 @@ Operations
   replay <projection>                               rebuild a projection (call-history) while the service runs
   skip <projection> <position> --reason <text>      let a projection stopped on one event (see /readyz) go past it
   topic read <topic> [--from-offset <n>] [--limit <n>] [--partition <n>]
+  projections                                       each projection's checkpoint, the head, lag, version and state
+  redrive --from-offset <n> --limit <n> [--partition <n>]
+                                                    send dead letters back to the topic they came from
+  retry-call <callId>                               retry a failed call from its last good step (retriable failures only)
 
 Environment: API_URL (default http://HOST:PORT, i.e. http://127.0.0.1:3000),
 ADMIN_TOKEN (default: the file DATA_DIR/admin-token written by the service).
 `;
 
 class UsageError extends Error {}
+
+interface ProjectionLine {
+  name: string;
+  state: string;
+  checkpoint: string;
+  head: string;
+  lag: number;
+  version: number | null;
+  stoppedOn?: { position: string; streamId: string; eventType: string; error: string };
+}
+
+/** One line per projection; a stopped one says on what and how to go past it. */
+const projectionLine = (p: ProjectionLine): string => {
+  const line = `${p.name.padEnd(18)} ${p.state.padEnd(8)} checkpoint ${p.checkpoint}, head ${p.head}, lag ${p.lag}${p.version === null ? '' : `, version ${p.version}`}`;
+  if (!p.stoppedOn) return line;
+  const { position, eventType, streamId, error } = p.stoppedOn;
+  return `${line}\n  stopped on ${eventType} at position ${position} (stream ${streamId}): ${error}\n  skip it with: npm run admin -- skip ${p.name} ${position} --reason "…"`;
+};
 
 const options = {
   name: { type: 'string' },
@@ -133,6 +156,26 @@ const main = async (argv: string[]): Promise<number> => {
   if (noun === 'replay') {
     if (!verb) throw new UsageError('replay needs a projection name, e.g. npm run admin -- replay call-history');
     return replay(verb);
+  }
+  if (noun === 'projections') {
+    const { projections } = (await call('GET', '/api/admin/projections')) as { projections: ProjectionLine[] };
+    for (const p of projections) process.stdout.write(`${projectionLine(p)}\n`);
+    return projections.some((p) => p.state === 'stopped') ? 1 : 0;
+  }
+  if (noun === 'redrive') {
+    const number = (name: 'from-offset' | 'limit' | 'partition') => {
+      const n = Number(need(values, name));
+      if (!Number.isSafeInteger(n) || n < 0) throw new UsageError(`--${name} must be a whole number ≥ 0`);
+      return n;
+    };
+    const body = { fromOffset: number('from-offset'), limit: number('limit'), ...(values.partition ? { partition: number('partition') } : {}) };
+    print(await call('POST', `/api/admin/topics/${encodeURIComponent(topicNames(config.topicPrefix).deadLetter)}/redrive`, body));
+    return 0;
+  }
+  if (noun === 'retry-call') {
+    if (!verb) throw new UsageError('retry-call needs a call id, e.g. npm run admin -- retry-call 6f1c…');
+    print(await call('POST', `/api/admin/calls/${encodeURIComponent(verb)}/retry`));
+    return 0;
   }
   if (noun === 'skip') {
     const position = positionals[2];

@@ -11,10 +11,13 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { createConversationAnalyser } from '../../../shared/adapters/analysis/conversation-analyser.ts';
 import { deadLetterRecord } from '../../../shared/adapters/event-log/resilient-handler.ts';
 import type { Analyser } from '../../../shared/ports/analyser.ts';
+import type { Transcriber } from '../../../shared/ports/transcriber.ts';
 import type { EventLog, LogRecord } from '../../../shared/ports/event-log.ts';
 import type { EventStore, RecordedEvent } from '../../../shared/ports/event-store.ts';
 import type { ReadModels } from '../../../shared/ports/read-models.ts';
@@ -63,6 +66,22 @@ const scriptedAnalyser = () => {
   };
 };
 
+/** A transcriber that hears the same words in every recording (no engine needed). */
+const fixedTranscriber: Transcriber = {
+  describe: () => 'fixed',
+  available: async () => ({ ok: true }),
+  transcribe: async () => ({ text: TRANSCRIPT, durationSeconds: 42, engine: 'fixed' }),
+};
+
+/** A loopback port nothing listens on (yet). */
+const closedPort = async (): Promise<number> => {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
+};
+
 type Problem = { status: number; code: string; detail: string; errors?: { field: string; message: string }[] };
 
 export const operatorSuite = (name: string, factory: () => Promise<OperatorBackends>, options: { skip?: string } = {}) => {
@@ -94,7 +113,7 @@ export const operatorSuite = (name: string, factory: () => Promise<OperatorBacke
 
     before(async () => {
       backends = await factory();
-      h = await createPipelineHarness(backends, { analyser: scripted.analyser }, { retryThresholdMs: 60_000 });
+      h = await createPipelineHarness(backends, { analyser: scripted.analyser, transcriber: fixedTranscriber }, { retryThresholdMs: 60_000 });
       team = await h.team();
     });
     after(async () => {
@@ -294,6 +313,35 @@ export const operatorSuite = (name: string, factory: () => Promise<OperatorBacke
       assert.equal(again.statusCode, 409);
       assert.equal(again.json<Problem>().code, 'CALL_NOT_RETRIABLE');
       assert.match(again.json<Problem>().detail, /completed/);
+    });
+
+    test('retry: audio_unreachable while the recording host refused connections; once it serves, the retried call fetches, transcribes and completes', async () => {
+      const port = await closedPort();
+      const callId = await submit({ audioUrl: `http://127.0.0.1:${port}/recording.wav` });
+      const failed = await h.callEvents(callId, lastIs('CallFailed'));
+      assert.equal((failed.at(-1)!.data as { code: string }).code, 'audio_unreachable');
+
+      const recording = Buffer.alloc(4096, 1);
+      const host = createServer((_request, response) => {
+        response.writeHead(200, { 'content-type': 'audio/wav', 'content-length': recording.length });
+        response.end(recording);
+      });
+      await new Promise<void>((resolve) => host.listen(port, '127.0.0.1', resolve));
+      try {
+        const res = await h.admin('POST', `/api/admin/calls/${callId}/retry`);
+        assert.equal(res.statusCode, 202, res.body);
+        assert.equal(res.json<{ resumesAt: string }>().resumesAt, 'fetching_audio');
+        const events = await h.callEvents(callId, lastIs('CallCompleted'), 30_000);
+        assert.deepEqual(
+          events.map((e) => e.type),
+          ['CallSubmitted', 'ProcessingStarted', 'CallFailed', 'CallRetried', 'AudioFetched', 'TranscriptRecorded', 'CallAnalysed', 'CallCompleted'],
+        );
+        assert.equal((events.find((e) => e.type === 'AudioFetched')!.data as { bytes: number }).bytes, recording.length);
+        await eventually(async () => assert.equal((await history(callId))?.status, 'completed'), { timeoutMs: 20_000, intervalMs: 50 });
+      } finally {
+        host.closeAllConnections();
+        await new Promise<void>((resolve) => host.close(() => resolve()));
+      }
     });
 
     test('retry: 404 for an unknown call, 409 naming the code for a failure a retry cannot change', async () => {

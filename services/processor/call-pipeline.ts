@@ -18,7 +18,7 @@ import type { AudioSource, FetchedAudio } from '../../shared/ports/audio-source.
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import { StepError } from '../../shared/ports/step-error.ts';
 import type { Transcriber } from '../../shared/ports/transcriber.ts';
-import { AggregateRepository } from '../runtime/aggregate-repository.ts';
+import { AggregateRepository, type BoundedStateCache } from '../runtime/aggregate-repository.ts';
 import { createTeamWriter, type TeamRepository } from '../runtime/team-writer.ts';
 import type { ActorContext } from './actors.ts';
 import { retrying, type RetryPolicy, sleep } from './retry.ts';
@@ -45,6 +45,11 @@ export interface PipelineDeps {
   audioFetchBudgetMs: number;
   /** The process's one writer of team streams (shared with an ingress in the same process); default a new one. */
   teams?: TeamRepository;
+  /**
+   * Folded states of the calls being worked on, shared with the intake: a step reads only the
+   * events appended since the last one (another process's, e.g. a retry) instead of the stream.
+   */
+  callStates?: BoundedStateCache<CallState>;
   now?: () => Date;
 }
 
@@ -60,7 +65,7 @@ const storable = <T>(value: T): T => {
 };
 
 export const createCallPipeline = (deps: PipelineDeps) => {
-  const calls = new AggregateRepository(deps.store, callDecider, callStreamId);
+  const calls = new AggregateRepository(deps.store, callDecider, callStreamId, { cache: deps.callStates });
   // A team's stream grows with every call: keep folded states and read only newer events.
   const teams = deps.teams ?? createTeamWriter(deps.store).repository;
   const now = () => (deps.now ?? (() => new Date()))().toISOString();
@@ -213,7 +218,10 @@ export const createCallPipeline = (deps: PipelineDeps) => {
           (error, attempt, delayMs) => log.warn({ attempt, delayMs, err: error }, 'loading the call failed; retrying'),
           pause,
         );
-        if (state.status !== 'pending') return;
+        if (state.status !== 'pending') {
+          deps.callStates?.delete(callId);
+          return;
+        }
         const step = nextStep(state);
         try {
           await retrying(

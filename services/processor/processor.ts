@@ -21,7 +21,8 @@ import type { Consumer, EventLog, LogRecord, PartitionRef } from '../../shared/p
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import type { Transcriber } from '../../shared/ports/transcriber.ts';
 import { TOPICS, topicPrefix, type Topics } from '../../shared/topics.ts';
-import { AggregateRepository } from '../runtime/aggregate-repository.ts';
+import { AggregateRepository, BoundedStateCache } from '../runtime/aggregate-repository.ts';
+import type { CallState } from '../../shared/domain/call/call-state.ts';
 import type { Health } from '../runtime/health.ts';
 import { ActorSystem } from './actors.ts';
 import { FairQueue } from './fair-queue.ts';
@@ -99,7 +100,9 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
   });
   const sweptFiles = swept.reduce<number>((sum, count) => sum + (count ?? 0), 0);
   if (sweptFiles > 0) log.warn({ removed: sweptFiles }, 'removed temp audio files left by processes that died');
+  const callStates = new BoundedStateCache<CallState>(1000);
   const pipeline = createCallPipeline({
+    callStates,
     store: options.eventStore,
     audio: options.audio,
     transcriber: options.transcriber,
@@ -113,7 +116,7 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
     teams: options.teams,
     now: options.now,
   });
-  const calls = new AggregateRepository(options.eventStore, callDecider, callStreamId);
+  const calls = new AggregateRepository(options.eventStore, callDecider, callStreamId, { cache: callStates });
   const actors = new ActorSystem((context) => pipeline.run(context), slots, (callId, error) => log.error({ callId, err: error }, 'call actor failed'));
 
   const owned = new Set<number>();

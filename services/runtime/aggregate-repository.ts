@@ -38,6 +38,38 @@ export class MemoryStateCache<State> implements StateCache<State> {
   }
 }
 
+/**
+ * A StateCache of at most `capacity` states, the least recently stored dropped first: for the
+ * streams a process is working on (calls in the pipeline), so each step reads only the events
+ * appended since its last one instead of the whole stream.
+ */
+export class BoundedStateCache<State> implements StateCache<State> {
+  private readonly states = new Map<string, Versioned<State>>();
+
+  constructor(private readonly capacity = 10_000) {}
+
+  get(id: string): Versioned<State> | undefined {
+    return this.states.get(id);
+  }
+
+  set(id: string, value: Versioned<State>): void {
+    const held = this.states.get(id);
+    if (held && held.version >= value.version) return;
+    this.states.delete(id);
+    this.states.set(id, value);
+    if (this.states.size > this.capacity) this.states.delete(this.states.keys().next().value!);
+  }
+
+  /** Forgets a state (its stream is done with). */
+  delete(id: string): void {
+    this.states.delete(id);
+  }
+
+  get size(): number {
+    return this.states.size;
+  }
+}
+
 export interface RepositoryOptions<State> {
   cache?: StateCache<State>;
   /** Attempts after a version conflict before giving up; default 10. */

@@ -64,6 +64,65 @@ const toRecorded = (row: EventRow): RecordedEvent => ({
   recordedAt: new Date(row.recorded_at),
 });
 
+/** Frozen all the way down: a feed event is shared by every subscriber, none may change it. */
+const deepFreeze = <T>(value: T): T => {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    for (const inner of Object.values(value)) deepFreeze(inner);
+    Object.freeze(value);
+  }
+  return value;
+};
+
+/** Most events kept parsed for the subscribers that follow the feed close behind each other. */
+const SHARED_RUN_MAX = 20_000;
+
+/**
+ * The last stretch of the feed read, parsed once for every subscriber of this process: every
+ * committed event with `from` < position ≤ `to`, in order. There is one writer and it commits in
+ * position order, so events below the head never change and a later read from `to` continues the
+ * stretch exactly.
+ */
+class SharedRun {
+  private from = 0;
+  private to = 0;
+  private events: RecordedEvent[] = [];
+
+  /** Up to `maxCount` events after `after` held here; empty when `after` is outside the stretch. */
+  take(after: number, maxCount: number): RecordedEvent[] {
+    if (this.events.length === 0 || after < this.from || after >= this.to) return [];
+    let lo = 0;
+    let hi = this.events.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (Number(this.events[mid]!.position) <= after) lo = mid + 1;
+      else hi = mid;
+    }
+    return this.events.slice(lo, lo + maxCount);
+  }
+
+  /** Where a read continuing the stretch starts. */
+  get end(): number {
+    return this.to;
+  }
+
+  /** Records the events a read from `after` returned. */
+  add(after: number, events: RecordedEvent[]): void {
+    if (events.length === 0) return;
+    for (const event of events) deepFreeze(event);
+    if (this.events.length > 0 && after === this.to) this.events.push(...events);
+    else {
+      this.from = after;
+      this.events = events.slice();
+    }
+    this.to = Number(events[events.length - 1]!.position);
+    const excess = this.events.length - SHARED_RUN_MAX;
+    if (excess > 0) {
+      this.from = Number(this.events[excess - 1]!.position);
+      this.events.splice(0, excess);
+    }
+  }
+}
+
 /** SQLITE_BUSY / SQLITE_LOCKED (another process holds the file past the busy timeout) are worth retrying. */
 const translate = (error: unknown): unknown =>
   translateSqliteError(error, (message, cause) => new EventStoreUnavailableError(`SQLite event store unavailable: ${message}`, { cause }));
@@ -102,6 +161,7 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
   const storeSnapshot = db.prepare(
     'INSERT INTO event_snapshots (name, position, data) VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE SET position = excluded.position, data = excluded.data WHERE excluded.position > event_snapshots.position',
   );
+  const shared = new SharedRun();
   const head = reader.prepare<[], { position: number | null }>('SELECT max(position) AS position FROM events');
   const readCheckpoint = reader.prepare<[string], { position: number }>('SELECT position FROM event_checkpoints WHERE id = ?');
   const storeCheckpoint = db.prepare(
@@ -163,7 +223,13 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
     },
 
     async readAll({ after = 0n, maxCount = 1000 } = {}) {
-      return (await translated(() => readAll.all(Number(after), maxCount))).map(toRecorded);
+      // Every subscriber of this process follows the same feed: what one read parsed, the others reuse.
+      const held = shared.take(Number(after), maxCount);
+      if (held.length === maxCount) return held;
+      const from = held.length > 0 ? shared.end : Number(after);
+      const read = (await translated(() => readAll.all(from, maxCount - held.length))).map(toRecorded);
+      shared.add(from, read);
+      return held.length > 0 ? [...held, ...read] : read;
     },
 
     subscribeToAll: (subscribeOptions) => subscriptions.subscribe(subscribeOptions),

@@ -23,6 +23,7 @@ import { registerCallsRoutes } from './calls-routes.ts';
 import { installErrorHandler } from './error-handler.ts';
 import { registerIngestRoute } from './ingest-route.ts';
 import { registerMetrics } from './metrics-routes.ts';
+import { registerConsoleRoutes } from './console-routes.ts';
 import { registerOperatorRoutes } from './operator-routes.ts';
 import type { TeamService } from './teams/team-service.ts';
 import type { Health } from '../runtime/health.ts';
@@ -204,7 +205,8 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
   registerAdminRoutes(app, { teams: deps.teams, adminToken: deps.adminToken, limiter: deps.limiter });
   registerAdminOpsRoutes(app, { eventLog: deps.eventLog, eventStore: deps.eventStore, readModels: deps.readModels, requireAdmin: adminGuard(deps.adminToken, deps.limiter) });
   registerOperatorRoutes(app, { ...deps, requireAdmin: adminGuard(deps.adminToken, deps.limiter) });
-  if (deps.readModels) registerCallsRoutes(app, { teams: deps.teams, limiter: deps.limiter, callHistory: deps.readModels.callHistory });
+  if (deps.readModels) registerCallsRoutes(app, { teams: deps.teams, limiter: deps.limiter, callHistory: deps.readModels.callHistory, eventStore: deps.eventStore });
+  registerConsoleRoutes(app);
   return app;
 };
 

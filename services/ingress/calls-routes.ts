@@ -9,6 +9,8 @@ import { ProblemSchema } from '../../shared/domain/submission/submission-schema.
 import type { RateLimiter } from '../../shared/ports/rate-limiter.ts';
 import { CALL_HISTORY_LIMITS, type CallHistoryStore, InvalidQueryError } from '../../shared/ports/read-models.ts';
 import { apiKeyAccess } from './api-key-access.ts';
+import type { EventStore } from '../../shared/ports/event-store.ts';
+import { callStreamId } from '../../shared/domain/call/call-submitted.ts';
 import { ProblemError } from './errors.ts';
 import type { TeamService } from './teams/team-service.ts';
 import type { TypedApp } from './typed-app.ts';
@@ -20,6 +22,8 @@ export interface CallsDeps {
   teams: TeamService;
   limiter: RateLimiter;
   callHistory: CallHistoryStore;
+  /** The call's own events, for its processing timeline. */
+  eventStore?: EventStore;
 }
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
@@ -153,6 +157,32 @@ export const registerCallsRoutes = (app: TypedApp, deps: CallsDeps): void => {
       const row = await deps.callHistory.get(request.apiKey!.teamId, request.params.callId);
       if (!row) throw new ProblemError('NOT_FOUND', `No call ${request.params.callId} in this team.`);
       return detail(row);
+    },
+  );
+
+  const { eventStore } = deps;
+  if (!eventStore) return;
+  app.get(
+    '/api/calls/:callId/events',
+    {
+      onRequest,
+      schema: {
+        tags: ['Call history'],
+        summary: "The call's processing timeline: each event of its stream with the time it was recorded",
+        security,
+        params: Type.Object({ callId: Type.String({ maxLength: 100 }) }),
+        response: {
+          200: Type.Object({ callId: Type.String(), events: Type.Array(Type.Object({ revision: Type.Integer(), type: Type.String(), at: Type.String() })) }),
+          ...problems,
+        },
+      },
+    },
+    async (request) => {
+      const { callId } = request.params;
+      // The history row says whose call it is: another team's call is a 404, as for the call itself.
+      if (!isStorable(callId) || !(await deps.callHistory.get(request.apiKey!.teamId, callId))) throw new ProblemError('NOT_FOUND', `No call ${callId} in this team.`);
+      const events = await eventStore.readStream(callStreamId(callId));
+      return { callId, events: events.map((event) => ({ revision: event.revision, type: event.type, at: event.recordedAt.toISOString() })) };
     },
   );
 };

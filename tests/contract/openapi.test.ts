@@ -53,6 +53,7 @@ describe('OpenAPI document', () => {
       ['/api/integrations/push-api/ingest', 'post'],
       ['/api/calls', 'get'],
       ['/api/calls/{callId}', 'get'],
+      ['/api/calls/{callId}/events', 'get'],
       ['/api/admin/teams', 'post'],
       ['/api/admin/teams/{teamId}', 'get'],
       ['/api/admin/teams/{teamId}/members', 'post'],

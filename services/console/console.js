@@ -1,0 +1,399 @@
+// The call console: a team's calls through the public read API and the ingest endpoint only.
+// The API key lives in this tab's sessionStorage and travels only in the X-API-Key header; every
+// value from the API is rendered as text (textContent), never as markup.
+
+const KEY = 'console.apiKey';
+const ADMIN = 'console.adminToken';
+const INGEST = '/api/integrations/push-api/ingest';
+const POLL_MS = 2000;
+
+const $ = (id) => document.getElementById(id);
+const view = () => $('view');
+
+/** An element with attributes and children (strings become text nodes). */
+const h = (tag, attrs = {}, ...children) => {
+  const el = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name.startsWith('on')) el.addEventListener(name.slice(2), value);
+    else if (name === 'text') el.textContent = value;
+    else el.setAttribute(name, value === true ? '' : String(value));
+  }
+  for (const child of children.flat()) if (child !== null && child !== undefined) el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  return el;
+};
+
+const apiKey = () => sessionStorage.getItem(KEY);
+
+/** Calls the API; resolves with the status and the parsed body (null for an empty one). */
+const api = async (path, { method = 'GET', body, admin = false } = {}) => {
+  const headers = { accept: 'application/json' };
+  if (admin) headers.authorization = `Bearer ${sessionStorage.getItem(ADMIN) ?? ''}`;
+  else headers['x-api-key'] = apiKey() ?? '';
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await response.text();
+  let parsed = null;
+  try {
+    parsed = text ? JSON.parse(text) : null;
+  } catch {
+    parsed = { detail: text };
+  }
+  return { status: response.status, body: parsed };
+};
+
+const dateText = (iso) => (iso ? new Date(iso).toLocaleString() : '—');
+const statusBadge = (call) => h('span', { class: `status ${call.status}`, 'data-status': call.status }, call.status === 'pending' && call.stage ? `pending · ${call.stage.replaceAll('_', ' ')}` : call.status);
+
+let timer;
+const stopPolling = () => {
+  clearTimeout(timer);
+  timer = undefined;
+};
+
+/** When the API refuses the key: back to the key form, saying why. */
+const keyRefused = (problem) => {
+  sessionStorage.removeItem(KEY);
+  showKeyPanel(problem?.detail ?? 'The key was refused.');
+};
+
+const showKeyPanel = (message = '') => {
+  stopPolling();
+  $('key-panel').hidden = false;
+  $('forget-key').hidden = true;
+  $('key-error').textContent = message;
+  view().replaceChildren();
+  $('key-input').focus();
+};
+
+// ---- call list -------------------------------------------------------------------------------
+
+const listState = { search: '', tag: '', status: '', cursor: undefined, previous: [] };
+
+const listQuery = () => {
+  const params = new URLSearchParams();
+  if (listState.search) params.set('search', listState.search);
+  if (listState.tag) params.set('tag', listState.tag);
+  if (listState.status) params.set('status', listState.status);
+  if (listState.cursor) params.set('cursor', listState.cursor);
+  params.set('limit', '25');
+  return `/api/calls?${params}`;
+};
+
+const callRow = (call) =>
+  h(
+    'li',
+    { class: 'call', 'data-call-id': call.callId },
+    h('span', { class: 'title' }, h('a', { href: `#/calls/${encodeURIComponent(call.callId)}` }, call.title)),
+    h('span', {}, call.repName ?? h('span', { class: 'muted' }, 'no rep')),
+    h('span', {}, statusBadge(call)),
+    h('span', { 'aria-label': 'score' }, call.score === null ? '—' : String(call.score)),
+    h('span', { class: 'tags' }, call.tags.map((tag) => h('span', { class: 'tag' }, tag))),
+    h('span', {}, dateText(call.callDate)),
+  );
+
+const renderList = async () => {
+  stopPolling();
+  const indicator = h('span', { id: 'live', class: 'live', role: 'status' }, 'Up to date');
+  const list = h('ul', { class: 'calls', id: 'calls', 'aria-label': 'Calls' });
+  const message = h('p', { id: 'list-message', class: 'muted' });
+  const next = h('button', { type: 'button', class: 'secondary', id: 'next-page', disabled: true }, 'Next page');
+  const first = h('button', { type: 'button', class: 'secondary', id: 'first-page', disabled: !listState.cursor }, 'First page');
+  const filters = h(
+    'form',
+    { class: 'row', id: 'filters', role: 'search', 'aria-label': 'Filter calls' },
+    h('div', { class: 'field' }, h('label', { for: 'search' }, 'Search title or rep'), h('input', { id: 'search', name: 'search', type: 'search', value: listState.search, maxlength: 200 })),
+    h('div', { class: 'field' }, h('label', { for: 'tag' }, 'Tag'), h('input', { id: 'tag', name: 'tag', value: listState.tag, maxlength: 50 })),
+    h(
+      'div',
+      { class: 'field' },
+      h('label', { for: 'status' }, 'Status'),
+      h('select', { id: 'status', name: 'status' }, ['', 'pending', 'completed', 'failed'].map((s) => h('option', { value: s, selected: s === listState.status }, s || 'any'))),
+    ),
+    h('button', { type: 'submit' }, 'Apply'),
+  );
+  filters.addEventListener('submit', (event) => {
+    event.preventDefault();
+    listState.search = $('search').value;
+    listState.tag = $('tag').value.trim();
+    listState.status = $('status').value;
+    listState.cursor = undefined;
+    listState.previous = [];
+    void renderList();
+  });
+  view().replaceChildren(
+    h('h2', {}, 'Calls'),
+    filters,
+    h('div', { class: 'toolbar' }, indicator, message),
+    h(
+      'div',
+      { class: 'call head', 'aria-hidden': 'true' },
+      h('span', {}, 'Title'),
+      h('span', {}, 'Rep'),
+      h('span', {}, 'Status'),
+      h('span', {}, 'Score'),
+      h('span', {}, 'Tags'),
+      h('span', {}, 'Date'),
+    ),
+    list,
+    h('div', { class: 'pager' }, first, next),
+  );
+  first.addEventListener('click', () => {
+    listState.cursor = undefined;
+    listState.previous = [];
+    void renderList();
+  });
+
+  const load = async () => {
+    const { status, body } = await api(listQuery());
+    if (status === 401) return keyRefused(body);
+    if (status !== 200) {
+      message.textContent = body?.detail ?? `The list could not be read (${status}).`;
+      return;
+    }
+    // Rows are updated in place: a row that did not change is not touched.
+    const rows = new Map([...list.children].map((li) => [li.dataset.callId, li]));
+    const fresh = body.calls.map((call) => {
+      const row = callRow(call);
+      const held = rows.get(call.callId);
+      return held && held.isEqualNode(row) ? held : row;
+    });
+    if (fresh.length !== list.children.length || fresh.some((row, i) => list.children[i] !== row)) list.replaceChildren(...fresh);
+    message.textContent = body.calls.length === 0 ? 'No calls match.' : '';
+    next.disabled = !body.nextCursor;
+    next.onclick = () => {
+      listState.previous.push(listState.cursor);
+      listState.cursor = body.nextCursor;
+      void renderList();
+    };
+    const pending = body.calls.some((call) => call.status === 'pending');
+    indicator.textContent = pending ? 'Live: updating while calls are pending…' : 'Up to date';
+    indicator.classList.toggle('on', pending);
+    if (pending) timer = setTimeout(() => void load(), POLL_MS);
+  };
+  await load();
+};
+
+// ---- one call --------------------------------------------------------------------------------
+
+/** Speaker turns of a transcript: `Name: text` lines; other lines continue the previous turn. */
+const turnsOf = (text) => {
+  const turns = [];
+  for (const line of text.split(/\r?\n/)) {
+    const match = /^([^:\n]{1,60}):\s+(.*)$/.exec(line);
+    if (match) turns.push({ speaker: match[1], text: match[2] });
+    else if (line.trim() && turns.length > 0) turns[turns.length - 1].text += ` ${line.trim()}`;
+    else if (line.trim()) turns.push({ speaker: null, text: line.trim() });
+  }
+  return turns;
+};
+
+const section = (title, ...content) => h('section', { 'aria-label': title }, h('h3', {}, title), ...content);
+
+const renderCall = async (callId) => {
+  stopPolling();
+  const load = async () => {
+    const [{ status, body: call }, timeline] = await Promise.all([api(`/api/calls/${encodeURIComponent(callId)}`), api(`/api/calls/${encodeURIComponent(callId)}/events`)]);
+    if (status === 401) return keyRefused(call);
+    if (status !== 200) {
+      view().replaceChildren(h('p', { class: 'error', role: 'alert' }, call?.detail ?? `The call could not be read (${status}).`), h('a', { href: '#/' }, 'Back to the list'));
+      return;
+    }
+    const a = call.analysis;
+    const parts = [
+      h('p', {}, h('a', { href: '#/' }, '← All calls')),
+      h('h2', { id: 'call-title' }, call.title),
+      h('p', {}, statusBadge(call), ' ', h('span', { class: 'muted' }, `${dateText(call.callDate)} · ${call.repName ?? 'no rep'}${call.repEmail ? ` <${call.repEmail}>` : ''}`)),
+    ];
+    if (call.status === 'failed') parts.push(h('p', { class: 'error', role: 'alert', id: 'failure' }, `Failed: ${call.processingError} — ${call.statusReason}`));
+    if (a) {
+      parts.push(section('Summary', h('p', { id: 'summary' }, a.summary)));
+      parts.push(
+        section(
+          'Score',
+          h('p', { id: 'score' }, h('strong', {}, String(a.score)), ' / 100'),
+          h(
+            'table',
+            {},
+            h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Component'), h('th', { scope: 'col' }, 'Score'), h('th', { scope: 'col' }, 'Weight'), h('th', { scope: 'col' }, 'Why'))),
+            h('tbody', {}, a.components.map((c) => h('tr', {}, h('td', {}, c.name), h('td', {}, String(c.score)), h('td', {}, String(c.weight)), h('td', {}, c.explanation)))),
+          ),
+        ),
+      );
+      parts.push(
+        section(
+          'Insights',
+          a.insights.length === 0
+            ? h('p', { class: 'muted' }, 'None.')
+            : h('ul', { id: 'insights' }, a.insights.map((i) => h('li', {}, h('strong', {}, `${i.kind}: `), i.message, i.evidence ? h('blockquote', { class: 'evidence' }, i.evidence) : null))),
+        ),
+      );
+    }
+    parts.push(
+      section(
+        'Transcript',
+        call.transcript
+          ? h('ol', { class: 'turns', id: 'transcript' }, turnsOf(call.transcript.text).map((t) => h('li', {}, t.speaker ? h('span', { class: 'speaker' }, `${t.speaker}:`) : null, t.text)))
+          : h('p', { class: 'muted' }, 'Not transcribed yet.'),
+      ),
+    );
+    if (call.deal) {
+      const d = call.deal;
+      parts.push(section('Deal', h('p', { id: 'deal' }, `Size ${d.dealSize ?? '—'} · collected ${d.revenueCollected ?? '—'} · date ${d.dealDate ?? '—'}`, d.notes ? ` · ${d.notes}` : '')));
+    }
+    parts.push(section('Tags', call.tags.length ? h('p', { class: 'tags' }, call.tags.map((t) => h('span', { class: 'tag' }, t))) : h('p', { class: 'muted' }, 'None.')));
+    parts.push(section('Notes', h('p', {}, call.notes ?? '—')));
+    parts.push(section('Attribution', h('p', {}, `${call.attributedTo.name} <${call.attributedTo.email}> (${call.attributedTo.kind})`)));
+    if (timeline.status === 200) {
+      parts.push(section('Processing timeline', h('ol', { class: 'timeline', id: 'timeline' }, timeline.body.events.map((e) => h('li', {}, h('time', { datetime: e.at }, dateText(e.at)), ` — ${e.type}`)))));
+    }
+    view().replaceChildren(h('article', { class: 'detail' }, ...parts));
+    if (call.status === 'pending') timer = setTimeout(() => void load(), POLL_MS);
+  };
+  await load();
+};
+
+// ---- submit ----------------------------------------------------------------------------------
+
+const FIELDS = [
+  ['transcript', 'Transcript (Speaker: text lines)', 'textarea'],
+  ['audioUrl', 'Recording link (https://…)', 'url'],
+  ['repName', 'Rep name', 'text'],
+  ['repEmail', 'Rep e-mail', 'email'],
+  ['callTitle', 'Title', 'text'],
+  ['tags', 'Tags (comma-separated)', 'text'],
+  ['notes', 'Notes', 'text'],
+];
+
+const renderSubmit = () => {
+  stopPolling();
+  const result = h('div', { id: 'submit-result', role: 'status' });
+  const form = h(
+    'form',
+    { id: 'submit-form', novalidate: true },
+    FIELDS.map(([name, label, type]) =>
+      h(
+        'div',
+        { class: 'field' },
+        h('label', { for: `f-${name}` }, label),
+        type === 'textarea' ? h('textarea', { id: `f-${name}`, name, 'aria-describedby': `e-${name}` }) : h('input', { id: `f-${name}`, name, type: type === 'url' ? 'text' : type, 'aria-describedby': `e-${name}` }),
+        h('p', { class: 'field-error', id: `e-${name}` }),
+      ),
+    ),
+    h('p', {}, h('button', { type: 'submit' }, 'Submit the call')),
+  );
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    for (const [name] of FIELDS) {
+      $(`e-${name}`).textContent = '';
+      $(`f-${name}`).removeAttribute('aria-invalid');
+    }
+    const body = {};
+    for (const [name] of FIELDS) {
+      const value = $(`f-${name}`).value;
+      if (value.trim() === '') continue;
+      body[name] = name === 'tags' ? value.split(',').map((t) => t.trim()).filter(Boolean) : value;
+    }
+    const { status, body: answer } = await api(INGEST, { method: 'POST', body });
+    if (status === 401) return keyRefused(answer);
+    const unplaced = [];
+    for (const error of answer?.errors ?? []) {
+      const name = /^[A-Za-z]+/.exec(error.field)?.[0];
+      const holder = name && $(`e-${name}`);
+      if (holder) {
+        holder.textContent = `${holder.textContent ? `${holder.textContent} ` : ''}${error.field}: ${error.message}`;
+        $(`f-${name}`).setAttribute('aria-invalid', 'true');
+      } else unplaced.push(`${error.field}: ${error.message}`);
+    }
+    const ok = status === 201;
+    result.replaceChildren(
+      h('p', { class: ok ? '' : 'error' }, ok ? 'Accepted: ' : `Refused (${status}): `, ok ? h('a', { href: `#/calls/${encodeURIComponent(answer.callId)}` }, `call ${answer.callId}`) : (answer?.detail ?? '')),
+      ...unplaced.map((line) => h('p', { class: 'error' }, line)),
+      h('pre', { id: 'submit-answer' }, JSON.stringify(answer, null, 2)),
+    );
+    const firstInvalid = form.querySelector('[aria-invalid="true"]');
+    if (firstInvalid) firstInvalid.focus();
+  });
+  view().replaceChildren(h('h2', {}, 'Submit a call'), h('p', { class: 'muted' }, 'A transcript, a recording link, or both. The answer of the API is shown below, and a refused field next to it.'), form, result);
+};
+
+// ---- operator --------------------------------------------------------------------------------
+
+const renderOperator = async () => {
+  stopPolling();
+  const table = h('div', { id: 'projections' });
+  const form = h(
+    'form',
+    { class: 'row', id: 'admin-form' },
+    h('div', { class: 'field' }, h('label', { for: 'admin-token' }, 'Admin token'), h('input', { id: 'admin-token', type: 'password', autocomplete: 'off', value: sessionStorage.getItem(ADMIN) ?? '' })),
+    h('button', { type: 'submit' }, 'Show projections'),
+  );
+  const load = async () => {
+    const { status, body } = await api('/api/admin/projections', { admin: true });
+    if (status !== 200) {
+      table.replaceChildren(h('p', { class: 'error', role: 'alert' }, body?.detail ?? `Refused (${status}).`));
+      return;
+    }
+    table.replaceChildren(
+      h(
+        'table',
+        {},
+        h('thead', {}, h('tr', {}, ['Projection', 'State', 'Checkpoint', 'Head', 'Lag', 'Version'].map((c) => h('th', { scope: 'col' }, c)))),
+        h(
+          'tbody',
+          {},
+          body.projections.map((p) => h('tr', {}, h('td', {}, p.name), h('td', {}, p.state + (p.stoppedOn ? ` (${p.stoppedOn.error ?? ''})` : '')), h('td', {}, String(p.checkpoint)), h('td', {}, String(p.head)), h('td', {}, String(p.lag)), h('td', {}, String(p.version ?? '—')))),
+        ),
+      ),
+    );
+    timer = setTimeout(() => void load(), POLL_MS * 2);
+  };
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    sessionStorage.setItem(ADMIN, $('admin-token').value.trim());
+    stopPolling();
+    void load();
+  });
+  view().replaceChildren(
+    h('h2', {}, 'Operator: projections'),
+    h('p', { class: 'muted' }, 'Needs the admin token (kept in this tab only). Everything else in the console uses your API key.'),
+    form,
+    table,
+  );
+  if (sessionStorage.getItem(ADMIN)) await load();
+};
+
+// ---- routing ---------------------------------------------------------------------------------
+
+const route = async () => {
+  const hash = location.hash || '#/';
+  if (hash.startsWith('#/operator')) {
+    $('key-panel').hidden = true;
+    return renderOperator();
+  }
+  if (!apiKey()) return showKeyPanel();
+  $('key-panel').hidden = true;
+  $('forget-key').hidden = false;
+  const call = /^#\/calls\/(.+)$/.exec(hash);
+  if (call) return renderCall(decodeURIComponent(call[1]));
+  if (hash.startsWith('#/submit')) return renderSubmit();
+  return renderList();
+};
+
+document.addEventListener('DOMContentLoaded', () => {
+  $('key-form').addEventListener('submit', (event) => {
+    event.preventDefault();
+    const key = $('key-input').value.trim();
+    if (!key) return;
+    sessionStorage.setItem(KEY, key);
+    $('key-input').value = '';
+    void route();
+  });
+  $('forget-key').addEventListener('click', () => {
+    sessionStorage.removeItem(KEY);
+    sessionStorage.removeItem(ADMIN);
+    showKeyPanel('The key is forgotten.');
+  });
+  window.addEventListener('hashchange', () => void route());
+  void route();
+});

@@ -1,0 +1,214 @@
+/**
+ * The call console in a real browser (Debian's Chromium driven by playwright-core): paste a key,
+ * submit calls through the page and the API, watch a pending call turn completed without a
+ * reload, search, filter, open a call, see a 400's field errors next to their fields, use it at
+ * phone width, and read the operator page. Screenshots go to CONSOLE_SCREENSHOT_DIR (default a
+ * temp folder) and are printed, never committed.
+ *
+ * Without Chromium the suite is skipped with one line, unless REQUIRE_BROWSER=1 or
+ * REQUIRE_BACKENDS is set (CI), where a missing browser fails the run.
+ */
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { createConversationAnalyser } from '../../shared/adapters/analysis/conversation-analyser.ts';
+import { createSqliteEventLog } from '../../shared/adapters/event-log/sql-event-log.ts';
+import { createSqliteEventStore } from '../../shared/adapters/event-store/sqlite-event-store.ts';
+import { createSqliteReadModels } from '../../shared/adapters/read-models/sqlite-read-models.ts';
+import { openSqlite } from '../../shared/adapters/sqlite/sqlite-database.ts';
+import type { Analyser } from '../../shared/ports/analyser.ts';
+import { ADMIN_TOKEN } from '../support/ingress-harness.ts';
+import { createPipelineHarness, type PipelineHarness } from '../support/pipeline-harness.ts';
+import { tempDir } from '../support/temp-dir.ts';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const browserRequired = process.env.REQUIRE_BROWSER === '1' || Boolean(process.env.REQUIRE_BACKENDS);
+const missing = existsSync(CHROMIUM) ? undefined : `no Chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`;
+if (missing && browserRequired) throw new Error(`the browser suite is required (REQUIRE_BROWSER / REQUIRE_BACKENDS) but ${missing}`);
+if (missing) console.log(`# skipping browser suites: ${missing}`);
+
+const shots = process.env.CONSOLE_SCREENSHOT_DIR ?? join(tmpdir(), 'console-screenshots');
+
+/** The built-in analyser, except that a transcript containing HOLD waits until released. */
+const gatedAnalyser = () => {
+  const real = createConversationAnalyser();
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  const analyser: Analyser = {
+    describe: () => real.describe(),
+    analyse: async (input, options) => {
+      if (input.transcript.includes('HOLD')) await gate;
+      return real.analyse(input, options);
+    },
+  };
+  return { analyser, release: () => release() };
+};
+
+describe('call console in Chromium', { skip: missing, timeout: 180_000 }, () => {
+  const dir = tempDir();
+  const opened = openSqlite(dir.path);
+  const eventStore = createSqliteEventStore(opened.db);
+  const eventLog = createSqliteEventLog(opened.db);
+  const readModels = createSqliteReadModels(opened.db);
+  const gated = gatedAnalyser();
+  let h: PipelineHarness;
+  let browser: Browser;
+  let page: Page;
+  let base: string;
+  let key: string;
+
+  const shot = async (name: string) => {
+    const path = join(shots, `${name}.png`);
+    await page.screenshot({ path, fullPage: true });
+    console.log(`# screenshot ${path}`);
+  };
+  const rowOf = (text: string) => page.locator('#calls li.call', { hasText: text });
+
+  before(async () => {
+    mkdirSync(shots, { recursive: true });
+    h = await createPipelineHarness({ eventStore, eventLog, readModels }, { analyser: gated.analyser });
+    await h.ingress.app.listen({ port: 0, host: '127.0.0.1' });
+    base = `http://127.0.0.1:${(h.ingress.app.server.address() as { port: number }).port}`;
+    key = (await h.team()).key;
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    page.setDefaultTimeout(15_000);
+  });
+  after(async () => {
+    gated.release();
+    await browser?.close();
+    await h?.close();
+    await readModels.close();
+    await eventLog.close();
+    await eventStore.close();
+    opened.close();
+    dir.remove();
+  });
+
+  test('the page ships its own assets under a strict content security policy', async () => {
+    const response = await page.goto(`${base}/console`);
+    assert.equal(response?.status(), 200);
+    assert.match(response!.headers()['content-security-policy'] ?? '', /script-src 'self'/);
+    await page.getByLabel('API key', { exact: true }).waitFor();
+  });
+
+  test('a pasted key is kept in the tab and sent only as X-API-Key; a submitted call and an API call are listed; a pending call turns completed without a reload', async () => {
+    const sent: { url: string; key?: string }[] = [];
+    page.on('request', (request) => sent.push({ url: request.url(), key: request.headers()['x-api-key'] }));
+    await page.getByLabel('API key', { exact: true }).fill(key);
+    await page.getByRole('button', { name: 'Use this key' }).click();
+    await page.locator('#live').waitFor();
+    assert.equal(await page.evaluate("sessionStorage.getItem('console.apiKey')"), key);
+    await page.evaluate("window.marker = 'same document'");
+
+    // Through the page's form: held in analysis until released.
+    await page.getByRole('link', { name: 'Submit a call' }).click();
+    await page.getByLabel('Transcript (Speaker: text lines)').fill('Rep: HOLD this one, Dana. What do you use today?\nDana: Spreadsheets, and the price worries me.');
+    await page.getByLabel('Rep name').fill('Sam Seller');
+    await page.getByLabel('Title').fill('Pricing follow-up with Dana');
+    await page.getByLabel('Tags (comma-separated)').fill('demo, pricing');
+    await page.getByRole('button', { name: 'Submit the call' }).click();
+    await page.locator('#submit-answer').waitFor();
+    const answer = JSON.parse(await page.locator('#submit-answer').innerText()) as { callId: string; status: string };
+    assert.equal(answer.status, 'pending');
+
+    // Through the API.
+    const viaApi = await h.ingest({ key, body: { transcript: 'Rep: Hi Lee, shall we book the demo?\nLee: Yes, Friday works.', repName: 'Ana Agent', callTitle: 'Demo booking with Lee', tags: ['api'] } });
+    assert.equal(viaApi.statusCode, 201);
+
+    await page.getByRole('link', { name: 'Call list' }).click();
+    await rowOf('Ana Agent').locator('[data-status="completed"]').waitFor({ timeout: 20_000 });
+    await rowOf('Sam Seller').locator('[data-status="pending"]').waitFor();
+    assert.match(await page.locator('#live').innerText(), /updating/i);
+    await shot('list-pending-desktop');
+    gated.release();
+    await rowOf('Sam Seller').locator('[data-status="completed"]').waitFor({ timeout: 20_000 });
+    await page.locator('#live', { hasText: 'Up to date' }).waitFor();
+    assert.equal(await page.evaluate('window.marker'), 'same document', 'the page was not reloaded');
+    assert.ok(!sent.some((r) => r.url.includes(key)), 'the key never appears in a URL');
+    assert.ok(sent.filter((r) => r.url.includes('/api/')).every((r) => r.key === key), 'every API request carries the key in X-API-Key');
+    await shot('list-desktop');
+  });
+
+  test('search, tag and status filters use the read API', async () => {
+    await page.getByLabel('Search title or rep').fill('ana agent');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await page.locator('#calls li.call', { hasText: 'Sam Seller' }).waitFor({ state: 'detached' });
+    const reps = async () => (await page.locator('#calls li.call').allInnerTexts()).map((row) => (row.includes('Ana Agent') ? 'Ana Agent' : row.includes('Sam Seller') ? 'Sam Seller' : row));
+    assert.deepEqual(await reps(), ['Ana Agent']);
+
+    await page.getByLabel('Search title or rep').fill('');
+    await page.getByLabel('Tag').fill('pricing');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await rowOf('Sam Seller').waitFor();
+    await page.locator('#calls li.call', { hasText: 'Ana Agent' }).waitFor({ state: 'detached' });
+    assert.deepEqual(await reps(), ['Sam Seller']);
+
+    await page.getByLabel('Tag').fill('');
+    await page.getByLabel('Status').selectOption('failed');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await page.locator('#list-message', { hasText: 'No calls match.' }).waitFor();
+    assert.equal(await page.locator('#calls li.call').count(), 0);
+    await page.getByLabel('Status').selectOption('');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await page.locator('#calls li.call').nth(1).waitFor();
+  });
+
+  test("a call's page shows its transcript turns, summary, score with components, insights with evidence, tags, attribution and timeline", async () => {
+    const listed = await rowOf('Sam Seller').locator('.title').innerText();
+    await rowOf('Sam Seller').getByRole('link').click();
+    await page.locator('#summary').waitFor();
+    assert.equal(await page.locator('#call-title').innerText(), listed);
+    assert.deepEqual(await page.locator('#transcript .speaker').allInnerTexts(), ['Rep:', 'Dana:']);
+    assert.match(await page.locator('#score').innerText(), /^\d+ \/ 100$/);
+    assert.ok((await page.locator('section[aria-label="Score"] tbody tr').count()) > 0, 'score components');
+    assert.ok((await page.locator('#insights li').count()) > 0, 'insights');
+    const timeline = await page.locator('#timeline li').allInnerTexts();
+    assert.ok(timeline[0]!.endsWith('CallSubmitted') && timeline.at(-1)!.endsWith('CallCompleted'), timeline.join(' | '));
+    assert.match(await page.locator('section[aria-label="Attribution"]').innerText(), /owner/);
+    await shot('call-desktop');
+  });
+
+  test("a 400's field errors appear next to their fields", async () => {
+    await page.getByRole('link', { name: 'Submit a call' }).click();
+    await page.getByLabel('Rep e-mail').fill('not-an-email');
+    await page.getByRole('button', { name: 'Submit the call' }).click();
+    await page.locator('#submit-answer').waitFor();
+    const answer = JSON.parse(await page.locator('#submit-answer').innerText()) as { status: number; code: string };
+    assert.equal(answer.code, 'VALIDATION_FAILED');
+    assert.match(await page.locator('#e-repEmail').innerText(), /repEmail/);
+    assert.equal(await page.getByLabel('Rep e-mail').getAttribute('aria-invalid'), 'true');
+    assert.notEqual(await page.locator('#e-transcript').innerText(), '', 'the missing transcript or recording is named next to the transcript');
+    await shot('form-errors-desktop');
+  });
+
+  test('usable at phone width: no horizontal scroll, every control reachable', async () => {
+    await page.setViewportSize({ width: 375, height: 812 });
+    await page.getByRole('link', { name: 'Call list' }).click();
+    await page.locator('#calls li.call').nth(1).waitFor();
+    const overflow = (await page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth')) as number;
+    assert.ok(overflow <= 0, `the page scrolls sideways by ${overflow} px at 375 px`);
+    await page.reload();
+    await page.locator('#calls li.call').nth(1).waitFor();
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate('document.activeElement?.textContent'), 'Skip to content', 'the first Tab reaches the skip link');
+    await shot('list-phone');
+    await page.setViewportSize({ width: 1280, height: 900 });
+  });
+
+  test('the operator page shows each projection with the admin token', async () => {
+    await page.getByRole('link', { name: 'Operator' }).click();
+    await page.getByLabel('Admin token').fill(ADMIN_TOKEN);
+    await page.getByRole('button', { name: 'Show projections' }).click();
+    await page.locator('#projections tbody tr').first().waitFor();
+    const rows = await page.locator('#projections tbody tr').allInnerTexts();
+    assert.ok(rows.some((row) => row.startsWith('call-history')), rows.join(' | '));
+    await shot('operator-desktop');
+  });
+});

@@ -15,7 +15,7 @@ import { ProblemError } from './errors.ts';
 import type { TeamService } from './teams/team-service.ts';
 import type { TypedApp } from './typed-app.ts';
 
-/** DESIGN.md: the read API has its own limit per key, 600 per minute. */
+/** The read API has its own limit per key, 600 per minute (docs/decisions/0001-answer-order-and-limits.md). */
 export const READ_RATE_LIMIT = { limit: 600, windowMs: 60_000 };
 
 export interface CallsDeps {

@@ -1,6 +1,6 @@
 /**
  * The full ingest path against a bare Fastify route, and POST → visible in history latency (a
- * bench, not a test): prints numbers, asserts nothing. DESIGN.md's budgets: the full ingest path
+ * bench, not a test): prints numbers, asserts nothing. The budgets of docs/decisions/0011-performance-budgets.md: the full ingest path
  * ≥ 50% of the requests/s of a bare Fastify route that accepts the same body; POST → visible in
  * history (transcript only, built-in analyser) p50 ≤ 50 ms, p99 ≤ 150 ms.
  *

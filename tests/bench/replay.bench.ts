@@ -1,6 +1,6 @@
 /**
  * Replay speed of the call-history projection (a bench, not a test): prints numbers, asserts
- * nothing. DESIGN.md's budget: a replay of the call history ≥ 50,000 events/s.
+ * nothing. The budget of docs/decisions/0011-performance-budgets.md: a replay of the call history ≥ 50,000 events/s.
  *
  * Per store backend, a fresh event store is filled with `--calls` calls × 5 events (CallSubmitted,
  * ProcessingStarted, TranscriptRecorded, CallAnalysed, CallCompleted), interleaved as a live feed

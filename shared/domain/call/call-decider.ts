@@ -26,7 +26,7 @@ export type CallCommand =
 export const CALL_ERROR_CODES = ['CALL_NOT_FOUND', 'CALL_ALREADY_FINISHED', 'CALL_STEP_OUT_OF_ORDER', 'CALL_NOT_RETRIABLE'] as const;
 export type CallErrorCode = (typeof CALL_ERROR_CODES)[number];
 
-/** The reason (and code) of a call that stayed pending past its deadline (DESIGN.md). */
+/** The reason (and code) of a call that stayed pending past its deadline (docs/decisions/0004-call-status-and-timeout.md). */
 export const PROCESSING_TIMEOUT = 'processing_timeout';
 
 const refuse = (code: CallErrorCode, message: string): never => {

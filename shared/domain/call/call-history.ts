@@ -2,7 +2,7 @@
  * The call history row: one per call, folded from the events of stream `call-{callId}`. It is what
  * the read API lists and shows, and what call history search looks at.
  *
- * Status context (DESIGN.md "Call status"):
+ * Status context (docs/decisions/0004-call-status-and-timeout.md):
  *   status    pending → completed | failed
  *   stage     where a pending call is (the Call aggregate's stage); null once finished
  *   statusReason

@@ -5,7 +5,7 @@
  *   2. The supplied title is shown only when AI generation is disabled and `callTitle` is
  *      non-empty (whitespace only counts as empty).
  *   3. When AI generation is disabled and no `callTitle` is given, the call gets a generic title:
- *      `Call with {repName, else repEmail, else "unknown rep"} on YYYY-MM-DD` (DESIGN.md).
+ *      `Call with {repName, else repEmail, else "unknown rep"} on YYYY-MM-DD` (docs/decisions/0005-titles.md).
  *
  * Until the AI title exists (analysis pending or failed, or the analyser returned none) an
  * AI-titled call shows the generic title: the call must be findable in history meanwhile, and the

@@ -1,5 +1,5 @@
 /**
- * An `Idempotency-Key` sent with a submission (DESIGN.md): the first request with a key claims it;
+ * An `Idempotency-Key` sent with a submission (docs/decisions/0006-idempotency-key.md): the first request with a key claims it;
  * once that request is accepted, the same key with the same body replays its response for 24
  * hours, and the same key with another body is refused. A request that ends without a 201 releases
  * its claim, so a retry of it runs for real. A claim is a lease: one older than

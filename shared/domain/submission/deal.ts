@@ -1,9 +1,9 @@
 /**
  * The deal: sent as the `deal` object or as flat fields (`dealSize`, `dealNotes`, …), each under
  * its camelCase or snake_case name. All places a deal field may come from are aliases of one
- * another: equal values are fine, different ones are a 400 naming both (DESIGN.md).
+ * another: equal values are fine, different ones are a 400 naming both (docs/decisions/0008-deal-fields.md).
  *
- * Validity (DESIGN.md): amounts finite and ≥ 0 (numbers, or plain decimal strings); `dealDate`
+ * Validity (docs/decisions/0008-deal-fields.md): amounts finite and ≥ 0 (numbers, or plain decimal strings); `dealDate`
  * ISO 8601, date-only meaning midnight UTC; notes at most 2000 characters. A deal with any invalid
  * field is a 400 for the whole submission (spec rule 2), never written in part.
  */

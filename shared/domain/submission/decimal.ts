@@ -1,5 +1,5 @@
 /**
- * Numbers that may arrive as strings. DESIGN.md: "Numbers sent as strings: accepted when
+ * Numbers that may arrive as strings. docs/decisions/0009-values-sent-as-strings.md: "Numbers sent as strings: accepted when
  * unambiguous ("1200.50"); anything else is a 400 naming the field."
  *
  * Unambiguous means plain decimal notation: an optional minus, digits, optionally a dot and more

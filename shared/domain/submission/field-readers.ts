@@ -66,7 +66,7 @@ export const readLimitedText =
 /**
  * A real boolean. The exact strings "true" and "false" are accepted too: workflow tools (the spec's
  * `syncMethod: workflow`) often can only send strings, and those two are unambiguous — the same
- * reasoning DESIGN.md applies to numbers. "yes", "1", "TRUE" and numbers are refused.
+ * reasoning docs/decisions/0009-values-sent-as-strings.md applies to numbers. "yes", "1", "TRUE" and numbers are refused.
  */
 export const readBoolean: Reader<boolean> = (value, field) => {
   if (isBlank(value)) return ABSENT;

@@ -1,7 +1,7 @@
 /**
  * Strict ISO 8601 dates for `callDate` and `dealDate`.
  *
- * Accepted: `YYYY-MM-DD` (midnight UTC, as DESIGN.md says for deal dates; we apply it to callDate
+ * Accepted: `YYYY-MM-DD` (midnight UTC, as docs/decisions/0007-dates.md says for deal dates; we apply it to callDate
  * too so both fields read the same way) and `YYYY-MM-DDTHH:MM[:SS[.fraction]][offset]` where the
  * offset is `Z`, `±HH:MM`, `±HHMM` or `±HH`. A date-time without an offset is read as UTC:
  * `Date.parse` would read it in the server's local zone, and the result must not depend on where

@@ -3,7 +3,7 @@
  * its live call capacity.
  *
  * Capacity rules (spec: "each submitted call consumes live call capacity … exhaustion gives 402";
- * DESIGN.md: "never overdraw by more than one call"):
+ * docs/decisions/0003-capacity-reservations.md: "never overdraw by more than one call"):
  * - A call is admitted while any capacity is left (remaining > 0); its whole estimate is reserved,
  *   so remaining may go below zero by at most that one call's estimate.
  * - With nothing left and auto-recharge on, the reservation buys as many blocks as bring remaining

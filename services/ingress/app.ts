@@ -24,6 +24,7 @@ import { installErrorHandler } from './error-handler.ts';
 import { registerIngestRoute } from './ingest-route.ts';
 import { registerMetrics } from './metrics-routes.ts';
 import { registerConsoleRoutes } from './console-routes.ts';
+import { registerUsageRoute } from './usage-route.ts';
 import { registerOperatorRoutes } from './operator-routes.ts';
 import type { TeamService } from './teams/team-service.ts';
 import type { Health } from '../runtime/health.ts';
@@ -206,6 +207,7 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
   registerAdminOpsRoutes(app, { eventLog: deps.eventLog, eventStore: deps.eventStore, readModels: deps.readModels, requireAdmin: adminGuard(deps.adminToken, deps.limiter) });
   registerOperatorRoutes(app, { ...deps, requireAdmin: adminGuard(deps.adminToken, deps.limiter) });
   if (deps.readModels) registerCallsRoutes(app, { teams: deps.teams, limiter: deps.limiter, callHistory: deps.readModels.callHistory, eventStore: deps.eventStore });
+  registerUsageRoute(app, { teams: deps.teams, limiter: deps.limiter });
   registerConsoleRoutes(app);
   return app;
 };

@@ -47,6 +47,13 @@ export interface RateLimiter {
    */
   hit(key: string, rule: RateLimitRule, now?: number): Promise<RateLimitDecision>;
 
+  /**
+   * What a hit of `key` would meet now, without counting one: `remaining` is the hits still
+   * allowed in the window, `resetMs` when it is whole again (for GET /api/usage).
+   * @throws as `hit`.
+   */
+  peek(key: string, rule: RateLimitRule, now?: number): Promise<RateLimitDecision>;
+
   /** Releases timers and connections. Idempotent; `hit` rejects afterwards. */
   close(): Promise<void>;
 }

@@ -12,6 +12,11 @@ const downPrimary = (): RateLimiter => {
       if (closed) throw new Error('closed');
       throw new RateLimiterUnavailableError('backend down');
     },
+    async peek(_key, rule, now) {
+      assertValidHit(rule, now);
+      if (closed) throw new Error('closed');
+      throw new RateLimiterUnavailableError('backend down');
+    },
     async close() {
       closed = true;
     },

@@ -89,6 +89,18 @@ export const rateLimiterConformance = (name: string, factory: RateLimiterFactory
       assert.equal(refused.retryAfterMs, 1_000 + 60_000 - 5_000, 'until the oldest hit leaves the window');
     });
 
+    test('peek says what a hit would meet without counting one', async () => {
+      const { limiter } = await open();
+      const k = key();
+      const rule = { limit: 3, windowMs: 1_000 };
+      assert.deepEqual(await limiter.peek(k, rule, 0), { allowed: true, limit: 3, remaining: 3, retryAfterMs: 0, resetMs: 0 });
+      await hits(limiter, k, rule, [100, 200]);
+      for (let i = 0; i < 5; i++) assert.deepEqual(await limiter.peek(k, rule, 300), { allowed: true, limit: 3, remaining: 1, retryAfterMs: 0, resetMs: 900 });
+      assert.equal((await limiter.hit(k, rule, 300)).remaining, 0, 'the peeks counted nothing');
+      assert.deepEqual(await limiter.peek(k, rule, 400), { allowed: false, limit: 3, remaining: 0, retryAfterMs: 700, resetMs: 900 });
+      assert.deepEqual(await limiter.peek(k, rule, 1_350), { allowed: true, limit: 3, remaining: 3, retryAfterMs: 0, resetMs: 0 }, 'every hit has left the window');
+    });
+
     test('remaining counts down to 0 and the limit is echoed', async () => {
       const { limiter } = await open();
       const rule = { limit: 5, windowMs: 1_000 };

@@ -219,6 +219,30 @@ export const pushApiContract = (name: string, factory: () => Promise<Backends>, 
         for (const r of responses) assert.ok(r.statusCode === 201 || (r.statusCode === 409 && problemOf(r.body).code === 'CONFLICT'), r.body);
       });
 
+      test('GET /api/usage: capacity left and reserved, and the key\'s ingest limit as it stands, reading it spends nothing', async () => {
+        const { key } = await h.team({ capacityHours: 10 });
+        const usage = async () => {
+          const res = await h.ingress.app.inject({ method: 'GET', url: '/api/usage', headers: { 'x-api-key': key } });
+          assert.equal(res.statusCode, 200, res.body);
+          return res.json<{ teamId: string; remainingMinutes: number; reservedMinutes: number; usedMinutes: number; autoRecharge: unknown; rateLimit: { limit: number; remaining: number; resetSeconds: number } }>();
+        };
+        const fresh = await usage();
+        assert.deepEqual({ ...fresh, teamId: undefined }, { teamId: undefined, remainingMinutes: 600, reservedMinutes: 0, usedMinutes: 0, autoRecharge: { enabled: false, hours: 0 }, rateLimit: { limit: 30, remaining: 30, resetSeconds: 0 } });
+        const first = await accepted(key, { transcript: TRANSCRIPT });
+        const second = await accepted(key, { transcript: TRANSCRIPT, duration: 1800 });
+        const reserved = first.capacity.reservedMinutes + second.capacity.reservedMinutes;
+        for (let i = 0; i < 3; i++) {
+          const now = await usage();
+          assert.equal(now.reservedMinutes, reserved);
+          assert.equal(now.remainingMinutes, 600 - reserved);
+          assert.equal(now.usedMinutes, 0);
+          assert.equal(now.rateLimit.remaining, 28, 'two submissions counted, the usage reads none');
+          assert.ok(now.rateLimit.resetSeconds >= 1 && now.rateLimit.resetSeconds <= 60);
+        }
+        const anonymous = await h.ingress.app.inject({ method: 'GET', url: '/api/usage' });
+        assert.equal(anonymous.statusCode, 401);
+      });
+
       test('415 when Content-Type is not JSON', async () => {
         const { key } = await h.team();
         const res = await h.ingest({ key, headers: { 'content-type': 'text/plain' }, payload: 'transcript=hello' });

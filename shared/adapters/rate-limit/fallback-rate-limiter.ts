@@ -43,6 +43,14 @@ export const createFallbackRateLimiter = (
         return fallback.hit(key, rule, now);
       }
     },
+    async peek(key, rule, now) {
+      try {
+        return await primary.peek(key, rule, now);
+      } catch (error) {
+        if (!(error instanceof RateLimiterUnavailableError)) throw error;
+        return fallback.peek(key, rule, now);
+      }
+    },
     async close() {
       await Promise.all([primary.close(), fallback.close()]);
     },

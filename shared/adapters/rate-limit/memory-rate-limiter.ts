@@ -79,6 +79,16 @@ export const createMemoryRateLimiter = (): MemoryRateLimiter => {
       if (closed) throw new Error('memory rate limiter is closed');
       return decide(key, rule, now ?? Date.now());
     },
+    async peek(key, { limit, windowMs }, now) {
+      assertValidHit({ limit, windowMs }, now);
+      if (closed) throw new Error('memory rate limiter is closed');
+      const at = now ?? Date.now();
+      const hits = (logs.get(key)?.hits ?? []).filter((t) => t > at - windowMs);
+      const newest = hits.at(-1);
+      const resetMs = newest === undefined ? 0 : Math.ceil(newest + windowMs - at);
+      if (hits.length < limit) return { allowed: true, limit, remaining: limit - hits.length, retryAfterMs: 0, resetMs };
+      return { allowed: false, limit, remaining: 0, retryAfterMs: Math.ceil(hits[hits.length - limit]! + windowMs - at), resetMs };
+    },
     async close() {
       closed = true;
       logs.clear();

@@ -4,6 +4,7 @@ import {
   assertValidHit,
   type RateLimitDecision,
   type RateLimiter,
+  type RateLimitRule,
   RateLimiterUnavailableError,
 } from '../../ports/rate-limiter.ts';
 
@@ -25,7 +26,7 @@ export interface RedisRateLimiterOptions {
  * One sorted set per key holds the allowed hits, scored by time in ms; the whole decision runs as
  * one script, so concurrent hits from any number of processes are decided atomically.
  * KEYS[1]: the set. ARGV: limit, window ms, now in ms ('' to read the Redis server clock), a unique
- * member suffix. Returns {allowed 0|1, remaining, retryAfterMs, resetMs}.
+ * member suffix, '1' to only look (record nothing). Returns {allowed 0|1, remaining, retryAfterMs, resetMs}.
  */
 const SCRIPT = `
 if redis.replicate_commands then redis.replicate_commands() end
@@ -40,6 +41,13 @@ else
 end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
 local count = redis.call('ZCARD', KEYS[1])
+if ARGV[5] == '1' then
+  if count < limit then
+    if count == 0 then return {1, limit, 0, 0} end
+    local last = tonumber(redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')[2])
+    return {1, limit - count, 0, math.ceil(last + window - now)}
+  end
+end
 if count < limit then
   redis.call('ZADD', KEYS[1], now, tostring(now) .. ':' .. ARGV[4])
   local newest = tonumber(redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')[2])
@@ -126,19 +134,8 @@ export const createRedisRateLimiter = (options: RedisRateLimiterOptions): RateLi
 
   let closed = false;
   return {
-    async hit(key, rule, now) {
-      assertValidHit(rule, now);
-      if (closed) throw new Error('redis rate limiter is closed');
-      if (client.status !== 'ready') await firstAttempt;
-      const args = [String(rule.limit), String(rule.windowMs), now === undefined ? '' : String(now), randomUUID()];
-      let reply: unknown;
-      try {
-        reply = await run(keyPrefix + key, args);
-      } catch (error) {
-        throw translate(error, lastConnectionError);
-      }
-      return toDecision(reply, rule.limit);
-    },
+    hit: (key, rule, now) => decide(key, rule, now, false),
+    peek: (key, rule, now) => decide(key, rule, now, true),
     async close() {
       if (closed) return;
       closed = true;
@@ -146,4 +143,18 @@ export const createRedisRateLimiter = (options: RedisRateLimiterOptions): RateLi
       else client.disconnect();
     },
   };
+
+  async function decide(key: string, rule: RateLimitRule, now: number | undefined, peekOnly: boolean): Promise<RateLimitDecision> {
+      assertValidHit(rule, now);
+      if (closed) throw new Error('redis rate limiter is closed');
+      if (client.status !== 'ready') await firstAttempt;
+      const args = [String(rule.limit), String(rule.windowMs), now === undefined ? '' : String(now), randomUUID(), peekOnly ? '1' : '0'];
+      let reply: unknown;
+      try {
+        reply = await run(keyPrefix + key, args);
+      } catch (error) {
+        throw translate(error, lastConnectionError);
+      }
+      return toDecision(reply, rule.limit);
+  }
 };

@@ -35,6 +35,6 @@ export const decodeTeamState = (json: Json): TeamState | undefined => {
   if (state?.status === 'absent') return { status: 'absent' };
   if (state?.status !== 'active') return undefined;
   const active = state as Record<string, unknown>;
-  const shaped = typeof active.teamId === 'string' && active.apiKeys instanceof Map && active.reservations instanceof PersistentMap && active.orphanedCalls instanceof PersistentMap && Array.isArray(active.members);
+  const shaped = typeof active.teamId === 'string' && typeof active.usedMinutes === 'number' && active.apiKeys instanceof Map && active.reservations instanceof PersistentMap && active.orphanedCalls instanceof PersistentMap && Array.isArray(active.members);
   return shaped ? (state as TeamState) : undefined;
 };

@@ -33,6 +33,8 @@ export interface ActiveTeam {
   apiKeys: ReadonlyMap<string, ApiKeyRecord>;
   /** Minutes left; negative by at most one call's estimate (plus any overrun settled later). */
   remainingMinutes: number;
+  /** Minutes charged for processed calls (settlements), since the team was created. */
+  usedMinutes: number;
   autoRecharge: { enabled: boolean; blockMinutes: number };
   /** callId → minutes reserved (and when, if recorded), for calls not yet settled or released. */
   reservations: PersistentMap<Reservation>;
@@ -83,6 +85,7 @@ const evolveActive = (state: ActiveTeam, event: Exclude<TeamEvent, { type: 'Team
       return {
         ...state,
         remainingMinutes: state.remainingMinutes + reservedMinutes - actualMinutes,
+        usedMinutes: state.usedMinutes + actualMinutes,
         reservations: state.reservations.delete(callId),
         orphanedCalls: state.orphanedCalls.delete(callId),
       };
@@ -116,6 +119,7 @@ export const evolveTeam = (state: TeamState, event: TeamEvent): TeamState => {
       members: [],
       apiKeys: new Map(),
       remainingMinutes: capacityMinutes,
+      usedMinutes: 0,
       autoRecharge: { enabled: false, blockMinutes: 0 },
       reservations: PersistentMap.empty(),
       orphanedCalls: PersistentMap.empty(),

@@ -15,6 +15,10 @@ const switchable = () => {
       if (failure) throw failure;
       return inner.hit(key, r, now);
     },
+    async peek(key, r, now) {
+      if (failure) throw failure;
+      return inner.peek(key, r, now);
+    },
     close: () => inner.close(),
   };
   return {

@@ -15,14 +15,10 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { createConversationAnalyser } from '../../shared/adapters/analysis/conversation-analyser.ts';
-import { createSqliteEventLog } from '../../shared/adapters/event-log/sql-event-log.ts';
-import { createSqliteEventStore } from '../../shared/adapters/event-store/sqlite-event-store.ts';
-import { createSqliteReadModels } from '../../shared/adapters/read-models/sqlite-read-models.ts';
-import { openSqlite } from '../../shared/adapters/sqlite/sqlite-database.ts';
 import type { Analyser } from '../../shared/ports/analyser.ts';
 import { ADMIN_TOKEN } from '../support/ingress-harness.ts';
-import { createPipelineHarness, type PipelineHarness } from '../support/pipeline-harness.ts';
-import { tempDir } from '../support/temp-dir.ts';
+import type { PipelineHarness } from '../support/pipeline-harness.ts';
+import { type EmbeddedPipeline, openEmbeddedPipeline } from '../support/embedded-pipeline.ts';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const browserRequired = process.env.REQUIRE_BROWSER === '1' || Boolean(process.env.REQUIRE_BACKENDS);
@@ -48,11 +44,7 @@ const gatedAnalyser = () => {
 };
 
 describe('call console in Chromium', { skip: missing, timeout: 180_000 }, () => {
-  const dir = tempDir();
-  const opened = openSqlite(dir.path);
-  const eventStore = createSqliteEventStore(opened.db);
-  const eventLog = createSqliteEventLog(opened.db);
-  const readModels = createSqliteReadModels(opened.db);
+  let pipeline: EmbeddedPipeline;
   const gated = gatedAnalyser();
   let h: PipelineHarness;
   let browser: Browser;
@@ -69,7 +61,8 @@ describe('call console in Chromium', { skip: missing, timeout: 180_000 }, () => 
 
   before(async () => {
     mkdirSync(shots, { recursive: true });
-    h = await createPipelineHarness({ eventStore, eventLog, readModels }, { analyser: gated.analyser });
+    pipeline = await openEmbeddedPipeline({ analyser: gated.analyser });
+    h = pipeline.h;
     await h.ingress.app.listen({ port: 0, host: '127.0.0.1' });
     base = `http://127.0.0.1:${(h.ingress.app.server.address() as { port: number }).port}`;
     key = (await h.team()).key;
@@ -83,12 +76,7 @@ describe('call console in Chromium', { skip: missing, timeout: 180_000 }, () => 
   after(async () => {
     gated.release();
     await browser?.close();
-    await h?.close();
-    await readModels.close();
-    await eventLog.close();
-    await eventStore.close();
-    opened.close();
-    dir.remove();
+    await pipeline?.close();
   });
 
   test('the page ships its own assets under a strict content security policy', async () => {

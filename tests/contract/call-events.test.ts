@@ -4,31 +4,19 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { createSqliteEventLog } from '../../shared/adapters/event-log/sql-event-log.ts';
-import { createSqliteEventStore } from '../../shared/adapters/event-store/sqlite-event-store.ts';
-import { createSqliteReadModels } from '../../shared/adapters/read-models/sqlite-read-models.ts';
-import { openSqlite } from '../../shared/adapters/sqlite/sqlite-database.ts';
 import { eventually } from '../support/eventually.ts';
-import { createPipelineHarness, type PipelineHarness } from '../support/pipeline-harness.ts';
-import { tempDir } from '../support/temp-dir.ts';
+import type { PipelineHarness } from '../support/pipeline-harness.ts';
+import { type EmbeddedPipeline, openEmbeddedPipeline } from '../support/embedded-pipeline.ts';
 
 describe('GET /api/calls/:callId/events', () => {
-  const dir = tempDir();
-  const opened = openSqlite(dir.path);
-  const eventStore = createSqliteEventStore(opened.db);
-  const eventLog = createSqliteEventLog(opened.db);
-  const readModels = createSqliteReadModels(opened.db);
+  let pipeline: EmbeddedPipeline;
   let h: PipelineHarness;
   before(async () => {
-    h = await createPipelineHarness({ eventStore, eventLog, readModels });
+    pipeline = await openEmbeddedPipeline();
+    h = pipeline.h;
   });
   after(async () => {
-    await h.close();
-    await readModels.close();
-    await eventLog.close();
-    await eventStore.close();
-    opened.close();
-    dir.remove();
+    await pipeline?.close();
   });
 
   test("a completed call's events in stream order, each with its recorded time; another team's call and an unknown one are 404", async () => {

@@ -5,15 +5,11 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { createSqliteEventLog } from '../../../shared/adapters/event-log/sql-event-log.ts';
-import { createSqliteEventStore } from '../../../shared/adapters/event-store/sqlite-event-store.ts';
-import { createSqliteReadModels } from '../../../shared/adapters/read-models/sqlite-read-models.ts';
-import { openSqlite } from '../../../shared/adapters/sqlite/sqlite-database.ts';
 import { INGEST_PATH } from '../../../services/ingress/ingest-route.ts';
 import { eventually } from '../../support/eventually.ts';
 import { ADMIN_TOKEN } from '../../support/ingress-harness.ts';
-import { createPipelineHarness, type PipelineHarness } from '../../support/pipeline-harness.ts';
-import { tempDir } from '../../support/temp-dir.ts';
+import type { PipelineHarness } from '../../support/pipeline-harness.ts';
+import { type EmbeddedPipeline, openEmbeddedPipeline } from '../../support/embedded-pipeline.ts';
 
 /** The samples of a Prometheus text exposition, keyed `name{label="value",…}` with labels sorted. */
 const parse = (text: string): Map<string, number> => {
@@ -35,23 +31,15 @@ const key = (name: string, labels: Record<string, string> = {}) =>
     .join(',')}}`;
 
 describe('GET /metrics', () => {
-  const dir = tempDir();
-  const opened = openSqlite(dir.path);
-  const eventStore = createSqliteEventStore(opened.db);
-  const eventLog = createSqliteEventLog(opened.db);
-  const readModels = createSqliteReadModels(opened.db);
+  let pipeline: EmbeddedPipeline;
   let h: PipelineHarness;
 
   before(async () => {
-    h = await createPipelineHarness({ eventStore, eventLog, readModels });
+    pipeline = await openEmbeddedPipeline();
+    h = pipeline.h;
   });
   after(async () => {
-    await h.close();
-    await readModels.close();
-    await eventLog.close();
-    await eventStore.close();
-    opened.close();
-    dir.remove();
+    await pipeline?.close();
   });
 
   const scrape = async () => {

@@ -7,14 +7,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { createSqliteEventLog } from '../../../shared/adapters/event-log/sql-event-log.ts';
-import { createSqliteEventStore } from '../../../shared/adapters/event-store/sqlite-event-store.ts';
-import { createSqliteReadModels } from '../../../shared/adapters/read-models/sqlite-read-models.ts';
-import { openSqlite } from '../../../shared/adapters/sqlite/sqlite-database.ts';
 import { installTracing, type Tracing } from '../../../shared/observability/tracing.ts';
 import { eventually } from '../../support/eventually.ts';
-import { createPipelineHarness, type PipelineHarness } from '../../support/pipeline-harness.ts';
-import { tempDir } from '../../support/temp-dir.ts';
+import type { PipelineHarness } from '../../support/pipeline-harness.ts';
+import { type EmbeddedPipeline, openEmbeddedPipeline } from '../../support/embedded-pipeline.ts';
 
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-0[01]$/;
 const traceIdOf = (traceparent: string | undefined) => TRACEPARENT.exec(traceparent ?? '')?.[1];
@@ -22,25 +18,17 @@ const traceIdOf = (traceparent: string | undefined) => TRACEPARENT.exec(tracepar
 describe('traces: one call, one trace', () => {
   const exporter = new InMemorySpanExporter();
   let tracing: Tracing;
-  const dir = tempDir();
-  const opened = openSqlite(dir.path);
-  const eventStore = createSqliteEventStore(opened.db);
-  const eventLog = createSqliteEventLog(opened.db);
-  const readModels = createSqliteReadModels(opened.db);
+  let pipeline: EmbeddedPipeline;
   let h: PipelineHarness;
 
   before(async () => {
     tracing = installTracing([new SimpleSpanProcessor(exporter)]);
-    h = await createPipelineHarness({ eventStore, eventLog, readModels });
+    pipeline = await openEmbeddedPipeline();
+    h = pipeline.h;
   });
   after(async () => {
-    await h.close();
+    await pipeline?.close();
     await tracing.shutdown();
-    await readModels.close();
-    await eventLog.close();
-    await eventStore.close();
-    opened.close();
-    dir.remove();
   });
 
   /** The spans of one trace once `names` are all among them. */

@@ -9,11 +9,17 @@
  * Failures are `StepError`s (`shared/ports/step-error.ts`) with one of `AnalysisErrorCode`.
  */
 import { Type, type Static } from '@sinclair/typebox';
+import type { TranscriptSegment } from '../domain/transcript/transcript-segments.ts';
 
 /** What is analysed. Only `transcript` is required. */
 export interface AnalysisInput {
   /** The call's text: plain, speaker-labelled (`Dana: …`), or WebVTT/SRT with cues still in. */
   transcript: string;
+  /**
+   * The transcript's segments. When some name their speaker (an engine that tells speakers apart,
+   * WebVTT `<v Name>` cues), the speaker turns are read from them instead of the text's labels.
+   */
+  segments?: readonly TranscriptSegment[];
   /** The rep's full name; picks the rep among the speaker labels (full or first name). */
   repName?: string;
   /** The rep's e-mail; its local part (`dana.reyes@…`) is a fallback hint for the rep's label. */

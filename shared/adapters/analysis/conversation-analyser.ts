@@ -189,7 +189,7 @@ export const scoreCall = (facts: CallFacts, repName?: string): { score: number; 
 
 /** The whole analysis of one transcript, synchronously. */
 export const analyseTranscript = (input: AnalysisInput): Analysis => {
-  const parsed = parseTranscript(input.transcript, { repName: input.repName, repEmail: input.repEmail });
+  const parsed = parseTranscript(input.transcript, { repName: input.repName, repEmail: input.repEmail }, input.segments);
   if (parsed.totalWords === 0) {
     throw new StepError('transcript_empty', 'The transcript has no words once timestamps, cue markers and blank lines are removed.', false);
   }

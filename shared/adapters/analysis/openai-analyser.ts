@@ -164,7 +164,7 @@ export const createOpenAiAnalyser = (options: OpenAiAnalyserOptions): Analyser =
     async analyse(input: AnalysisInput, callOptions?: { signal?: AbortSignal }): Promise<Analysis> {
       const caller = callOptions?.signal;
       caller?.throwIfAborted();
-      const parsed = parseTranscript(input.transcript, { repName: input.repName, repEmail: input.repEmail });
+      const parsed = parseTranscript(input.transcript, { repName: input.repName, repEmail: input.repEmail }, input.segments);
       if (parsed.totalWords === 0) {
         throw new StepError('transcript_empty', 'The transcript has no words once timestamps, cue markers and blank lines are removed.', false);
       }

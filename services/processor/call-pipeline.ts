@@ -13,6 +13,7 @@ import { isDomainError } from '../../shared/domain/decider.ts';
 import { correctDuration, countWords, estimateSpokenSeconds } from '../../shared/domain/submission/duration.ts';
 import { minutesForSeconds } from '../../shared/domain/team/capacity.ts';
 import { toStorable } from '../../shared/domain/submission/storable-text.ts';
+import { segmentsFromText } from '../../shared/domain/transcript/transcript-segments.ts';
 import type { Analyser } from '../../shared/ports/analyser.ts';
 import type { AudioSource, FetchedAudio } from '../../shared/ports/audio-source.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
@@ -142,6 +143,7 @@ export const createCallPipeline = (deps: PipelineDeps) => {
           truncated: transcript.truncated,
           durationSeconds: inlineSeconds(call),
           engine: null,
+          segments: segmentsFromText(transcript.text),
           now: now(),
         });
         return;
@@ -160,6 +162,7 @@ export const createCallPipeline = (deps: PipelineDeps) => {
             truncated: false,
             durationSeconds: transcription.durationSeconds,
             engine: transcription.engine,
+            segments: storable(transcription.segments ?? segmentsFromText(transcription.text)),
             now: now(),
           });
         } finally {
@@ -170,7 +173,7 @@ export const createCallPipeline = (deps: PipelineDeps) => {
       case 'analyse': {
         const analysis = await timeStep('analyse', () =>
           deps.analyser.analyse(
-            { transcript: call.transcript!.text, repName: submission.repName, repEmail: submission.repEmail, callDate: submission.callDate, callTitle: submission.callTitle },
+            { transcript: call.transcript!.text, segments: call.transcript!.segments, repName: submission.repName, repEmail: submission.repEmail, callDate: submission.callDate, callTitle: submission.callTitle },
             { signal },
           ),
         );

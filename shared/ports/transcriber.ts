@@ -20,6 +20,7 @@
  * | `transcription_rejected`      | no        | the remote endpoint refused the request: a 4xx other than 408/429 (bad key, unknown model, file too large), or a redirect |
  * | `transcription_rate_limited`  | yes       | the remote endpoint answered 429                                  |
  */
+import type { TranscriptSegment } from '../domain/transcript/transcript-segments.ts';
 import type { StepError } from './step-error.ts';
 
 /** The stable `StepError.code`s a `Transcriber` raises; see the table above. */
@@ -69,6 +70,11 @@ export interface Transcription {
   durationSeconds: number;
   /** Which engine produced the text, e.g. `pocketsphinx` or `openai:whisper-1`. */
   engine: string;
+  /**
+   * The text in timed pieces, in order (pocketsphinx's utterances, the remote engine's segments),
+   * with the speaker when the engine tells speakers apart; absent when the engine gave none.
+   */
+  segments?: TranscriptSegment[];
 }
 
 /** Whether a transcriber can work now, and if not, exactly what is missing. */

@@ -9,12 +9,14 @@ import type { CallAnalysis, CallEvent, ProcessingMode } from './call-events.ts';
 import type { CallSubmittedData } from './call-submitted.ts';
 import { type CallState, evolveCall, initialCallState, type PendingCall, stageOf, submittedDeal } from './call-state.ts';
 import { isRetriableFailure, RETRIABLE_FAILURE_CODES } from './retriable-failures.ts';
+import { boundSegments, type TranscriptSegment } from '../transcript/transcript-segments.ts';
 
 export type CallCommand =
   | { type: 'SubmitCall'; data: CallSubmittedData }
   | { type: 'StartProcessing'; now: string; timeoutMs: number }
   | { type: 'RecordAudioFetched'; bytes: number; contentType: string; now: string }
-  | { type: 'RecordTranscript'; source: 'audio' | 'inline'; text: string; truncated: boolean; durationSeconds: number | null; engine: string | null; now: string }
+  /** `segments` are stored within `SEGMENT_LIMITS` (transcript-segments.ts). */
+  | { type: 'RecordTranscript'; source: 'audio' | 'inline'; text: string; truncated: boolean; durationSeconds: number | null; engine: string | null; segments?: TranscriptSegment[]; now: string }
   | { type: 'RecordAnalysis'; analysis: CallAnalysis; now: string }
   | { type: 'RecordDeal'; now: string }
   | { type: 'CompleteCall'; now: string }
@@ -68,8 +70,8 @@ export const decideCall = (command: CallCommand, state: CallState): CallEvent[] 
       const call = atStage(state, 'record transcript', 'fetching_audio', 'transcribing');
       if (command.source === 'inline' && call.mode === 'audio') refuse('CALL_STEP_OUT_OF_ORDER', 'record transcript: an audio call takes its transcript from the audio');
       if (command.source === 'audio' && call.mode !== 'audio') refuse('CALL_STEP_OUT_OF_ORDER', 'record transcript: the call has no audio');
-      const { source, text, truncated, durationSeconds, engine, now } = command;
-      return [{ type: 'TranscriptRecorded', data: { source, text, truncated, durationSeconds, engine, at: now } }];
+      const { source, text, truncated, durationSeconds, engine, segments, now } = command;
+      return [{ type: 'TranscriptRecorded', data: { source, text, truncated, durationSeconds, engine, ...(segments ? { segments: boundSegments(segments) } : {}), at: now } }];
     }
     case 'RecordAnalysis':
       atStage(state, 'record analysis', 'analysing');

@@ -8,6 +8,7 @@
  *     the last step that succeeded
  */
 import type { Deal } from '../submission/submission.ts';
+import type { TranscriptSegment } from '../transcript/transcript-segments.ts';
 import type { CallStage } from './call-state.ts';
 import type { CallSubmitted } from './call-submitted.ts';
 
@@ -60,6 +61,12 @@ export type TranscriptRecorded = {
     /** Real audio length for `audio`; for `inline`, the normalised duration or a transcript-length estimate. */
     durationSeconds: number | null;
     engine: string | null;
+    /**
+     * Who said what, and when: the engine's timed segments, or those the inline text holds
+     * (WebVTT/SRT cues, `Speaker:` lines). Absent from events recorded before segments existed:
+     * read them with `transcriptSegments`, which derives them from the text.
+     */
+    segments?: TranscriptSegment[];
     at: string;
   };
 };

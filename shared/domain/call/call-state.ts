@@ -4,8 +4,9 @@
  * restarts resumes from the last event.
  */
 import type { Deal } from '../submission/submission.ts';
-import type { CallAnalysis, CallEvent, ProcessingMode, TranscriptRecorded } from './call-events.ts';
+import type { CallAnalysis, CallEvent, ProcessingMode } from './call-events.ts';
 import type { CallSubmittedData } from './call-submitted.ts';
+import { type RecordedTranscript, withSegments } from './transcript-recorded.ts';
 
 export type CallStage = 'queued' | 'fetching_audio' | 'transcribing' | 'analysing' | 'recording_deal' | 'completing';
 
@@ -18,7 +19,8 @@ interface CallFacts {
   /** When an operator last retried the call: its processing clock restarted then. */
   retriedAt?: string;
   audio?: { bytes: number; contentType: string };
-  transcript?: TranscriptRecorded['data'];
+  /** The recorded transcript, its segments always there (derived from the text for older events). */
+  transcript?: RecordedTranscript;
   analysis?: CallAnalysis;
   /** The deal written for this call, once DealRecorded. */
   dealRecorded?: Deal;
@@ -63,7 +65,7 @@ export const evolveCall = (state: CallState, event: CallEvent): CallState => {
     case 'AudioFetched':
       return pending({ ...known, audio: { bytes: event.data.bytes, contentType: event.data.contentType } });
     case 'TranscriptRecorded':
-      return pending({ ...known, transcript: event.data });
+      return pending({ ...known, transcript: withSegments(event.data) });
     case 'CallAnalysed': {
       const { at: _at, ...analysis } = event.data;
       return pending({ ...known, analysis });

@@ -3,7 +3,8 @@
  * documents cannot drift apart. Served at /docs/events/{name}.json.
  */
 import { type Static, Type } from '@sinclair/typebox';
-import type { CallRetried } from './call-events.ts';
+import { SEGMENT_LIMITS } from '../transcript/transcript-segments.ts';
+import type { CallRetried, TranscriptRecorded } from './call-events.ts';
 import type { DealRecord } from './deal-record.ts';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
@@ -83,4 +84,54 @@ export const CallRetriedSchema = Type.Object(
 const _callRetriedMatchesSchema: Same<Static<typeof CallRetriedSchema>, CallRetried['data']> = true;
 void _callRetriedMatchesSchema;
 
-export const EVENT_SCHEMAS = { 'deal.outcome.updated': DealOutcomeUpdatedSchema, 'call.retried': CallRetriedSchema } as const;
+const Seconds = Nullable(Type.Number({ minimum: 0, description: 'Seconds from the start of the call, to the millisecond; null when the transcript carries no times.' }));
+
+/**
+ * `call.transcript.recorded` on `calls.events.v1`: the value of the message (CloudEvents binary
+ * mode as for call.retried). `segments` is absent from events recorded before it existed; read them
+ * from the text then (GET /api/calls/{callId}/transcript does).
+ */
+export const TranscriptRecordedSchema = Type.Object(
+  {
+    source: Type.Union([Type.Literal('audio'), Type.Literal('inline')], { description: 'audio: transcribed from the recording; inline: the transcript sent with the call.' }),
+    text: Type.String({ description: 'The transcript as recorded (an inline one as sent, WebVTT/SRT cues included).' }),
+    truncated: Type.Boolean({ description: 'The inline transcript was cut to 512,000 bytes.' }),
+    durationSeconds: Nullable(Type.Number({ minimum: 0, description: 'The audio length, or for an inline transcript its normalised duration or a length estimate.' })),
+    engine: Nullable(Type.String({ description: 'The transcription engine, e.g. pocketsphinx or openai:whisper-1; null for an inline transcript.' })),
+    segments: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            start: Seconds,
+            end: Seconds,
+            speaker: Nullable(Type.String({ maxLength: SEGMENT_LIMITS.maxSpeakerChars, description: 'The speaker as labelled; null when not known.' })),
+            text: Type.String({ minLength: 1, description: 'What was said; lines of one cue are joined by a line break.' }),
+          },
+          { additionalProperties: false },
+        ),
+        {
+          maxItems: SEGMENT_LIMITS.maxSegments,
+          description:
+            'Who said what and when, in order: the engine\'s timed segments, else one per WebVTT/SRT cue or per line of the text. ' +
+            `Their text totals at most ${SEGMENT_LIMITS.maxTextBytes} bytes of UTF-8.`,
+        },
+      ),
+    ),
+    at: Type.String({ format: 'date-time', description: 'When the transcript was recorded.' }),
+  },
+  {
+    $id: 'call.transcript.recorded',
+    title: 'call.transcript.recorded',
+    description: "The call's transcript, with its timed, speaker-labelled segments.",
+    additionalProperties: false,
+  },
+);
+
+const _transcriptRecordedMatchesSchema: Same<Static<typeof TranscriptRecordedSchema>, TranscriptRecorded['data']> = true;
+void _transcriptRecordedMatchesSchema;
+
+export const EVENT_SCHEMAS = {
+  'deal.outcome.updated': DealOutcomeUpdatedSchema,
+  'call.retried': CallRetriedSchema,
+  'call.transcript.recorded': TranscriptRecordedSchema,
+} as const;

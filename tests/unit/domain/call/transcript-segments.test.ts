@@ -1,0 +1,99 @@
+/**
+ * Segments in the call's TranscriptRecorded: recorded bounded when the step gives them, and derived
+ * from the text, in one place, for events recorded before they existed.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { callDecider } from '../../../../shared/domain/call/call-decider.ts';
+import type { CallEvent } from '../../../../shared/domain/call/call-events.ts';
+import type { CallSubmittedData } from '../../../../shared/domain/call/call-submitted.ts';
+import { transcriptSegments } from '../../../../shared/domain/call/transcript-recorded.ts';
+import { deciderSpec } from '../../../support/decider-spec.ts';
+
+const { given } = deciderSpec(callDecider);
+const T0 = '2026-11-20T10:00:00.000Z';
+const T1 = '2026-11-20T10:00:01.000Z';
+
+const submitted: CallSubmittedData = {
+  callId: 'c1',
+  teamId: 't1',
+  keyId: 'k1',
+  submittedAt: T0,
+  submission: { aiTitleEnabled: true, tags: [], metadata: {}, audioUrl: 'https://a.test/x.mp3' },
+  attributedTo: { kind: 'owner', email: 'o@acme.test', name: 'Olive' },
+  capacity: { reservedMinutes: 1, autoRechargedMinutes: 0 },
+  warnings: [],
+};
+const history: CallEvent[] = [
+  { type: 'CallSubmitted', data: submitted },
+  { type: 'ProcessingStarted', data: { mode: 'audio', deadline: '2026-11-20T11:00:00.000Z', at: T0 } },
+  { type: 'AudioFetched', data: { bytes: 10, contentType: 'audio/wav', at: T0 } },
+];
+const record = { type: 'RecordTranscript', source: 'audio', text: 'hello there how are you', truncated: false, durationSeconds: 3, engine: 'pocketsphinx', now: T1 } as const;
+
+describe('TranscriptRecorded segments', () => {
+  test('the step\'s segments are recorded, bounded (times to the ms, blank ones dropped)', () => {
+    given(history)
+      .when({
+        ...record,
+        segments: [
+          { start: 0.1234, end: 1.5, speaker: null, text: ' hello there ' },
+          { start: 1.6, end: 1.7, speaker: 'x', text: '  ' },
+          { start: 1.8, end: 2.9, speaker: ' Dana ', text: 'how are you' },
+        ],
+      })
+      .then([
+        {
+          type: 'TranscriptRecorded',
+          data: {
+            source: 'audio',
+            text: 'hello there how are you',
+            truncated: false,
+            durationSeconds: 3,
+            engine: 'pocketsphinx',
+            segments: [
+              { start: 0.123, end: 1.5, speaker: null, text: 'hello there' },
+              { start: 1.8, end: 2.9, speaker: 'Dana', text: 'how are you' },
+            ],
+            at: T1,
+          },
+        },
+      ]);
+  });
+
+  test('without segments the event has none, and the state derives them from the text', () => {
+    given(history).when(record).then([{ type: 'TranscriptRecorded', data: { source: 'audio', text: 'hello there how are you', truncated: false, durationSeconds: 3, engine: 'pocketsphinx', at: T1 } }]);
+    const state = given(history).when(record).stateAfter();
+    assert.ok(state.status === 'pending' && state.transcript);
+    assert.deepEqual(state.transcript.segments, [{ start: null, end: null, speaker: null, text: 'hello there how are you' }]);
+  });
+
+  test('an event recorded before segments existed (an inline WebVTT transcript) reads with the segments its text holds', () => {
+    const old = {
+      source: 'inline' as const,
+      text: 'WEBVTT\n\n00:00:01.000 --> 00:00:02.500\n<v Rep>Hi Dana.\n\n00:00:03.000 --> 00:00:04.000\n<v Dana>Hi Sam.\n',
+      truncated: false,
+      durationSeconds: 4,
+      engine: null,
+      at: T1,
+    };
+    const expected = [
+      { start: 1, end: 2.5, speaker: 'Rep', text: 'Hi Dana.' },
+      { start: 3, end: 4, speaker: 'Dana', text: 'Hi Sam.' },
+    ];
+    assert.deepEqual(transcriptSegments(old), expected);
+    const state = given([
+      { type: 'CallSubmitted', data: { ...submitted, submission: { ...submitted.submission, audioUrl: undefined, transcript: { text: old.text, truncated: false, originalBytes: 1 } } } },
+      { type: 'ProcessingStarted', data: { mode: 'transcript', deadline: '2026-11-20T11:00:00.000Z', at: T0 } },
+      { type: 'TranscriptRecorded', data: old },
+    ]).state();
+    assert.ok(state.status === 'pending' && state.transcript);
+    assert.deepEqual(state.transcript.segments, expected);
+    assert.equal(state.stage, 'analysing');
+  });
+
+  test('recorded segments are read as recorded, never re-derived from the text', () => {
+    const segments = [{ start: 0, end: 9, speaker: 'Speaker 1', text: 'Rep: not a label here' }];
+    assert.deepEqual(transcriptSegments({ source: 'audio', text: 'Rep: hi\nDana: hello', truncated: false, durationSeconds: 9, engine: 'openai:whisper-1', segments, at: T1 }), segments);
+  });
+});

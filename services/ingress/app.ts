@@ -25,6 +25,7 @@ import { registerIngestRoute } from './ingest-route.ts';
 import { registerMetrics } from './metrics-routes.ts';
 import { registerConsoleRoutes } from './console-routes.ts';
 import { registerUsageRoute } from './usage-route.ts';
+import { registerTranscriptRoute } from './transcript-route.ts';
 import { registerOperatorRoutes } from './operator-routes.ts';
 import type { TeamService } from './teams/team-service.ts';
 import type { Health } from '../runtime/health.ts';
@@ -208,6 +209,7 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
   registerOperatorRoutes(app, { ...deps, requireAdmin: adminGuard(deps.adminToken, deps.limiter) });
   if (deps.readModels) registerCallsRoutes(app, { teams: deps.teams, limiter: deps.limiter, callHistory: deps.readModels.callHistory, eventStore: deps.eventStore });
   registerUsageRoute(app, { teams: deps.teams, limiter: deps.limiter });
+  registerTranscriptRoute(app, { teams: deps.teams, limiter: deps.limiter, eventStore: deps.eventStore });
   registerConsoleRoutes(app);
   return app;
 };

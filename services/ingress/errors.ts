@@ -42,6 +42,10 @@ export const ERROR_STATUS = {
   IDEMPOTENCY_KEY_REUSED: 422,
   /** An operator retry of a call that is not failed, or failed in a way trying again cannot change. */
   CALL_NOT_RETRIABLE: 409,
+  /** The call has no transcript yet (pending before transcription) or will not have one (failed before it). */
+  TRANSCRIPT_NOT_READY: 409,
+  /** SubRip or WebVTT asked of a transcript without times (plain or `Speaker:` text); json and txt still answer. */
+  TRANSCRIPT_NOT_TIMED: 409,
   /**
    * A backend (event log, event store, read models) cannot serve the request right now, or
    * concurrent writers kept conflicting; retry after Retry-After. The detail says whether the
@@ -70,6 +74,8 @@ const TITLES: Record<ErrorCode, string> = {
   CONFLICT: 'Conflict',
   IDEMPOTENCY_KEY_REUSED: 'Idempotency key reused with another body',
   CALL_NOT_RETRIABLE: 'Call cannot be retried',
+  TRANSCRIPT_NOT_READY: 'Transcript not ready',
+  TRANSCRIPT_NOT_TIMED: 'Transcript has no timings',
   SERVICE_UNAVAILABLE: 'Service temporarily unavailable',
   INTERNAL: 'Internal error',
 };

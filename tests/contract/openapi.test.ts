@@ -54,6 +54,7 @@ describe('OpenAPI document', () => {
       ['/api/calls', 'get'],
       ['/api/calls/{callId}', 'get'],
       ['/api/calls/{callId}/events', 'get'],
+      ['/api/calls/{callId}/transcript', 'get'],
       ['/api/usage', 'get'],
       ['/api/admin/teams', 'post'],
       ['/api/admin/teams/{teamId}', 'get'],

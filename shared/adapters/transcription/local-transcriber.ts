@@ -1,7 +1,8 @@
 /**
  * The local engine, no network: ffmpeg decodes whatever the recording is into 16 kHz mono 16-bit
  * PCM WAV in a fresh temp directory, pocketsphinx (CMU Sphinx, US English model) recognises it, the
- * temp directory is removed. The duration is that of the decoded audio (data bytes of the WAV ÷
+ * temp directory is removed. Each utterance pocketsphinx hears is a segment timed by its words
+ * (`pocketsphinx-output.ts`). The duration is that of the decoded audio (data bytes of the WAV ÷
  * 32 000 bytes/s), so it is the length of what was actually heard, whatever the container claims.
  *
  * Commands (no shell; `model` = `/usr/share/pocketsphinx/model/en-us` by default):
@@ -9,7 +10,7 @@
  *   ffmpeg -nostdin -hide_banner -loglevel error -protocol_whitelist file -format_whitelist <containers>
  *          -i file:<input> -map 0:a:0 -map_metadata -1 -t <maxSeconds + 1> -ac 1 -ar 16000 -c:a pcm_s16le
  *          -fflags +bitexact -flags:a +bitexact -f wav -y <tmp>/audio.wav
- *   pocketsphinx_continuous -infile <tmp>/audio.wav -hmm <model>/en-us -lm <model>/en-us.lm.bin -dict <model>/cmudict-en-us.dict
+ *   pocketsphinx_continuous -infile <tmp>/audio.wav -hmm <model>/en-us -lm <model>/en-us.lm.bin -dict <model>/cmudict-en-us.dict -time yes
  *   (5.x: pocketsphinx -hmm … -lm … -dict … live <tmp>/audio.wav)
  * No metadata and bit-exact output give a plain 44-byte WAV header, which 5prealpha assumes.
  * The input is opened as `ffmpeg-input.ts` says: a local file only, real containers only.
@@ -30,7 +31,7 @@ import { processTempPrefix, sweepStaleTempFiles } from '../audio/process-temp-fi
 import { audioTooLong, DEFAULT_AUDIO_MAX_SECONDS, probeAudioSeconds, readWavDuration } from './audio-duration.ts';
 import { ffmpegInput } from './ffmpeg-input.ts';
 import { DEBIAN_MODEL_DIR, detectLocalEngine, type LocalEngine, type LocalEngineOptions } from './local-engine.ts';
-import { parsePocketsphinxOutput } from './pocketsphinx-output.ts';
+import { readPocketsphinxOutput } from './pocketsphinx-output.ts';
 import { lastLine, type ProcessOutcome, runProcess } from './run-process.ts';
 
 export interface LocalTranscriberOptions extends LocalEngineOptions {
@@ -60,7 +61,8 @@ const NO_AUDIO_STREAM = /matches no streams|does not contain any stream/i;
 /** The arguments pocketsphinx gets for `wav` in each command-line shape. */
 export const pocketsphinxArgs = (engine: LocalEngine, wav: string): string[] => {
   const model = ['-hmm', engine.model.hmm, '-lm', engine.model.lm, '-dict', engine.model.dict];
-  return engine.pocketsphinx.cli === 'continuous' ? ['-infile', wav, ...model] : [...model, 'live', wav];
+  // 5prealpha prints word times only when asked; 5.x's JSON always has them.
+  return engine.pocketsphinx.cli === 'continuous' ? ['-infile', wav, ...model, '-time', 'yes'] : [...model, 'live', wav];
 };
 
 /** ffprobe beside the ffmpeg in use (same directory when ffmpeg is given by path). */
@@ -140,7 +142,8 @@ export const createLocalTranscriber = (options: LocalTranscriberOptions = {}): T
         const why = lastLine(recognised.stderr, /^(?:ERROR|FATAL)/) ?? `exit code ${recognised.exitCode}`;
         throw new StepError('transcription_failed', `pocketsphinx failed (exit code ${recognised.exitCode}): ${why}`, true);
       }
-      return { text: parsePocketsphinxOutput(recognised.stdout), durationSeconds, engine: ENGINE };
+      const { text, segments } = readPocketsphinxOutput(recognised.stdout);
+      return { text, durationSeconds, engine: ENGINE, segments };
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

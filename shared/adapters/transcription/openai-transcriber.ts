@@ -11,6 +11,9 @@
  * Length cap: a recording whose container states a length over `maxSeconds` (read by ffprobe, when
  * installed) is not sent: `audio_too_long` (terminal).
  *
+ * Segments: `segments` of the verbose_json answer (`start`, `end`, `text`; `speaker` when the server
+ * tells speakers apart), kept as the transcript's timed segments.
+ *
  * Duration: `duration` of the verbose_json answer (the server decoded the audio), else measured here
  * (`measureAudioDuration`: ffprobe, or the header of a WAV file).
  *
@@ -22,6 +25,7 @@
  */
 import { openAsBlob } from 'node:fs';
 import { extname } from 'node:path';
+import type { TranscriptSegment } from '../../domain/transcript/transcript-segments.ts';
 import { StepError } from '../../ports/step-error.ts';
 import { createScrubber, httpStatusError, openAiEndpoint, postToService, readCapped, serverMessage, type ServiceFailures } from '../openai-compatible.ts';
 import type { Transcriber, TranscriberAvailability, Transcription, TranscriptionInput } from '../../ports/transcriber.ts';
@@ -78,6 +82,25 @@ export const uploadFileName = (audioPath: string, contentType?: string): string 
   const fromType = contentType ? EXTENSION_OF_TYPE[contentType.split(';')[0]!.trim().toLowerCase()] : undefined;
   const extension = /^[a-z0-9]{1,5}$/.test(fromPath) ? fromPath : fromType;
   return extension ? `recording.${extension}` : 'recording';
+};
+
+const seconds = (value: unknown): number | null => (typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : null);
+
+/**
+ * The `segments` of a verbose_json answer (`{start, end, text}`, and `speaker` from servers that
+ * tell speakers apart); undefined when there are none. A segment that is not an object with text
+ * is skipped: a server's odd entry costs that entry, not the transcript.
+ */
+export const segmentsOf = (segments: unknown): TranscriptSegment[] | undefined => {
+  if (!Array.isArray(segments)) return undefined;
+  const read: TranscriptSegment[] = [];
+  for (const segment of segments) {
+    if (typeof segment !== 'object' || segment === null) continue;
+    const { start, end, speaker, text } = segment as Record<string, unknown>;
+    if (typeof text !== 'string' || text.trim() === '') continue;
+    read.push({ start: seconds(start), end: seconds(end), speaker: typeof speaker === 'string' && speaker.trim() !== '' ? speaker.trim() : null, text: text.trim() });
+  }
+  return read.length > 0 ? read : undefined;
 };
 
 const readAnswer = (response: Response): Promise<string> =>
@@ -145,12 +168,13 @@ export const createOpenAiTranscriber = (options: OpenAiTranscriberOptions): Tran
     } catch (error) {
       throw invalid('the response body is not JSON', error);
     }
-    const { text: transcript, duration } = (typeof answer === 'object' && answer !== null ? answer : {}) as { text?: unknown; duration?: unknown };
+    const { text: transcript, duration, segments } = (typeof answer === 'object' && answer !== null ? answer : {}) as { text?: unknown; duration?: unknown; segments?: unknown };
     if (typeof transcript !== 'string') throw invalid('it has no "text"');
     const stated = typeof duration === 'string' && duration.trim() !== '' ? Number(duration) : duration;
     const durationSeconds =
       typeof stated === 'number' && Number.isFinite(stated) && stated >= 0 ? stated : await measureAudioDuration(input.audioPath, { signal: caller });
-    return { text: transcript.trim(), durationSeconds, engine };
+    const timed = segmentsOf(segments);
+    return { text: transcript.trim(), durationSeconds, engine, ...(timed ? { segments: timed } : {}) };
   };
 
   return {

@@ -112,6 +112,33 @@ test('200: the transcript and duration come from the verbose_json answer', async
   assert.deepEqual(result, { text: 'Hello, this is Dana from Acme.', durationSeconds: 12.5, engine: 'openai:whisper-1' });
 });
 
+test('200: the verbose_json segments are kept as timed segments (text trimmed, speaker when the server names one, odd entries skipped)', async () => {
+  respond = (_req, res) =>
+    json(res, 200, {
+      task: 'transcribe',
+      duration: 9.5,
+      text: ' Hi Dana. Hi Sam, thanks. ',
+      segments: [
+        { id: 0, seek: 0, start: 0.0, end: 2.4, text: ' Hi Dana.', tokens: [1, 2], temperature: 0, avg_logprob: -0.2, compression_ratio: 1.1, no_speech_prob: 0.01 },
+        { id: 1, seek: 0, start: 2.6, end: 5.25, text: ' Hi Sam, thanks.', speaker: 'B' },
+        { id: 2, start: 'soon', end: null, text: ' untimed' },
+        { id: 3, start: 6, end: 7, text: '   ' },
+        'not a segment',
+      ],
+    });
+  const result = await transcriber().transcribe({ audioPath: recording, contentType: 'audio/wav' });
+  assert.deepEqual(result, {
+    text: 'Hi Dana. Hi Sam, thanks.',
+    durationSeconds: 9.5,
+    engine: 'openai:whisper-1',
+    segments: [
+      { start: 0, end: 2.4, speaker: null, text: 'Hi Dana.' },
+      { start: 2.6, end: 5.25, speaker: 'B', text: 'Hi Sam, thanks.' },
+      { start: null, end: null, speaker: null, text: 'untimed' },
+    ],
+  });
+});
+
 test('the request is a multipart POST with the file as uploaded, model whisper-1, verbose_json and the bearer key', async () => {
   await transcriber().transcribe({ audioPath: recording, contentType: 'audio/wav' });
   assert.equal(seen.length, 1);

@@ -73,10 +73,10 @@ test('an already aborted signal rejects with its reason before anything runs', a
   await assert.rejects(selectTranscriber({}, absent).transcribe({ audioPath: '/tmp/call.wav', signal: AbortSignal.abort(reason) }), (e) => e === reason);
 });
 
-test('pocketsphinx command lines: -infile for 5prealpha (Debian 12), the live command for 5.x', () => {
+test('pocketsphinx command lines: -infile with word times (-time yes) for 5prealpha (Debian 12), the live command for 5.x', () => {
   const model = { hmm: '/m/en-us', lm: '/m/en-us.lm.bin', dict: '/m/cmudict-en-us.dict' };
   assert.deepEqual(pocketsphinxArgs({ ffmpeg: 'ffmpeg', pocketsphinx: { path: 'pocketsphinx_continuous', cli: 'continuous' }, model }, '/t/audio.wav'), [
-    '-infile', '/t/audio.wav', '-hmm', '/m/en-us', '-lm', '/m/en-us.lm.bin', '-dict', '/m/cmudict-en-us.dict',
+    '-infile', '/t/audio.wav', '-hmm', '/m/en-us', '-lm', '/m/en-us.lm.bin', '-dict', '/m/cmudict-en-us.dict', '-time', 'yes',
   ]);
   assert.deepEqual(pocketsphinxArgs({ ffmpeg: 'ffmpeg', pocketsphinx: { path: 'pocketsphinx', cli: 'live' }, model }, '/t/audio.wav'), [
     '-hmm', '/m/en-us', '-lm', '/m/en-us.lm.bin', '-dict', '/m/cmudict-en-us.dict', 'live', '/t/audio.wav',

@@ -105,15 +105,24 @@ export const registerCallsRoutes = (app: TypedApp, deps: CallsDeps): void => {
       onRequest,
       schema: {
         tags: ['Call history'],
-        summary: "The team's calls, newest first",
+        summary: "The team's calls, newest first (or by last change, for sync)",
         description:
           'search: an exact, case-insensitive substring of the displayed title or the rep name — nothing else (not the transcript, prospect, tags or notes). ' +
-          'tag (repeatable): calls carrying every given tag. status: pending, completed or failed. Cursor pagination: pass nextCursor back as cursor.',
+          'tag (repeatable): calls carrying every given tag. status: pending, completed or failed. ' +
+          'from / to: the call date, inclusive (ISO 8601 date or date-time; a bare date as to runs through the end of that day, UTC). ' +
+          'repEmail: calls whose rep e-mail is this address (ASCII letters case-insensitive). ' +
+          'updatedSince with order=updated_asc: incremental sync, least recently changed first by (updatedAt, callId), every call whose row changed at or after that instant. ' +
+          'Cursor pagination: pass nextCursor back as cursor, with the same order.',
         security,
         querystring: Type.Object({
           search: Type.Optional(Type.String({ maxLength: 200 })),
           tag: Type.Optional(Type.Union([Type.String({ maxLength: 50 }), Type.Array(Type.String({ maxLength: 50 }), { maxItems: 20 })])),
           status: Type.Optional(Type.Union([Type.Literal('pending'), Type.Literal('completed'), Type.Literal('failed')])),
+          from: Type.Optional(Type.String({ maxLength: 40, description: 'Call date at or after (ISO 8601).' })),
+          to: Type.Optional(Type.String({ maxLength: 40, description: 'Call date at or before (ISO 8601; a bare date includes that whole day, UTC).' })),
+          repEmail: Type.Optional(Type.String({ maxLength: 320 })),
+          updatedSince: Type.Optional(Type.String({ maxLength: 40, description: 'Only calls whose row changed at or after this instant (ISO 8601).' })),
+          order: Type.Optional(Type.Union([Type.Literal('created_desc'), Type.Literal('updated_asc')], { default: 'created_desc' })),
           limit: Type.Optional(Type.Integer({ minimum: 1, maximum: CALL_HISTORY_LIMITS.maxLimit, default: CALL_HISTORY_LIMITS.defaultLimit })),
           cursor: Type.Optional(Type.String({ maxLength: 500 })),
         }),
@@ -121,16 +130,28 @@ export const registerCallsRoutes = (app: TypedApp, deps: CallsDeps): void => {
       },
     },
     async (request) => {
-      const { search, tag, status, limit, cursor } = request.query;
+      const { search, tag, status, from, to, repEmail, updatedSince, order, limit, cursor } = request.query;
       // The same text rule as the ingest: no stored text has U+0000 or an unpaired surrogate, and
       // PostgreSQL refuses them even in a query parameter.
       const unstorable = [
         ...(search !== undefined && !isStorable(search) ? [{ field: 'search', message: 'may not contain U+0000 or unpaired surrogates' }] : []),
+        ...(repEmail !== undefined && !isStorable(repEmail) ? [{ field: 'repEmail', message: 'may not contain U+0000 or unpaired surrogates' }] : []),
         ...[tag ?? []].flat().flatMap((t, i) => (isStorable(t) ? [] : [{ field: `tag[${i}]`, message: 'may not contain U+0000 or unpaired surrogates' }])),
       ];
       if (unstorable.length > 0) throw new ProblemError('VALIDATION_FAILED', 'The query breaks one or more rules; see errors.', { errors: unstorable });
       try {
-        const page = await deps.callHistory.list(request.apiKey!.teamId, { search, tags: tag === undefined ? undefined : [tag].flat(), status, limit, cursor });
+        const page = await deps.callHistory.list(request.apiKey!.teamId, {
+          search,
+          tags: tag === undefined ? undefined : [tag].flat(),
+          status,
+          from,
+          to,
+          repEmail,
+          updatedSince,
+          order,
+          limit,
+          cursor,
+        });
         return { calls: page.calls.map(listItem), nextCursor: page.nextCursor };
       } catch (error) {
         if (error instanceof InvalidQueryError) throw new ProblemError('VALIDATION_FAILED', error.message, { errors: [{ field: error.field, message: error.message }] });

@@ -51,15 +51,29 @@ export interface CallHistoryQuery {
   /** Only calls that have every one of these tags (compared case-insensitively). */
   tags?: string[];
   status?: CallHistoryStatus;
+  /** Calls whose callDate is at or after this ISO 8601 date or instant. */
+  from?: string;
+  /** Calls whose callDate is at or before this ISO 8601 instant; a bare date means through the end of that day (UTC). */
+  to?: string;
+  /** Calls whose rep e-mail is this address (ASCII letters compared case-insensitively). */
+  repEmail?: string;
+  /** Calls whose row last changed at or after this ISO 8601 instant (for incremental sync; pair with `order: 'updated_asc'`). */
+  updatedSince?: string;
+  /** `created_desc` (default): newest first. `updated_asc`: least recently changed first, by (updatedAt, callId). */
+  order?: CallHistoryOrder;
   /** 1–100; default 25. */
   limit?: number;
-  /** `nextCursor` of the previous page. */
+  /** `nextCursor` of the previous page (of the same order). */
   cursor?: string;
 }
 
+export const CALL_HISTORY_ORDERS = ['created_desc', 'updated_asc'] as const;
+export type CallHistoryOrder = (typeof CALL_HISTORY_ORDERS)[number];
+
 export interface CallHistoryPage {
   /**
-   * Newest first: `createdAt` descending, then `callId` descending. Whole rows, transcript
+   * Newest first: `createdAt` descending, then `callId` descending (or, for `updated_asc`,
+   * `updatedAt` ascending, then `callId` ascending). Whole rows, transcript
    * included (transcripts live apart from the rows and are read for the page's rows only).
    */
   calls: CallHistoryRow[];
@@ -157,7 +171,7 @@ export class InvalidQueryError extends Error {
   readonly code = 'INVALID_QUERY';
   readonly retriable = false;
   constructor(
-    readonly field: 'limit' | 'status' | 'cursor' | 'tags' | 'search',
+    readonly field: 'limit' | 'status' | 'cursor' | 'tags' | 'search' | 'from' | 'to' | 'repEmail' | 'updatedSince' | 'order',
     message: string,
   ) {
     super(message);

@@ -409,11 +409,91 @@ export const readModelsConformance = (name: string, factory: ReadModelsFactory, 
         assert.equal(pages.flat().length, 60);
       });
 
+      test('from / to on the call date (inclusive; a bare date "to" includes its whole day), repEmail (ASCII case-insensitive), across pages', async () => {
+        const h = await open();
+        const teamId = team();
+        const dated: Awaited<ReturnType<typeof submitCall>>[] = [];
+        // Calls dated 2026-03-01 … 2026-03-06 at 12:00 UTC, two a day, reps alternating.
+        for (let i = 0; i < 12; i++) {
+          const day = String(1 + Math.floor(i / 2)).padStart(2, '0');
+          dated.push(
+            await submitCall(h.store, {
+              teamId,
+              submittedAt: at(i),
+              submission: { callDate: `2026-03-${day}T12:00:00.000Z`, repEmail: i % 2 ? 'Dana.Seller@Example.com' : 'sam@example.com', tags: ['t'] },
+            }),
+          );
+        }
+        // No callDate: it is the submission time (2026-11-20).
+        const undated = await submitCall(h.store, { teamId, submittedAt: at(100), submission: { repEmail: 'sam@example.com' } });
+        await sync(h);
+        const newestFirst = (rows: typeof dated) => rows.map((c) => c.callId).reverse();
+        const list = async (query: CallHistoryQuery) => (await allPages(h.models, teamId, { limit: 3, ...query })).flat().map((r) => r.callId);
+
+        assert.deepEqual(await list({ from: '2026-03-02', to: '2026-03-03' }), newestFirst(dated.slice(2, 6)), 'bare dates: 2 March 00:00 through 3 March 23:59:59.999');
+        assert.deepEqual(await list({ from: '2026-03-05T12:00:00Z' }), [undated.callId, ...newestFirst(dated.slice(8))], 'from is inclusive');
+        assert.deepEqual(await list({ to: '2026-03-01T12:00:00.000+00:00' }), newestFirst(dated.slice(0, 2)), 'to is inclusive');
+        assert.deepEqual(await list({ to: '2026-03-01T11:59:59.999Z' }), [], 'one millisecond before');
+        assert.deepEqual(await list({ from: '2026-03-01T13:00:00+02:00', to: '2026-03-01T14:00:00+02:00' }), newestFirst(dated.slice(0, 2)), 'offsets are instants');
+        const dana = dated.filter((_, i) => i % 2);
+        assert.deepEqual(await list({ repEmail: 'dana.seller@example.com' }), newestFirst(dana));
+        assert.deepEqual(await list({ repEmail: ' DANA.SELLER@EXAMPLE.COM ' }), newestFirst(dana), 'trimmed, ASCII case folded');
+        assert.deepEqual(await list({ repEmail: 'dana.seller@example' }), [], 'exact, not a substring');
+        assert.deepEqual(await list({ repEmail: 'sam@example.com', from: '2026-03-06', tags: ['t'] }), [dated[10]!.callId], 'with a tag and a date');
+        assert.deepEqual(await list({ repEmail: 'sam@example.com', from: '2026-11-01' }), [undated.callId]);
+      });
+
+      test('order=updated_asc with updatedSince: least recently changed first by (updatedAt, callId), every change seen once when syncing page by page', async () => {
+        const h = await open();
+        const teamId = team();
+        // Four calls submitted at t=0…3; then call 1 completes (t=10), call 3 fails (t=20).
+        const calls = [];
+        for (let i = 0; i < 4; i++) calls.push(await submitCall(h.store, { teamId, submittedAt: at(i) }));
+        // Two more sharing one submission time: the callId tiebreak.
+        const twins = [await submitCall(h.store, { teamId, submittedAt: at(5) }), await submitCall(h.store, { teamId, submittedAt: at(5) })].sort((a, b) => (a.callId < b.callId ? -1 : 1));
+        await appendCall(h.store, calls[1]!.callId, [events.started('transcript', 10), events.transcript('x', 'inline', 10), events.analysed('T', 70, 10), events.completed(10)]);
+        await appendCall(h.store, calls[3]!.callId, [events.failed('analysis_failed', 'no', 20)]);
+        await sync(h);
+        const byUpdate = [calls[0]!, calls[2]!, ...twins, calls[1]!, calls[3]!].map((c) => c.callId);
+        const pages = await allPages(h.models, teamId, { order: 'updated_asc', limit: 4 });
+        assert.deepEqual(pages.map((p) => p.length), [4, 2]);
+        assert.deepEqual(pages.flat().map((r) => r.callId), byUpdate);
+        assert.deepEqual(pages.flat().map((r) => r.updatedAt), [at(0), at(2), at(5), at(5), at(10), at(20)]);
+
+        // A sync: everything changed at or after t=5, two at a time.
+        assert.deepEqual((await allPages(h.models, teamId, { order: 'updated_asc', updatedSince: at(5), limit: 2 })).flat().map((r) => r.callId), byUpdate.slice(2));
+        assert.deepEqual((await allPages(h.models, teamId, { order: 'updated_asc', updatedSince: at(21), limit: 2 })).flat(), []);
+        // Filters combine with the sync order; updatedSince also filters the default order.
+        assert.deepEqual(ids((await h.models.callHistory.list(teamId, { order: 'updated_asc', status: 'pending' })).calls), [calls[0]!, calls[2]!, ...twins].map((c) => c.callId));
+        assert.deepEqual(ids((await h.models.callHistory.list(teamId, { updatedSince: at(10) })).calls), [calls[3]!.callId, calls[1]!.callId]);
+        // A later change moves a call to the end of the sync order.
+        await appendCall(h.store, calls[0]!.callId, [events.failed('processing_timeout', 'late', 30)]);
+        await sync(h);
+        assert.deepEqual(ids((await h.models.callHistory.list(teamId, { order: 'updated_asc', updatedSince: at(20) })).calls), [calls[3]!.callId, calls[0]!.callId]);
+        // A cursor of one order is refused by the other.
+        const created = await h.models.callHistory.list(teamId, { limit: 1 });
+        await assert.rejects(h.models.callHistory.list(teamId, { order: 'updated_asc', cursor: created.nextCursor! }), (e: unknown) => e instanceof InvalidQueryError && e.field === 'cursor');
+        const updated = await h.models.callHistory.list(teamId, { order: 'updated_asc', limit: 1 });
+        await assert.rejects(h.models.callHistory.list(teamId, { cursor: updated.nextCursor! }), (e: unknown) => e instanceof InvalidQueryError && e.field === 'cursor');
+      });
+
       test('invalid queries are refused with InvalidQueryError', async () => {
         const h = await open();
         const teamId = team();
         for (const query of [{ limit: 0 }, { limit: 101 }, { limit: 2.5 }, { cursor: 'nope' }, { cursor: Buffer.from('{"a":1}').toString('base64url') }, { status: 'done' as never }]) {
           await assert.rejects(h.models.callHistory.list(teamId, query), InvalidQueryError, JSON.stringify(query));
+        }
+        const refused: Array<[CallHistoryQuery, string]> = [
+          [{ from: '2026-02-30' }, 'from'],
+          [{ from: 'yesterday' }, 'from'],
+          [{ to: '10000-01-01' }, 'to'],
+          [{ from: '2026-03-02', to: '2026-03-01' }, 'to'],
+          [{ updatedSince: '2026-13-01T00:00:00Z' }, 'updatedSince'],
+          [{ repEmail: '  ' }, 'repEmail'],
+          [{ order: 'newest' as never }, 'order'],
+        ];
+        for (const [query, field] of refused) {
+          await assert.rejects(h.models.callHistory.list(teamId, query), (e: unknown) => e instanceof InvalidQueryError && e.field === field, JSON.stringify(query));
         }
         assert.equal((await h.models.callHistory.list(teamId, { limit: 100 })).calls.length, 0);
       });

@@ -1,9 +1,14 @@
 /**
- * A list query checked and made ready for SQL: limits, folded search term and tags, and the opaque
- * page cursor (the last row's createdAt and callId).
+ * A list query checked and made ready for SQL: limits, folded search term and tags, the call-date
+ * range, rep e-mail and updatedSince filters as the stored forms compare, and the opaque page
+ * cursor (the last row's createdAt and callId, or its updatedAt and callId for `updated_asc`).
+ *
+ * Stored dates are canonical UTC instants (`2026-11-20T14:30:00.000Z`, years 0001–9999), so a
+ * filter compares them as text: bounds are made canonical the same way.
  */
 import { type CallHistoryRow, CALL_HISTORY_STATUSES, type CallHistoryStatus, searchTerm, tagKey } from '../../domain/call/call-history.ts';
-import { CALL_HISTORY_LIMITS, type CallHistoryQuery, InvalidQueryError } from '../../ports/read-models.ts';
+import { canonicalIsoDate, parseIsoDate } from '../../domain/submission/iso-date.ts';
+import { CALL_HISTORY_LIMITS, CALL_HISTORY_ORDERS, type CallHistoryOrder, type CallHistoryQuery, InvalidQueryError } from '../../ports/read-models.ts';
 import { createdAtMs, type IndexedColumns } from './history-rows.ts';
 
 /** A validated list query. */
@@ -14,9 +19,19 @@ export interface ListPlan {
   termLength: number;
   tags: string[];
   status?: CallHistoryStatus;
+  /** callDate bounds, inclusive, canonical. */
+  callDateFrom?: string;
+  callDateTo?: string;
+  /** The rep e-mail, ASCII letters lower-cased (compare with the stored one lower-cased the same way). */
+  repEmail?: string;
+  /** updatedAt at or after this, canonical. */
+  updatedSince?: string;
+  order: CallHistoryOrder;
   limit: number;
-  /** Rows strictly after this (createdAt desc, callId desc). */
+  /** `created_desc`: rows strictly after this (createdAt desc, callId desc). */
   after?: { createdAt: number; callId: string };
+  /** `updated_asc`: rows strictly after this (updatedAt asc, callId asc). */
+  afterUpdated?: { updatedAt: string; callId: string };
 }
 
 const MAX_SEARCH_CHARS = 500;
@@ -26,17 +41,46 @@ const MAX_TAGS = 20;
 export const encodeCursor = (row: Pick<IndexedColumns, 'createdAt' | 'callId'>): string =>
   Buffer.from(JSON.stringify([row.createdAt, row.callId]), 'utf8').toString('base64url');
 
-const decodeCursor = (cursor: string): { createdAt: number; callId: string } => {
+/** Position of a row in the `updated_asc` order. */
+const encodeUpdatedCursor = (row: Pick<CallHistoryRow, 'updatedAt' | 'callId'>): string =>
+  Buffer.from(JSON.stringify(['u', row.updatedAt, row.callId]), 'utf8').toString('base64url');
+
+const notIssued = (order: CallHistoryOrder) => new InvalidQueryError('cursor', `cursor is not one this service issued for order=${order}`);
+
+const decodeCursor = (cursor: string, order: CallHistoryOrder): Pick<ListPlan, 'after' | 'afterUpdated'> => {
+  let value: unknown;
   try {
-    const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (Array.isArray(value) && value.length === 2 && Number.isSafeInteger(value[0]) && typeof value[1] === 'string') {
-      return { createdAt: value[0] as number, callId: value[1] };
-    }
+    value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
   } catch {
-    // fall through
+    throw notIssued(order);
   }
-  throw new InvalidQueryError('cursor', 'cursor is not one this service issued');
+  if (order === 'created_desc' && Array.isArray(value) && value.length === 2 && Number.isSafeInteger(value[0]) && typeof value[1] === 'string') {
+    return { after: { createdAt: value[0] as number, callId: value[1] } };
+  }
+  if (order === 'updated_asc' && Array.isArray(value) && value.length === 3 && value[0] === 'u' && typeof value[1] === 'string' && typeof value[2] === 'string') {
+    return { afterUpdated: { updatedAt: value[1], callId: value[2] } };
+  }
+  throw notIssued(order);
 };
+
+const BARE_DATE = /^\d{4}-\d{2}-\d{2}$/;
+const DAY_MS = 86_400_000;
+
+/** A bound as a canonical instant; a bare date `to` runs through the end of its day. */
+const dateBound = (field: 'from' | 'to' | 'updatedSince', text: string | undefined): string | undefined => {
+  if (text === undefined) return undefined;
+  const canonical = canonicalIsoDate(text.trim());
+  if (canonical === undefined) {
+    throw new InvalidQueryError(field, `${field} must be an ISO 8601 date (2026-11-20) or date-time (2026-11-20T14:30:00Z) between years 0001 and 9999`);
+  }
+  if (field === 'to' && BARE_DATE.test(text.trim())) return new Date(parseIsoDate(text.trim())! + DAY_MS - 1).toISOString();
+  return canonical;
+};
+
+/** ASCII letters lower-cased, the rest as is: the same fold SQLite's lower() and PostgreSQL's lower(… COLLATE "C") make. */
+export const asciiLower = (text: string): string => text.replace(/[A-Z]+/g, (letters) => letters.toLowerCase());
+
+const MAX_EMAIL_CHARS = 320;
 
 export const planList = (query: CallHistoryQuery = {}): ListPlan => {
   const limit = query.limit ?? CALL_HISTORY_LIMITS.defaultLimit;
@@ -51,14 +95,31 @@ export const planList = (query: CallHistoryQuery = {}): ListPlan => {
   }
   const tags = [...new Set((query.tags ?? []).map(tagKey).filter((t) => t !== ''))];
   if (tags.length > MAX_TAGS) throw new InvalidQueryError('tags', `at most ${MAX_TAGS} tags`);
+  const order = query.order ?? 'created_desc';
+  if (!CALL_HISTORY_ORDERS.includes(order)) throw new InvalidQueryError('order', `order must be one of ${CALL_HISTORY_ORDERS.join(', ')}`);
+  const callDateFrom = dateBound('from', query.from);
+  const callDateTo = dateBound('to', query.to);
+  if (callDateFrom !== undefined && callDateTo !== undefined && callDateFrom > callDateTo) {
+    throw new InvalidQueryError('to', `to (${query.to}) is before from (${query.from})`);
+  }
+  const repEmail = query.repEmail?.trim();
+  if (repEmail !== undefined && (repEmail === '' || [...repEmail].length > MAX_EMAIL_CHARS)) {
+    throw new InvalidQueryError('repEmail', `repEmail must be an e-mail address of 1 to ${MAX_EMAIL_CHARS} characters`);
+  }
+  const updatedSince = dateBound('updatedSince', query.updatedSince);
   const term = searchTerm(query.search);
   return {
     ...(term !== undefined ? { term } : {}),
     termLength: term === undefined ? 0 : [...term].length,
     tags,
     ...(query.status !== undefined ? { status: query.status } : {}),
+    ...(callDateFrom !== undefined ? { callDateFrom } : {}),
+    ...(callDateTo !== undefined ? { callDateTo } : {}),
+    ...(repEmail !== undefined ? { repEmail: asciiLower(repEmail) } : {}),
+    ...(updatedSince !== undefined ? { updatedSince } : {}),
+    order,
     limit,
-    ...(query.cursor !== undefined ? { after: decodeCursor(query.cursor) } : {}),
+    ...(query.cursor !== undefined ? decodeCursor(query.cursor, order) : {}),
   };
 };
 
@@ -71,8 +132,12 @@ export const escapeLike = (term: string): string => term.replace(/[\\%_]/g, (c) 
  */
 export const LIST_PAGE_MAX_BYTES = 1_000_000;
 
-/** A page from `limit + 1` fetched rows, cut short at LIST_PAGE_MAX_BYTES. */
-export const pageOf = (rows: CallHistoryRow[], limit: number, maxBytes = LIST_PAGE_MAX_BYTES): { calls: CallHistoryRow[]; nextCursor: string | null } => {
+/** A page from `limit + 1` fetched rows in the plan's order, cut short at LIST_PAGE_MAX_BYTES. */
+export const pageOf = (
+  rows: CallHistoryRow[],
+  { limit, order }: Pick<ListPlan, 'limit' | 'order'>,
+  maxBytes = LIST_PAGE_MAX_BYTES,
+): { calls: CallHistoryRow[]; nextCursor: string | null } => {
   let end = Math.min(rows.length, limit);
   let bytes = 0;
   for (let i = 0; i < end; i++) {
@@ -82,5 +147,5 @@ export const pageOf = (rows: CallHistoryRow[], limit: number, maxBytes = LIST_PA
   if (end === rows.length) return { calls: rows, nextCursor: null };
   const calls = rows.slice(0, end);
   const last = calls[calls.length - 1]!;
-  return { calls, nextCursor: encodeCursor({ createdAt: createdAtMs(last), callId: last.callId }) };
+  return { calls, nextCursor: order === 'updated_asc' ? encodeUpdatedCursor(last) : encodeCursor({ createdAt: createdAtMs(last), callId: last.callId }) };
 };

@@ -32,6 +32,9 @@ import { ensureFirstVersion, lockVersion, readCheckpoint, translated } from './p
 const HISTORY = 'call_history';
 const UNDEFINED_TABLE = '42P01';
 
+/** The row's updatedAt, as the sync order and its index read it (the expression must match the index's). */
+const UPDATED_AT = "(h.doc->>'updatedAt')";
+
 /** Tables of version v with what a write needs (primary keys); see historyIndexes. */
 const historyTables = (v: number) => `
   CREATE TABLE IF NOT EXISTS call_history_v${v} (
@@ -63,6 +66,7 @@ const historyTables = (v: number) => `
 const historyIndexes = (v: number, trgm: string | undefined) => `
   CREATE INDEX IF NOT EXISTS call_history_v${v}_team ON call_history_v${v} (team_id, created_at DESC, call_id DESC);
   CREATE INDEX IF NOT EXISTS call_history_v${v}_team_status ON call_history_v${v} (team_id, status, created_at DESC, call_id DESC);
+  CREATE INDEX IF NOT EXISTS call_history_v${v}_team_updated ON call_history_v${v} (team_id, (doc->>'updatedAt'), call_id);
   ${
     trgm === undefined
       ? ''
@@ -89,6 +93,9 @@ export const createPostgresCallHistory = async (pool: pg.Pool, { trigramSchema: 
       await ensureFirstVersion(client, HISTORY, async () => {
         await client.query(historyTables(1) + historyIndexes(1, trgm));
       });
+      // A database made before an index was added gets it now (a no-op when it is there).
+      const { rows } = await client.query<{ version: number }>("SELECT version FROM read_model_versions WHERE model = $1 AND state = 'active'", [HISTORY]);
+      if (rows[0]) await client.query(historyIndexes(rows[0].version, trgm));
     }),
   );
 
@@ -202,6 +209,12 @@ export const createPostgresCallHistory = async (pool: pg.Pool, { trigramSchema: 
     const where = ['h.team_id = $1'];
     if (plan.status !== undefined) where.push(`h.status = ${param(plan.status)}`);
     if (plan.after) where.push(`(h.created_at, h.call_id) < (${param(plan.after.createdAt)}::bigint, ${param(plan.after.callId)}::text)`);
+    if (plan.afterUpdated) where.push(`(${UPDATED_AT}, h.call_id) > (${param(plan.afterUpdated.updatedAt)}::text, ${param(plan.afterUpdated.callId)}::text)`);
+    if (plan.updatedSince !== undefined) where.push(`${UPDATED_AT} >= ${param(plan.updatedSince)}::text`);
+    if (plan.callDateFrom !== undefined) where.push(`(h.doc->>'callDate') >= ${param(plan.callDateFrom)}::text`);
+    if (plan.callDateTo !== undefined) where.push(`(h.doc->>'callDate') <= ${param(plan.callDateTo)}::text`);
+    // ASCII letters only, as SQLite's lower() folds them: both backends answer alike.
+    if (plan.repEmail !== undefined) where.push(`lower((h.doc->>'repEmail') COLLATE "C") = ${param(plan.repEmail)}::text`);
     for (const tag of plan.tags) {
       where.push(`EXISTS (SELECT 1 FROM call_tags_v${v} t WHERE t.team_id = h.team_id AND t.tag = ${param(tag)} AND t.call_id = h.call_id)`);
     }
@@ -210,7 +223,7 @@ export const createPostgresCallHistory = async (pool: pg.Pool, { trigramSchema: 
       where.push(`(h.title_folded LIKE ${pattern} ESCAPE '\\' OR h.rep_folded LIKE ${pattern} ESCAPE '\\')`);
     }
     const limit = param(plan.limit + 1);
-    return { text: `SELECT h.doc, x.transcript FROM call_history_v${v} h LEFT JOIN call_transcripts_v${v} x ON x.call_id = h.call_id WHERE ${where.join(' AND ')} ORDER BY h.created_at DESC, h.call_id DESC LIMIT ${limit}`, values };
+    return { text: `SELECT h.doc, x.transcript FROM call_history_v${v} h LEFT JOIN call_transcripts_v${v} x ON x.call_id = h.call_id WHERE ${where.join(' AND ')} ORDER BY ${plan.order === 'updated_asc' ? `${UPDATED_AT} ASC, h.call_id ASC` : 'h.created_at DESC, h.call_id DESC'} LIMIT ${limit}`, values };
   };
 
   const beginRebuild = (): Promise<number> =>
@@ -283,7 +296,7 @@ export const createPostgresCallHistory = async (pool: pg.Pool, { trigramSchema: 
       const rows = await onActive(async (v) => (await pool.query<StoredRow>(listQuery(v, teamId, plan))).rows);
       return pageOf(
         rows.map((r) => storedRow(r.doc, r.transcript)),
-        plan.limit,
+        plan,
       );
     },
 

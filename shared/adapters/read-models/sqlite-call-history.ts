@@ -48,6 +48,9 @@ import { openSqliteWorkerWriter, runStatements, type SqliteWorkerWriter, stateme
 
 const HISTORY = 'call_history';
 
+/** The row's updatedAt, as the sync order and its index read it (the expression must match the index's). */
+const UPDATED_AT = "json_extract(h.doc, '$.updatedAt')";
+
 /** Tables of version v with what a write needs (the call id's unique index); see historyIndexes. */
 const historyTables = (v: number) => `
   CREATE TABLE IF NOT EXISTS call_history_v${v} (
@@ -82,6 +85,7 @@ const historyTables = (v: number) => `
 const historyIndexes = (v: number) => `
   CREATE INDEX IF NOT EXISTS call_history_v${v}_team ON call_history_v${v} (team_id, created_at DESC, call_id DESC, title_folded, rep_folded);
   CREATE INDEX IF NOT EXISTS call_history_v${v}_team_status ON call_history_v${v} (team_id, status, created_at DESC, call_id DESC);
+  CREATE INDEX IF NOT EXISTS call_history_v${v}_team_updated ON call_history_v${v} (team_id, ${UPDATED_AT.replace('h.', '')}, call_id);
 `;
 
 const dropHistoryTables = (v: number) => `
@@ -120,6 +124,8 @@ export interface SqliteCallHistoryOptions {
 export const createSqliteCallHistory = (db: SqliteDb, versions: SqliteVersions, options: SqliteCallHistoryOptions = {}): CallHistoryStore & { close(): Promise<void> } => {
   const commonFor = (rows: number) => options.commonTermMatches ?? commonTermMatches(rows);
   versions.ensure(HISTORY, (v) => db.exec(historyTables(v) + historyIndexes(v)));
+  // A database made before an index was added gets it now (a no-op when it is there).
+  db.exec(historyIndexes(versions.active(HISTORY).version));
 
   type Statement = Database.Statement<unknown[], { doc: string; transcript: string | null }>;
   /** Prepared statements of one version, dropped with it. */
@@ -185,8 +191,22 @@ export const createSqliteCallHistory = (db: SqliteDb, versions: SqliteVersions, 
     const where: string[] = [];
     let from: string;
     let order: string;
-    const [firstTag, ...otherTags] = plan.tags;
-    if (selectiveTerm) {
+    const [firstTag, ...otherTags] = plan.order === 'updated_asc' ? [undefined, ...plan.tags] : plan.tags;
+    if (plan.order === 'updated_asc') {
+      // Sync order: the team's updatedAt index, oldest change first, every filter checked per row.
+      from = `call_history_v${v} h`;
+      where.push('h.team_id = ?');
+      params.push(plan.teamId);
+      order = `${UPDATED_AT} ASC, h.call_id ASC`;
+      if (plan.updatedSince !== undefined) {
+        where.push(`${UPDATED_AT} >= ?`);
+        params.push(plan.updatedSince);
+      }
+      if (plan.afterUpdated) {
+        where.push(`(${UPDATED_AT}, h.call_id) > (?, ?)`);
+        params.push(plan.afterUpdated.updatedAt, plan.afterUpdated.callId);
+      }
+    } else if (selectiveTerm) {
       from = `call_search_v${v} f JOIN call_history_v${v} h ON h.seq = f.rowid`;
       where.push(`call_search_v${v} MATCH ?`, 'h.team_id = ?');
       params.push(ftsPhrase(plan.term!), plan.teamId);
@@ -205,6 +225,22 @@ export const createSqliteCallHistory = (db: SqliteDb, versions: SqliteVersions, 
     if (plan.status !== undefined) {
       where.push('h.status = ?');
       params.push(plan.status);
+    }
+    if (plan.order === 'created_desc' && plan.updatedSince !== undefined) {
+      where.push(`${UPDATED_AT} >= ?`);
+      params.push(plan.updatedSince);
+    }
+    if (plan.callDateFrom !== undefined) {
+      where.push("json_extract(h.doc, '$.callDate') >= ?");
+      params.push(plan.callDateFrom);
+    }
+    if (plan.callDateTo !== undefined) {
+      where.push("json_extract(h.doc, '$.callDate') <= ?");
+      params.push(plan.callDateTo);
+    }
+    if (plan.repEmail !== undefined) {
+      where.push("lower(json_extract(h.doc, '$.repEmail')) = ?");
+      params.push(plan.repEmail);
     }
     if (plan.after) {
       where.push(!selectiveTerm && firstTag !== undefined ? '(t0.created_at, t0.call_id) < (?, ?)' : '(h.created_at, h.call_id) < (?, ?)');
@@ -287,14 +323,14 @@ export const createSqliteCallHistory = (db: SqliteDb, versions: SqliteVersions, 
       let selectiveTerm = false;
       // FTS5 reads U+0000 as the end of its query text ("unterminated string"): such a term is
       // checked by instr() alone. Stored texts never hold one (ingest refuses it).
-      if (plan.term !== undefined && plan.termLength >= 3 && !plan.term.includes('\u0000')) {
+      if (plan.order === 'created_desc' && plan.term !== undefined && plan.termLength >= 3 && !plan.term.includes('\u0000')) {
         const s = statements(v);
         // With a tag the walk follows the tag's index and seeks each row: dearer per row, so sort more.
         const common = commonFor(s.rows.get()?.n ?? 0) * (plan.tags.length > 0 ? 5 : 1);
         selectiveTerm = s.ftsCount.get(ftsPhrase(plan.term), common)!.n < common;
       }
       const { statement, params } = listStatement(v, plan, selectiveTerm);
-      return pageOf(statement.all(...params).map(toRow), plan.limit);
+      return pageOf(statement.all(...params).map(toRow), plan);
     },
 
     async beginRebuild(): Promise<CallHistoryRebuild> {

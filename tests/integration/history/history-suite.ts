@@ -177,6 +177,49 @@ export const historySuite = (name: string, factory: () => Promise<HistoryBackend
       assert.equal((await get('/api/calls?status=done')).statusCode, 400);
     });
 
+    test('from / to, repEmail, and updatedSince with order=updated_asc (a sync that pages by cursor sees every call once); bad values are 400s naming the field', async () => {
+      const list = async (query: string) => {
+        const res = await get(`/api/calls?${query}`);
+        assert.equal(res.statusCode, 200, res.body);
+        return res.json<{ calls: CallItem[]; nextCursor: string | null }>();
+      };
+      // 'generic' is dated 2026-11-20; the others carry their submission time (today).
+      const dated = await list('from=2026-11-20&to=2026-11-20&limit=100');
+      assert.deepEqual(dated.calls.map((c) => c.callId), [calls.generic]);
+      assert.deepEqual((await list(`from=2026-11-21&limit=100`)).calls.map((c) => c.callId).sort(), ids('ai', 'supplied', 'deal'));
+      assert.deepEqual((await list('repEmail=sam%40ACME.test')).calls.map((c) => c.callId), [calls.ai]);
+      assert.deepEqual((await list('repEmail=sam%40acme.tes')).calls, []);
+
+      // Sync: every call by last change, one per page; updatedAt never goes down.
+      const synced: CallItem[] = [];
+      let cursor: string | null = null;
+      do {
+        const page = await list(`order=updated_asc&updatedSince=2000-01-01T00:00:00Z&limit=1${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+        synced.push(...page.calls);
+        cursor = page.nextCursor;
+      } while (cursor);
+      assert.deepEqual(synced.map((c) => c.callId).sort(), ids('ai', 'supplied', 'generic', 'deal'));
+      const detail = await Promise.all(synced.map(async (c) => (await get(`/api/calls/${c.callId}`)).json<{ updatedAt: string }>().updatedAt));
+      assert.deepEqual(detail, [...detail].sort(), 'least recently changed first');
+      const since = await list(`order=updated_asc&updatedSince=${encodeURIComponent(detail.at(-1)!)}&limit=100`);
+      assert.deepEqual(since.calls.map((c) => c.callId), [synced.at(-1)!.callId], 'updatedSince is inclusive');
+
+      for (const [query, field] of [
+        ['from=2026-02-30', 'from'],
+        ['to=tomorrow', 'to'],
+        ['from=2026-03-02&to=2026-03-01', 'to'],
+        ['updatedSince=2026-11-20T25:00:00Z', 'updatedSince'],
+        ['order=newest', 'order'],
+        ['repEmail=a%00b', 'repEmail'],
+        [`order=updated_asc&cursor=${encodeURIComponent(dated.nextCursor ?? Buffer.from('[1,"x"]').toString('base64url'))}`, 'cursor'],
+      ] as const) {
+        const res = await get(`/api/calls?${query}`);
+        assert.equal(res.statusCode, 400, `${query}: ${res.body}`);
+        const problem = res.json<{ errors?: { field: string; message: string }[] }>();
+        assert.ok(problem.errors?.some((e) => e.field.includes(field)), `${query}: ${res.body}`);
+      }
+    });
+
     test('the read API has its own rate limit, separate from ingest', async () => {
       const res = await get('/api/calls?limit=1');
       assert.equal(res.headers['ratelimit-limit'], '600');

@@ -1,11 +1,13 @@
 /**
  * GET /api/calls/:callId/transcript — the recorded transcript as JSON segments, plain text, SubRip
  * or WebVTT, for the call's own team only, with a clear 409 when there is no transcript yet or
- * when a timed format is asked of a transcript without times.
+ * when a timed format is asked of a transcript without times. On the embedded default and on
+ * Kafka + PostgreSQL.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { type EmbeddedPipeline, openEmbeddedPipeline } from '../support/embedded-pipeline.ts';
+import { openServersPipeline, serversSkip } from '../support/servers-pipeline.ts';
 import { audioServer, type PipelineHarness } from '../support/pipeline-harness.ts';
 
 const WEBVTT = [
@@ -19,11 +21,12 @@ const WEBVTT = [
   '',
 ].join('\n');
 
-describe('GET /api/calls/:callId/transcript', () => {
+const transcriptExport = (name: string, openPipeline: () => Promise<EmbeddedPipeline>, skip?: string) =>
+describe(`GET /api/calls/:callId/transcript: ${name}`, { skip }, () => {
   let pipeline: EmbeddedPipeline;
   let h: PipelineHarness;
   before(async () => {
-    pipeline = await openEmbeddedPipeline();
+    pipeline = await openPipeline();
     h = pipeline.h;
   });
   after(async () => {
@@ -143,3 +146,6 @@ describe('GET /api/calls/:callId/transcript', () => {
     }
   });
 });
+
+transcriptExport('embedded (SQLite)', openEmbeddedPipeline);
+transcriptExport('Kafka + PostgreSQL', openServersPipeline, serversSkip);

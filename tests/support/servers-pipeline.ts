@@ -1,0 +1,36 @@
+/**
+ * The whole pipeline (ingress, processor, projections) in this process on Kafka + PostgreSQL (a
+ * fresh schema), the server twin of `embedded-pipeline.ts`. `skip` says why it cannot run here
+ * (and `backend()` fails instead when REQUIRE_BACKENDS names the missing backend).
+ */
+import { createKafkaEventLog } from '../../shared/adapters/event-log/kafka-event-log.ts';
+import { createPostgresEventStore } from '../../shared/adapters/event-store/postgres-event-store.ts';
+import { createPostgresReadModels } from '../../shared/adapters/read-models/postgres-read-models.ts';
+import { backend } from './backends.ts';
+import type { EmbeddedPipeline } from './embedded-pipeline.ts';
+import { createPipelineHarness, type StepOverrides } from './pipeline-harness.ts';
+import { freshSchema } from './postgres.ts';
+
+const postgres = await backend('postgres');
+const kafka = await backend('kafka');
+
+/** Why the server pipeline cannot run here, or undefined when it can. */
+export const serversSkip: string | undefined = postgres.skip ?? kafka.skip;
+
+export const openServersPipeline = async (overrides: StepOverrides = {}): Promise<EmbeddedPipeline> => {
+  const schema = freshSchema(postgres.url!);
+  const eventStore = await createPostgresEventStore({ connectionString: postgres.url!, schema: schema.schema, pollMs: 50 });
+  const readModels = await createPostgresReadModels({ connectionString: postgres.url!, schema: schema.schema });
+  const eventLog = await createKafkaEventLog({ brokers: kafka.url!.split(',') });
+  const h = await createPipelineHarness({ eventStore, eventLog, readModels }, overrides);
+  return {
+    h,
+    async close() {
+      await h.close();
+      await eventLog.close();
+      await readModels.close();
+      await eventStore.close();
+      await schema.drop();
+    },
+  };
+};

@@ -1,0 +1,262 @@
+/**
+ * Ingest measured by `wrk`, a C load generator in its own process, so the client is never what is
+ * measured (a Node.js client in the bench's process caps a bare Fastify route near 3,300 req/s
+ * where wrk measures about 20,000 on a 2-core machine). A bench, not a test: prints, asserts nothing.
+ *
+ * Two servers, each in its own process, measured in alternating rounds of `--seconds`:
+ * - baseline: a bare Fastify 5 route (from our node_modules) that parses the same JSON body and
+ *   answers 201 with a small JSON;
+ * - the service as `npm start` runs it (`node dist/services/main.js`, the compiled all-in-one
+ *   process on a fresh embedded database), or `--mode ingress` (`dist/services/ingress/main.js`
+ *   alone). Built first with `npm run build`.
+ * The body is a ~1 KB transcript-only submission. Each API key may make 30 requests a minute, so
+ * `--teams` teams get `--keys` keys in all and the wrk script takes them round-robin: the per-key
+ * limit is never what is measured (non-201 answers are counted and shown). Every 201 is durable:
+ * the embedded event log commits (fsync) before the answer.
+ *
+ * Also reported: p50/p99 latency of each round (wrk --latency), the service's RSS at rest and
+ * after the load, and, for the all-in-one process, the end-to-end rate: calls finished
+ * (`calls_finished_total` on /metrics) per second from the start of the round until the backlog
+ * the round left has drained (`--drain-seconds` at most).
+ *
+ * Needs the Debian package `wrk` on PATH.
+ *
+ *   npx tsx tests/bench/ingest-wrk.bench.ts [--rounds 3] [--seconds 10] [--connections 50] [--teams 40] [--keys 3000] [--mode all-in-one|ingress] [--drain-seconds 120]
+ */
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { INGEST_PATH } from '../../services/ingress/ingest-route.ts';
+import { tempDir } from '../support/temp-dir.ts';
+import { report } from './report.ts';
+
+const { values } = parseArgs({
+  options: {
+    rounds: { type: 'string', default: '3' },
+    seconds: { type: 'string', default: '10' },
+    connections: { type: 'string', default: '50' },
+    teams: { type: 'string', default: '40' },
+    keys: { type: 'string', default: '3000' },
+    mode: { type: 'string', default: 'all-in-one' },
+    'drain-seconds': { type: 'string', default: '120' },
+  },
+});
+const ROUNDS = Number(values.rounds);
+const SECONDS = Number(values.seconds);
+const CONNECTIONS = Number(values.connections);
+const TEAMS = Number(values.teams);
+const KEYS = Number(values.keys);
+const MODE = values.mode as 'all-in-one' | 'ingress';
+const DRAIN_SECONDS = Number(values['drain-seconds']);
+if (MODE !== 'all-in-one' && MODE !== 'ingress') throw new Error(`--mode is all-in-one or ingress, not ${MODE}`);
+
+if (spawnSync('wrk', ['--version']).error) {
+  console.error('wrk is not installed: apt-get install -y wrk (the load must come from a native client in its own process)');
+  process.exit(2);
+}
+
+const root = resolve(import.meta.dirname, '../..');
+const dir = tempDir('ingest-wrk-bench-');
+const ADMIN_TOKEN = 'ingest-wrk-bench-admin-token-0123456789abcdef';
+const children: ChildProcess[] = [];
+const cleanup = () => {
+  for (const child of children) child.kill('SIGKILL');
+  dir.remove();
+};
+process.on('exit', cleanup);
+
+const freePort = async (): Promise<number> => {
+  const server = createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  server.close();
+  return port;
+};
+
+const waitFor = async (url: string, what: string, timeoutMs = 60_000) => {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    if (await fetch(url).then((r) => r.ok, () => false)) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${what} did not answer ${url} within ${timeoutMs} ms`);
+};
+
+const rssMb = (pid: number): number => {
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmRSS:'));
+  return Math.round(Number(line?.replace(/\D+/g, '') ?? 0) / 1024);
+};
+
+const BARE_ROUTE = `
+import Fastify from 'fastify';
+const app = Fastify({ logger: false });
+app.post(${JSON.stringify(INGEST_PATH)}, async (request, reply) => {
+  const body = request.body;
+  return reply.code(201).send({ callId: 'c-' + (typeof body === 'object' && body !== null ? Object.keys(body).length : 0), status: 'pending' });
+});
+await app.listen({ port: Number(process.env.PORT), host: '127.0.0.1' });
+`;
+
+const startBare = async (): Promise<{ url: string; child: ChildProcess }> => {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--input-type=module', '-e', BARE_ROUTE], { cwd: root, env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
+  children.push(child);
+  const url = `http://127.0.0.1:${port}`;
+  const until = Date.now() + 30_000;
+  // The bare route has no GET; any HTTP answer means it listens.
+  while (!(await fetch(url).then(() => true, () => false))) {
+    if (Date.now() > until) throw new Error('the bare Fastify route did not start');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { url, child };
+};
+
+const startService = async (): Promise<{ url: string; child: ChildProcess }> => {
+  const port = await freePort();
+  const entry = MODE === 'all-in-one' ? 'dist/services/main.js' : 'dist/services/ingress/main.js';
+  const child = spawn(process.execPath, [entry], {
+    cwd: root,
+    env: { ...process.env, DATA_DIR: join(dir.path, 'data'), PORT: String(port), HOST: '127.0.0.1', ADMIN_TOKEN, API_KEY_SECRET: 'ingest-wrk-bench-key-secret-0123456789abcdef', LOG_LEVEL: 'warn', DATABASE_URL: '', KAFKA_BROKERS: '', REDIS_URL: '' },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  children.push(child);
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor(`${url}/readyz`, 'the service');
+  return { url, child };
+};
+
+const admin = async (base: string, path: string, body: unknown): Promise<Record<string, string>> => {
+  const res = await fetch(`${base}${path}`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
+  return (await res.json()) as Record<string, string>;
+};
+
+/** `--teams` teams with ample capacity and `--keys` keys spread over them, made through the admin API. */
+const issueKeys = async (base: string): Promise<string[]> => {
+  const teams: string[] = [];
+  for (let t = 0; t < TEAMS; t++) teams.push((await admin(base, '/api/admin/teams', { name: `Bench team ${t}`, ownerEmail: `owner${t}@bench.test`, capacityHours: 1_000_000 })).teamId!);
+  const keys: string[] = [];
+  const perBatch = 20;
+  for (let k = 0; k < KEYS; k += perBatch) {
+    const batch = await Promise.all(
+      Array.from({ length: Math.min(perBatch, KEYS - k) }, (_, i) => admin(base, `/api/admin/teams/${teams[(k + i) % TEAMS]}/keys`, { label: `bench ${k + i}` })),
+    );
+    keys.push(...batch.map((issued) => issued.key!));
+  }
+  return keys;
+};
+
+const BODY = JSON.stringify({
+  transcript: Array.from({ length: 12 }, (_, i) => (i % 2 ? 'Dana: We use a spreadsheet today and it breaks at month end.' : 'Rep: Thanks for joining, what does your process look like?')).join('\n'),
+  repName: 'Sam Seller',
+  repEmail: 'sam@bench.test',
+  tags: ['bench'],
+});
+
+const luaString = (text: string) => `"${text.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`;
+
+const writeScript = (keys: string[]): string => {
+  const path = join(dir.path, 'ingest.lua');
+  writeFileSync(
+    path,
+    `local keys = { ${keys.map(luaString).join(', ')} }
+local body = ${luaString(BODY)}
+local i = 0
+request = function()
+  i = i + 1
+  return wrk.format("POST", ${luaString(INGEST_PATH)}, { ["Content-Type"] = "application/json", ["X-API-Key"] = keys[(i % #keys) + 1] }, body)
+end
+`,
+  );
+  return path;
+};
+
+interface WrkResult {
+  perSecond: number;
+  requests: number;
+  non2xx: number;
+  errors: string;
+  p50: string;
+  p99: string;
+}
+
+const runWrk = (url: string, script: string): WrkResult => {
+  const run = spawnSync('wrk', ['-t1', `-c${CONNECTIONS}`, `-d${SECONDS}s`, '--latency', '-s', script, `${url}${INGEST_PATH}`], { encoding: 'utf8' });
+  if (run.status !== 0) throw new Error(`wrk failed: ${run.stderr}`);
+  const out = run.stdout;
+  const number = (re: RegExp) => Number(re.exec(out)?.[1] ?? 0);
+  const text = (re: RegExp) => re.exec(out)?.[1] ?? '?';
+  return {
+    perSecond: number(/Requests\/sec:\s+([\d.]+)/),
+    requests: number(/(\d+) requests in/),
+    non2xx: number(/Non-2xx or 3xx responses:\s+(\d+)/),
+    errors: text(/Socket errors:\s+(.+)/) === '?' ? 'none' : text(/Socket errors:\s+(.+)/),
+    p50: text(/\s50%\s+(\S+)/),
+    p99: text(/\s99%\s+(\S+)/),
+  };
+};
+
+const finishedCalls = async (base: string): Promise<number> => {
+  const text = await (await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).text();
+  return text
+    .split('\n')
+    .filter((line) => line.startsWith('calls_finished_total{'))
+    .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
+};
+
+/**
+ * Calls finished per second from `startedAt` until the backlog has drained: the count has reached
+ * `target` (what wrk counted, plus the requests still in flight when it stopped) and has not moved
+ * for two seconds, or `--drain-seconds` passed.
+ */
+const drain = async (base: string, before: number, target: number, startedAt: number): Promise<{ finished: number; perSecond: number; drainedAfterSeconds: number }> => {
+  const until = Date.now() + DRAIN_SECONDS * 1000;
+  let finished = (await finishedCalls(base)) - before;
+  let lastMove = Date.now();
+  while (Date.now() < until && (finished < target || Date.now() - lastMove < 2000)) {
+    await new Promise((r) => setTimeout(r, 250));
+    const now = (await finishedCalls(base)) - before;
+    if (now !== finished) lastMove = Date.now();
+    finished = now;
+  }
+  const seconds = (lastMove - startedAt) / 1000;
+  return { finished, perSecond: finished / seconds, drainedAfterSeconds: seconds };
+};
+
+console.log(`building (npm run build), then ${ROUNDS} alternating rounds of ${SECONDS} s, wrk -t1 -c${CONNECTIONS}, ${TEAMS} teams, ${KEYS} keys, mode ${MODE}`);
+const built = spawnSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio: 'inherit' });
+if (built.status !== 0) throw new Error('npm run build failed');
+
+const bare = await startBare();
+const service = await startService();
+const keys = await issueKeys(service.url);
+const script = writeScript(keys);
+const atRest = rssMb(service.child.pid!);
+console.log(`${keys.length} keys issued; service RSS at rest ${atRest} MB`);
+
+const rows: Parameters<typeof report>[1] = [];
+const ratios: number[] = [];
+for (let round = 1; round <= ROUNDS; round++) {
+  const base = runWrk(bare.url, script);
+  const before = MODE === 'all-in-one' ? await finishedCalls(service.url) : 0;
+  const startedAt = Date.now();
+  const ours = runWrk(service.url, script);
+  const peak = rssMb(service.child.pid!);
+  const accepted = ours.requests - ours.non2xx;
+  rows.push({ name: `round ${round}: bare Fastify route (p50 ${base.p50}, p99 ${base.p99})`, perSecond: base.perSecond, baseline: true });
+  rows.push({ name: `round ${round}: service ${MODE} (p50 ${ours.p50}, p99 ${ours.p99}, non-201 ${ours.non2xx}, socket errors ${ours.errors})`, perSecond: ours.perSecond });
+  ratios.push(ours.perSecond / base.perSecond);
+  console.log(`round ${round}: ${accepted} accepted; service RSS after the load ${peak} MB`);
+  if (MODE === 'all-in-one') {
+    const e2e = await drain(service.url, before, accepted, startedAt);
+    console.log(`round ${round}: ${e2e.finished} calls finished (wrk counted ${accepted} 201s; up to ${CONNECTIONS} more were in flight when it stopped), the last ${e2e.drainedAfterSeconds.toFixed(1)} s after the round began: ${Math.round(e2e.perSecond)} finished calls/s end to end`);
+  }
+}
+report(`ingest, wrk -t1 -c${CONNECTIONS}, ~${BODY.length} B transcript-only body (ratio: service / bare route of the same round)`, rows);
+const sorted = [...ratios].sort((a, b) => a - b);
+console.log(`\nmedian ratio ${sorted[Math.floor(sorted.length / 2)]!.toFixed(3)}× over ${ROUNDS} rounds (min ${sorted[0]!.toFixed(3)}×, max ${sorted.at(-1)!.toFixed(3)}×)`);
+for (const child of children) child.kill('SIGTERM');
+await Promise.all(children.map((child) => (child.exitCode === null ? once(child, 'exit') : undefined)));

@@ -10,8 +10,9 @@
  *   process on a fresh embedded database), or `--mode ingress` (`dist/services/ingress/main.js`
  *   alone). Built first with `npm run build`.
  * The body is a ~1 KB transcript-only submission. Each API key may make 30 requests a minute, so
- * `--teams` teams get `--keys` keys in all and the wrk script takes them round-robin: the per-key
- * limit is never what is measured (non-201 answers are counted and shown). Every 201 is durable:
+ * `--teams` teams get `--keys` keys in all and the wrk script takes them round-robin, so the per-key
+ * limit is not what is measured while keys × 30 exceeds the requests of a minute; the service's
+ * rate counts 201s only, and non-201 answers are shown (a 429 there means: more keys). Every 201 is durable:
  * the embedded event log commits (fsync) before the answer.
  *
  * Also reported: p50/p99 latency of each round (wrk --latency), the service's RSS at rest and
@@ -21,7 +22,7 @@
  *
  * Needs the Debian package `wrk` on PATH.
  *
- *   npx tsx tests/bench/ingest-wrk.bench.ts [--rounds 3] [--seconds 10] [--connections 50] [--teams 40] [--keys 3000] [--mode all-in-one|ingress] [--drain-seconds 120]
+ *   npx tsx tests/bench/ingest-wrk.bench.ts [--rounds 3] [--seconds 10] [--connections 50] [--teams 40] [--keys 12000] [--mode all-in-one|ingress] [--drain-seconds 120]
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
@@ -39,7 +40,7 @@ const { values } = parseArgs({
     seconds: { type: 'string', default: '10' },
     connections: { type: 'string', default: '50' },
     teams: { type: 'string', default: '40' },
-    keys: { type: 'string', default: '3000' },
+    keys: { type: 'string', default: '12000' },
     mode: { type: 'string', default: 'all-in-one' },
     'drain-seconds': { type: 'string', default: '120' },
   },
@@ -175,6 +176,7 @@ end
 };
 
 interface WrkResult {
+  /** Answers per second (for the service: 201s only). */
   perSecond: number;
   requests: number;
   non2xx: number;
@@ -244,10 +246,11 @@ for (let round = 1; round <= ROUNDS; round++) {
   const before = MODE === 'all-in-one' ? await finishedCalls(service.url) : 0;
   const startedAt = Date.now();
   const ours = runWrk(service.url, script);
+  ours.perSecond = (ours.requests - ours.non2xx) / SECONDS;
   const peak = rssMb(service.child.pid!);
   const accepted = ours.requests - ours.non2xx;
   rows.push({ name: `round ${round}: bare Fastify route (p50 ${base.p50}, p99 ${base.p99})`, perSecond: base.perSecond, baseline: true });
-  rows.push({ name: `round ${round}: service ${MODE} (p50 ${ours.p50}, p99 ${ours.p99}, non-201 ${ours.non2xx}, socket errors ${ours.errors})`, perSecond: ours.perSecond });
+  rows.push({ name: `round ${round}: service ${MODE}, 201s (p50 ${ours.p50}, p99 ${ours.p99}, non-201 ${ours.non2xx}, socket errors ${ours.errors})`, perSecond: ours.perSecond });
   ratios.push(ours.perSecond / base.perSecond);
   console.log(`round ${round}: ${accepted} accepted; service RSS after the load ${peak} MB`);
   if (MODE === 'all-in-one') {

@@ -79,6 +79,14 @@ export interface RepositoryOptions<State> {
    * jitter"). Default 2 ms doubling to at most 100 ms, so ten retries wait under a second in all.
    */
   conflictBackoff?: { baseDelayMs: number; maxDelayMs: number };
+  /**
+   * Decide against the cached state without reading the stream first; the append's expected
+   * version is the check. A batch that appends nothing, or in which a command is refused, proves
+   * nothing about the state, so the stream is read then, and the batch decided again when it had
+   * moved on. For streams this process writes most (a team's, whose cache also follows the feed):
+   * a command that appends costs no read.
+   */
+  decideOnCachedState?: boolean;
 }
 
 const DEFAULT_BACKOFF = { baseDelayMs: 2, maxDelayMs: 100 };
@@ -163,7 +171,8 @@ export class AggregateRepository<Command, State, Event extends DomainEvent> {
   private async runBatch(id: string, batch: Pending<Command, State, Event>[]): Promise<void> {
     const attempts = (this.options.maxRetries ?? 10) + 1;
     for (let attempt = 1; ; attempt++) {
-      const current = await this.load(id);
+      const cached = attempt === 1 && this.options.decideOnCachedState ? this.options.cache?.get(id) : undefined;
+      const current = cached ?? (await this.load(id));
       let state = current.state;
       const outcomes: Outcome<State, Event>[] = batch.map((p) => {
         try {
@@ -177,6 +186,11 @@ export class AggregateRepository<Command, State, Event extends DomainEvent> {
       const toAppend = outcomes.flatMap((o, i) =>
         'produced' in o ? o.produced.map((e) => ({ type: e.type, data: e.data as Json, ...(batch[i]!.metadata ? { metadata: batch[i]!.metadata } : {}) })) : [],
       );
+      if (cached && outcomes.some((o) => 'error' in o || o.produced.length === 0)) {
+        // Only an append checks a cached state: read what the stream holds past it.
+        const stored = await this.load(id);
+        if (stored.version !== cached.version) continue;
+      }
       if (toAppend.length > 0) {
         try {
           await this.store.append(this.streamIdOf(id), toAppend, { expectedVersion: current.version === -1 ? 'no_stream' : current.version });

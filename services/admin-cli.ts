@@ -107,7 +107,7 @@ const main = async (argv: string[]): Promise<number> => {
         body: body === undefined ? undefined : JSON.stringify(body),
       });
     } catch (error) {
-      throw new UsageError(`cannot reach the service at ${base} (${(error as Error).cause ?? (error as Error).message}); is it running? set API_URL otherwise`);
+      throw new UsageError(`cannot reach the service at ${base} (${describeCause(error)}); is it running? set API_URL otherwise`);
     }
     const text = await res.text();
     const parsed: unknown = text ? JSON.parse(text) : null;
@@ -226,7 +226,7 @@ const main = async (argv: string[]): Promise<number> => {
       if (values['from-offset']) query.set('fromOffset', values['from-offset']);
       if (values.limit) query.set('limit', values.limit);
       if (values.partition) query.set('partition', values.partition);
-      print(await call('GET', `/api/admin/topics/${encodeURIComponent(topic)}/messages?${query}`));
+      print(await call('GET', `/api/admin/topics/${encodeURIComponent(topic)}/messages?${query.toString()}`));
       return 0;
     }
     default:
@@ -242,3 +242,9 @@ main(process.argv.slice(2)).then(
     process.exit(usage ? 2 : 1);
   },
 );
+
+/** What a failed fetch says: its cause's message (the network error) when it has one. */
+function describeCause(error: unknown): string {
+  const { cause, message } = error as Error;
+  return cause instanceof Error ? cause.message : cause === undefined ? message : JSON.stringify(cause);
+}

@@ -52,7 +52,7 @@ export const fromRecord = <Data = unknown>(record: Pick<LogRecord, 'key' | 'valu
   try {
     data = JSON.parse(record.value) as Data;
   } catch (error) {
-    throw new TypeError(`record ${record.key}: value is not JSON (${(error as Error).message})`);
+    throw new TypeError(`record ${record.key}: value is not JSON (${(error as Error).message})`, { cause: error });
   }
   const extensions = Object.fromEntries(
     Object.entries(h)

@@ -157,5 +157,5 @@ export const loadConfig = (env: Env = process.env): Config => {
     const description = (ConfigSchema.properties as Record<string, { description?: string }>)[field]?.description ?? field;
     throw new ConfigError(`invalid configuration: ${description.split(':')[0]} ${error.message} (got ${JSON.stringify(error.value)})`);
   }
-  return Object.freeze(config) as Config;
+  return Object.freeze(config);
 };

@@ -24,5 +24,5 @@ export const topicPrefix = (topics: Topics): string => topics.callsSubmitted.sli
 /** The default names (no prefix). */
 export const TOPICS: Topics = topicNames();
 
-export const allTopics = (topics: Topics): string[] => Object.values(topics);
+export const allTopics = (topics: Topics): string[] => Object.values<string>({ ...topics });
 export const ALL_TOPICS = allTopics(TOPICS);

@@ -146,7 +146,7 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
       onRequest: apiKeyAccess({ teams: deps.teams, limiter: deps.limiter, rule: INGEST_RATE_LIMIT, scope: 'ingest' }),
       // The schema documents the body; the normaliser validates it, so every alias conflict and
       // rule is reported with the field name the caller sent.
-      validatorCompiler: () => (value) => ({ value }),
+      validatorCompiler: () => (value: unknown) => ({ value }),
       schema: {
         summary: 'Submit one call for analysis',
         description:

@@ -61,14 +61,16 @@ export const supervised = (name: string, start: () => Subscription, logger: Logg
   };
 
   const waitForSkip = (error: ProjectionEventError) => {
-    timer = setTimeout(async () => {
-      if (stopped) return;
-      const skipped = await options.isSkipped!(error.event.position).catch(() => false);
-      if (!skipped) return waitForSkip(error);
-      logger.warn({ subscription: name, position: error.event.position.toString() }, `${name}: event skipped by an operator; resuming`);
-      halted = undefined;
-      restart(0);
-    }, options.skipPollMs ?? 2000);
+    timer = setTimeout(() => void checkSkipped(error), options.skipPollMs ?? 2000);
+  };
+
+  const checkSkipped = async (error: ProjectionEventError) => {
+    if (stopped) return;
+    const skipped = await options.isSkipped!(error.event.position).catch(() => false);
+    if (!skipped) return waitForSkip(error);
+    logger.warn({ subscription: name, position: error.event.position.toString() }, `${name}: event skipped by an operator; resuming`);
+    halted = undefined;
+    restart(0);
   };
 
   const watch = (subscription: Subscription) => {

@@ -6,6 +6,7 @@
  *
  * Each adapter keeps its own error codes, limits and wording; they come in as parameters here.
  */
+import type { ReadableStreamReadResult } from 'node:stream/web';
 import { StepError } from '../ports/step-error.ts';
 
 /**
@@ -41,7 +42,7 @@ export const readCapped = async (response: Response, maxBytes: number, tooLarge:
   const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {
-    const { done, value } = await reader.read();
+    const { done, value } = (await reader.read()) as ReadableStreamReadResult<Uint8Array>;
     if (done) break;
     size += value.byteLength;
     if (size > maxBytes) {

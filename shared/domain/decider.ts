@@ -8,9 +8,9 @@
  */
 export interface Decider<Command, State, Event> {
   /** Events the command produces in this state; `[]` when it changes nothing; throws DomainError when refused. */
-  decide(command: Command, state: State): Event[];
+  readonly decide: (command: Command, state: State) => Event[];
   /** The state after one more event. Never throws for an event `decide` could have produced. */
-  evolve(state: State, event: Event): State;
+  readonly evolve: (state: State, event: Event) => State;
   /** State of a stream that has no events yet. */
   readonly initialState: State;
 }

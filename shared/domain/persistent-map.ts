@@ -37,7 +37,7 @@ export class PersistentMap<V> {
   ) {}
 
   static empty<V>(): PersistentMap<V> {
-    return PersistentMap.EMPTY as PersistentMap<V>;
+    return PersistentMap.EMPTY;
   }
 
   static of<V>(entries: Iterable<readonly [string, V]>): PersistentMap<V> {

@@ -262,4 +262,4 @@ report(`ingest, wrk -t1 -c${CONNECTIONS}, ~${BODY.length} B transcript-only body
 const sorted = [...ratios].sort((a, b) => a - b);
 console.log(`\nmedian ratio ${sorted[Math.floor(sorted.length / 2)]!.toFixed(3)}× over ${ROUNDS} rounds (min ${sorted[0]!.toFixed(3)}×, max ${sorted.at(-1)!.toFixed(3)}×)`);
 for (const child of children) child.kill('SIGTERM');
-await Promise.all(children.map((child) => (child.exitCode === null ? once(child, 'exit') : undefined)));
+await Promise.all(children.filter((child) => child.exitCode === null).map((child) => once(child, 'exit')));

@@ -83,7 +83,7 @@ const eventOf = (i: number, step: number): { callId: string; event: CallEvent } 
               transcript: { text: TRANSCRIPT, truncated: false, originalBytes: TRANSCRIPT.length },
             },
           }),
-        } as CallEvent;
+        };
       case 1:
         return { type: 'ProcessingStarted', data: { mode: 'transcript', deadline: at(t + 3600), at: at(t + 1) } };
       case 2:

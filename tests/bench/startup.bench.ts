@@ -67,7 +67,7 @@ console.log(`building with npm run build, then seeding ${CALLS.toLocaleString('e
 await once(spawn('npm', ['run', '--silent', 'build'], { cwd: root, stdio: 'inherit' }), 'exit');
 
 // 1. One real call through the service.
-let { child } = await start();
+const { child } = await start();
 const { teamId } = await admin('/api/admin/teams', { name: 'Startup bench', ownerEmail: 'owner@bench.test', capacityHours: 1_000_000 });
 const { key } = await admin(`/api/admin/teams/${teamId}/keys`, { label: 'bench' });
 const submitted = await fetch(`${base}/api/integrations/push-api/ingest`, {
@@ -123,7 +123,6 @@ await stop(cold.child);
 const warm = await start();
 const warmRss = rssMb(warm.child.pid!);
 await stop(warm.child);
-child = warm.child;
 
 console.log(`\nstart-up with ${CALLS.toLocaleString('en-US')} stored calls (${events.toLocaleString('en-US')} events), spawn → /readyz 200`);
 console.log(`  without snapshots (whole feed folded)   ${(cold.readyMs / 1000).toFixed(2).padStart(8)} s   RSS ${coldRss.toFixed(0)} MB`);

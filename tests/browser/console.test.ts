@@ -82,7 +82,7 @@ describe('call console in Chromium', { skip: missing, timeout: 180_000 }, () => 
   test('the page ships its own assets under a strict content security policy', async () => {
     const response = await page.goto(`${base}/console`);
     assert.equal(response?.status(), 200);
-    assert.match(response!.headers()['content-security-policy'] ?? '', /script-src 'self'/);
+    assert.match(response.headers()['content-security-policy'] ?? '', /script-src 'self'/);
     await page.getByLabel('API key', { exact: true }).waitFor();
   });
 
@@ -180,7 +180,7 @@ describe('call console in Chromium', { skip: missing, timeout: 180_000 }, () => 
     await page.setViewportSize({ width: 375, height: 812 });
     await page.getByRole('link', { name: 'Call list' }).click();
     await page.locator('#calls li.call').nth(1).waitFor();
-    const overflow = (await page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth')) as number;
+    const overflow = await page.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth');
     assert.ok(overflow <= 0, `the page scrolls sideways by ${overflow} px at 375 px`);
     await page.reload();
     await page.locator('#calls li.call').nth(1).waitFor();

@@ -225,9 +225,9 @@ export const rateLimiterConformance = (name: string, factory: RateLimiterFactory
       const k = key();
       const rule = { limit: 2, windowMs: 60_000 };
       const [first, second, third] = [await limiter.hit(k, rule), await limiter.hit(k, rule), await limiter.hit(k, rule)];
-      assert.deepEqual([first!.allowed, second!.allowed, third!.allowed], [true, true, false]);
-      assert.ok(third!.retryAfterMs > 50_000 && third!.retryAfterMs <= 60_000, `retryAfterMs ${third!.retryAfterMs}`);
-      assert.ok(third!.resetMs >= third!.retryAfterMs && third!.resetMs <= 60_000);
+      assert.deepEqual([first.allowed, second.allowed, third.allowed], [true, true, false]);
+      assert.ok(third.retryAfterMs > 50_000 && third.retryAfterMs <= 60_000, `retryAfterMs ${third.retryAfterMs}`);
+      assert.ok(third.resetMs >= third.retryAfterMs && third.resetMs <= 60_000);
     });
 
     test('a rule that is not two positive integers, or a non-finite now, is rejected with RangeError', async () => {

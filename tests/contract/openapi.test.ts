@@ -96,7 +96,7 @@ export const body: Body = { transcript: 'Rep: hi', tags: 'not-an-array' };
     const tsc = (files: string[]) =>
       promisify(execFile)(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '--noEmit', '--strict', '--target', 'ES2022', '--module', 'NodeNext', '--moduleResolution', 'NodeNext', '--allowImportingTsExtensions', '--skipLibCheck', ...files], { cwd: dir.path }).then(
         () => '',
-        (error: { stdout?: string }) => error.stdout ?? String(error),
+        (error: Error & { stdout?: string }) => error.stdout ?? error.message,
       );
     assert.equal(await tsc(['examples.ts']), '', 'the README examples type-check against the generated client');
     assert.match(await tsc(['broken.ts']), /broken\.ts\(3,\d+\): error TS2322/, 'a body breaking the contract does not type-check');

@@ -147,5 +147,5 @@ describe(`GET /api/calls/:callId/transcript: ${name}`, { skip }, () => {
   });
 });
 
-transcriptExport('embedded (SQLite)', openEmbeddedPipeline);
-transcriptExport('Kafka + PostgreSQL', openServersPipeline, serversSkip);
+void transcriptExport('embedded (SQLite)', openEmbeddedPipeline);
+void transcriptExport('Kafka + PostgreSQL', openServersPipeline, serversSkip);

@@ -42,8 +42,8 @@ export const startService = async (env: Record<string, string>, entry = 'service
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
-  child.stdout!.on('data', (chunk) => (output += chunk));
-  child.stderr!.on('data', (chunk) => (output += chunk));
+  child.stdout.on('data', (chunk) => (output += chunk));
+  child.stderr.on('data', (chunk) => (output += chunk));
   const exited = once(child, 'exit');
   const url = `http://127.0.0.1:${port}`;
   const healthy = eventually(

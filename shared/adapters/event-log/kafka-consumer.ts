@@ -125,6 +125,8 @@ export class KafkaConsumer implements Consumer {
     await this.shutdown();
   }
 
+  // kafkajs hands these as free functions and documents destructuring them.
+  // eslint-disable-next-line @typescript-eslint/unbound-method
   private async eachBatch({ batch, resolveOffset, heartbeat, isRunning, isStale, commitOffsetsIfNecessary }: EachBatch): Promise<void> {
     await this.callbacks;
     if (this.halted()) return;
@@ -161,6 +163,8 @@ export class KafkaConsumer implements Consumer {
       }
     }
     await this.commit(ref, commitOffsetsIfNecessary);
+    // Rethrown as kafkajs threw it, so it can rejoin the group.
+    // eslint-disable-next-line @typescript-eslint/only-throw-error
     if (interrupted !== undefined) throw interrupted;
   }
 

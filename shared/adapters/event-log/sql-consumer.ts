@@ -332,7 +332,10 @@ export class SqlConsumer implements Consumer {
       this.tracker.failed(fatal);
     }
     if (this.dispatcher.failed) throw this.dispatcher.error;
+    // Rethrown as they were caught: whatever the handler or the loop threw is what `done` reports.
+    /* eslint-disable @typescript-eslint/only-throw-error */
     if (loopError !== undefined) throw loopError;
     if (fatal !== undefined) throw fatal;
+    /* eslint-enable @typescript-eslint/only-throw-error */
   }
 }

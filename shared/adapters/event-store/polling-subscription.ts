@@ -117,7 +117,7 @@ export class PollingSubscription implements Subscription {
     const stored = checkpointId ? await this.retrying(() => this.source.readCheckpoint(checkpointId)) : undefined;
     if (this.stopped) return;
     this.current = stored ?? this.options.after ?? 0n;
-    let pending = true; // something may have been appended since the last read
+    let pending: boolean; // something may have been appended since the last read
     const unsubscribe = this.source.onAppended(() => {
       pending = true;
       this.wake();

@@ -85,7 +85,7 @@ export class RebuildBuffer<L extends LoadedRow> {
       foldInto(this.pending, byCall, loaded);
       this.bytes += (this.pending.size - known) * ROW_BYTES;
       for (const event of events) {
-        if (event.type === 'TranscriptRecorded') this.bytes += 2 * String((event.data as { text?: unknown }).text ?? '').length;
+        if (event.type === 'TranscriptRecorded') this.bytes += 2 * textLength((event.data as { text?: unknown }).text);
         if (event.position > this.folded) this.folded = event.position;
       }
       this.events += events.length;
@@ -159,3 +159,6 @@ export class RebuildBuffer<L extends LoadedRow> {
     return run;
   }
 }
+
+/** Length of a transcript's text as stored; 0 when the event carries none. */
+const textLength = (text: unknown): number => (typeof text === 'string' ? text.length : 0);

@@ -33,7 +33,7 @@ export interface WriteTransaction {
   /** Runs first: unless it returns a row, the transaction fails with Error(message). */
   guard: { sql: string; params: Array<string | number>; message: string };
   /** The statements, in parts made one at a time as the transaction goes. */
-  parts(): Iterable<StatementRuns[]>;
+  readonly parts: () => Iterable<StatementRuns[]>;
 }
 
 export interface SqliteWorkerWriter {

@@ -85,7 +85,7 @@ export const canRun = async (command: string, args: readonly string[]): Promise<
 /** `canRun`, blocking: for choosing an adapter once while the service is wired. */
 export const canRunSync = (command: string, args: readonly string[]): boolean => {
   const result = spawnSync(command, args, { stdio: 'ignore', shell: false, timeout: 10_000, windowsHide: true });
-  const error = result.error as NodeJS.ErrnoException | undefined;
+  const error = result.error;
   return !(error && isMissing(error));
 };
 

@@ -147,7 +147,7 @@ export const poisonSuite = (name: string, factory: () => Promise<PoisonBackends>
           assert.equal(ready.statusCode, 503, JSON.stringify(ready.body));
           const history = ready.body.components['projection:call-history'];
           assert.equal(history?.ready, false);
-          assert.match(history!.reason!, new RegExp(`position ${poison.position}`));
+          assert.match(history.reason!, new RegExp(`position ${poison.position}`));
           return ready.body;
         },
         { timeoutMs: 20_000, intervalMs: 100 },

@@ -7,6 +7,10 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { eventually } from '../../support/eventually.ts';
 import { ADMIN_TOKEN, API_KEY_SECRET } from '../../support/ingress-harness.ts';
@@ -309,10 +313,6 @@ export const stackEnv = (databaseUrl: string, kafkaBrokers: string, redisUrl: st
  * the test may pause (SIGSTOP), stop and start again on the same data.
  */
 export const ownBroker = async () => {
-  const { mkdtempSync, rmSync } = await import('node:fs');
-  const { tmpdir } = await import('node:os');
-  const { join } = await import('node:path');
-  const { fileURLToPath } = await import('node:url');
   const script = fileURLToPath(new URL('../../../docker/kafka.sh', import.meta.url));
   const home = mkdtempSync(join(tmpdir(), 'kafka-faults-'));
   let port = await freePort();

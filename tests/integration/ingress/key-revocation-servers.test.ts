@@ -17,7 +17,7 @@ import { tempDir } from '../../support/temp-dir.ts';
 const postgres = await backend('postgres');
 
 describe('key revocation across ingress processes (PostgreSQL)', { skip: postgres.skip }, () => {
-  const cleanups: (() => Promise<unknown> | unknown)[] = [];
+  const cleanups: (() => unknown)[] = [];
   after(async () => {
     for (const cleanup of cleanups.reverse()) await cleanup();
   });

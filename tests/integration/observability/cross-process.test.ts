@@ -30,7 +30,7 @@ interface CollectedSpan {
 /** An OTLP/HTTP JSON receiver: what the exporters of the service's processes send. */
 const collector = async () => {
   const spans: CollectedSpan[] = [];
-  const hex = (id: unknown) => (typeof id === 'string' && /^[0-9a-f]*$/i.test(id) ? id.toLowerCase() : Buffer.from(String(id ?? ''), 'base64').toString('hex'));
+  const hex = (id: unknown) => (typeof id === 'string' && /^[0-9a-f]*$/i.test(id) ? id.toLowerCase() : Buffer.from(typeof id === 'string' ? id : '', 'base64').toString('hex'));
   const server: Server = createServer((request, response) => {
     let body = '';
     request.on('data', (chunk) => (body += chunk));

@@ -166,7 +166,7 @@ export const operatorSuite = (name: string, factory: () => Promise<OperatorBacke
             { timeoutMs: 20_000, intervalMs: 100 },
           );
           assert.equal(stopped.stoppedOn?.position, poison.position.toString());
-          assert.ok(stopped.stoppedOn!.error.length > 0);
+          assert.ok(stopped.stoppedOn.error.length > 0);
           assert.ok(BigInt(stopped.checkpoint) < poison.position);
         }
         const relayElsewhere = byName(await statuses(elsewhere.ingress.app), 'call-events-relay');
@@ -196,7 +196,7 @@ export const operatorSuite = (name: string, factory: () => Promise<OperatorBacke
       const problem = refused.json<Problem>();
       assert.equal(problem.code, 'VALIDATION_FAILED');
       assert.equal(problem.errors?.[0]?.field, 'topic');
-      assert.match(problem.errors![0]!.message, /must be the dead-letter topic/);
+      assert.match(problem.errors[0].message, /must be the dead-letter topic/);
     });
 
     test('redrive: a dead letter goes back to its source topic with its key, value and headers plus dlq_redriven_from, and its call completes', async () => {
@@ -284,7 +284,7 @@ export const operatorSuite = (name: string, factory: () => Promise<OperatorBacke
         async () => {
           const row = await history(callId);
           assert.equal(row?.status, 'pending', JSON.stringify(row));
-          return row!;
+          return row;
         },
         { timeoutMs: 20_000, intervalMs: 50 },
       );

@@ -21,7 +21,7 @@ import { tempDir } from '../../support/temp-dir.ts';
 
 const postgres = await backend('postgres');
 
-type Opened = { store: EventStore; close(): Promise<void> };
+type Opened = { store: EventStore; close: () => Promise<void> };
 const embedded = async (): Promise<Opened> => {
   const dir = tempDir();
   const opened = openSqlite(dir.path);

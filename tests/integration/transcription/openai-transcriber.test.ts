@@ -58,7 +58,8 @@ before(async () => {
   server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', async () => {
+    req.on('end', () => void answer());
+    const answer = async () => {
       const contentType = req.headers['content-type'] ?? '';
       const form = contentType.startsWith('multipart/form-data')
         ? await new Response(Buffer.concat(chunks), { headers: { 'content-type': contentType } }).formData().catch(() => undefined)
@@ -69,7 +70,7 @@ before(async () => {
       const problem = validRequest(entry);
       if (problem) return json(res, 400, { error: { message: problem, type: 'invalid_request_error' } });
       respond(entry, res);
-    });
+    };
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

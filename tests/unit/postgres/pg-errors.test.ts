@@ -71,7 +71,7 @@ describe('PostgreSQL error classifier', () => {
     );
     await client.end().catch(() => undefined);
     assert.ok(error, 'connecting to port 1 should fail');
-    assert.equal(isRetriablePgError(error), true, String(error));
+    assert.equal(isRetriablePgError(error), true, (error as Error).message);
   });
 });
 

@@ -35,7 +35,7 @@ test('a lock left by a process that died (kill -9) is taken over', () => {
   const dir = tempDir();
   try {
     // A real process id that no longer runs: a child that has exited.
-    const dead = spawnSync(process.execPath, ['-e', '0']).pid!;
+    const dead = spawnSync(process.execPath, ['-e', '0']).pid;
     writeFileSync(join(dir.path, 'LOCK'), JSON.stringify({ pid: dead, host: hostname(), since: new Date().toISOString() }));
     const opened = openSqlite(dir.path);
     assert.equal(JSON.parse(readFileSync(join(dir.path, 'LOCK'), 'utf8')).pid, process.pid);

@@ -50,7 +50,7 @@ for (const { name, raw, hints, seconds, unit, basis } of rows) {
 }
 
 for (const raw of [-1, -0.5, '-5', 'abc', '1,5', '1e3', '5m', ' 300', '', true, null, {}, [60], Number.NaN, Number.POSITIVE_INFINITY]) {
-  test(`duration ${JSON.stringify(raw) ?? String(raw)} is refused (a number ≥ 0 or a plain decimal string)`, () => {
+  test(`duration ${JSON.stringify(raw) ?? 'undefined'} is refused (a number ≥ 0 or a plain decimal string)`, () => {
     const result = normaliseDuration(raw, {});
     assert.equal(result.ok, false);
     assert.match(result.ok ? '' : result.message, /duration must be a number ≥ 0/);

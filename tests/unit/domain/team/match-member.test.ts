@@ -7,7 +7,7 @@ import { given, hash, keyIssued, memberAdded, now, teamCreated } from './fixture
 const team = (): ActiveTeam => {
   const state = given([teamCreated(), memberAdded('m1', 'Dana.Reyes@Acme.io', 'Dana Reyes'), keyIssued('k1', hash('a')), keyIssued('k2', hash('b')), { type: 'ApiKeyRevoked', data: { keyId: 'k2', at: now } }]).state();
   assert.equal(state.status, 'active');
-  return state as ActiveTeam;
+  return state;
 };
 
 test('repEmail matches a member ignoring case and spaces; the stored spelling is returned', () => {

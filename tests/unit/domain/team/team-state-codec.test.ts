@@ -29,10 +29,10 @@ const history: TeamEvent[] = [
   { type: 'ApiKeyRevoked', data: { keyId: 'k1', at: '2026-11-20T11:00:00.000Z' } },
   autoRecharge(true, 120),
   ...Array.from({ length: 40 }, (_, i) => reserved(`call-${i}`, 3 + (i % 4))),
-  { type: 'CapacitySettled', data: { callId: 'call-0', reservedMinutes: 3, actualMinutes: 2 } } as TeamEvent,
-  { type: 'CapacityReleased', data: { callId: 'call-1', minutes: 4 } } as TeamEvent,
+  { type: 'CapacitySettled', data: { callId: 'call-0', reservedMinutes: 3, actualMinutes: 2 } },
+  { type: 'CapacityReleased', data: { callId: 'call-1', minutes: 4 } },
 ];
-const later: TeamEvent[] = [reserved('call-99', 5), { type: 'CapacitySettled', data: { callId: 'call-2', reservedMinutes: 5, actualMinutes: 7 } } as TeamEvent, keyIssued('k3', 'c'.repeat(64))];
+const later: TeamEvent[] = [reserved('call-99', 5), { type: 'CapacitySettled', data: { callId: 'call-2', reservedMinutes: 5, actualMinutes: 7 } }, keyIssued('k3', 'c'.repeat(64))];
 
 test('a snapshot of a team state folds later events exactly as the full history does', () => {
   const state = fold(history);

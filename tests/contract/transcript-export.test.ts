@@ -9,6 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import { type EmbeddedPipeline, openEmbeddedPipeline } from '../support/embedded-pipeline.ts';
 import { openServersPipeline, serversSkip } from '../support/servers-pipeline.ts';
 import { audioServer, type PipelineHarness } from '../support/pipeline-harness.ts';
+import { eventually } from '../support/eventually.ts';
 
 const WEBVTT = [
   'WEBVTT',
@@ -125,12 +126,14 @@ describe(`GET /api/calls/:callId/transcript: ${name}`, { skip }, () => {
       const accepted = await h.ingest({ key, body: { audioUrl: server.url } });
       assert.equal(accepted.statusCode, 201, accepted.body);
       const { callId } = accepted.json<{ callId: string }>();
-      await h.callEvents(callId, (events) => events.length > 0);
-      const pending = await get(key, callId);
-      assert.equal(pending.statusCode, 409, pending.body);
-      const problem = pending.json<{ code: string; detail: string }>();
-      assert.equal(problem.code, 'TRANSCRIPT_NOT_READY');
-      assert.match(problem.detail, /pending \(stage fetching_audio\)/);
+      // The history shows the call queued until the processor has started it: wait for that stage.
+      await eventually(async () => {
+        const pending = await get(key, callId);
+        assert.equal(pending.statusCode, 409, pending.body);
+        const problem = pending.json<{ code: string; detail: string }>();
+        assert.equal(problem.code, 'TRANSCRIPT_NOT_READY');
+        assert.match(problem.detail, /pending \(stage fetching_audio\)/);
+      }, { timeoutMs: 2_500, intervalMs: 50 });
       assert.equal((await get(other.key, callId)).statusCode, 404);
       assert.equal((await get(key, '00000000-0000-4000-8000-000000000000')).statusCode, 404);
       assert.equal((await get(key, 'nul\u0000id')).statusCode, 404);

@@ -92,10 +92,19 @@ export interface SubscribeToAllOptions {
   /**
    * Only events of streams in these categories (see `ReadAllOptions.categories`); default every
    * stream. Events of other categories are never read. The subscription's position (and its
-   * stored checkpoint) still moves up to the head of the whole feed once it has caught up, so a
-   * filtered subscriber's lag is measured against the same head as any other.
+   * stored checkpoint) still moves up to the head of the whole feed when a read finds nothing more
+   * of its categories (within one poll of catching up), so a filtered subscriber's lag is measured
+   * against the same head as any other.
    */
   categories?: readonly string[];
+  /**
+   * With `categories`: awaited when the subscription, finding nothing more of its categories, moves
+   * past events of other categories up to `position` (the head of the whole feed), before its
+   * position moves there. A
+   * subscriber that keeps its own checkpoint (a projection, in the transaction of its rows) stores
+   * it here, so its lag too reads 0. Errors are handled as the handler's are.
+   */
+  onPassed?: (position: bigint) => Promise<void>;
   /**
    * Receives events in global order, each exactly once per subscription, never skipping one that
    * committed late. A `BackendUnavailableError` (an outage) hands the same batch again after a
@@ -110,9 +119,8 @@ export interface Subscription {
   /** Settles when the subscription stops: resolves on `stop()`, rejects on a handler error. */
   readonly done: Promise<void>;
   /**
-   * Position of the last event handed to the handler and finished; with `categories`, up to the
-   * feed position the subscription last caught up to (nothing of its categories lies before it
-   * unhandled).
+   * Position of the last event handed to the handler and finished; with `categories`, possibly the
+   * later feed head the subscription moved to (nothing of its categories lies before it unhandled).
    */
   readonly position: bigint;
   /** Resolves once the subscription has handled every event that existed when it was called. */

@@ -244,7 +244,14 @@ export const eventStoreConformance = (name: string, factory: EventStoreFactory, 
       await store.append(`${other}-${randomUUID()}`, [event('O1', 2)]);
       const checkpointId = `cp-${randomUUID()}`;
       const seen: RecordedEvent[] = [];
-      const sub = store.subscribeToAll({ categories: [mine], checkpointId, batchSize: 1, handler: async (events) => void seen.push(...events) });
+      const passed: bigint[] = [];
+      const sub = store.subscribeToAll({
+        categories: [mine],
+        checkpointId,
+        batchSize: 1,
+        onPassed: async (position) => void passed.push(position),
+        handler: async (events) => void seen.push(...events),
+      });
       await sub.caughtUp();
       assert.deepEqual(seen.map((e) => e.type), ['M1']);
       await store.append(`${other}-${randomUUID()}`, [event('O2', 3)]);
@@ -256,7 +263,9 @@ export const eventStoreConformance = (name: string, factory: EventStoreFactory, 
       assertStrictlyIncreasing(seen);
       // Caught up, it stands at the head of the whole feed, though the last events were not its own.
       await eventually(async () => assert.equal(await store.readCheckpoint(checkpointId), last.position));
-      assert.equal(sub.position, last.position);
+      await eventually(() => assert.equal(sub.position, last.position));
+      assert.equal(passed.at(-1), last.position, 'onPassed was told the head it moved to');
+      assertStrictlyIncreasing(passed.map((position) => ({ position }) as RecordedEvent));
       await sub.stop();
       // Resumed from the checkpoint, it hands only what came after.
       await store.append(mineId, [event('M3', 6)]);

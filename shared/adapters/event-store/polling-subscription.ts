@@ -73,9 +73,9 @@ export interface FeedSource {
  * Catch-up subscription by polling the global feed: reads batches after its position, hands them
  * to the handler, and waits for a local append or the poll interval when it has caught up.
  * The feed's readAll only returns committed events without gaps, so no event is ever skipped.
- * With `categories` it reads only those categories' events (an indexed read), and once a read
- * returns less than a batch it moves its position (and checkpoint) up to the head of the whole feed
- * taken just before that read: every event of its categories up to that head was in the read.
+ * With `categories` it reads only those categories' events (an indexed read), and when a read finds
+ * none it moves its position (and checkpoint, and `onPassed`) up to the head of the whole feed taken
+ * just before that read: every event of its categories up to that head was handled.
  * An outage (`BackendUnavailableError` from the store or the handler's backend) is retried in place
  * with jittered backoff, from the same position, until it succeeds or the subscription stops.
  */
@@ -158,9 +158,13 @@ export class PollingSubscription implements Subscription {
           if (checkpointId) await this.retrying(() => this.source.storeCheckpoint(checkpointId, last));
         }
         if (events.length < batchSize) {
-          if (head !== undefined && head > this.current) {
-            // Nothing of the categories lies between the last event handled and this head.
+          if (events.length === 0 && head !== undefined && head > this.current) {
+            // Nothing of the categories lies between the last event handled and this head. (Moved
+            // only by a read that found nothing, so a busy feed costs no second checkpoint write per
+            // batch; a read that handed events is followed by one within the poll interval at most.)
             const reached = head;
+            if (this.options.onPassed) await this.retrying(() => this.options.onPassed!(reached));
+            if (this.stopped) break;
             if (checkpointId) await this.retrying(() => this.source.storeCheckpoint(checkpointId, reached));
             if (this.stopped) break;
             this.current = reached;

@@ -9,7 +9,7 @@
 import type { Logger } from 'pino';
 import { createKafkaEventLog } from '../../shared/adapters/event-log/kafka-event-log.ts';
 import { createPostgresEventLog, createSqliteEventLog } from '../../shared/adapters/event-log/sql-event-log.ts';
-import { createKurrentDbEventStore } from '../../shared/adapters/event-store/kurrentdb-event-store.ts';
+import { openKurrentDbEventStore } from '../../shared/adapters/event-store/kurrentdb-event-store.ts';
 import { createPostgresEventStore } from '../../shared/adapters/event-store/postgres-event-store.ts';
 import { createSqliteEventStore } from '../../shared/adapters/event-store/sqlite-event-store.ts';
 import { openSqlite, type OpenedSqlite } from '../../shared/adapters/sqlite/sqlite-database.ts';
@@ -46,7 +46,7 @@ export const openBackends = async (config: Config, log: Logger): Promise<Backend
   const sqlite = config.databaseUrl ? undefined : openSqlite(config.dataDir);
   try {
     const eventStore = config.kurrentDbUrl
-      ? createKurrentDbEventStore({ connectionString: config.kurrentDbUrl, log })
+      ? await openKurrentDbEventStore({ connectionString: config.kurrentDbUrl, log })
       : config.databaseUrl
         ? await createPostgresEventStore({ connectionString: config.databaseUrl, schema: config.databaseSchema, log })
         : createSqliteEventStore(sqlite!.db);

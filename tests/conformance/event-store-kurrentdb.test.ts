@@ -9,7 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
-import { createKurrentDbEventStore, translateKurrentDbError } from '../../shared/adapters/event-store/kurrentdb-event-store.ts';
+import { createKurrentDbEventStore, openKurrentDbEventStore, translateKurrentDbError } from '../../shared/adapters/event-store/kurrentdb-event-store.ts';
 import { EventStoreUnavailableError, ExpectedVersionConflictError } from '../../shared/ports/event-store.ts';
 import { UnavailableError, WrongExpectedVersionError } from '@kurrent/kurrentdb-client';
 import { backend, stopContainers } from '../support/backends.ts';
@@ -63,4 +63,6 @@ test('kurrentdb: a server that does not answer is an EventStoreUnavailableError 
   } finally {
     await store.close();
   }
+  // Opened for the service, it says so at once.
+  await assert.rejects(openKurrentDbEventStore({ connectionString: 'kurrentdb://127.0.0.1:9?tls=false' }), EventStoreUnavailableError);
 });

@@ -365,6 +365,24 @@ export const createKurrentDbEventStore = (options: KurrentDbEventStoreOptions): 
   return store;
 };
 
+/**
+ * Opens the store and asks the server for the feed's head once, so a service pointed at a server
+ * that does not answer stops at start with an EventStoreUnavailableError (as on PostgreSQL) instead
+ * of waiting for it; the client connects lazily otherwise.
+ */
+export const openKurrentDbEventStore = async (options: KurrentDbEventStoreOptions): Promise<EventStore> => {
+  const store = createKurrentDbEventStore(options);
+  try {
+    await store.headPosition();
+    return store;
+  } catch (error) {
+    await store.close().catch(() => undefined);
+    if (!(error instanceof EventStoreUnavailableError)) throw error;
+    const where = options.connectionString.replace(/\/\/[^@/]*@/, '//***@');
+    throw new EventStoreUnavailableError(`KurrentDB event store at ${where} does not answer: ${error.message}`, { cause: error });
+  }
+};
+
 const decodeSnapshot = (event: RecordedEvent | undefined): Snapshot | undefined => {
   if (!event || !isObject(event.data)) return undefined;
   const { position, data } = event.data;

@@ -282,10 +282,10 @@ export const createKurrentDbEventStore = (options: KurrentDbEventStoreOptions): 
           await options.beforeCommit?.();
           const result = await append(streamId, events, expected);
           wakeUps.wake();
-          // One event: the result's commit position is that event's. Several: the result names the
-          // write as a whole, so the last event's own position is read back by its revision.
-          const last = events.length === 1 && result.position ? undefined : await readAt(streamId, result.nextExpectedRevision);
-          return { nextExpectedVersion: Number(result.nextExpectedRevision), position: last?.position || positionOf(result.position) };
+          // The result's position is the last appended event's (the client's own tests read it back
+          // equal); a server that gives none is asked for that event by its revision.
+          const position = result.position ? positionOf(result.position) : ((await readAt(streamId, result.nextExpectedRevision))?.position ?? 0n);
+          return { nextExpectedVersion: Number(result.nextExpectedRevision), position };
         })(),
       );
     },

@@ -47,8 +47,9 @@ const CALL_CATEGORY = 'call';
 /**
  * Follows the call events of the feed from the writer's own stored checkpoint, applying each batch
  * with that checkpoint as the expected one; caught up, it stores the checkpoint at the feed's head
- * (past other categories' events, which it never reads). When the checkpoint moved under it (a rebuild was activated),
- * the apply fails with CheckpointMismatchError and the supervisor starts it again from the new one.
+ * (past other categories' events, which it never reads). When the checkpoint moved under it (a
+ * rebuild was activated), the apply fails with CheckpointMismatchError and the supervisor starts it
+ * again from the new one.
  * A batch that fails for another reason than an outage is applied again one event at a time, so
  * the one event that cannot be projected is named (`ProjectionEventError`) and every event before
  * it is kept; events an operator skipped are left out.

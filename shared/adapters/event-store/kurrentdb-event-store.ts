@@ -229,7 +229,8 @@ export const createKurrentDbEventStore = (options: KurrentDbEventStoreOptions): 
     }
   };
 
-  const readStream = async (streamId: string, read: () => AsyncIterableIterator<ResolvedEvent>): Promise<RecordedEvent[]> =>
+  /** Every event a stream read yields; a stream that does not exist reads as empty. */
+  const readStream = async (read: () => AsyncIterableIterator<ResolvedEvent>): Promise<RecordedEvent[]> =>
     run(async () => {
       const events: RecordedEvent[] = [];
       try {
@@ -246,11 +247,11 @@ export const createKurrentDbEventStore = (options: KurrentDbEventStoreOptions): 
 
   /** The last event of a checkpoint or snapshot stream. */
   const readLast = async (streamId: string): Promise<RecordedEvent | undefined> =>
-    (await readStream(streamId, () => client.readStream(streamId, { direction: BACKWARDS, fromRevision: END, maxCount: 1 })))[0];
+    (await readStream(() => client.readStream(streamId, { direction: BACKWARDS, fromRevision: END, maxCount: 1 })))[0];
 
   /** The event at one revision of a stream. */
   const readAt = async (streamId: string, revision: bigint): Promise<RecordedEvent | undefined> =>
-    (await readStream(streamId, () => client.readStream(streamId, { direction: FORWARDS, fromRevision: revision, maxCount: 1 })))[0];
+    (await readStream(() => client.readStream(streamId, { direction: FORWARDS, fromRevision: revision, maxCount: 1 })))[0];
 
   /** Keeps only the last event of a checkpoint or snapshot stream (once per stream and process). */
   const keepLastOnly = async (streamId: string): Promise<void> => {
@@ -291,7 +292,7 @@ export const createKurrentDbEventStore = (options: KurrentDbEventStoreOptions): 
     },
 
     readStream(streamId, { fromRevision = 0, maxCount = Number.MAX_SAFE_INTEGER } = {}) {
-      return readStream(streamId, () => client.readStream(streamId, { direction: FORWARDS, fromRevision: BigInt(fromRevision), maxCount }));
+      return readStream(() => client.readStream(streamId, { direction: FORWARDS, fromRevision: BigInt(fromRevision), maxCount }));
     },
 
     async readAll({ after = 0n, maxCount = 1000, categories } = {}) {

@@ -31,6 +31,8 @@ export const ConfigSchema = Type.Object({
   processingTimeoutMs: Integer('PROCESSING_TIMEOUT_MS: processing deadline per call (default 3600000 = 60 min)', 1),
   /** PostgreSQL server for the event store (and the event log when Kafka is not configured). */
   databaseUrl: Type.Optional(Type.String({ description: 'DATABASE_URL: postgres://… — event store on PostgreSQL', minLength: 1 })),
+  /** KurrentDB server for the event store (the event log and the read models stay where they are). */
+  kurrentDbUrl: Type.Optional(Type.String({ description: 'KURRENTDB_URL: kurrentdb://… — event store on KurrentDB', minLength: 1 })),
   /** Schema holding the service's PostgreSQL tables. */
   databaseSchema: Type.String({ description: 'DATABASE_SCHEMA: PostgreSQL schema (default public)', pattern: '^[a-z_][a-z0-9_]{0,62}$' }),
   /** Kafka bootstrap brokers, comma-separated. */
@@ -125,6 +127,7 @@ export const loadConfig = (env: Env = process.env): Config => {
     processingTimeoutMs: integer(env, 'PROCESSING_TIMEOUT_MS', 60 * 60 * 1000),
     databaseUrl: optional(env, 'DATABASE_URL'),
     databaseSchema: optional(env, 'DATABASE_SCHEMA') ?? 'public',
+    kurrentDbUrl: optional(env, 'KURRENTDB_URL'),
     kafkaBrokers: (optional(env, 'KAFKA_BROKERS') ?? '').split(',').map((b) => b.trim()).filter(Boolean),
     orphanReservationMs: integer(env, 'ORPHAN_RESERVATION_MS', 15 * 60_000),
     keyDirectoryMaxLagMs: integer(env, 'KEY_DIRECTORY_MAX_LAG_MS', 10_000),

@@ -17,6 +17,8 @@ export interface OpenCall {
 }
 
 const CALL_STREAM = /^call-(.+)$/;
+/** The category of call streams (`call-<callId>`): the only events this tracker reads. */
+const CALL_CATEGORY = 'call';
 
 /** Name of the open set's snapshot in the event store. */
 export const OPEN_CALLS_SNAPSHOT = 'open-calls';
@@ -65,6 +67,7 @@ export class OpenCalls {
       this.position = this.snapshotted = snapshot.position;
     }
     this.subscription = store.subscribeToAll({
+      categories: [CALL_CATEGORY],
       batchSize: 5000,
       after: this.position,
       handler: async (events) => {

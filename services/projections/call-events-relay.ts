@@ -1,7 +1,8 @@
 /**
  * Relays every call event from the event store to `calls.events.v1` for downstream systems, in
  * stream order (key = call id). At least once: the checkpoint advances only after the log took the
- * batch, and each message carries the event's own id as `ce_id`, so a consumer deduplicates a
+ * batch (and, caught up, moves to the head of the feed past other categories' events, so its lag
+ * reads 0), and each message carries the event's own id as `ce_id`, so a consumer deduplicates a
  * redelivery by it.
  */
 import type { Logger } from 'pino';
@@ -14,10 +15,13 @@ import { inSpansPerItem } from '../../shared/observability/tracing.ts';
 
 export const CALL_EVENTS_RELAY = 'relay.call-events';
 const CALL_STREAM = /^call-(.+)$/;
+/** The category of call streams (`call-<callId>`): the only events it reads. */
+const CALL_CATEGORY = 'call';
 
 export const startCallEventsRelay = (deps: { eventStore: EventStore; eventLog: EventLog; topics: Topics; logger: Logger }): Subscription =>
   deps.eventStore.subscribeToAll({
     checkpointId: CALL_EVENTS_RELAY,
+    categories: [CALL_CATEGORY],
     batchSize: 500,
     handler: async (events) => {
       const records = events.flatMap((event) => {

@@ -41,10 +41,15 @@ export interface Projections {
   stop(): Promise<void>;
 }
 
+/** The category of call streams (`call-<callId>`): call history and deal records fold nothing else. */
+const CALL_CATEGORY = 'call';
+
 /**
- * Follows the feed from the writer's own stored checkpoint, applying each batch with that
- * checkpoint as the expected one. When the checkpoint moved under it (a rebuild was activated),
- * the apply fails with CheckpointMismatchError and the supervisor starts it again from the new one.
+ * Follows the call events of the feed from the writer's own stored checkpoint, applying each batch
+ * with that checkpoint as the expected one; caught up, it stores the checkpoint at the feed's head
+ * (past other categories' events, which it never reads). When the checkpoint moved under it (a
+ * rebuild was activated), the apply fails with CheckpointMismatchError and the supervisor starts it
+ * again from the new one.
  * A batch that fails for another reason than an outage is applied again one event at a time, so
  * the one event that cannot be projected is named (`ProjectionEventError`) and every event before
  * it is kept; events an operator skipped are left out.
@@ -63,6 +68,11 @@ const followFromCheckpoint = (
     inner = store.subscribeToAll({
       batchSize: 1000,
       after: checkpoint,
+      categories: [CALL_CATEGORY],
+      onPassed: async (reached) => {
+        await writer.apply([], reached, { expectedCheckpoint: position });
+        position = reached;
+      },
       handler: async (events) => {
         const last = events[events.length - 1]!.position;
         const kept = skipped.size === 0 ? events : events.filter((event) => !skipped.has(event.position));

@@ -38,7 +38,8 @@ export async function* replayProjection(
     return { projection: name, phase, events, position: position.toString(), elapsedMs, eventsPerSecond: Math.round(events / Math.max(elapsedMs / 1000, 0.001)) };
   };
   const read = (after: bigint) => {
-    const page = deps.eventStore.readAll({ after, maxCount: batchSize });
+    // Call history folds call events only: the other categories are never read.
+    const page = deps.eventStore.readAll({ after, maxCount: batchSize, categories: ['call'] });
     page.catch(() => undefined); // awaited below; a replay that stops first must not leave it unhandled
     return page;
   };

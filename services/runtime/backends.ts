@@ -2,11 +2,14 @@
  * Opens the event store and the event log the configuration asks for:
  * - nothing configured: both in the embedded SQLite database in DATA_DIR;
  * - DATABASE_URL: the event store on PostgreSQL (and the event log too, unless KAFKA_BROKERS);
- * - KAFKA_BROKERS: the event log on Apache Kafka.
+ * - KAFKA_BROKERS: the event log on Apache Kafka;
+ * - KURRENTDB_URL: the event store on KurrentDB, whatever else is set; the event log and the read
+ *   models stay on Kafka / PostgreSQL / the embedded database as above.
  */
 import type { Logger } from 'pino';
 import { createKafkaEventLog } from '../../shared/adapters/event-log/kafka-event-log.ts';
 import { createPostgresEventLog, createSqliteEventLog } from '../../shared/adapters/event-log/sql-event-log.ts';
+import { openKurrentDbEventStore } from '../../shared/adapters/event-store/kurrentdb-event-store.ts';
 import { createPostgresEventStore } from '../../shared/adapters/event-store/postgres-event-store.ts';
 import { createSqliteEventStore } from '../../shared/adapters/event-store/sqlite-event-store.ts';
 import { openSqlite, type OpenedSqlite } from '../../shared/adapters/sqlite/sqlite-database.ts';
@@ -22,7 +25,7 @@ import { allTopics, type Topics, topicNames } from '../../shared/topics.ts';
 export interface Backends {
   eventStore: EventStore;
   eventLog: EventLog;
-  /** Call history and deal records, in the same database as the event store. */
+  /** Call history and deal records: on PostgreSQL with DATABASE_URL, else in the embedded database (whichever the event store is). */
   readModels: ReadModels;
   /** Topic names (with TOPIC_PREFIX). */
   topics: Topics;
@@ -42,9 +45,11 @@ const redact = (url: string) => url.replace(/\/\/([^:@/]+):[^@/]+@/, '//$1:***@'
 export const openBackends = async (config: Config, log: Logger): Promise<Backends> => {
   const sqlite = config.databaseUrl ? undefined : openSqlite(config.dataDir);
   try {
-    const eventStore = config.databaseUrl
-      ? await createPostgresEventStore({ connectionString: config.databaseUrl, schema: config.databaseSchema, log })
-      : createSqliteEventStore(sqlite!.db);
+    const eventStore = config.kurrentDbUrl
+      ? await openKurrentDbEventStore({ connectionString: config.kurrentDbUrl, log })
+      : config.databaseUrl
+        ? await createPostgresEventStore({ connectionString: config.databaseUrl, schema: config.databaseSchema, log })
+        : createSqliteEventStore(sqlite!.db);
     const eventLog =
       config.kafkaBrokers.length > 0
         ? await createKafkaEventLog({ brokers: config.kafkaBrokers, publishTimeoutMs: config.kafkaPublishTimeoutMs })
@@ -57,7 +62,11 @@ export const openBackends = async (config: Config, log: Logger): Promise<Backend
     const topics = topicNames(config.topicPrefix);
     await eventLog.ensureTopics(allTopics(topics).map((name) => ({ name, partitions: config.topicPartitions })));
     const description = {
-      eventStore: config.databaseUrl ? `postgresql ${redact(config.databaseUrl)} schema ${config.databaseSchema}` : `sqlite ${sqlite!.dataDir}`,
+      eventStore: config.kurrentDbUrl
+        ? `kurrentdb ${redact(config.kurrentDbUrl)}`
+        : config.databaseUrl
+          ? `postgresql ${redact(config.databaseUrl)} schema ${config.databaseSchema}`
+          : `sqlite ${sqlite!.dataDir}`,
       eventLog:
         config.kafkaBrokers.length > 0
           ? `kafka ${config.kafkaBrokers.join(',')}`

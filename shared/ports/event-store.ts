@@ -3,7 +3,11 @@
  *
  * Shaped to fit PostgreSQL, SQLite and KurrentDB alike: a stream revision is the 0-based index of
  * an event in its stream (KurrentDB's "stream revision"); a global position is a strictly
- * increasing number across all streams (KurrentDB's `$all` commit position).
+ * increasing number across all streams (KurrentDB's `$all` commit position). A stream's category is
+ * the part of its id before the first '-' (`call-…`, `team-…`, `idempotency-…`), as KurrentDB's
+ * `$ce-<category>` streams have it; readers that need one or a few categories read and subscribe
+ * with `categories`, which every adapter serves from an index (a column on SQLite and PostgreSQL, a
+ * server-side stream-prefix filter on KurrentDB), so a subscriber never reads what it ignores.
  */
 import { BackendUnavailableError } from './unavailable.ts';
 
@@ -67,6 +71,11 @@ export interface ReadAllOptions {
   after?: bigint;
   /** Stop after this many events; default 1000. */
   maxCount?: number;
+  /**
+   * Only events of streams in these categories (see `categoryOf`), in global order with their
+   * global positions; default every stream. Each is a non-empty name without '-' or a leading '$'.
+   */
+  categories?: readonly string[];
 }
 
 export interface SubscribeToAllOptions {
@@ -81,6 +90,22 @@ export interface SubscribeToAllOptions {
   /** Largest batch handed to the handler; default 500. */
   batchSize?: number;
   /**
+   * Only events of streams in these categories (see `ReadAllOptions.categories`); default every
+   * stream. Events of other categories are never read. The subscription's position (and its
+   * stored checkpoint) still moves up to the head of the whole feed when a read finds nothing more
+   * of its categories (within one poll of catching up), so a filtered subscriber's lag is measured
+   * against the same head as any other.
+   */
+  categories?: readonly string[];
+  /**
+   * With `categories`: awaited when the subscription, finding nothing more of its categories, moves
+   * past events of other categories up to `position` (the head of the whole feed), before its
+   * position moves there. A
+   * subscriber that keeps its own checkpoint (a projection, in the transaction of its rows) stores
+   * it here, so its lag too reads 0. Errors are handled as the handler's are.
+   */
+  onPassed?: (position: bigint) => Promise<void>;
+  /**
    * Receives events in global order, each exactly once per subscription, never skipping one that
    * committed late. A `BackendUnavailableError` (an outage) hands the same batch again after a
    * backoff; any other thrown error stops the subscription and `Subscription.done` rejects with it.
@@ -93,7 +118,10 @@ export interface Subscription {
   stop(): Promise<void>;
   /** Settles when the subscription stops: resolves on `stop()`, rejects on a handler error. */
   readonly done: Promise<void>;
-  /** Position of the last event handed to the handler and finished. */
+  /**
+   * Position of the last event handed to the handler and finished; with `categories`, possibly the
+   * later feed head the subscription moved to (nothing of its categories lies before it unhandled).
+   */
   readonly position: bigint;
   /** Resolves once the subscription has handled every event that existed when it was called. */
   caughtUp(): Promise<void>;
@@ -186,6 +214,32 @@ export class EventStoreUnavailableError extends BackendUnavailableError {
     this.name = 'EventStoreUnavailableError';
   }
 }
+
+/**
+ * The category of a stream: the part of its id before the first '-' (`call-0b6f…` → `call`), as
+ * KurrentDB's `$by_category` system projection and its `$ce-<category>` streams define it.
+ * Undefined for an id without '-', which belongs to no category (only the whole feed has it).
+ */
+export const categoryOf = (streamId: string): string | undefined => {
+  const dash = streamId.indexOf('-');
+  return dash > 0 ? streamId.slice(0, dash) : undefined;
+};
+
+/**
+ * Checks a `categories` option: undefined (every stream) or a non-empty list of names without '-'
+ * and not starting with '$' (system streams are never part of the feed). Returns it, deduplicated.
+ * @throws TypeError for an empty list or a malformed name.
+ */
+export const checkCategories = (categories: readonly string[] | undefined): readonly string[] | undefined => {
+  if (categories === undefined) return undefined;
+  if (categories.length === 0) throw new TypeError('categories: give at least one category, or leave it out for every stream');
+  for (const category of categories) {
+    if (typeof category !== 'string' || category === '' || category.includes('-') || category.startsWith('$')) {
+      throw new TypeError(`categories: ${JSON.stringify(category)} is not a category (a non-empty name without '-' that does not start with '$')`);
+    }
+  }
+  return [...new Set(categories)];
+};
 
 /** Whether `actual` (revision of the last event, -1 for no stream) satisfies `expected`. */
 export const expectedVersionHolds = (expected: ExpectedVersion, actual: number): boolean => {

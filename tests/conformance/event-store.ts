@@ -35,6 +35,8 @@ export interface EventStoreConformanceOptions {
 
 const event = (type: string, n: number): NewEvent => ({ type, data: { n, text: `héllo ${n}` }, metadata: { by: 'test' } });
 const stream = (prefix = 'call') => `${prefix}-${randomUUID()}`;
+/** A category no other test (or earlier run on a shared server) has used. */
+const category = () => `c${randomUUID().replaceAll('-', '')}`;
 
 export const eventStoreConformance = (name: string, factory: EventStoreFactory, options: EventStoreConformanceOptions = {}) => {
   describe(`event store conformance: ${name}`, { skip: options.skip }, () => {
@@ -205,6 +207,73 @@ export const eventStoreConformance = (name: string, factory: EventStoreFactory, 
       await store.append(stream(), [event('A', 1)]);
       const sub = store.subscribeToAll({ handler: async () => { throw new Error('projection broke'); } });
       await assert.rejects(sub.done, /projection broke/);
+    });
+
+    test('readAll with categories returns only those categories, in feed order with their global positions', async () => {
+      const { store } = await open();
+      const [a, b, c] = [category(), category(), category()];
+      const [a1, b1, c1, a2] = [`${a}-${randomUUID()}`, `${b}-${randomUUID()}`, `${c}-${randomUUID()}`, `${a}-${randomUUID()}`];
+      await store.append(a1, [event('A1', 1)]);
+      await store.append(b1, [event('B1', 2)]);
+      await store.append(c1, [event('C1', 3)]);
+      await store.append(a2, [event('A2', 4), event('A3', 5)]);
+      await store.append(`${a}x-${randomUUID()}`, [event('NOT_A', 6)]); // a longer category sharing the prefix
+      const whole = await store.readAll({ maxCount: 100_000 });
+      const onlyA = await store.readAll({ categories: [a], maxCount: 100_000 });
+      assert.deepEqual(onlyA.map((e) => e.type), ['A1', 'A2', 'A3']);
+      const positionOf = new Map(whole.map((e) => [e.id, e.position]));
+      for (const e of onlyA) assert.equal(e.position, positionOf.get(e.id), 'a category read gives the global position');
+      assert.deepEqual((await store.readAll({ categories: [c, a], maxCount: 100_000 })).map((e) => e.type), ['A1', 'C1', 'A2', 'A3']);
+      assert.deepEqual((await store.readAll({ categories: [a], after: onlyA[0]!.position, maxCount: 1 })).map((e) => e.type), ['A2']);
+      assert.deepEqual(await store.readAll({ categories: [category()] }), []);
+      assert.deepEqual((await store.readStream(a2)).map((e) => e.type), ['A2', 'A3']);
+    });
+
+    test('categories must name categories: an empty list or a name with a dash is refused', async () => {
+      const { store } = await open();
+      await assert.rejects(store.readAll({ categories: [] }), TypeError);
+      await assert.rejects(store.readAll({ categories: ['call-1'] }), TypeError);
+      assert.throws(() => store.subscribeToAll({ categories: ['$ce'], handler: async () => {} }), TypeError);
+    });
+
+    test('subscribeToAll with categories hands only those categories, catches up, follows live, and its checkpoint reaches the head', async () => {
+      const { store } = await open();
+      const [mine, other] = [category(), category()];
+      const mineId = `${mine}-${randomUUID()}`;
+      await store.append(mineId, [event('M1', 1)]);
+      await store.append(`${other}-${randomUUID()}`, [event('O1', 2)]);
+      const checkpointId = `cp-${randomUUID()}`;
+      const seen: RecordedEvent[] = [];
+      const passed: bigint[] = [];
+      const sub = store.subscribeToAll({
+        categories: [mine],
+        checkpointId,
+        batchSize: 1,
+        onPassed: async (position) => void passed.push(position),
+        handler: async (events) => void seen.push(...events),
+      });
+      await sub.caughtUp();
+      assert.deepEqual(seen.map((e) => e.type), ['M1']);
+      await store.append(`${other}-${randomUUID()}`, [event('O2', 3)]);
+      await store.append(mineId, [event('M2', 4)]);
+      const last = await store.append(`${other}-${randomUUID()}`, [event('O3', 5)]);
+      await eventually(() => assert.deepEqual(seen.map((e) => e.type), ['M1', 'M2']));
+      await sub.caughtUp();
+      assert.ok(seen.every((e) => e.streamId === mineId), 'an event of another category was handed');
+      assertStrictlyIncreasing(seen);
+      // Caught up, it stands at the head of the whole feed, though the last events were not its own.
+      await eventually(async () => assert.equal(await store.readCheckpoint(checkpointId), last.position));
+      await eventually(() => assert.equal(sub.position, last.position));
+      assert.equal(passed.at(-1), last.position, 'onPassed was told the head it moved to');
+      assertStrictlyIncreasing(passed.map((position) => ({ position }) as RecordedEvent));
+      await sub.stop();
+      // Resumed from the checkpoint, it hands only what came after.
+      await store.append(mineId, [event('M3', 6)]);
+      const resumed: string[] = [];
+      const again = store.subscribeToAll({ categories: [mine], checkpointId, handler: async (events) => void resumed.push(...events.map((e) => e.type)) });
+      await again.caughtUp();
+      await again.stop();
+      assert.deepEqual(resumed, ['M3']);
     });
 
     test('the global feed never skips an event that commits late', async () => {

@@ -1,5 +1,6 @@
 /**
- * Every team's state in memory, kept current from the team events of the global feed, so the hot
+ * Every team's state in memory, kept current from the team events of the global feed (a
+ * subscription to the `team` category: it never reads a call's events), so the hot
  * path (key lookup, capacity check, rep matching) never reads the store. A key revoked by any
  * process stops working here as soon as the subscription sees the event (local appends wake it at
  * once; other processes' within the store's poll interval or a NOTIFY).
@@ -15,6 +16,8 @@ import type { StateCache, Versioned } from '../../runtime/aggregate-repository.t
 import type { ComponentReport } from '../../runtime/health.ts';
 
 const TEAM_STREAM = /^team-(.+)$/;
+/** The category of team streams (`team-<teamId>`). */
+const TEAM_CATEGORY = 'team';
 
 /** Name of the directory's snapshot in the event store. */
 export const TEAM_DIRECTORY_SNAPSHOT = 'team-directory';
@@ -54,6 +57,7 @@ export class TeamDirectory implements StateCache<TeamState> {
       this.position = this.snapshotted = snapshot.position;
     }
     this.subscription = store.subscribeToAll({
+      categories: [TEAM_CATEGORY],
       batchSize: 2000,
       after: this.position,
       handler: async (events) => {

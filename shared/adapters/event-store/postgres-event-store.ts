@@ -3,6 +3,7 @@ import { EventEmitter } from 'node:events';
 import type pg from 'pg';
 import {
   type AppendResult,
+  checkCategories,
   type EventStore,
   ExpectedVersionConflictError,
   EventStoreUnavailableError,
@@ -66,6 +67,28 @@ const SCHEMA = `
   );
 `;
 
+/**
+ * The category column (the stream id before its first '-', see `categoryOf`) and its index: a
+ * stored generated column, so PostgreSQL fills it for the rows of a table written before it existed
+ * when it is added (once, at the first open by this version) and for every row inserted since.
+ */
+const ADD_CATEGORY = `
+  ALTER TABLE events ADD COLUMN IF NOT EXISTS category TEXT
+    GENERATED ALWAYS AS (CASE WHEN strpos(stream_id, '-') > 1 THEN split_part(stream_id, '-', 1) END) STORED;
+  CREATE INDEX IF NOT EXISTS events_category_position ON events (category, position);
+`;
+
+/** Creates the tables and adds what later versions added; under a lock, so processes opening at once do it once. */
+const migrate = (pool: pg.Pool): Promise<void> =>
+  inTransaction(pool, async (client) => {
+    await client.query("SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.events.schema'))");
+    await client.query(SCHEMA);
+    const { rows } = await client.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'events' AND indexname = 'events_category_position'`,
+    );
+    if (rows[0]!.n === 0) await client.query(ADD_CATEGORY);
+  });
+
 const CHANNEL = 'events_appended';
 
 const toRecorded = (row: EventRow): RecordedEvent => ({
@@ -93,7 +116,7 @@ export const createPostgresEventStore = async (options: PostgresEventStoreOption
   const pool = await createPostgresPool(options).catch((error: unknown) => {
     throw translate(error);
   });
-  await pool.query(SCHEMA).catch(async (error: unknown) => {
+  await migrate(pool).catch(async (error: unknown) => {
     await pool.end().catch(() => undefined);
     throw translate(error);
   });
@@ -189,8 +212,17 @@ export const createPostgresEventStore = async (options: PostgresEventStoreOption
       return rows.map(toRecorded);
     },
 
-    async readAll({ after = 0n, maxCount = 1000 } = {}) {
-      const rows = await query<EventRow>('SELECT * FROM events WHERE position > $1 ORDER BY position LIMIT $2', [after.toString(), maxCount]);
+    async readAll({ after = 0n, maxCount = 1000, categories } = {}) {
+      const only = checkCategories(categories);
+      const rows = only
+        ? // Each category is one bounded range of the (category, position) index; several are merged.
+          await query<EventRow>(
+            `SELECT e.* FROM unnest($3::text[]) AS c(category)
+               CROSS JOIN LATERAL (SELECT * FROM events WHERE category = c.category AND position > $1 ORDER BY position LIMIT $2) AS e
+              ORDER BY e.position LIMIT $2`,
+            [after.toString(), maxCount, only],
+          )
+        : await query<EventRow>('SELECT * FROM events WHERE position > $1 ORDER BY position LIMIT $2', [after.toString(), maxCount]);
       return rows.map(toRecorded);
     },
 

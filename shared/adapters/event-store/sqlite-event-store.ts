@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import {
   type AppendResult,
+  checkCategories,
   type EventStore,
   ExpectedVersionConflictError,
   EventStoreUnavailableError,
@@ -28,6 +29,7 @@ interface EventRow {
   data: string;
   metadata: string;
   recorded_at: number;
+  category?: string | null;
 }
 
 const SCHEMA = `
@@ -52,6 +54,21 @@ const SCHEMA = `
     position INTEGER NOT NULL
   );
 `;
+
+/**
+ * The category column (the stream id before its first '-', see `categoryOf`) and its index. A
+ * virtual generated column: SQLite computes it from stream_id, so rows of a database written before
+ * it existed have it as soon as it is added, and the index is built over them when it is created
+ * (once, at the first open by this version).
+ */
+const CATEGORY_EXPRESSION = "CASE WHEN instr(stream_id, '-') > 1 THEN substr(stream_id, 1, instr(stream_id, '-') - 1) END";
+const ensureCategoryIndex = (db: SqliteDb): void => {
+  const columns = db.prepare<[], { name: string }>('PRAGMA table_xinfo(events)').all();
+  if (!columns.some((c) => c.name === 'category')) {
+    db.exec(`ALTER TABLE events ADD COLUMN category TEXT GENERATED ALWAYS AS (${CATEGORY_EXPRESSION}) VIRTUAL`);
+  }
+  db.exec('CREATE INDEX IF NOT EXISTS events_category_position ON events (category, position)');
+};
 
 const toRecorded = (row: EventRow): RecordedEvent => ({
   id: row.id,
@@ -144,6 +161,7 @@ const translated = async <T>(work: () => T | Promise<T>): Promise<T> => {
  */
 export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOptions = {}): EventStore => {
   db.exec(SCHEMA);
+  ensureCategoryIndex(db);
   const reader = new Database(db.name, { readonly: true, fileMustExist: true });
   reader.pragma('busy_timeout = 5000');
 
@@ -157,6 +175,21 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
     'SELECT * FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision LIMIT ?',
   );
   const readAll = reader.prepare<[number, number], EventRow>('SELECT * FROM events WHERE position > ? ORDER BY position LIMIT ?');
+  // One statement per number of categories asked for (a handful in practice).
+  const readCategories = new Map<number, Database.Statement<unknown[], EventRow>>();
+  const readCategory = (categories: readonly string[], after: number, maxCount: number): EventRow[] => {
+    let statement = readCategories.get(categories.length);
+    if (!statement) {
+      // Each category is one bounded range of the (category, position) index; several are merged.
+      const one = 'SELECT * FROM events WHERE category = ? AND position > ? ORDER BY position LIMIT ?';
+      statement = reader.prepare<unknown[], EventRow>(
+        categories.length === 1 ? one : `SELECT * FROM (${categories.map(() => `SELECT * FROM (${one})`).join(' UNION ALL ')}) ORDER BY position LIMIT ?`,
+      );
+      readCategories.set(categories.length, statement);
+    }
+    const parameters = categories.flatMap((category) => [category, after, maxCount]);
+    return categories.length === 1 ? statement.all(...parameters) : statement.all(...parameters, maxCount);
+  };
   const readSnapshot = reader.prepare<[string], { position: number; data: string }>('SELECT position, data FROM event_snapshots WHERE name = ?');
   const storeSnapshot = db.prepare(
     'INSERT INTO event_snapshots (name, position, data) VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE SET position = excluded.position, data = excluded.data WHERE excluded.position > event_snapshots.position',
@@ -222,7 +255,9 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
       return (await translated(() => readStream.all(streamId, fromRevision, maxCount))).map(toRecorded);
     },
 
-    async readAll({ after = 0n, maxCount = 1000 } = {}) {
+    async readAll({ after = 0n, maxCount = 1000, categories } = {}) {
+      const only = checkCategories(categories);
+      if (only) return (await translated(() => readCategory(only, Number(after), maxCount))).map(toRecorded);
       // Every subscriber of this process follows the same feed: what one read parsed, the others reuse.
       const held = shared.take(Number(after), maxCount);
       if (held.length === maxCount) return held;

@@ -1,11 +1,11 @@
 #!/usr/bin/env node
-// `prepare` (so after every `npm ci` / `npm install`): the native addon better-sqlite3 must be built
-// for the Node.js that loads it, the one the project installs as its platform package
-// (node_modules/.bin/node, docs/runtime.md). npm compiles it during the install against the headers
-// `.npmrc` names; when that build is missing or was made for another Node (another `nodedir`, a
-// node_modules installed or copied from elsewhere), it is rebuilt here against the headers shipped
-// next to node_modules/.bin/node, and loaded again. Exits non-zero, saying why, when it still does
-// not load.
+// `prepare` (so after every `npm ci` / `npm install`): checks that the native addon better-sqlite3
+// loads on the Node.js the project installs (node_modules/.bin/node, docs/runtime.md). Since 13.x it
+// is a Node-API addon with prebuilt binaries in its package (one binary for every Node >= 22), so
+// nothing is compiled during the install. When it does not load here (no prebuilt binary for this
+// platform, or one this system cannot load), it is compiled from its sources with node-gyp against
+// the headers shipped next to node_modules/.bin/node (nothing is downloaded), and loaded again.
+// Exits non-zero, saying why, when it still does not load.
 import { spawnSync } from 'node:child_process';
 import { existsSync, realpathSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -42,21 +42,21 @@ if (before === undefined) process.exit(0);
 // The platform package is laid out like a Node.js release: bin/node beside include/node.
 const nodedir = dirname(dirname(projectNode));
 const headers = join(nodedir, 'include', 'node');
-if (!existsSync(join(headers, 'node.h'))) fail(`better-sqlite3 does not load, and there are no Node.js headers in ${headers} to rebuild it against:\n${before}`);
+if (!existsSync(join(headers, 'node.h'))) fail(`better-sqlite3 does not load, and there are no Node.js headers in ${headers} to compile it against:\n${before}`);
 
 const lines = before.split('\n');
-console.error(`native addons: better-sqlite3 does not load on Node.js ${process.version}; rebuilding it against ${headers}`);
+console.error(`native addons: better-sqlite3 does not load on Node.js ${process.version}; compiling it against ${headers}`);
 console.error(`  (${lines.filter((line) => /NODE_MODULE_VERSION/.test(line)).join(' ') || lines.find((line) => /Error|Could not locate/.test(line)) || lines[0]})`);
-// npm runs the addon's own install script (prebuild-install, else node-gyp against nodedir) with
-// node_modules/.bin first on PATH, so for this Node.
-const npmCli = process.env.npm_execpath;
-const [command, args] = npmCli ? [process.execPath, [npmCli]] : ['npm', []];
-const rebuild = spawnSync(command, [...args, 'rebuild', 'better-sqlite3', '--foreground-scripts'], {
-  cwd: root,
+// The package's own release build (its build-release script), with node_modules/.bin first on PATH
+// so that node-gyp and the gyp file's `node` calls run on this Node. npm names its node-gyp.
+const nodeGyp = process.env.npm_config_node_gyp;
+if (!nodeGyp) fail('run it through npm (npm run prepare) so that npm names its node-gyp (npm_config_node_gyp)');
+const build = spawnSync(process.execPath, [nodeGyp, 'rebuild', '--release', '--force_build=1', `--nodedir=${nodedir}`], {
+  cwd: join(root, 'node_modules/better-sqlite3'),
   stdio: 'inherit',
-  env: { ...process.env, npm_config_nodedir: nodedir },
+  env: { ...process.env, PATH: `${dirname(projectNode)}:${process.env.PATH}` },
 });
-if (rebuild.status !== 0) fail(`npm rebuild better-sqlite3 failed (exit ${rebuild.status ?? rebuild.signal})`);
+if (build.status !== 0) fail(`node-gyp rebuild of better-sqlite3 failed (exit ${build.status ?? build.signal})`);
 const after = loadError();
-if (after !== undefined) fail(`better-sqlite3 still does not load on Node.js ${process.version} after the rebuild:\n${after}`);
-console.error(`native addons: better-sqlite3 rebuilt for Node.js ${process.version}`);
+if (after !== undefined) fail(`better-sqlite3 still does not load on Node.js ${process.version} after compiling it:\n${after}`);
+console.error(`native addons: better-sqlite3 compiled for Node.js ${process.version}`);

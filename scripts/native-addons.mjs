@@ -54,7 +54,7 @@ if (!nodeGyp) fail('run it through npm (npm run prepare) so that npm names its n
 const build = spawnSync(process.execPath, [nodeGyp, 'rebuild', '--release', '--force_build=1', `--nodedir=${nodedir}`], {
   cwd: join(root, 'node_modules/better-sqlite3'),
   stdio: 'inherit',
-  env: { ...process.env, PATH: `${dirname(projectNode)}:${process.env.PATH}` },
+  env: { ...process.env, npm_config_nodedir: nodedir, PATH: `${dirname(projectNode)}:${process.env.PATH}` },
 });
 if (build.status !== 0) fail(`node-gyp rebuild of better-sqlite3 failed (exit ${build.status ?? build.signal})`);
 const after = loadError();

@@ -1,26 +1,43 @@
 #!/usr/bin/env node
 // Runs every tests/**/*.test.ts with node:test through tsx, each file in its own process, two at a
-// time. Node 20's --test does not expand globs and finds no .ts file on its own, so the files are
-// listed here. Nothing can hang the run: a file that has not finished after TEST_FILE_TIMEOUT_MS
-// (default 15 min) is killed with everything it started and counts as failed, its output so far
-// printed; a run that executed no test fails.
+// time, on the Node.js the project installs (node_modules/.bin/node, docs/runtime.md): started by
+// another Node (`node tests/run.mjs` with the machine's own), it runs itself again under
+// node_modules/.bin/node. Nothing can hang the run: a file that has not finished after
+// TEST_FILE_TIMEOUT_MS (default 15 min) is killed with everything it started and counts as failed,
+// its output so far printed; a run that executed no test fails.
 // Usage: node tests/run.mjs [path-substring ...]   (only files whose path contains one of them)
 // Env: TEST_CONCURRENCY (files at once, default 2), TEST_FILE_TIMEOUT_MS, TEST_STREAM=1 (print each
 // file's output as it comes instead of all at once when the file ends; clearest with one file).
 import { spawn } from 'node:child_process';
-import { readdirSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import * as fs from 'node:fs';
+import { join } from 'node:path';
 
 const root = new URL('..', import.meta.url).pathname;
-const walk = (dir) =>
-  readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) return entry.name === 'node_modules' ? [] : walk(path);
-    return entry.name.endsWith('.test.ts') ? [relative(root, path)] : [];
+const projectNode = join(root, 'node_modules/.bin/node');
+const onProjectNode = () => {
+  try {
+    return fs.realpathSync(process.execPath) === fs.realpathSync(projectNode);
+  } catch {
+    console.error('tests/run.mjs: node_modules/.bin/node is missing; run npm ci first (docs/runtime.md)');
+    process.exit(1);
+  }
+};
+if (!onProjectNode()) {
+  const again = spawn(projectNode, process.argv.slice(1), { stdio: 'inherit' });
+  for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => again.kill(signal));
+  again.on('error', (error) => {
+    console.error(`tests/run.mjs: cannot start ${projectNode} (${error.message}); run npm ci first`);
+    process.exit(1);
   });
+  again.on('exit', (code, signal) => process.exit(code ?? (signal === 'SIGINT' ? 130 : 143)));
+  await new Promise(() => {}); // the run goes on in that process; its exit ends this one
+}
+console.log(`# node ${process.version}`);
 
 const filters = process.argv.slice(2);
-const files = walk(join(root, 'tests'))
+// fs.globSync (Node 22+) lists them; the runner keeps its own process per file and time limit.
+const files = fs
+  .globSync('tests/**/*.test.ts', { cwd: root })
   .filter((file) => filters.length === 0 || filters.some((f) => file.includes(f)))
   .sort();
 if (files.length === 0) {

@@ -57,7 +57,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['tests/run.mjs', 'eslint.config.js'],
+    files: ['tests/run.mjs', 'scripts/**/*.mjs', 'eslint.config.js'],
     languageOptions: { globals: globals.node },
   },
   {

@@ -174,7 +174,7 @@ const workerWriter = (db: SqliteDb): SqliteWorkerWriter => {
     if (error) pending.reject(Object.assign(new Error(error.message), error.code === undefined ? {} : { code: error.code }));
     else pending.resolve();
   });
-  worker.on('error', (error) => failAll(error));
+  worker.on('error', (error: Error) => failAll(error));
   worker.on('exit', () => failAll(closedError()));
   return {
     write({ guard, parts }) {

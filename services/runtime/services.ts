@@ -70,6 +70,14 @@ export const startProcessorService = async (config: Config, backends: Backends, 
   });
 };
 
-/** Call history, deals, deal.outcome.updated and the call-events relay. */
-export const startProjectionsService = (backends: Backends, logger: Logger, health?: Health): Service =>
-  startProjections({ eventStore: backends.eventStore, eventLog: backends.eventLog, readModels: backends.readModels, topics: backends.topics, logger, health });
+/** Call history, deals, deal.outcome.updated, webhooks and their delivery, and the call-events relay. */
+export const startProjectionsService = (config: Config, backends: Backends, logger: Logger, health?: Health): Service =>
+  startProjections({
+    eventStore: backends.eventStore,
+    eventLog: backends.eventLog,
+    readModels: backends.readModels,
+    topics: backends.topics,
+    logger,
+    health,
+    webhookDelivery: { retryScheduleMs: config.webhookRetryScheduleMs, allowPrivate: config.webhookAllowPrivate },
+  });

@@ -4,9 +4,13 @@
  * schedule, and more calls are still in the feed; the process is killed with SIGKILL. A new
  * process on the same DATA_DIR resumes the projection from its checkpoint and the worker from the
  * outbox: once the receiver answers 200, every accepted call's call.completed is delivered, each
- * with its own webhook-id, verified with standardwebhooks.
+ * with its own webhook-id, verified with standardwebhooks. Then the same webhook through
+ * `npm run admin -- webhook …` against that process.
  */
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { eventually } from '../../support/eventually.ts';
@@ -17,8 +21,9 @@ import { startWebhookReceiver, type WebhookReceiver } from '../../support/webhoo
 
 const TRANSCRIPT = 'Rep: Hello Dana, thanks for joining.\nDana: Happy to be here, what does it cost?';
 const CALLS = 6;
+const root = fileURLToPath(new URL('../../..', import.meta.url));
 
-describe('webhook deliveries across kill -9 of the service', { timeout: 3 * 60_000 }, () => {
+describe('webhooks on the real service: deliveries across kill -9, and the admin CLI', { timeout: 3 * 60_000 }, () => {
   const dir = tempDir();
   let service: ServiceProcess | undefined;
   let receiver: WebhookReceiver;
@@ -96,5 +101,32 @@ describe('webhook deliveries across kill -9 of the service', { timeout: 3 * 60_0
       const listing = (await admin('GET', `/api/admin/teams/${teamId}/webhooks/${webhookId}/deliveries?limit=100`)) as { deliveries: Array<{ status: string }> };
       assert.deepEqual(listing.deliveries.map((d) => d.status), Array.from({ length: CALLS }, () => 'delivered'));
     });
+  });
+
+  test('npm run admin -- webhook create, list, test, deliveries, rotate-secret, redeliver, delete', async () => {
+    const cli = async (...args: string[]) => {
+      const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'services/admin-cli.ts', ...args], {
+        cwd: root,
+        env: { ...process.env, API_URL: service!.url, ADMIN_TOKEN },
+      });
+      return stdout.trim() === 'deleted' ? {} : (JSON.parse(stdout) as Record<string, unknown>);
+    };
+    const { teamId } = (await admin('POST', '/api/admin/teams', { name: 'CLI', ownerEmail: 'owner@cli.test', capacityHours: 1 })) as { teamId: string };
+    const created = await cli('webhook', 'create', '--team', teamId, '--url', receiver.url('/cli'), '--events', 'call.completed,call.failed');
+    assert.deepEqual(created.events, ['call.completed', 'call.failed']);
+    const webhookId = String(created.webhookId);
+    await eventually(async () => assert.equal(((await cli('webhook', 'list', '--team', teamId)).webhooks as unknown[]).length, 1), { timeoutMs: 20_000, intervalMs: 200 });
+    const { eventId } = await cli('webhook', 'test', '--team', teamId, '--webhook', webhookId);
+    const [got] = await receiver.waitFor(1, (r) => r.path === '/cli');
+    assert.equal(got!.headers['webhook-id'], eventId);
+    new Webhook(String(created.secret)).verify(got!.body, got!.headers as Record<string, string>);
+    const listing = await cli('webhook', 'deliveries', '--team', teamId, '--webhook', webhookId, '--status', 'delivered');
+    const [delivery] = listing.deliveries as Array<{ deliveryId: string; eventId: string }>;
+    assert.equal(delivery?.eventId, eventId);
+    assert.match(String((await cli('webhook', 'rotate-secret', '--team', teamId, '--webhook', webhookId)).secret), /^whsec_/);
+    assert.deepEqual(await cli('webhook', 'redeliver', '--team', teamId, '--webhook', webhookId, '--delivery', delivery!.deliveryId), { deliveryId: delivery!.deliveryId });
+    await receiver.waitFor(2, (r) => r.path === '/cli');
+    await cli('webhook', 'delete', '--team', teamId, '--webhook', webhookId);
+    await eventually(async () => assert.equal(((await cli('webhook', 'list', '--team', teamId)).webhooks as unknown[]).length, 0), { timeoutMs: 20_000, intervalMs: 200 });
   });
 });

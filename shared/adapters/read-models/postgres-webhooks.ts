@@ -181,7 +181,7 @@ export const createPostgresWebhooks = async (pool: pg.Pool): Promise<WebhookStor
     redeliver: (webhookId, deliveryId, now) =>
       translated(async () => {
         const { rowCount } = await pool.query(
-          "UPDATE webhook_deliveries SET status = 'pending', attempts = 0, next_attempt_at = $1, delivered_at = NULL, lease_until = NULL WHERE webhook_id = $2 AND delivery_id = $3",
+          "UPDATE webhook_deliveries SET status = 'pending', attempts = 0, next_attempt_at = $1, delivered_at = NULL WHERE webhook_id = $2 AND delivery_id = $3",
           [now.getTime(), webhookId, deliveryId],
         );
         return (rowCount ?? 0) > 0;

@@ -97,7 +97,7 @@ export const createSqliteWebhooks = (db: SqliteDb, versions: SqliteVersions): We
       `SELECT * FROM webhook_deliveries WHERE webhook_id = :webhookId AND (:status IS NULL OR status = :status) AND (:before IS NULL OR seq < :before) ORDER BY seq DESC LIMIT :limit`,
     ),
     redeliver: db.prepare(
-      `UPDATE webhook_deliveries SET status = 'pending', attempts = 0, next_attempt_at = ?, delivered_at = NULL, lease_until = NULL WHERE webhook_id = ? AND delivery_id = ?`,
+      `UPDATE webhook_deliveries SET status = 'pending', attempts = 0, next_attempt_at = ?, delivered_at = NULL WHERE webhook_id = ? AND delivery_id = ?`,
     ),
     nextDue: db.prepare<[], { at: number | null }>("SELECT min(next_attempt_at) AS at FROM webhook_deliveries WHERE status = 'pending'"),
   };

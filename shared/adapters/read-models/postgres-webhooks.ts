@@ -75,8 +75,9 @@ export const createPostgresWebhooks = async (pool: pg.Pool): Promise<WebhookStor
       translated(() =>
         inTransaction(pool, async (client) => {
           await lockVersion(client, MODEL, 1, options);
+          const applied = BigInt((await client.query<{ checkpoint: string }>('SELECT checkpoint FROM read_model_versions WHERE model = $1 AND version = 1', [MODEL])).rows[0]!.checkpoint);
           const now = Date.now();
-          for (const step of batchSteps(events, notifications)) {
+          for (const step of batchSteps(events, notifications, applied)) {
             if (step.kind === 'notify') {
               const n = step.notification;
               const { rows } =

@@ -112,9 +112,10 @@ export const createSqliteWebhooks = (db: SqliteDb, versions: SqliteVersions): We
   };
 
   const applyAll = db.transaction((events: readonly RecordedEvent[], notifications: readonly WebhookNotification[], checkpoint: bigint, options: ApplyOptions | undefined) => {
-    versions.expect(versions.active(MODEL).checkpoint, options);
+    const applied = versions.active(MODEL).checkpoint;
+    versions.expect(applied, options);
     const now = Date.now();
-    for (const step of batchSteps(events, notifications)) {
+    for (const step of batchSteps(events, notifications, BigInt(applied))) {
       if (step.kind === 'notify') {
         queueFor(step.notification, now);
         continue;

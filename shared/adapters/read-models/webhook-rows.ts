@@ -114,11 +114,13 @@ export const webhookEventOf = (event: RecordedEvent): { webhookId: string; event
 /** The batch as one sequence in feed order: webhook events and notifications. */
 export type BatchStep = { kind: 'webhook'; webhookId: string; event: WebhookEvent; position: bigint } | { kind: 'notify'; notification: WebhookNotification };
 
-export const batchSteps = (events: readonly RecordedEvent[], notifications: readonly WebhookNotification[]): BatchStep[] => {
+/** Steps after `applied` (the stored checkpoint): a batch applied again changes nothing. */
+export const batchSteps = (events: readonly RecordedEvent[], notifications: readonly WebhookNotification[], applied: bigint): BatchStep[] => {
   const byPosition = new Map<bigint, WebhookNotification[]>();
   for (const n of notifications) byPosition.set(n.position, [...(byPosition.get(n.position) ?? []), n]);
   const steps: BatchStep[] = [];
   for (const event of events) {
+    if (event.position <= applied) continue;
     const webhook = webhookEventOf(event);
     if (webhook) steps.push({ kind: 'webhook', ...webhook, position: event.position });
     for (const notification of byPosition.get(event.position) ?? []) steps.push({ kind: 'notify', notification });

@@ -53,6 +53,8 @@ export class WebhookDeliveryWorker {
   private running?: Promise<void>;
   private again = false;
   private stopped = false;
+  /** Ends attempts in flight when the process stops: their leases lapse and they are attempted again. */
+  private readonly stopping = new AbortController();
   private failing: { since: Date; error: string } | undefined;
 
   constructor(
@@ -117,6 +119,7 @@ export class WebhookDeliveryWorker {
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
+    this.stopping.abort();
     await this.running;
     await Promise.all(this.attempts);
   }
@@ -155,7 +158,7 @@ export class WebhookDeliveryWorker {
     };
     let outcome: AttemptOutcome;
     try {
-      const answer = await this.send(delivery.url, headers, delivery.body);
+      const answer = await this.send(delivery.url, headers, delivery.body, this.stopping.signal);
       if (answer.statusCode >= 200 && answer.statusCode <= 299) outcome = { kind: 'delivered', statusCode: answer.statusCode };
       else if (answer.statusCode === 410) outcome = { kind: 'gone', statusCode: 410, error: 'the receiver answered 410 Gone: webhook disabled' };
       else outcome = this.retry(delivery, answer.statusCode, `the receiver answered ${answer.statusCode}`);
@@ -163,6 +166,8 @@ export class WebhookDeliveryWorker {
       outcome = this.retry(delivery, null, (error as Error).message);
     }
     const log = this.log.child({ webhookId: delivery.webhookId, deliveryId: delivery.deliveryId, teamId: delivery.teamId });
+    // Abandoned by a stop: nothing is recorded, its lease lapses, another start attempts it again.
+    if (this.stopping.signal.aborted && outcome.kind !== 'delivered') return;
     try {
       await this.store.recordAttempt(delivery.deliveryId, outcome, new Date());
       if (outcome.kind === 'gone') {

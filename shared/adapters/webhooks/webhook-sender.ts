@@ -33,7 +33,8 @@ export class WebhookSendError extends Error {
   override readonly name = 'WebhookSendError';
 }
 
-export type SendWebhook = (url: string, headers: Record<string, string>, body: string) => Promise<WebhookAnswer>;
+/** Sends one attempt; `abort` ends it early (the process is stopping). */
+export type SendWebhook = (url: string, headers: Record<string, string>, body: string, abort?: AbortSignal) => Promise<WebhookAnswer>;
 
 export const createWebhookSender = (options: WebhookSenderOptions): SendWebhook => {
   const refuse = (address: string, host: string) => {
@@ -42,7 +43,7 @@ export const createWebhookSender = (options: WebhookSenderOptions): SendWebhook 
   };
   const lookup = guardedLookup(options.resolveHost ?? systemResolveHost, refuse);
 
-  return async (raw, headers, body) => {
+  return async (raw, headers, body, abort) => {
     const url = new URL(raw);
     if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new WebhookSendError('the URL is not http or https');
     const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
@@ -50,11 +51,13 @@ export const createWebhookSender = (options: WebhookSenderOptions): SendWebhook 
       const refusal = refuse(host, host);
       if (refusal) throw refusal;
     }
-    const signal = AbortSignal.timeout(options.timeoutMs);
+    const deadline = AbortSignal.timeout(options.timeoutMs);
+    const signal = abort ? AbortSignal.any([deadline, abort]) : deadline;
     return new Promise<WebhookAnswer>((resolve, reject) => {
       const fail = (error: Error & { code?: string }) => {
         if (error instanceof WebhookSendError) return reject(error);
-        if (signal.aborted) return reject(new WebhookSendError(`no answer within ${options.timeoutMs / 1000} s`));
+        if (deadline.aborted) return reject(new WebhookSendError(`no answer within ${options.timeoutMs / 1000} s`));
+        if (signal.aborted) return reject(new WebhookSendError('the attempt was abandoned: the process is stopping'));
         reject(new WebhookSendError(`the request failed (${error.code ?? error.message})`));
       };
       const client = url.protocol === 'https:' ? https : http;

@@ -56,6 +56,11 @@ test('a redirect is an answer, never followed; at most 64 KB of a body is read; 
   const started = Date.now();
   await assert.rejects(send(`${base}/hang`, {}, '{}'), /no answer within 1 s/);
   assert.ok(Date.now() - started < 3_000);
+  // A stopping process abandons its attempt at once.
+  const stopping = new AbortController();
+  const abandoned = send(`${base}/hang`, {}, '{}', stopping.signal);
+  stopping.abort();
+  await assert.rejects(abandoned, /abandoned/);
 });
 
 test('signatures verify with standardwebhooks, each of a rotation alone', () => {

@@ -114,12 +114,13 @@ const followFromCheckpoint = (
  * (reading the calls they show), then applied with the webhook events and the checkpoint in one
  * transaction. While no webhook exists and the batch registers none, nothing is prepared.
  */
-const webhookWriter = (store: WebhookStore, eventStore: EventStore): ProjectionWriter => ({
+const webhookWriter = (store: WebhookStore, eventStore: EventStore, onQueued: () => void): ProjectionWriter => ({
   checkpoint: () => store.checkpoint(),
   async apply(events, checkpoint, options) {
     const registers = events.some((e) => e.type === 'WebhookRegistered' && webhookIdOfStream(e.streamId) !== undefined);
     const notifications = registers || (await store.anyWebhook()) ? await webhookNotifications(eventStore, events) : [];
     await store.apply(events, notifications, checkpoint, options);
+    if (notifications.length > 0) onQueued();
   },
 });
 
@@ -137,7 +138,7 @@ export const startProjections = (options: ProjectionsOptions): Projections => {
     ['deals', supervised('deal projection', () => followFromCheckpoint('deals', eventStore, readModels.deals, () => publisher.wake()), log, { isSkipped: isSkipped('deals'), onHalted })],
     [
       'webhooks',
-      supervised('webhook projection', () => followFromCheckpoint('webhooks', eventStore, webhookWriter(readModels.webhooks, eventStore), () => webhookDelivery.wake()), log, {
+      supervised('webhook projection', () => followFromCheckpoint('webhooks', eventStore, webhookWriter(readModels.webhooks, eventStore, () => webhookDelivery.wake())), log, {
         isSkipped: isSkipped('webhooks'),
         onHalted,
       }),

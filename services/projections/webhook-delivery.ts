@@ -5,8 +5,8 @@
  * (another status, no answer within the deadline, a refused address) is retried after the next
  * step of the retry schedule, and failed once the schedule is spent.
  *
- * Teams are isolated: at most `perTeam` attempts of one team are in flight at once and a claim
- * skips the teams at that bound, so a slow or dead receiver holds its own team's slots only,
+ * Teams are isolated: at most `perTeam` attempts of one team are in flight at once (a claim takes
+ * no more than a team's room), so a slow or dead receiver holds its own team's slots only,
  * never another team's deliveries. Deliveries of one webhook and call go out in order (a claim
  * never takes one while an earlier one of the same call is pending).
  */
@@ -18,6 +18,7 @@ import { webhookStreamId } from '../../shared/domain/webhook/webhook-events.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import type { AttemptOutcome, ClaimedDelivery, WebhookStore } from '../../shared/ports/webhook-store.ts';
 import { AggregateRepository } from '../runtime/aggregate-repository.ts';
+import { webhookAttempts } from '../../shared/observability/metrics.ts';
 import type { ComponentReport } from '../runtime/health.ts';
 
 
@@ -109,8 +110,8 @@ export class WebhookDeliveryWorker {
           this.wake();
           return;
         }
-        // Poll now and then too: another process may have queued deliveries, a lease may lapse.
-        const wait = nextDue === undefined ? 1000 : Math.min(1000, Math.max(20, nextDue.getTime() - Date.now()));
+        // Poll now and then too: another process may have queued deliveries.
+        const wait = nextDue === undefined ? 1000 : Math.min(1000, Math.max(10, nextDue.getTime() - Date.now()));
         this.timer = setTimeout(() => this.wake(), wait);
         this.timer.unref();
       });
@@ -124,26 +125,28 @@ export class WebhookDeliveryWorker {
     await Promise.all(this.attempts);
   }
 
+  /** Claims and starts what is due; resolves with when to look again (undefined: at the poll interval). */
   private async claimAndSend(): Promise<Date | undefined> {
+    const due = await this.store.nextDue();
+    const now = new Date();
+    if (due === undefined || due > now) return due;
     const inFlight = [...this.inFlight.values()].reduce((a, b) => a + b, 0);
     const room = this.concurrency - inFlight;
-    if (room > 0) {
-      const busyTeams = [...this.inFlight].filter(([, n]) => n >= this.perTeam).map(([team]) => team);
-      const claimed = await this.store.claim(new Date(), { limit: room, perTeam: this.perTeam, leaseMs: this.leaseMs, busyTeams });
-      for (const delivery of claimed) {
-        if ((this.inFlight.get(delivery.teamId) ?? 0) >= this.perTeam) continue; // its lease lapses; claimed again later
-        this.inFlight.set(delivery.teamId, (this.inFlight.get(delivery.teamId) ?? 0) + 1);
-        const attempt = this.attempt(delivery).finally(() => {
-          const left = (this.inFlight.get(delivery.teamId) ?? 1) - 1;
-          if (left === 0) this.inFlight.delete(delivery.teamId);
-          else this.inFlight.set(delivery.teamId, left);
-          this.attempts.delete(attempt);
-          this.wake();
-        });
-        this.attempts.add(attempt);
-      }
+    if (room <= 0) return undefined; // an attempt that ends wakes the worker
+    const claimed = await this.store.claim(now, { limit: room, perTeam: this.perTeam, leaseMs: this.leaseMs, inFlight: Object.fromEntries(this.inFlight) });
+    for (const delivery of claimed) {
+      this.inFlight.set(delivery.teamId, (this.inFlight.get(delivery.teamId) ?? 0) + 1);
+      const attempt = this.attempt(delivery).finally(() => {
+        const left = (this.inFlight.get(delivery.teamId) ?? 1) - 1;
+        if (left === 0) this.inFlight.delete(delivery.teamId);
+        else this.inFlight.set(delivery.teamId, left);
+        this.attempts.delete(attempt);
+        this.wake();
+      });
+      this.attempts.add(attempt);
     }
-    return this.store.nextDue();
+    // Due but nothing claimable (behind an earlier delivery of its call, or its team busy): poll.
+    return undefined;
   }
 
   private async attempt(delivery: ClaimedDelivery): Promise<void> {
@@ -170,6 +173,7 @@ export class WebhookDeliveryWorker {
     if (this.stopping.signal.aborted && outcome.kind !== 'delivered') return;
     try {
       await this.store.recordAttempt(delivery.deliveryId, outcome, new Date());
+      webhookAttempts.inc({ outcome: outcome.kind === 'retry' && outcome.nextAttemptAt === null ? 'failed' : outcome.kind });
       if (outcome.kind === 'gone') {
         await this.webhooks.handle(delivery.webhookId, { type: 'DisableWebhook', reason: 'the receiver answered 410 Gone', now: new Date().toISOString() });
         log.warn('webhook disabled: its receiver answered 410 Gone');

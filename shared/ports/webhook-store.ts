@@ -88,16 +88,19 @@ export interface WebhookStore {
   get(webhookId: string): Promise<WebhookView | undefined>;
   /**
    * Claims up to `limit` deliveries due at `now` (pending, webhook active, no earlier pending
-   * delivery of the same webhook and subject, not leased), at most `perTeam` of one team and none
-   * of `busyTeams`, leasing each until `now + leaseMs`.
+   * delivery of the same webhook and subject, not leased), at most `perTeam` of one team less the
+   * attempts it has `inFlight` already, leasing each until `now + leaseMs`.
    */
-  claim(now: Date, options: { limit: number; perTeam: number; leaseMs: number; busyTeams: readonly string[] }): Promise<ClaimedDelivery[]>;
+  claim(now: Date, options: { limit: number; perTeam: number; leaseMs: number; inFlight: Readonly<Record<string, number>> }): Promise<ClaimedDelivery[]>;
   /** Records an attempt's outcome and ends the lease. */
   recordAttempt(deliveryId: string, outcome: AttemptOutcome, at: Date): Promise<void>;
   /** The webhook's deliveries, newest first. @throws InvalidQueryError for a cursor it did not issue. */
   deliveries(webhookId: string, query: { status?: WebhookDeliveryStatus; limit: number; cursor?: string }): Promise<{ deliveries: WebhookDeliveryView[]; nextCursor: string | null }>;
   /** Queues the delivery again now, its attempts counted from zero; false when the webhook has no such delivery. */
   redeliver(webhookId: string, deliveryId: string, now: Date): Promise<boolean>;
-  /** The earliest next attempt of a pending delivery, for the worker's timer. */
+  /**
+   * When the next claim may find something: the earliest next attempt (or lease end) of a pending
+   * delivery of an active webhook; undefined when there is none. Reads only.
+   */
   nextDue(): Promise<Date | undefined>;
 }

@@ -1,7 +1,7 @@
 /**
  * One conformance suite for the WebhookStore port (webhook-store.ts), run against every adapter:
  * the fold of webhook events, the outbox written with the checkpoint, claims (order per webhook
- * and subject, the per-team bound, busy teams, leases), attempt outcomes, listing and redelivery.
+ * and subject, the per-team bound less what is in flight, leases), attempt outcomes, listing and redelivery.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -57,8 +57,8 @@ export const webhookStoreConformance = (name: string, factory: WebhookStoreFacto
     after(async () => {
       await cleanup?.();
     });
-    const claim = (now: Date, over: Partial<{ limit: number; perTeam: number; leaseMs: number; busyTeams: string[] }> = {}) =>
-      store.claim(now, { limit: 50, perTeam: 10, leaseMs: 60_000, busyTeams: [], ...over });
+    const claim = (now: Date, over: Partial<{ limit: number; perTeam: number; leaseMs: number; inFlight: Record<string, number> }> = {}) =>
+      store.claim(now, { limit: 50, perTeam: 10, leaseMs: 60_000, inFlight: {}, ...over });
     let feed: Feed;
 
     test('a batch folds registrations and queues one delivery per subscribed webhook as they stood at that point; applying it again queues nothing', async () => {
@@ -86,14 +86,14 @@ export const webhookStoreConformance = (name: string, factory: WebhookStoreFacto
       await assert.rejects(new Feed().applyTo(store, { expectedCheckpoint: 1n }), (error: unknown) => (error as { code?: string }).code === 'CHECKPOINT_MISMATCH');
     });
 
-    test('claims: one subject in order, the per-team bound, busy teams skipped, a lease held', async () => {
+    test('claims: one subject in order, the per-team bound less what is in flight, a lease held', async () => {
       const last = await store.checkpoint();
       feed.position = last;
       feed.register('w4', 't2', ['call.completed']).notify('t1', 'c1').notify('t1', 'c2').notify('t1', 'c3').notify('t2', 'c9');
       await feed.applyTo(store, { expectedCheckpoint: last });
       const now = new Date(Date.now() + 1000);
-      assert.deepEqual((await claim(now, { busyTeams: ['t1'] })).map((c) => c.webhookId).sort(), ['w3', 'w4'], 'both webhooks of t2');
-      const claimed = await claim(now, { perTeam: 1 });
+      assert.deepEqual((await claim(now, { inFlight: { t1: 10, t2: 8 } })).map((c) => c.webhookId).sort(), ['w3', 'w4'], "t1 has no room; t2 room for both of its");
+      const claimed = await claim(now, { perTeam: 3, inFlight: { t1: 2 } });
       assert.equal(claimed.length, 1, 't2 is leased; t1 gives one');
       const first = claimed[0]!;
       assert.deepEqual([first.webhookId, first.eventId, first.url, first.secrets, first.attempts], ['w1', 'event-5', 'https://hooks.example.com/w1', [secret(1)], 0]);
@@ -135,14 +135,14 @@ export const webhookStoreConformance = (name: string, factory: WebhookStoreFacto
         .notify('t3', 'x3', 'webhook.test', 'r1');
       await feed.applyTo(store);
       const now = new Date(Date.now() + 5 * 60_000);
-      const claimed = await claim(now, { busyTeams: ['t1', 't2'] });
+      const claimed = await claim(now, { inFlight: { t1: 10, t2: 10 } });
       assert.deepEqual(claimed.map((c) => [c.webhookId, c.secrets]), [
         ['r1', [secret(8), secret(7)]],
         ['r1', [secret(8), secret(7)]],
       ]);
       assert.equal((await store.deliveries('g1', { limit: 10 })).deliveries.length, 0, 'a disabled webhook is not queued to');
       assert.equal((await store.get('g1'))?.status, 'disabled');
-      assert.equal((await claim(new Date(Date.parse(future) + 120_000), { busyTeams: ['t1', 't2'] }))[0]?.secrets.length, 1, 'after the overlap, the new secret alone');
+      assert.equal((await claim(new Date(Date.parse(future) + 120_000), { inFlight: { t1: 10, t2: 10 } }))[0]?.secrets.length, 1, 'after the overlap, the new secret alone');
 
       const page1 = await store.deliveries('r1', { limit: 1 });
       assert.equal(page1.deliveries[0]?.type, 'webhook.test', 'newest first');
@@ -162,6 +162,6 @@ export const webhookStoreConformance = (name: string, factory: WebhookStoreFacto
       await feed.applyTo(store);
       assert.equal(await store.get('r1'), undefined);
       assert.deepEqual((await store.list('t3')).map((w) => w.webhookId), ['g1']);
-      assert.equal((await claim(new Date(Date.parse(future) + 600_000), { busyTeams: ['t1', 't2'] })).length, 0, 'nothing is sent to a deleted webhook');
+      assert.equal((await claim(new Date(Date.parse(future) + 600_000), { inFlight: { t1: 10, t2: 10 } })).length, 0, 'nothing is sent to a deleted webhook');
     });
   });

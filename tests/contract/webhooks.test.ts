@@ -9,6 +9,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
+import { webhookAttempts } from '../../shared/observability/metrics.ts';
 import { type EmbeddedPipeline, openEmbeddedPipeline } from '../support/embedded-pipeline.ts';
 import { eventually } from '../support/eventually.ts';
 import { openServersPipeline, serversSkip } from '../support/servers-pipeline.ts';
@@ -203,6 +204,8 @@ const webhooksContract = (name: string, openPipeline: (options: PipelineOptions)
 
     test('retries: 500 then 200 is delivered on the second attempt with the same webhook-id; a spent schedule fails, and redeliver sends it again', async () => {
       const { teamId } = await h.team();
+      const counted = async (outcome: string) => (await webhookAttempts.get()).values.find((v) => v.labels.outcome === outcome)?.value ?? 0;
+      const before = { retry: await counted('retry'), failed: await counted('failed') };
       const flaky = await register(teamId, receiver.url('/flaky'), ['call.completed']);
       const dead = await register(teamId, receiver.url('/dead'), ['call.completed']);
       await visible(teamId, dead.webhookId);
@@ -232,6 +235,8 @@ const webhooksContract = (name: string, openPipeline: (options: PipelineOptions)
       assert.equal(failed.lastStatusCode, 503);
       assert.match(String(failed.lastError), /503/);
       assert.equal(receiver.received.filter(forWebhook('/dead')).length, 3);
+      assert.equal((await counted('retry')) - before.retry, 3, 'webhook_attempts_total: one flaky retry, two dead ones');
+      assert.equal((await counted('failed')) - before.failed, 1);
       deadAlive = true;
       const again = await h.admin('POST', `${base(teamId)}/${dead.webhookId}/deliveries/${String(failed.deliveryId)}/redeliver`);
       assert.equal(again.statusCode, 202, again.body);

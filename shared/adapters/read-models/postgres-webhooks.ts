@@ -138,25 +138,24 @@ export const createPostgresWebhooks = async (pool: pg.Pool): Promise<WebhookStor
         const row = (await pool.query<WebhookRow>("SELECT * FROM webhooks WHERE webhook_id = $1 AND status <> 'deleted'", [webhookId])).rows[0];
         return row ? webhookView(row) : undefined;
       }),
-    claim: (now, { limit, perTeam, leaseMs, busyTeams }) =>
+    claim: (now, { limit, perTeam, leaseMs, inFlight }) =>
       translated(async () => {
         const at = now.getTime();
         const { rows } = await pool.query<ClaimedRow>(
           `WITH candidates AS (
              SELECT seq FROM (
-               SELECT d.seq, d.next_attempt_at, row_number() OVER (PARTITION BY d.team_id ORDER BY d.next_attempt_at, d.seq) AS n
+               SELECT d.seq, d.next_attempt_at, d.team_id, row_number() OVER (PARTITION BY d.team_id ORDER BY d.next_attempt_at, d.seq) AS n
                  FROM webhook_deliveries d JOIN webhooks w ON w.webhook_id = d.webhook_id AND w.status = 'active'
                 WHERE d.status = 'pending' AND d.next_attempt_at <= $1 AND (d.lease_until IS NULL OR d.lease_until <= $1)
-                  AND NOT (d.team_id = ANY($2::text[]))
                   AND NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.webhook_id = d.webhook_id AND e.subject = d.subject AND e.status = 'pending' AND e.seq < d.seq)
-             ) ranked WHERE n <= $3 ORDER BY next_attempt_at, seq LIMIT $4
+             ) ranked WHERE n <= $3 - coalesce(($2::jsonb ->> team_id)::int, 0) ORDER BY next_attempt_at, seq LIMIT $4
            ), leased AS (
              UPDATE webhook_deliveries d SET lease_until = $5 FROM candidates c
               WHERE d.seq = c.seq AND d.status = 'pending' AND (d.lease_until IS NULL OR d.lease_until <= $1)
              RETURNING d.seq, d.delivery_id, d.event_id, d.body, d.attempts, d.webhook_id
            )
            SELECT w.*, l.delivery_id, l.event_id, l.body, l.attempts FROM leased l JOIN webhooks w ON w.webhook_id = l.webhook_id ORDER BY l.seq`,
-          [at, busyTeams, perTeam, limit, at + leaseMs],
+          [at, JSON.stringify(inFlight), perTeam, limit, at + leaseMs],
         );
         return rows.map((row) => claimed(row, now));
       }),
@@ -189,7 +188,12 @@ export const createPostgresWebhooks = async (pool: pg.Pool): Promise<WebhookStor
       }),
     nextDue: () =>
       translated(async () => {
-        const at = (await pool.query<{ at: string | null }>("SELECT min(next_attempt_at) AS at FROM webhook_deliveries WHERE status = 'pending'")).rows[0]?.at;
+        const at = (
+          await pool.query<{ at: string | null }>(
+            `SELECT min(greatest(d.next_attempt_at, coalesce(d.lease_until, 0))) AS at
+               FROM webhook_deliveries d JOIN webhooks w ON w.webhook_id = d.webhook_id AND w.status = 'active' WHERE d.status = 'pending'`,
+          )
+        ).rows[0]?.at;
         return at === null || at === undefined ? undefined : new Date(Number(at));
       }),
   };

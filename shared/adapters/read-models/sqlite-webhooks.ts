@@ -77,14 +77,13 @@ export const createSqliteWebhooks = (db: SqliteDb, versions: SqliteVersions): We
     ),
     any: db.prepare<[], { n: number }>('SELECT count(*) AS n FROM (SELECT 1 FROM webhooks LIMIT 1)'),
     list: db.prepare<[string], WebhookRow>("SELECT * FROM webhooks WHERE team_id = ? AND status <> 'deleted' ORDER BY created_at, webhook_id"),
-    candidates: db.prepare<{ now: number; busy: string; perTeam: number; limit: number }, { seq: number }>(
+    candidates: db.prepare<{ now: number; inFlight: string; perTeam: number; limit: number }, { seq: number }>(
       `SELECT seq FROM (
-         SELECT d.seq, d.next_attempt_at, row_number() OVER (PARTITION BY d.team_id ORDER BY d.next_attempt_at, d.seq) AS n
+         SELECT d.seq, d.next_attempt_at, d.team_id, row_number() OVER (PARTITION BY d.team_id ORDER BY d.next_attempt_at, d.seq) AS n
            FROM webhook_deliveries d JOIN webhooks w ON w.webhook_id = d.webhook_id AND w.status = 'active'
           WHERE d.status = 'pending' AND d.next_attempt_at <= :now AND (d.lease_until IS NULL OR d.lease_until <= :now)
-            AND d.team_id NOT IN (SELECT value FROM json_each(:busy))
             AND NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.webhook_id = d.webhook_id AND e.subject = d.subject AND e.status = 'pending' AND e.seq < d.seq)
-       ) WHERE n <= :perTeam ORDER BY next_attempt_at, seq LIMIT :limit`,
+       ) WHERE n <= :perTeam - coalesce((SELECT value FROM json_each(:inFlight) WHERE key = team_id), 0) ORDER BY next_attempt_at, seq LIMIT :limit`,
     ),
     lease: db.prepare('UPDATE webhook_deliveries SET lease_until = ? WHERE seq = ?'),
     claimedRow: db.prepare<[number], WebhookRow & { delivery_id: string; event_id: string; body: string; attempts: number }>(
@@ -99,7 +98,10 @@ export const createSqliteWebhooks = (db: SqliteDb, versions: SqliteVersions): We
     redeliver: db.prepare(
       `UPDATE webhook_deliveries SET status = 'pending', attempts = 0, next_attempt_at = ?, delivered_at = NULL WHERE webhook_id = ? AND delivery_id = ?`,
     ),
-    nextDue: db.prepare<[], { at: number | null }>("SELECT min(next_attempt_at) AS at FROM webhook_deliveries WHERE status = 'pending'"),
+    nextDue: db.prepare<[], { at: number | null }>(
+      `SELECT min(max(d.next_attempt_at, coalesce(d.lease_until, 0))) AS at
+         FROM webhook_deliveries d JOIN webhooks w ON w.webhook_id = d.webhook_id AND w.status = 'active' WHERE d.status = 'pending'`,
+    ),
   };
 
   const queueFor = (notification: WebhookNotification, now: number) => {
@@ -144,8 +146,8 @@ export const createSqliteWebhooks = (db: SqliteDb, versions: SqliteVersions): We
     versions.storeCheckpoint(MODEL, 1, checkpoint);
   });
 
-  const claimAll = db.transaction((now: number, limit: number, perTeam: number, leaseMs: number, busy: readonly string[]) => {
-    const seqs = q.candidates.all({ now, busy: JSON.stringify(busy), perTeam, limit }).map((r) => r.seq);
+  const claimAll = db.transaction((now: number, limit: number, perTeam: number, leaseMs: number, inFlight: Readonly<Record<string, number>>) => {
+    const seqs = q.candidates.all({ now, inFlight: JSON.stringify(inFlight), perTeam, limit }).map((r) => r.seq);
     for (const seq of seqs) q.lease.run(now + leaseMs, seq);
     return seqs.map((seq) => q.claimedRow.get(seq)!);
   });
@@ -164,8 +166,8 @@ export const createSqliteWebhooks = (db: SqliteDb, versions: SqliteVersions): We
       const row = q.oneWebhook.get(webhookId);
       return row && row.status !== 'deleted' ? webhookView(row) : undefined;
     },
-    claim: (now, { limit, perTeam, leaseMs, busyTeams }) =>
-      write(() => claimAll.immediate(now.getTime(), limit, perTeam, leaseMs, busyTeams).map((row) => claimed(row, now))),
+    claim: (now, { limit, perTeam, leaseMs, inFlight }) =>
+      write(() => claimAll.immediate(now.getTime(), limit, perTeam, leaseMs, inFlight).map((row) => claimed(row, now))),
     async recordAttempt(deliveryId, outcome, at) {
       const c = outcomeColumns(outcome, at);
       await write(() => q.record.run(c.status, c.statusCode, c.error, c.nextAttemptAt, c.deliveredAt, deliveryId));

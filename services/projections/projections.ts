@@ -1,10 +1,11 @@
 /**
- * The projections: call history and deal records (each writes its checkpoint in the same
- * transaction as its rows), the deal.outcome.updated publisher (reads the outbox the deal
- * projection writes, so a message goes out only after its deal record exists), and the call-events
- * relay, and the webhook projection with its delivery worker. Each follows the event store's global feed; outages are retried in place, a failure is
- * restarted from its checkpoint, and an event a projection cannot take stops that projection until
- * an operator skips it (see supervised.ts).
+ * The projections: call history, deal records and webhooks (each writes its checkpoint in the same
+ * transaction as its rows; the webhook projection's rows are its delivery outbox, see
+ * docs/decisions/0012-webhook-outbox.md), the deal.outcome.updated publisher (reads the outbox the
+ * deal projection writes, so a message goes out only after its deal record exists), the webhook
+ * delivery worker, and the call-events relay. Each follows the event store's global feed; outages
+ * are retried in place, a failure is restarted from its checkpoint, and an event a projection
+ * cannot take stops that projection until an operator skips it (see supervised.ts).
  */
 import type { Logger } from 'pino';
 import { toRecord } from '../../shared/cloudevents.ts';

@@ -49,6 +49,8 @@ export interface IngressDeps {
   now?: () => Date;
   /** Readiness of this process's own parts (consumer, projections, subscriptions). */
   health?: Health;
+  /** WEBHOOK_ALLOW_PRIVATE: webhook URLs may name loopback and private addresses. */
+  webhookAllowPrivate?: boolean;
 }
 
 export type IngressApp = TypedApp;
@@ -209,7 +211,7 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
   registerAdminOpsRoutes(app, { eventLog: deps.eventLog, eventStore: deps.eventStore, readModels: deps.readModels, requireAdmin: adminGuard(deps.adminToken, deps.limiter) });
   registerOperatorRoutes(app, { ...deps, requireAdmin: adminGuard(deps.adminToken, deps.limiter) });
   if (deps.readModels) {
-    registerWebhookRoutes(app, { teams: deps.teams, eventStore: deps.eventStore, webhooks: deps.readModels.webhooks, requireAdmin: adminGuard(deps.adminToken, deps.limiter), now: deps.now });
+    registerWebhookRoutes(app, { teams: deps.teams, eventStore: deps.eventStore, webhooks: deps.readModels.webhooks, requireAdmin: adminGuard(deps.adminToken, deps.limiter), now: deps.now, allowPrivate: deps.webhookAllowPrivate ?? false });
   }
   if (deps.readModels) registerCallsRoutes(app, { teams: deps.teams, limiter: deps.limiter, callHistory: deps.readModels.callHistory, eventStore: deps.eventStore });
   registerUsageRoute(app, { teams: deps.teams, limiter: deps.limiter });

@@ -5,6 +5,8 @@
  * once the projection has applied its registration (docs/decisions/0012-webhook-outbox.md).
  */
 import { randomUUID } from 'node:crypto';
+import { isIP } from 'node:net';
+import { classifyAddress } from '../../shared/adapters/audio/address-policy.ts';
 import { Type } from '@sinclair/typebox';
 import { newWebhookSecret } from '../../shared/adapters/webhooks/webhook-signature.ts';
 import { ProblemSchema } from '../../shared/domain/submission/submission-schema.ts';
@@ -25,7 +27,25 @@ export interface WebhookRoutesDeps {
   webhooks: WebhookStore;
   requireAdmin: ReturnType<typeof adminGuard>;
   now?: () => Date;
+  /** WEBHOOK_ALLOW_PRIVATE: accept URLs that name loopback or private addresses. */
+  allowPrivate: boolean;
 }
+
+/**
+ * Why a URL names an address deliveries will never reach, or undefined. Only what the URL itself
+ * says (an IP literal, `localhost`): a name is resolved, and checked, at every connection.
+ */
+const unreachableHost = (url: string): string | undefined => {
+  let host: string;
+  try {
+    host = new URL(url).hostname.replace(/^\[(.*)\]$/, '$1').toLowerCase();
+  } catch {
+    return undefined; // the decider says why
+  }
+  if (host === 'localhost' || host.endsWith('.localhost')) return 'url names localhost, which deliveries never reach (WEBHOOK_ALLOW_PRIVATE is off)';
+  if (isIP(host) && !classifyAddress(host).allowed) return `url names ${host}, which is not a public internet address (WEBHOOK_ALLOW_PRIVATE is off)`;
+  return undefined;
+};
 
 const tags = ['Webhooks'];
 const security = [{ adminToken: [] }];
@@ -79,6 +99,8 @@ export const registerWebhookRoutes = (app: TypedApp, deps: WebhookRoutesDeps): v
     },
     async (request, reply) => {
       const { teamId } = request.params;
+      const unreachable = deps.allowPrivate ? undefined : unreachableHost(request.body.url);
+      if (unreachable) throw new ProblemError('VALIDATION_FAILED', unreachable, { errors: [{ field: 'url', message: unreachable }] });
       await requireTeam(teamId);
       const webhookId = randomUUID();
       const secret = newWebhookSecret();

@@ -36,6 +36,7 @@ export const startIngressService = async (config: Config, backends: Backends, lo
     health,
     orphanAfterMs: config.orphanReservationMs,
     keyDirectoryMaxLagMs: config.keyDirectoryMaxLagMs,
+    webhookAllowPrivate: config.webhookAllowPrivate,
     teams: backends.teams,
   });
   const address = await ingress.app.listen({ port: config.port, host: config.host });

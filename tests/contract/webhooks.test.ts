@@ -10,6 +10,12 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { webhookAttempts } from '../../shared/observability/metrics.ts';
+import { createSqliteEventLog } from '../../shared/adapters/event-log/sql-event-log.ts';
+import { createSqliteEventStore } from '../../shared/adapters/event-store/sqlite-event-store.ts';
+import { createSqliteReadModels } from '../../shared/adapters/read-models/sqlite-read-models.ts';
+import { openSqlite } from '../../shared/adapters/sqlite/sqlite-database.ts';
+import { createHarness } from '../support/ingress-harness.ts';
+import { tempDir } from '../support/temp-dir.ts';
 import { type EmbeddedPipeline, openEmbeddedPipeline } from '../support/embedded-pipeline.ts';
 import { eventually } from '../support/eventually.ts';
 import { openServersPipeline, serversSkip } from '../support/servers-pipeline.ts';
@@ -126,6 +132,7 @@ const webhooksContract = (name: string, openPipeline: (options: PipelineOptions)
       const completedEvent = events.find((e) => e.type === 'CallCompleted')!;
       assert.equal(completed.headers['webhook-id'], completedEvent.id, 'webhook-id is the event id');
       assert.equal(completed.json.timestamp, completedEvent.recordedAt.toISOString());
+      console.log(`# ${name}: call.completed received ${completed.receivedAt - completedEvent.recordedAt.getTime()} ms after CallCompleted was recorded`);
       const shown = await h.ingress.app.inject({ method: 'GET', url: `/api/calls/${callId}`, headers: { 'x-api-key': key } });
       assert.deepEqual(completed.json.data, shown.json(), 'data is the call as GET /api/calls/:callId shows it');
       assert.equal(deal.json.data.callId, callId);
@@ -287,3 +294,33 @@ const webhooksContract = (name: string, openPipeline: (options: PipelineOptions)
 
 webhooksContract('embedded (SQLite)', (options) => openEmbeddedPipeline({}, options));
 webhooksContract('Kafka + PostgreSQL', (options) => openServersPipeline({}, options), serversSkip);
+
+describe('webhook URLs under the address policy (WEBHOOK_ALLOW_PRIVATE off)', () => {
+  test('400 naming url for IP literals that are not public and for localhost; a public name is registered', async () => {
+    const dir = tempDir();
+    const opened = openSqlite(dir.path);
+    const eventStore = createSqliteEventStore(opened.db);
+    const eventLog = createSqliteEventLog(opened.db);
+    const readModels = createSqliteReadModels(opened.db);
+    const h = await createHarness({ eventStore, eventLog, readModels, webhookAddressPolicy: true });
+    try {
+      const { teamId } = await h.team();
+      for (const url of ['http://127.0.0.1:8080/hook', 'http://localhost/hook', 'http://[::1]/hook', 'http://10.1.2.3/hook', 'http://169.254.169.254/latest', 'https://[::ffff:127.0.0.1]/']) {
+        const refused = await h.admin('POST', `/api/admin/teams/${teamId}/webhooks`, { url, events: ['call.completed'] });
+        assert.equal(refused.statusCode, 400, url);
+        const problem = refused.json<{ code: string; errors: Array<{ field: string; message: string }> }>();
+        assert.equal(problem.code, 'VALIDATION_FAILED');
+        assert.equal(problem.errors[0]?.field, 'url');
+        assert.match(problem.errors[0]!.message, /WEBHOOK_ALLOW_PRIVATE/);
+      }
+      assert.equal((await h.admin('POST', `/api/admin/teams/${teamId}/webhooks`, { url: 'https://hooks.example.com/calls', events: ['call.completed'] })).statusCode, 201);
+    } finally {
+      await h.close();
+      await readModels.close();
+      await eventLog.close();
+      await eventStore.close();
+      opened.close();
+      dir.remove();
+    }
+  });
+});

@@ -12,6 +12,8 @@ export interface ReceivedWebhook {
   body: string;
   /** Parsed body. */
   json: { type: string; timestamp: string; data: Record<string, unknown> };
+  /** When the body had arrived (ms since the epoch). */
+  receivedAt: number;
 }
 
 export type Respond = (request: ReceivedWebhook, index: number) => number | 'hang';
@@ -42,7 +44,7 @@ export const startWebhookReceiver = async (respond: Respond = () => 200): Promis
       } catch {
         json = { type: '', timestamp: '', data: {} };
       }
-      const entry = { path: request.url ?? '', headers: request.headers, body, json };
+      const entry = { path: request.url ?? '', headers: request.headers, body, json, receivedAt: Date.now() };
       received.push(entry);
       const status = answer(entry, received.length - 1);
       if (status === 'hang') {

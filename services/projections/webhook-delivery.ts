@@ -13,8 +13,8 @@
 import type { Logger } from 'pino';
 import { signWebhook } from '../../shared/adapters/webhooks/webhook-signature.ts';
 import { createWebhookSender, type SendWebhook } from '../../shared/adapters/webhooks/webhook-sender.ts';
-import { webhookDecider } from '../../shared/domain/webhook/webhook-decider.ts';
-import { webhookStreamId } from '../../shared/domain/webhook/webhook-events.ts';
+import { type WebhookCommand, webhookDecider, type WebhookState } from '../../shared/domain/webhook/webhook-decider.ts';
+import { type WebhookEvent, webhookStreamId } from '../../shared/domain/webhook/webhook-events.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import type { AttemptOutcome, ClaimedDelivery, WebhookStore } from '../../shared/ports/webhook-store.ts';
 import { AggregateRepository } from '../runtime/aggregate-repository.ts';
@@ -49,7 +49,7 @@ export class WebhookDeliveryWorker {
   private readonly leaseMs: number;
   private readonly inFlight = new Map<string, number>();
   private readonly attempts = new Set<Promise<void>>();
-  private readonly webhooks: AggregateRepository<Parameters<typeof webhookDecider.decide>[0], typeof webhookDecider.initialState, ReturnType<typeof webhookDecider.decide>[number]>;
+  private readonly webhooks: AggregateRepository<WebhookCommand, WebhookState, WebhookEvent>;
   private timer?: NodeJS.Timeout;
   private running?: Promise<void>;
   private again = false;

@@ -22,6 +22,18 @@ API keys
 Capacity
   capacity add --team <teamId> --hours <n>
   capacity auto-recharge --team <teamId> (--on --hours <n> | --off)
+Webhooks (signed with Standard Webhooks; verify with any of its libraries)
+  webhook create --team <teamId> --url <url> --events <type,…>
+                                                    call.completed, call.failed, deal.outcome.updated, call.erased;
+                                                    prints the secret once: store it
+  webhook list --team <teamId>
+  webhook delete --team <teamId> --webhook <webhookId>
+  webhook rotate-secret --team <teamId> --webhook <webhookId>
+                                                    a new secret; the old one also signs for 24 hours
+  webhook test --team <teamId> --webhook <webhookId>
+                                                    queue a webhook.test delivery
+  webhook deliveries --team <teamId> --webhook <webhookId> [--status pending|delivered|failed] [--limit <n>] [--cursor <c>]
+  webhook redeliver --team <teamId> --webhook <webhookId> --delivery <deliveryId>
 Operations
   replay <projection>                               rebuild a projection (call-history) while the service runs
   skip <projection> <position> --reason <text>      let a projection stopped on one event (see /readyz) go past it
@@ -70,6 +82,12 @@ const options = {
   limit: { type: 'string' },
   partition: { type: 'string' },
   reason: { type: 'string' },
+  url: { type: 'string' },
+  events: { type: 'string' },
+  webhook: { type: 'string' },
+  delivery: { type: 'string' },
+  status: { type: 'string' },
+  cursor: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -85,6 +103,8 @@ const hours = (values: Values): number => {
   if (!Number.isFinite(n) || n <= 0) throw new UsageError('--hours must be a positive number');
   return n;
 };
+
+const webhookPath = (values: Values): string => `/api/admin/teams/${encodeURIComponent(need(values, 'team'))}/webhooks/${encodeURIComponent(need(values, 'webhook'))}`;
 
 const main = async (argv: string[]): Promise<number> => {
   const { values, positionals } = parseArgs({ args: argv, options, allowPositionals: true, strict: true });
@@ -219,6 +239,37 @@ const main = async (argv: string[]): Promise<number> => {
       print(await call('POST', `/api/admin/teams/${encodeURIComponent(need(values, 'team'))}/capacity`, { autoRecharge }));
       return 0;
     }
+    case 'webhook create': {
+      const events = need(values, 'events').split(',').map((e) => e.trim()).filter(Boolean);
+      print(await call('POST', `/api/admin/teams/${encodeURIComponent(need(values, 'team'))}/webhooks`, { url: need(values, 'url'), events }));
+      process.stderr.write('This secret is shown once: store it now. Verify each delivery with it (Standard Webhooks).\n');
+      return 0;
+    }
+    case 'webhook list':
+      print(await call('GET', `/api/admin/teams/${encodeURIComponent(need(values, 'team'))}/webhooks`));
+      return 0;
+    case 'webhook delete':
+      await call('DELETE', webhookPath(values));
+      process.stdout.write('deleted\n');
+      return 0;
+    case 'webhook rotate-secret':
+      print(await call('POST', `${webhookPath(values)}/rotate-secret`));
+      process.stderr.write('The new secret is shown once; the old one keeps signing alongside it for 24 hours.\n');
+      return 0;
+    case 'webhook test':
+      print(await call('POST', `${webhookPath(values)}/test`));
+      return 0;
+    case 'webhook deliveries': {
+      const query = new URLSearchParams();
+      if (values.status) query.set('status', values.status);
+      if (values.limit) query.set('limit', values.limit);
+      if (values.cursor) query.set('cursor', values.cursor);
+      print(await call('GET', `${webhookPath(values)}/deliveries${query.size > 0 ? `?${query}` : ''}`));
+      return 0;
+    }
+    case 'webhook redeliver':
+      print(await call('POST', `${webhookPath(values)}/deliveries/${encodeURIComponent(need(values, 'delivery'))}/redeliver`));
+      return 0;
     case 'topic read': {
       const topic = positionals[2];
       if (!topic) throw new UsageError('topic read needs a topic name');

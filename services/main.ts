@@ -20,7 +20,7 @@ runUntilSignal('call ingestion service', async () => {
   const health = new Health(config.readyRetryThresholdMs);
   try {
     const processor = await startProcessorService(config, backends, logger, health);
-    const projections = startProjectionsService(backends, logger, health);
+    const projections = startProjectionsService(config, backends, logger, health);
     const ingress = await startIngressService(config, backends, logger, health);
     logger.info({ address: ingress.address, ...backends.description }, `listening on ${ingress.address} (API docs at ${ingress.address}/docs)`);
     return {

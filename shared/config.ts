@@ -69,6 +69,12 @@ export const ConfigSchema = Type.Object({
   audioAllowedPorts: Type.Array(Type.Integer({ minimum: 1, maximum: 65_535 }), { description: 'AUDIO_ALLOWED_PORTS: ports an audioUrl may use, comma-separated (default 80,443)', minItems: 1 }),
   /** Longest recording transcribed; longer ones fail with audio_too_long before they are decoded. */
   audioMaxSeconds: Integer('AUDIO_MAX_SECONDS: longest recording transcribed, in seconds (default 14400 = 4 h)', 1),
+  /** Pause before each retry of a webhook delivery (ms); after the last the delivery is failed. */
+  webhookRetryScheduleMs: Type.Array(Type.Integer({ minimum: 1 }), {
+    description: 'WEBHOOK_RETRY_SCHEDULE: pauses before each retry of a webhook delivery, comma-separated durations like 500ms, 5s, 2m, 1h (default 5s,30s,2m,10m,30m,1h,3h,6h,12h,24h)',
+  }),
+  /** Lifts the address policy of webhook deliveries (local development and tests only). */
+  webhookAllowPrivate: Type.Boolean({ description: 'WEBHOOK_ALLOW_PRIVATE: true lets webhook URLs point at private/loopback addresses (development only)' }),
   processorConcurrency: Integer('PROCESSOR_CONCURRENCY: calls processed at once per process (default 16)', 1),
   transcribeConcurrency: Integer('TRANSCRIBE_CONCURRENCY: transcriptions at once per process (default 1)', 1),
   /** Log level of the service's structured logs. */
@@ -101,6 +107,14 @@ const optional = (env: Env, name: string): string | undefined => {
   const raw = env[name]?.trim();
   return raw ? raw : undefined;
 };
+
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+/** `5s,30s,2m` as milliseconds; a malformed entry becomes NaN, which the schema refuses. */
+const durations = (text: string): number[] =>
+  text.split(',').map((part) => {
+    const match = /^\s*([0-9]+)\s*(ms|s|m|h|d)\s*$/.exec(part);
+    return match ? Number(match[1]) * DURATION_UNITS[match[2]!]! : Number.NaN;
+  });
 
 /** A variable is missing or malformed; the message names it. */
 export class ConfigError extends Error {
@@ -148,6 +162,8 @@ export const loadConfig = (env: Env = process.env): Config => {
     audioFetchBudgetMs: integer(env, 'AUDIO_FETCH_BUDGET_MS', 15 * 60 * 1000),
     audioAllowedPorts: (optional(env, 'AUDIO_ALLOWED_PORTS') ?? '80,443').split(',').map((port) => Number(port.trim() || Number.NaN)),
     audioMaxSeconds: integer(env, 'AUDIO_MAX_SECONDS', 4 * 3600),
+    webhookRetryScheduleMs: durations(optional(env, 'WEBHOOK_RETRY_SCHEDULE') ?? '5s,30s,2m,10m,30m,1h,3h,6h,12h,24h'),
+    webhookAllowPrivate: boolean(env, 'WEBHOOK_ALLOW_PRIVATE', false),
     processorConcurrency: integer(env, 'PROCESSOR_CONCURRENCY', 16),
     transcribeConcurrency: integer(env, 'TRANSCRIBE_CONCURRENCY', 1),
     apiUrl: '',

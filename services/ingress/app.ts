@@ -27,6 +27,7 @@ import { registerConsoleRoutes } from './console-routes.ts';
 import { registerUsageRoute } from './usage-route.ts';
 import { registerTranscriptRoute } from './transcript-route.ts';
 import { registerOperatorRoutes } from './operator-routes.ts';
+import { registerWebhookRoutes } from './webhook-routes.ts';
 import type { TeamService } from './teams/team-service.ts';
 import type { Health } from '../runtime/health.ts';
 import { readiness } from '../runtime/readiness.ts';
@@ -48,6 +49,8 @@ export interface IngressDeps {
   now?: () => Date;
   /** Readiness of this process's own parts (consumer, projections, subscriptions). */
   health?: Health;
+  /** WEBHOOK_ALLOW_PRIVATE: webhook URLs may name loopback and private addresses. */
+  webhookAllowPrivate?: boolean;
 }
 
 export type IngressApp = TypedApp;
@@ -209,6 +212,9 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
   registerAdminRoutes(app, { teams: deps.teams, adminToken: deps.adminToken, limiter: deps.limiter });
   registerAdminOpsRoutes(app, { eventLog: deps.eventLog, eventStore: deps.eventStore, readModels: deps.readModels, requireAdmin: adminGuard(deps.adminToken, deps.limiter) });
   registerOperatorRoutes(app, { ...deps, requireAdmin: adminGuard(deps.adminToken, deps.limiter) });
+  if (deps.readModels) {
+    registerWebhookRoutes(app, { teams: deps.teams, eventStore: deps.eventStore, webhooks: deps.readModels.webhooks, requireAdmin: adminGuard(deps.adminToken, deps.limiter), now: deps.now, allowPrivate: deps.webhookAllowPrivate ?? false });
+  }
   if (deps.readModels) registerCallsRoutes(app, { teams: deps.teams, limiter: deps.limiter, callHistory: deps.readModels.callHistory, eventStore: deps.eventStore });
   registerUsageRoute(app, { teams: deps.teams, limiter: deps.limiter });
   registerTranscriptRoute(app, { teams: deps.teams, limiter: deps.limiter, eventStore: deps.eventStore });

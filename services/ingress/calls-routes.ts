@@ -3,7 +3,7 @@
  * comes from the key; another team's call is a 404), with its own rate limit per key.
  */
 import { Type } from '@sinclair/typebox';
-import type { CallHistoryRow } from '../../shared/domain/call/call-history.ts';
+import { callDetailView, callListItemView } from '../../shared/domain/call/call-view.ts';
 import { isStorable } from '../../shared/domain/submission/storable-text.ts';
 import { ProblemSchema } from '../../shared/domain/submission/submission-schema.ts';
 import type { RateLimiter } from '../../shared/ports/rate-limiter.ts';
@@ -66,33 +66,8 @@ const CallDetail = Type.Composite([
   }),
 ]);
 
-const listItem = (row: CallHistoryRow) => ({
-  callId: row.callId,
-  title: row.title,
-  repName: row.repName,
-  repEmail: row.repEmail,
-  status: row.status,
-  stage: row.stage,
-  statusReason: row.statusReason,
-  processingError: row.processingError,
-  callDate: row.callDate,
-  durationSeconds: row.durationSeconds,
-  tags: row.tags,
-  notes: row.notes,
-  metadata: row.metadata,
-  attributedTo: row.attributedTo,
-  score: row.score,
-  createdAt: row.createdAt,
-});
-
-const detail = (row: CallHistoryRow) => ({
-  ...listItem(row),
-  transcript: row.transcript,
-  analysis: row.analysis,
-  deal: row.deal,
-  submission: row.submission,
-  updatedAt: row.updatedAt,
-});
+const listItem = callListItemView;
+const detail = callDetailView;
 
 export const registerCallsRoutes = (app: TypedApp, deps: CallsDeps): void => {
   const onRequest = apiKeyAccess({ teams: deps.teams, limiter: deps.limiter, rule: READ_RATE_LIMIT, scope: 'read' });

@@ -2,6 +2,7 @@ import type { FieldError, Problem } from '../../shared/domain/submission/submiss
 import type { CallErrorCode } from '../../shared/domain/call/call-decider.ts';
 import type { IDEMPOTENCY_ERROR_CODES } from '../../shared/domain/idempotency/idempotency-decider.ts';
 import type { TeamErrorCode } from '../../shared/domain/team/team-decider.ts';
+import type { WebhookErrorCode } from '../../shared/domain/webhook/webhook-decider.ts';
 
 export type { FieldError, Problem };
 
@@ -83,7 +84,7 @@ const TITLES: Record<ErrorCode, string> = {
 type IdempotencyErrorCode = (typeof IDEMPOTENCY_ERROR_CODES)[number];
 
 /** How each refusal of the domain is answered. */
-export const DOMAIN_ERROR_CODES: Record<TeamErrorCode | IdempotencyErrorCode | CallErrorCode, ErrorCode> = {
+export const DOMAIN_ERROR_CODES: Record<TeamErrorCode | IdempotencyErrorCode | CallErrorCode | WebhookErrorCode, ErrorCode> = {
   CALL_NOT_FOUND: 'NOT_FOUND',
   CALL_ALREADY_FINISHED: 'CONFLICT',
   CALL_STEP_OUT_OF_ORDER: 'CONFLICT',
@@ -101,6 +102,10 @@ export const DOMAIN_ERROR_CODES: Record<TeamErrorCode | IdempotencyErrorCode | C
   API_KEY_NOT_FOUND: 'NOT_FOUND',
   API_KEY_ALREADY_REVOKED: 'CONFLICT',
   CAPACITY_EXHAUSTED: 'CAPACITY_EXHAUSTED',
+  WEBHOOK_NOT_FOUND: 'NOT_FOUND',
+  WEBHOOK_ALREADY_EXISTS: 'CONFLICT',
+  INVALID_WEBHOOK_INPUT: 'VALIDATION_FAILED',
+  WEBHOOK_DISABLED: 'CONFLICT',
 };
 
 /** An error that becomes a problem+json response; extra headers (Retry-After, …) ride along. */

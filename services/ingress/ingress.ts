@@ -36,6 +36,8 @@ export interface IngressOptions {
   keyDirectoryMaxLagMs?: number;
   /** A capacity reservation whose call has not appeared after this long is released (default 15 min). */
   orphanAfterMs?: number;
+  /** WEBHOOK_ALLOW_PRIVATE: webhook URLs may name loopback and private addresses (default false). */
+  webhookAllowPrivate?: boolean;
 }
 
 export interface Ingress {
@@ -67,6 +69,7 @@ export const createIngress = async (options: IngressOptions): Promise<Ingress> =
     topics: options.topics,
     now: options.now,
     health: options.health,
+    webhookAllowPrivate: options.webhookAllowPrivate,
   });
   await app.ready();
   const orphans = startOrphanSweep({ teams, eventStore: options.eventStore, orphanAfterMs: options.orphanAfterMs ?? DEFAULT_ORPHAN_AFTER_MS, log: options.logger, now: options.now });

@@ -17,7 +17,7 @@ runUntilSignal('projections', async () => {
   const telemetry = startTelemetry(config, 'projections', logger);
   const backends = await openBackends(config, logger);
   const health = new Health(config.readyRetryThresholdMs);
-  const projections = startProjectionsService(backends, logger, health);
+  const projections = startProjectionsService(config, backends, logger, health);
   const healthServer = config.healthPort === undefined ? undefined : await serveHealth(config.healthPort, config.host, backends, health, logger, [config.metricsToken, config.adminToken].filter((token) => token !== undefined));
   logger.info({ ...backends.description }, 'projections running');
   return {

@@ -18,7 +18,7 @@ export const PROJECTION_STATUS_STREAM = 'projection-status';
 export const PROJECTION_STOPPED = 'ProjectionStopped';
 
 /** The projections of the projections service, by the names /readyz and the admin API use. */
-export const PROJECTION_NAMES = ['call-history', 'deals', 'call-events-relay'] as const;
+export const PROJECTION_NAMES = ['call-history', 'deals', 'webhooks', 'call-events-relay'] as const;
 export type ProjectionName = (typeof PROJECTION_NAMES)[number];
 
 /** A projection stopped on one event: recorded once each time it stops. */
@@ -84,9 +84,14 @@ export const projectionStatuses = async (deps: { eventStore: EventStore; readMod
   const [head, stops, relayCheckpoint] = await Promise.all([eventStore.headPosition(), latestStops(eventStore), eventStore.readCheckpoint(CALL_EVENTS_RELAY)]);
   const measured: { name: ProjectionName; checkpoint: bigint; version: number | null }[] = [];
   if (readModels) {
-    const [history, version, deals] = await Promise.all([readModels.callHistory.checkpoint(), readModels.callHistory.activeVersion(), readModels.deals.checkpoint()]);
-    // Deal records are never rebuilt: their one version is 1.
-    measured.push({ name: 'call-history', checkpoint: history, version }, { name: 'deals', checkpoint: deals, version: 1 });
+    const [history, version, deals, webhooks] = await Promise.all([
+      readModels.callHistory.checkpoint(),
+      readModels.callHistory.activeVersion(),
+      readModels.deals.checkpoint(),
+      readModels.webhooks.checkpoint(),
+    ]);
+    // Deal records and webhooks are never rebuilt: their one version is 1.
+    measured.push({ name: 'call-history', checkpoint: history, version }, { name: 'deals', checkpoint: deals, version: 1 }, { name: 'webhooks', checkpoint: webhooks, version: 1 });
   }
   measured.push({ name: 'call-events-relay', checkpoint: relayCheckpoint ?? 0n, version: null });
   const live = deps.health?.report().components ?? {};

@@ -1,10 +1,11 @@
 /**
- * The projections: call history and deal records (each writes its checkpoint in the same
- * transaction as its rows), the deal.outcome.updated publisher (reads the outbox the deal
- * projection writes, so a message goes out only after its deal record exists), and the call-events
- * relay. Each follows the event store's global feed; outages are retried in place, a failure is
- * restarted from its checkpoint, and an event a projection cannot take stops that projection until
- * an operator skips it (see supervised.ts).
+ * The projections: call history, deal records and webhooks (each writes its checkpoint in the same
+ * transaction as its rows; the webhook projection's rows are its delivery outbox, see
+ * docs/decisions/0012-webhook-outbox.md), the deal.outcome.updated publisher (reads the outbox the
+ * deal projection writes, so a message goes out only after its deal record exists), the webhook
+ * delivery worker, and the call-events relay. Each follows the event store's global feed; outages
+ * are retried in place, a failure is restarted from its checkpoint, and an event a projection
+ * cannot take stops that projection until an operator skips it (see supervised.ts).
  */
 import type { Logger } from 'pino';
 import { toRecord } from '../../shared/cloudevents.ts';
@@ -20,6 +21,10 @@ import { inSpansPerItem } from '../../shared/observability/tracing.ts';
 import { type SkippableProjection, skippedPositions } from './skipped-events.ts';
 import { recordStopped } from './projection-status.ts';
 import { ProjectionEventError, type Supervised, supervised } from './supervised.ts';
+import { WebhookDeliveryWorker, type WebhookDeliveryOptions } from './webhook-delivery.ts';
+import { webhookNotifications } from './webhook-notifications.ts';
+import type { WebhookStore } from '../../shared/ports/webhook-store.ts';
+import { webhookIdOfStream } from '../../shared/domain/webhook/webhook-events.ts';
 
 export const DEAL_OUTCOME_UPDATED = 'deal.outcome.updated';
 
@@ -33,6 +38,8 @@ export interface ProjectionsOptions {
   relayCallEvents?: boolean;
   /** Where each projection reports its readiness. */
   health?: Health;
+  /** How the webhook outbox is delivered (retry schedule, address policy). */
+  webhookDelivery?: WebhookDeliveryOptions;
 }
 
 export interface Projections {
@@ -113,32 +120,58 @@ const followFromCheckpoint = (
   };
 };
 
+/**
+ * The webhook projection as a ProjectionWriter: the notifications of a batch are prepared first
+ * (reading the calls they show), then applied with the webhook events and the checkpoint in one
+ * transaction. While no webhook exists and the batch registers none, nothing is prepared.
+ */
+const webhookWriter = (store: WebhookStore, eventStore: EventStore, onQueued: () => void): ProjectionWriter => ({
+  checkpoint: () => store.checkpoint(),
+  async apply(events, checkpoint, options) {
+    const registers = events.some((e) => e.type === 'WebhookRegistered' && webhookIdOfStream(e.streamId) !== undefined);
+    const notifications = registers || (await store.anyWebhook()) ? await webhookNotifications(eventStore, events) : [];
+    await store.apply(events, notifications, checkpoint, options);
+    if (notifications.length > 0) onQueued();
+  },
+});
+
 export const startProjections = (options: ProjectionsOptions): Projections => {
   const log = options.logger.child({ component: 'projections' });
   const { eventStore, eventLog, readModels, topics } = options;
 
   const publisher = new DealOutcomePublisher(readModels, eventLog, topics, log);
+  const webhookDelivery = new WebhookDeliveryWorker(readModels.webhooks, eventStore, log.child({ component: 'webhook-delivery' }), options.webhookDelivery);
   const isSkipped = (projection: SkippableProjection) => async (position: bigint) => (await skippedPositions(eventStore, projection)).has(position);
   // A stop is recorded in the store, so every process's GET /api/admin/projections reports it.
   const onHalted = (error: ProjectionEventError) => void recordStopped(eventStore, error).catch((e: unknown) => log.warn({ err: e }, 'the stop could not be recorded in the event store'));
   const running: [string, Supervised][] = [
     ['call-history', supervised('call-history projection', () => followFromCheckpoint('call-history', eventStore, readModels.callHistory), log, { isSkipped: isSkipped('call-history'), onHalted })],
     ['deals', supervised('deal projection', () => followFromCheckpoint('deals', eventStore, readModels.deals, () => publisher.wake()), log, { isSkipped: isSkipped('deals'), onHalted })],
+    [
+      'webhooks',
+      supervised('webhook projection', () => followFromCheckpoint('webhooks', eventStore, webhookWriter(readModels.webhooks, eventStore, () => webhookDelivery.wake())), log, {
+        isSkipped: isSkipped('webhooks'),
+        onHalted,
+      }),
+    ],
   ];
   if (options.relayCallEvents !== false) {
     running.push(['call-events-relay', supervised('call-events relay', () => startCallEventsRelay({ eventStore, eventLog, topics, logger: log }), log)]);
   }
   publisher.start();
+  webhookDelivery.start();
   const tooLong = (since: Date) => options.health!.retryingTooLong(since);
   const unregister = [
     ...running.map(([name, projection]) => options.health?.register(`projection:${name}`, () => projection.report(tooLong))),
     options.health?.register('deal-outcome-publisher', () => publisher.report(tooLong)),
+    options.health?.register('webhook-delivery', () => webhookDelivery.report(tooLong)),
     // Lag from the durable checkpoints: what a projection has not yet applied of the feed.
     projectionLagGauge.register(async () => {
       const head = await eventStore.headPosition();
       const checkpoints: [string, bigint | undefined][] = [
         ['call-history', await readModels.callHistory.checkpoint()],
         ['deals', await readModels.deals.checkpoint()],
+        ['webhooks', await readModels.webhooks.checkpoint()],
         ...(options.relayCallEvents !== false ? [['call-events-relay', await eventStore.readCheckpoint(CALL_EVENTS_RELAY)] as [string, bigint | undefined]] : []),
       ];
       return checkpoints.map(([projection, checkpoint]) => ({ labels: { projection }, value: Number(head - (checkpoint ?? 0n)) }));
@@ -154,6 +187,7 @@ export const startProjections = (options: ProjectionsOptions): Projections => {
       for (const remove of unregister) remove?.();
       await Promise.all(running.map(([, r]) => r.stop()));
       await publisher.stop();
+      await webhookDelivery.stop();
     },
   };
 };

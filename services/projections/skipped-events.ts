@@ -10,7 +10,7 @@ export const SKIPPED_EVENTS_STREAM = 'projection-skips';
 export const PROJECTION_EVENT_SKIPPED = 'ProjectionEventSkipped';
 
 /** Projections that stop on a bad event and can be told to skip it. */
-export const SKIPPABLE = ['call-history', 'deals'] as const;
+export const SKIPPABLE = ['call-history', 'deals', 'webhooks'] as const;
 export type SkippableProjection = (typeof SKIPPABLE)[number];
 export const isSkippable = (name: string): name is SkippableProjection => (SKIPPABLE as readonly string[]).includes(name);
 

@@ -36,6 +36,7 @@ export const startIngressService = async (config: Config, backends: Backends, lo
     health,
     orphanAfterMs: config.orphanReservationMs,
     keyDirectoryMaxLagMs: config.keyDirectoryMaxLagMs,
+    webhookAllowPrivate: config.webhookAllowPrivate,
     teams: backends.teams,
   });
   const address = await ingress.app.listen({ port: config.port, host: config.host });
@@ -70,6 +71,14 @@ export const startProcessorService = async (config: Config, backends: Backends, 
   });
 };
 
-/** Call history, deals, deal.outcome.updated and the call-events relay. */
-export const startProjectionsService = (backends: Backends, logger: Logger, health?: Health): Service =>
-  startProjections({ eventStore: backends.eventStore, eventLog: backends.eventLog, readModels: backends.readModels, topics: backends.topics, logger, health });
+/** Call history, deals, deal.outcome.updated, webhooks and their delivery, and the call-events relay. */
+export const startProjectionsService = (config: Config, backends: Backends, logger: Logger, health?: Health): Service =>
+  startProjections({
+    eventStore: backends.eventStore,
+    eventLog: backends.eventLog,
+    readModels: backends.readModels,
+    topics: backends.topics,
+    logger,
+    health,
+    webhookDelivery: { retryScheduleMs: config.webhookRetryScheduleMs, allowPrivate: config.webhookAllowPrivate },
+  });

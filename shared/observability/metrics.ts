@@ -73,6 +73,13 @@ export const deadLetters = new Counter({
   registers: [registry],
 });
 
+export const webhookAttempts = new Counter({
+  name: 'webhook_attempts_total',
+  help: 'Webhook delivery attempts, by outcome: delivered (2xx), retry (will be tried again), failed (retry schedule spent), gone (410: webhook disabled).',
+  labelNames: ['outcome'] as const,
+  registers: [registry],
+});
+
 export const appendDuration = new Histogram({
   name: 'event_store_append_duration_seconds',
   help: 'Time an append to the event store takes, from the call to its durable commit (group commit included).',

@@ -18,6 +18,7 @@ import type { CallHistoryRow, CallHistoryStatus } from '../domain/call/call-hist
 import type { DealRecord } from '../domain/call/deal-record.ts';
 import type { RecordedEvent } from './event-store.ts';
 import { BackendUnavailableError } from './unavailable.ts';
+import type { WebhookStore } from './webhook-store.ts';
 
 export interface ApplyOptions {
   /**
@@ -149,6 +150,8 @@ export interface DealStore extends ProjectionWriter {
 export interface ReadModels {
   callHistory: CallHistoryStore;
   deals: DealStore;
+  /** Registered webhooks and their delivery outbox (webhook-store.ts). */
+  webhooks: WebhookStore;
   /** Releases what the adapter opened (not a database handle it was given). */
   close(): Promise<void>;
 }

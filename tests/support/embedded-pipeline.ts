@@ -6,7 +6,7 @@ import { createSqliteEventLog } from '../../shared/adapters/event-log/sql-event-
 import { createSqliteEventStore } from '../../shared/adapters/event-store/sqlite-event-store.ts';
 import { createSqliteReadModels } from '../../shared/adapters/read-models/sqlite-read-models.ts';
 import { openSqlite } from '../../shared/adapters/sqlite/sqlite-database.ts';
-import { createPipelineHarness, type PipelineHarness, type StepOverrides } from './pipeline-harness.ts';
+import { createPipelineHarness, type PipelineHarness, type PipelineOptions, type StepOverrides } from './pipeline-harness.ts';
 import { tempDir } from './temp-dir.ts';
 
 export interface EmbeddedPipeline {
@@ -14,13 +14,13 @@ export interface EmbeddedPipeline {
   close(): Promise<void>;
 }
 
-export const openEmbeddedPipeline = async (overrides: StepOverrides = {}): Promise<EmbeddedPipeline> => {
+export const openEmbeddedPipeline = async (overrides: StepOverrides = {}, options: PipelineOptions = {}): Promise<EmbeddedPipeline> => {
   const dir = tempDir();
   const opened = openSqlite(dir.path);
   const eventStore = createSqliteEventStore(opened.db);
   const eventLog = createSqliteEventLog(opened.db);
   const readModels = createSqliteReadModels(opened.db);
-  const h = await createPipelineHarness({ eventStore, eventLog, readModels }, overrides);
+  const h = await createPipelineHarness({ eventStore, eventLog, readModels }, overrides, options);
   return {
     h,
     async close() {

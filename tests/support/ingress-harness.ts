@@ -36,6 +36,8 @@ export interface Harness {
 }
 
 export interface HarnessOptions {
+  /** Refuse webhook URLs on loopback and private addresses (tests' receivers listen on loopback, so off by default). */
+  webhookAddressPolicy?: boolean;
   eventStore: EventStore;
   eventLog: EventLog;
   limiter?: RateLimiter;
@@ -47,7 +49,7 @@ export interface HarnessOptions {
   health?: Health;
 }
 
-export const createHarness = async ({ eventStore, eventLog, limiter = createMemoryRateLimiter(), topics = TOPICS, readModels, health }: HarnessOptions): Promise<Harness> => {
+export const createHarness = async ({ eventStore, eventLog, limiter = createMemoryRateLimiter(), topics = TOPICS, readModels, health, webhookAddressPolicy = false }: HarnessOptions): Promise<Harness> => {
   const logLines: string[] = [];
   const sink = new Writable({
     write(chunk, _encoding, done) {
@@ -55,7 +57,7 @@ export const createHarness = async ({ eventStore, eventLog, limiter = createMemo
       done();
     },
   });
-  const ingress = await createIngress({ eventStore, eventLog, limiter, topics, readModels, logger: createLogger('debug', sink), adminToken: ADMIN_TOKEN, apiKeySecret: API_KEY_SECRET, health });
+  const ingress = await createIngress({ eventStore, eventLog, limiter, topics, readModels, logger: createLogger('debug', sink), adminToken: ADMIN_TOKEN, apiKeySecret: API_KEY_SECRET, health, webhookAllowPrivate: !webhookAddressPolicy });
   const app = ingress.app;
 
   const admin: Harness['admin'] = (method, url, body) =>

@@ -18,6 +18,7 @@ import type { Transcriber } from '../../shared/ports/transcriber.ts';
 import { allTopics, type Topics, topicNames } from '../../shared/topics.ts';
 import { type Processor, startProcessor } from '../../services/processor/processor.ts';
 import type { RetryPolicy } from '../../services/processor/retry.ts';
+import type { WebhookDeliveryOptions } from '../../services/projections/webhook-delivery.ts';
 import { type Projections, startProjections } from '../../services/projections/projections.ts';
 import { Health } from '../../services/runtime/health.ts';
 import type { ReadModels } from '../../shared/ports/read-models.ts';
@@ -32,6 +33,12 @@ export interface StepOverrides {
   analyser?: Analyser;
   processingTimeoutMs?: number;
   retry?: RetryPolicy;
+}
+
+export interface PipelineOptions {
+  retryThresholdMs?: number;
+  /** The webhook worker's options (allowPrivate is on unless said otherwise). */
+  webhookDelivery?: WebhookDeliveryOptions;
 }
 
 export interface PipelineHarness extends Harness {
@@ -61,14 +68,16 @@ export const localSteps = (overrides: StepOverrides = {}) => ({
 export const createPipelineHarness = async (
   backends: { eventStore: EventStore; eventLog: EventLog; readModels?: ReadModels },
   overrides: StepOverrides = {},
-  options: { retryThresholdMs?: number } = {},
+  options: PipelineOptions = {},
 ): Promise<PipelineHarness> => {
   const topics = topicNames(`t${randomUUID().slice(0, 8)}.`);
   await backends.eventLog.ensureTopics(allTopics(topics).map((name) => ({ name, partitions: PARTITIONS })));
   const health = new Health(options.retryThresholdMs);
   const harness = await createHarness({ ...backends, topics, health });
   const projections = backends.readModels
-    ? startProjections({ eventStore: backends.eventStore, eventLog: backends.eventLog, readModels: backends.readModels, topics, logger: pino({ level: 'silent' }), health })
+    ? startProjections({ eventStore: backends.eventStore, eventLog: backends.eventLog, readModels: backends.readModels, topics, logger: pino({ level: 'silent' }), health,
+        // Receivers in tests listen on loopback.
+        webhookDelivery: { allowPrivate: true, ...options.webhookDelivery } })
     : undefined;
   const groupId = `processor-${randomUUID()}`;
   const start = (o: StepOverrides = overrides) =>

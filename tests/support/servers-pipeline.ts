@@ -8,7 +8,7 @@ import { createPostgresEventStore } from '../../shared/adapters/event-store/post
 import { createPostgresReadModels } from '../../shared/adapters/read-models/postgres-read-models.ts';
 import { backend } from './backends.ts';
 import type { EmbeddedPipeline } from './embedded-pipeline.ts';
-import { createPipelineHarness, type StepOverrides } from './pipeline-harness.ts';
+import { createPipelineHarness, type PipelineOptions, type StepOverrides } from './pipeline-harness.ts';
 import { freshSchema } from './postgres.ts';
 
 const postgres = await backend('postgres');
@@ -17,12 +17,12 @@ const kafka = await backend('kafka');
 /** Why the server pipeline cannot run here, or undefined when it can. */
 export const serversSkip: string | undefined = postgres.skip ?? kafka.skip;
 
-export const openServersPipeline = async (overrides: StepOverrides = {}): Promise<EmbeddedPipeline> => {
+export const openServersPipeline = async (overrides: StepOverrides = {}, options: PipelineOptions = {}): Promise<EmbeddedPipeline> => {
   const schema = freshSchema(postgres.url!);
   const eventStore = await createPostgresEventStore({ connectionString: postgres.url!, schema: schema.schema, pollMs: 50 });
   const readModels = await createPostgresReadModels({ connectionString: postgres.url!, schema: schema.schema });
   const eventLog = await createKafkaEventLog({ brokers: kafka.url!.split(',') });
-  const h = await createPipelineHarness({ eventStore, eventLog, readModels }, overrides);
+  const h = await createPipelineHarness({ eventStore, eventLog, readModels }, overrides, options);
   return {
     h,
     async close() {

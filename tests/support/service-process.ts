@@ -30,7 +30,7 @@ export interface ServiceProcess {
 }
 
 /** The service's own variables are never inherited from the test run (CI exports the server ones). */
-const SERVICE_VARIABLES = /^(DATABASE_URL|DATABASE_SCHEMA|KAFKA_BROKERS|REDIS_URL|KURRENTDB_URL|TOPIC_PREFIX|TOPIC_PARTITIONS|DATA_DIR|ADMIN_TOKEN|API_KEY_SECRET|TRANSCRIBE_\w+|ANALYSE_\w+|AUDIO_\w+|PROCESS\w+|PORT|HEALTH_PORT|READY_\w+|HOST|API_URL|ORPHAN_\w+|KAFKA_\w+|OTEL_\w+|METRICS_TOKEN)$/;
+const SERVICE_VARIABLES = /^(DATABASE_URL|DATABASE_SCHEMA|KAFKA_BROKERS|REDIS_URL|KURRENTDB_URL|TOPIC_PREFIX|TOPIC_PARTITIONS|DATA_DIR|ADMIN_TOKEN|API_KEY_SECRET|TRANSCRIBE_\w+|ANALYSE_\w+|AUDIO_\w+|PROCESS\w+|PORT|HEALTH_PORT|READY_\w+|HOST|API_URL|ORPHAN_\w+|KAFKA_\w+|OTEL_\w+|METRICS_TOKEN|WEBHOOK_\w+)$/;
 
 export const startService = async (env: Record<string, string>, entry = 'services/main.ts'): Promise<ServiceProcess> => {
   const port = await freePort();

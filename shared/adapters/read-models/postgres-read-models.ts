@@ -14,6 +14,7 @@ import { createPostgresPool, inTransaction, type PostgresOptions } from '../post
 import { createPostgresCallHistory } from './postgres-call-history.ts';
 import { createPostgresDeals } from './postgres-deals.ts';
 import { translated, VERSIONS_TABLE } from './postgres-versions.ts';
+import { createPostgresWebhooks } from './postgres-webhooks.ts';
 import type { RebuildLimits } from './rebuild-buffer.ts';
 
 export interface PostgresReadModelsOptions extends PostgresOptions {
@@ -51,9 +52,11 @@ export const createPostgresReadModels = async (options: PostgresReadModelsOption
     );
     const callHistory = await createPostgresCallHistory(pool, { trigramSchema, rebuildLimits: options.rebuildLimits });
     const deals = await createPostgresDeals(pool);
+    const webhooks = await createPostgresWebhooks(pool);
     return {
       callHistory,
       deals,
+      webhooks,
       async close() {
         await pool.end();
       },

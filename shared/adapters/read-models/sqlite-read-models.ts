@@ -7,6 +7,7 @@ import type { SqliteDb } from '../sqlite/sqlite-database.ts';
 import { createSqliteCallHistory, type SqliteCallHistoryOptions } from './sqlite-call-history.ts';
 import { createSqliteDeals } from './sqlite-deals.ts';
 import { sqliteVersions } from './sqlite-versions.ts';
+import { createSqliteWebhooks } from './sqlite-webhooks.ts';
 
 export type SqliteReadModelsOptions = SqliteCallHistoryOptions;
 
@@ -17,6 +18,7 @@ export const createSqliteReadModels = (db: SqliteDb, options: SqliteReadModelsOp
   return {
     callHistory,
     deals: createSqliteDeals(db, versions),
+    webhooks: createSqliteWebhooks(db, versions),
     async close() {
       await callHistory.close();
     },

@@ -128,7 +128,7 @@ describe('GET /metrics', () => {
     for (const partition of ['0', '1', '2']) {
       assert.ok(names.some((n) => n.startsWith('event_log_consumer_lag_records{') && n.includes(`partition="${partition}"`) && n.includes(`topic="${h.topics.callsSubmitted}"`)), `lag of partition ${partition}`);
     }
-    for (const projection of ['call-history', 'deals', 'call-events-relay']) assert.ok(samples.has(key('projection_lag_events', { projection })), `lag of ${projection}`);
+    for (const projection of ['call-history', 'deals', 'webhooks', 'call-events-relay']) assert.ok(samples.has(key('projection_lag_events', { projection })), `lag of ${projection}`);
     assert.ok(names.some((n) => n.startsWith('pipeline_open_calls{')), 'the backlog gauge is there');
   });
 });

@@ -138,7 +138,7 @@ export const operatorSuite = (name: string, factory: () => Promise<OperatorBacke
         { timeoutMs: 20_000, intervalMs: 50 },
       );
       console.log(`# projections: ${JSON.stringify(caughtUp.projections.map(({ name, checkpoint, head, lag, version, state }) => ({ name, checkpoint, head, lag, version, state })))}`);
-      assert.deepEqual(caughtUp.projections.map((p) => p.name), ['call-history', 'deals', 'call-events-relay']);
+      assert.deepEqual(caughtUp.projections.map((p) => p.name), ['call-history', 'deals', 'webhooks', 'call-events-relay']);
       assert.ok(BigInt(caughtUp.head) > BigInt(before.head), 'the head moved');
       for (const p of caughtUp.projections) {
         assert.ok(BigInt(p.checkpoint) > BigInt(byName(before, p.name).checkpoint), `${p.name} checkpoint advanced`);

@@ -35,3 +35,12 @@ test('a malformed variable fails fast with a message naming it', () => {
   rejects({ ADMIN_TOKEN: 'short' }, 'ADMIN_TOKEN');
   rejects({ DATABASE_SCHEMA: 'Bad-Name' }, 'DATABASE_SCHEMA');
 });
+
+test('WEBHOOK_RETRY_SCHEDULE: durations in ms, s, m, h or d; the default is the Standard Webhooks schedule; a malformed one is refused', () => {
+  assert.deepEqual(loadConfig({}).webhookRetryScheduleMs, [5e3, 30e3, 120e3, 600e3, 1800e3, 3600e3, 3 * 3600e3, 6 * 3600e3, 12 * 3600e3, 24 * 3600e3]);
+  assert.deepEqual(loadConfig({ WEBHOOK_RETRY_SCHEDULE: '250ms, 2s,1m,1h,1d' }).webhookRetryScheduleMs, [250, 2000, 60_000, 3_600_000, 86_400_000]);
+  assert.equal(loadConfig({}).webhookAllowPrivate, false);
+  assert.equal(loadConfig({ WEBHOOK_ALLOW_PRIVATE: 'true' }).webhookAllowPrivate, true);
+  for (const schedule of ['5s,,2m', 'soon', '5 seconds', '0s', '-5s']) rejects({ WEBHOOK_RETRY_SCHEDULE: schedule }, 'WEBHOOK_RETRY_SCHEDULE');
+  rejects({ WEBHOOK_ALLOW_PRIVATE: 'perhaps' }, 'WEBHOOK_ALLOW_PRIVATE');
+});

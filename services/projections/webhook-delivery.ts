@@ -1,0 +1,193 @@
+/**
+ * Delivers the webhook outbox (docs/decisions/0012-webhook-outbox.md). Claims due deliveries with
+ * a lease, sends each signed (Standard Webhooks), and records the outcome: a 2xx is delivered; a
+ * 410 Gone fails the delivery and disables its webhook (a WebhookDisabled event); anything else
+ * (another status, no answer within the deadline, a refused address) is retried after the next
+ * step of the retry schedule, and failed once the schedule is spent.
+ *
+ * Teams are isolated: at most `perTeam` attempts of one team are in flight at once (a claim takes
+ * no more than a team's room), so a slow or dead receiver holds its own team's slots only,
+ * never another team's deliveries. Deliveries of one webhook and call go out in order (a claim
+ * never takes one while an earlier one of the same call is pending).
+ */
+import type { Logger } from 'pino';
+import { signWebhook } from '../../shared/adapters/webhooks/webhook-signature.ts';
+import { createWebhookSender, type SendWebhook } from '../../shared/adapters/webhooks/webhook-sender.ts';
+import { type WebhookCommand, webhookDecider, type WebhookState } from '../../shared/domain/webhook/webhook-decider.ts';
+import { type WebhookEvent, webhookStreamId } from '../../shared/domain/webhook/webhook-events.ts';
+import type { EventStore } from '../../shared/ports/event-store.ts';
+import type { AttemptOutcome, ClaimedDelivery, WebhookStore } from '../../shared/ports/webhook-store.ts';
+import { AggregateRepository } from '../runtime/aggregate-repository.ts';
+import { webhookAttempts } from '../../shared/observability/metrics.ts';
+import type { ComponentReport } from '../runtime/health.ts';
+
+
+/** The Standard Webhooks retry schedule of the issue: 5s,30s,2m,10m,30m,1h,3h,6h,12h,24h. */
+export const DEFAULT_WEBHOOK_RETRY_SCHEDULE_MS = [5e3, 30e3, 120e3, 600e3, 1800e3, 3600e3, 3 * 3600e3, 6 * 3600e3, 12 * 3600e3, 24 * 3600e3];
+export const WEBHOOK_TIMEOUT_MS = 10_000;
+export const WEBHOOK_MAX_RESPONSE_BYTES = 64 * 1024;
+
+export interface WebhookDeliveryOptions {
+  /** Pause before each retry; after the last one the delivery is failed. */
+  retryScheduleMs?: readonly number[];
+  /** WEBHOOK_ALLOW_PRIVATE: lift the address policy (development and tests). */
+  allowPrivate?: boolean;
+  timeoutMs?: number;
+  /** Attempts in flight in this process, all teams; default 64. */
+  concurrency?: number;
+  /** Attempts of one team in flight; default 4. */
+  perTeam?: number;
+  /** Test seam. */
+  send?: SendWebhook;
+}
+
+export class WebhookDeliveryWorker {
+  private readonly schedule: readonly number[];
+  private readonly send: SendWebhook;
+  private readonly concurrency: number;
+  private readonly perTeam: number;
+  private readonly leaseMs: number;
+  private readonly inFlight = new Map<string, number>();
+  private readonly attempts = new Set<Promise<void>>();
+  private readonly webhooks: AggregateRepository<WebhookCommand, WebhookState, WebhookEvent>;
+  private timer?: NodeJS.Timeout;
+  private running?: Promise<void>;
+  private again = false;
+  private stopped = false;
+  /** Ends attempts in flight when the process stops: their leases lapse and they are attempted again. */
+  private readonly stopping = new AbortController();
+  private failing: { since: Date; error: string } | undefined;
+
+  constructor(
+    private readonly store: WebhookStore,
+    eventStore: EventStore,
+    private readonly log: Logger,
+    options: WebhookDeliveryOptions = {},
+  ) {
+    this.schedule = options.retryScheduleMs ?? DEFAULT_WEBHOOK_RETRY_SCHEDULE_MS;
+    const timeoutMs = options.timeoutMs ?? WEBHOOK_TIMEOUT_MS;
+    this.send = options.send ?? createWebhookSender({ timeoutMs, maxResponseBytes: WEBHOOK_MAX_RESPONSE_BYTES, allowPrivate: options.allowPrivate ?? false });
+    this.concurrency = options.concurrency ?? 64;
+    this.perTeam = options.perTeam ?? 4;
+    // Longer than an attempt can take, so a lease outlives its attempt; a killed process's lease lapses.
+    this.leaseMs = timeoutMs + 5_000;
+    this.webhooks = new AggregateRepository(eventStore, webhookDecider, webhookStreamId);
+  }
+
+  start(): void {
+    this.wake();
+  }
+
+  report(retryingTooLong: (since: Date) => boolean): ComponentReport {
+    if (this.failing && retryingTooLong(this.failing.since)) return { ready: false, reason: `webhook delivery failing since ${this.failing.since.toISOString()}: ${this.failing.error}` };
+    return { ready: true, ...(this.failing ? { retryingSince: this.failing.since.toISOString() } : {}) };
+  }
+
+  /** Looks for due deliveries now (after the projection queued some, or an attempt ended). */
+  wake(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    clearTimeout(this.timer);
+    this.running = this.claimAndSend()
+      .then((nextDue) => {
+        if (this.failing) this.log.info({ failedForMs: Date.now() - this.failing.since.getTime() }, 'webhook delivery recovered');
+        this.failing = undefined;
+        return nextDue;
+      })
+      .catch((error: unknown) => {
+        if (!this.failing) this.log.error({ err: error }, 'webhook delivery cannot read its outbox; retrying every second');
+        this.failing = { since: this.failing?.since ?? new Date(), error: (error as Error)?.message ?? String(error) };
+        return undefined;
+      })
+      .then((nextDue) => {
+        this.running = undefined;
+        if (this.stopped) return;
+        if (this.again) {
+          this.again = false;
+          this.wake();
+          return;
+        }
+        // Poll now and then too: another process may have queued deliveries.
+        const wait = nextDue === undefined ? 1000 : Math.min(1000, Math.max(10, nextDue.getTime() - Date.now()));
+        this.timer = setTimeout(() => this.wake(), wait);
+        this.timer.unref();
+      });
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.stopping.abort();
+    await this.running;
+    await Promise.all(this.attempts);
+  }
+
+  /** Claims and starts what is due; resolves with when to look again (undefined: at the poll interval). */
+  private async claimAndSend(): Promise<Date | undefined> {
+    const due = await this.store.nextDue();
+    const now = new Date();
+    if (due === undefined || due > now) return due;
+    const inFlight = [...this.inFlight.values()].reduce((a, b) => a + b, 0);
+    const room = this.concurrency - inFlight;
+    if (room <= 0) return undefined; // an attempt that ends wakes the worker
+    const claimed = await this.store.claim(now, { limit: room, perTeam: this.perTeam, leaseMs: this.leaseMs, inFlight: Object.fromEntries(this.inFlight) });
+    for (const delivery of claimed) {
+      this.inFlight.set(delivery.teamId, (this.inFlight.get(delivery.teamId) ?? 0) + 1);
+      const attempt = this.attempt(delivery).finally(() => {
+        const left = (this.inFlight.get(delivery.teamId) ?? 1) - 1;
+        if (left === 0) this.inFlight.delete(delivery.teamId);
+        else this.inFlight.set(delivery.teamId, left);
+        this.attempts.delete(attempt);
+        this.wake();
+      });
+      this.attempts.add(attempt);
+    }
+    // Due but nothing claimable (behind an earlier delivery of its call, or its team busy): poll.
+    return undefined;
+  }
+
+  private async attempt(delivery: ClaimedDelivery): Promise<void> {
+    const at = new Date();
+    const timestamp = Math.floor(at.getTime() / 1000);
+    const headers = {
+      'content-type': 'application/json',
+      'user-agent': 'call-ingestion-webhooks/1',
+      'webhook-id': delivery.eventId,
+      'webhook-timestamp': String(timestamp),
+      'webhook-signature': signWebhook(delivery.secrets, delivery.eventId, timestamp, delivery.body),
+    };
+    let outcome: AttemptOutcome;
+    try {
+      const answer = await this.send(delivery.url, headers, delivery.body, this.stopping.signal);
+      if (answer.statusCode >= 200 && answer.statusCode <= 299) outcome = { kind: 'delivered', statusCode: answer.statusCode };
+      else if (answer.statusCode === 410) outcome = { kind: 'gone', statusCode: 410, error: 'the receiver answered 410 Gone: webhook disabled' };
+      else outcome = this.retry(delivery, answer.statusCode, `the receiver answered ${answer.statusCode}`);
+    } catch (error) {
+      outcome = this.retry(delivery, null, (error as Error).message);
+    }
+    const log = this.log.child({ webhookId: delivery.webhookId, deliveryId: delivery.deliveryId, teamId: delivery.teamId });
+    // Abandoned by a stop: nothing is recorded, its lease lapses, another start attempts it again.
+    if (this.stopping.signal.aborted && outcome.kind !== 'delivered') return;
+    try {
+      await this.store.recordAttempt(delivery.deliveryId, outcome, new Date());
+      webhookAttempts.inc({ outcome: outcome.kind === 'retry' && outcome.nextAttemptAt === null ? 'failed' : outcome.kind });
+      if (outcome.kind === 'gone') {
+        await this.webhooks.handle(delivery.webhookId, { type: 'DisableWebhook', reason: 'the receiver answered 410 Gone', now: new Date().toISOString() });
+        log.warn('webhook disabled: its receiver answered 410 Gone');
+      } else if (outcome.kind === 'retry') {
+        log.info({ error: outcome.error, nextAttemptAt: outcome.nextAttemptAt?.toISOString() ?? null }, outcome.nextAttemptAt ? 'webhook delivery will be retried' : 'webhook delivery failed: retry schedule spent');
+      }
+    } catch (error) {
+      // The lease lapses and the delivery is attempted again: at least once.
+      log.warn({ err: error }, 'the outcome of a webhook attempt could not be recorded; it will be attempted again');
+    }
+  }
+
+  private retry(delivery: ClaimedDelivery, statusCode: number | null, error: string): AttemptOutcome {
+    const pause = this.schedule[delivery.attempts];
+    return { kind: 'retry', statusCode, error, nextAttemptAt: pause === undefined ? null : new Date(Date.now() + pause) };
+  }
+}

@@ -264,7 +264,7 @@ const main = async (argv: string[]): Promise<number> => {
       if (values.status) query.set('status', values.status);
       if (values.limit) query.set('limit', values.limit);
       if (values.cursor) query.set('cursor', values.cursor);
-      print(await call('GET', `${webhookPath(values)}/deliveries${query.size > 0 ? `?${query}` : ''}`));
+      print(await call('GET', `${webhookPath(values)}/deliveries${query.size > 0 ? `?${query.toString()}` : ''}`));
       return 0;
     }
     case 'webhook redeliver':

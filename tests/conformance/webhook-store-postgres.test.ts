@@ -5,7 +5,7 @@ import { webhookStoreConformance } from './webhook-store.ts';
 
 const postgres = await backend('postgres');
 
-webhookStoreConformance(
+void webhookStoreConformance(
   'postgres',
   {
     async fresh() {

@@ -3,7 +3,7 @@ import { openSqlite } from '../../shared/adapters/sqlite/sqlite-database.ts';
 import { tempDir } from '../support/temp-dir.ts';
 import { webhookStoreConformance } from './webhook-store.ts';
 
-webhookStoreConformance('sqlite', {
+void webhookStoreConformance('sqlite', {
   async fresh() {
     const dir = tempDir();
     const opened = openSqlite(dir.path);

@@ -6,12 +6,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { WebhookEvent } from '../../shared/domain/webhook/webhook-events.ts';
-import type { Json, RecordedEvent } from '../../shared/ports/event-store.ts';
+import type { RecordedEvent } from '../../shared/ports/event-store.ts';
 import { InvalidQueryError } from '../../shared/ports/read-models.ts';
 import type { WebhookNotification, WebhookStore } from '../../shared/ports/webhook-store.ts';
 
 export interface WebhookStoreFactory {
-  fresh(): Promise<{ store: WebhookStore; cleanup(): Promise<void> }>;
+  fresh(): Promise<{ store: WebhookStore; cleanup: () => Promise<void> }>;
 }
 
 const secret = (n: number) => `whsec_${Buffer.alloc(32, n).toString('base64')}`;
@@ -25,7 +25,7 @@ class Feed {
 
   webhook(webhookId: string, event: WebhookEvent): this {
     this.position++;
-    this.events.push({ id: `e${this.position}`, streamId: `webhook-${webhookId}`, revision: 0, position: this.position, type: event.type, data: event.data as unknown as Json, metadata: {}, recordedAt: new Date(AT) });
+    this.events.push({ id: `e${this.position}`, streamId: `webhook-${webhookId}`, revision: 0, position: this.position, type: event.type, data: event.data, metadata: {}, recordedAt: new Date(AT) });
     return this;
   }
 
@@ -151,12 +151,12 @@ export const webhookStoreConformance = (name: string, factory: WebhookStoreFacto
       assert.equal(page2.nextCursor, null);
       await assert.rejects(store.deliveries('r1', { limit: 1, cursor: 'bogus' }), InvalidQueryError);
 
-      await store.recordAttempt(page2.deliveries[0]!.deliveryId, { kind: 'gone', statusCode: 410, error: 'gone' }, now);
+      await store.recordAttempt(page2.deliveries[0].deliveryId, { kind: 'gone', statusCode: 410, error: 'gone' }, now);
       assert.equal((await store.deliveries('r1', { limit: 10, status: 'failed' })).deliveries.length, 1);
-      assert.equal(await store.redeliver('r1', page2.deliveries[0]!.deliveryId, now), true);
+      assert.equal(await store.redeliver('r1', page2.deliveries[0].deliveryId, now), true);
       const [again] = (await store.deliveries('r1', { limit: 10, status: 'pending' })).deliveries.filter((d) => d.type === 'call.completed');
       assert.deepEqual([again?.attempts, again?.nextAttemptAt], [0, now.toISOString()]);
-      assert.equal(await store.redeliver('g1', page2.deliveries[0]!.deliveryId, now), false, "another webhook's delivery");
+      assert.equal(await store.redeliver('g1', page2.deliveries[0].deliveryId, now), false, "another webhook's delivery");
 
       feed.webhook('r1', { type: 'WebhookDeleted', data: { at: AT } });
       await feed.applyTo(store);

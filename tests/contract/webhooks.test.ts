@@ -227,7 +227,7 @@ const webhooksContract = (name: string, openPipeline: (options: PipelineOptions)
       const delivered = await eventually(async () => {
         const [d] = (await deliveries(teamId, flaky.webhookId)).deliveries;
         assert.equal(d?.status, 'delivered');
-        return d!;
+        return d;
       });
       assert.equal(delivered.attempts, 2);
       assert.equal(delivered.lastStatusCode, 200);
@@ -236,7 +236,7 @@ const webhooksContract = (name: string, openPipeline: (options: PipelineOptions)
       const failed = await eventually(async () => {
         const [d] = (await deliveries(teamId, dead.webhookId)).deliveries;
         assert.equal(d?.status, 'failed');
-        return d!;
+        return d;
       });
       assert.equal(failed.attempts, 3);
       assert.equal(failed.lastStatusCode, 503);
@@ -292,8 +292,8 @@ const webhooksContract = (name: string, openPipeline: (options: PipelineOptions)
     });
   });
 
-webhooksContract('embedded (SQLite)', (options) => openEmbeddedPipeline({}, options));
-webhooksContract('Kafka + PostgreSQL', (options) => openServersPipeline({}, options), serversSkip);
+void webhooksContract('embedded (SQLite)', (options) => openEmbeddedPipeline({}, options));
+void webhooksContract('Kafka + PostgreSQL', (options) => openServersPipeline({}, options), serversSkip);
 
 describe('webhook URLs under the address policy (WEBHOOK_ALLOW_PRIVATE off)', () => {
   test('400 naming url for IP literals that are not public and for localhost; a public name is registered', async () => {
@@ -311,7 +311,7 @@ describe('webhook URLs under the address policy (WEBHOOK_ALLOW_PRIVATE off)', ()
         const problem = refused.json<{ code: string; errors: Array<{ field: string; message: string }> }>();
         assert.equal(problem.code, 'VALIDATION_FAILED');
         assert.equal(problem.errors[0]?.field, 'url');
-        assert.match(problem.errors[0]!.message, /WEBHOOK_ALLOW_PRIVATE/);
+        assert.match(problem.errors[0].message, /WEBHOOK_ALLOW_PRIVATE/);
       }
       assert.equal((await h.admin('POST', `/api/admin/teams/${teamId}/webhooks`, { url: 'https://hooks.example.com/calls', events: ['call.completed'] })).statusCode, 201);
     } finally {

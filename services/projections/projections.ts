@@ -50,6 +50,8 @@ export interface Projections {
 
 /** The category of call streams (`call-<callId>`): call history and deal records fold nothing else. */
 const CALL_CATEGORY = 'call';
+/** The webhook projection folds webhook streams (`webhook-<id>`) and notifies on call events. */
+const WEBHOOK_CATEGORIES = [CALL_CATEGORY, 'webhook'] as const;
 
 /**
  * Follows the call events of the feed from the writer's own stored checkpoint, applying each batch
@@ -65,6 +67,7 @@ const followFromCheckpoint = (
   name: SkippableProjection,
   store: EventStore,
   writer: ProjectionWriter,
+  categories: readonly string[],
   onApplied?: () => void,
 ): Subscription => {
   // Reading the checkpoint is async; the subscription API is not, so start after it and filter.
@@ -75,7 +78,7 @@ const followFromCheckpoint = (
     inner = store.subscribeToAll({
       batchSize: 1000,
       after: checkpoint,
-      categories: [CALL_CATEGORY],
+      categories,
       onPassed: async (reached) => {
         await writer.apply([], reached, { expectedCheckpoint: position });
         position = reached;
@@ -145,11 +148,11 @@ export const startProjections = (options: ProjectionsOptions): Projections => {
   // A stop is recorded in the store, so every process's GET /api/admin/projections reports it.
   const onHalted = (error: ProjectionEventError) => void recordStopped(eventStore, error).catch((e: unknown) => log.warn({ err: e }, 'the stop could not be recorded in the event store'));
   const running: [string, Supervised][] = [
-    ['call-history', supervised('call-history projection', () => followFromCheckpoint('call-history', eventStore, readModels.callHistory), log, { isSkipped: isSkipped('call-history'), onHalted })],
-    ['deals', supervised('deal projection', () => followFromCheckpoint('deals', eventStore, readModels.deals, () => publisher.wake()), log, { isSkipped: isSkipped('deals'), onHalted })],
+    ['call-history', supervised('call-history projection', () => followFromCheckpoint('call-history', eventStore, readModels.callHistory, [CALL_CATEGORY]), log, { isSkipped: isSkipped('call-history'), onHalted })],
+    ['deals', supervised('deal projection', () => followFromCheckpoint('deals', eventStore, readModels.deals, [CALL_CATEGORY], () => publisher.wake()), log, { isSkipped: isSkipped('deals'), onHalted })],
     [
       'webhooks',
-      supervised('webhook projection', () => followFromCheckpoint('webhooks', eventStore, webhookWriter(readModels.webhooks, eventStore, () => webhookDelivery.wake())), log, {
+      supervised('webhook projection', () => followFromCheckpoint('webhooks', eventStore, webhookWriter(readModels.webhooks, eventStore, () => webhookDelivery.wake()), WEBHOOK_CATEGORIES), log, {
         isSkipped: isSkipped('webhooks'),
         onHalted,
       }),

@@ -140,7 +140,7 @@ const webhooksContract = (name: string, openPipeline: (options: PipelineOptions)
       assert.equal(deal.json.data.eventId, deal.headers['webhook-id'], 'the deal write id, as on deals.outcome-updated.v1');
 
       // The receiver has both requests; the worker records each outcome once its answer is in.
-      await eventually(async () => {
+      const listing = await eventually(async () => {
         const listing = await deliveries(teamId, hook.webhookId);
         assert.equal(listing.deliveries.length, 2);
         for (const d of listing.deliveries) {
@@ -150,6 +150,7 @@ const webhooksContract = (name: string, openPipeline: (options: PipelineOptions)
           assert.equal(d.nextAttemptAt, null);
           assert.ok(typeof d.deliveredAt === 'string');
         }
+        return listing;
       }, { timeoutMs: 5_000, intervalMs: 20 });
       assert.deepEqual(listing.deliveries.map((d) => d.type), ['call.completed', 'deal.outcome.updated'], 'newest first');
       const paged = await deliveries(teamId, hook.webhookId, '?limit=1');

@@ -2,8 +2,8 @@
  * The team directory on a real embedded event store: it folds every team's events from the feed,
  * answers key lookups from memory, drops a revoked key once the event arrives, keeps a state only
  * when it is newer (the repository's cache rule), skips feed events it already folded or that
- * follow a gap, starts from
- * its snapshot and reads only what came after, and says when it is not ready.
+ * follow a gap, starts from its snapshot and reads only what came after, and says when it is not
+ * ready.
  */
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';

@@ -5,7 +5,7 @@
  * an event in its stream (KurrentDB's "stream revision"); a global position is a strictly
  * increasing number across all streams (KurrentDB's `$all` commit position).
  */
-import { BackendUnavailableError } from './unavailable.ts';
+import { unavailableError } from './unavailable.ts';
 
 /** JSON-serialisable value. */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -180,12 +180,7 @@ export class ExpectedVersionConflictError extends Error {
 }
 
 /** The store cannot be reached or refused the operation for a reason worth retrying. */
-export class EventStoreUnavailableError extends BackendUnavailableError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('EVENT_STORE_UNAVAILABLE', message, options);
-    this.name = 'EventStoreUnavailableError';
-  }
-}
+export class EventStoreUnavailableError extends unavailableError('EVENT_STORE_UNAVAILABLE') {}
 
 /** Whether `actual` (revision of the last event, -1 for no stream) satisfies `expected`. */
 export const expectedVersionHolds = (expected: ExpectedVersion, actual: number): boolean => {

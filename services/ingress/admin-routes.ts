@@ -10,6 +10,7 @@ import { ProblemError } from './errors.ts';
 import { rateLimitRefusals } from '../../shared/observability/metrics.ts';
 import type { TeamService } from './teams/team-service.ts';
 import { problemResponses } from './problem-responses.ts';
+import { bearerToken } from '../../shared/security/bearer-token.ts';
 
 export interface AdminDeps {
   teams: TeamService;
@@ -60,8 +61,7 @@ export const adminGuard = (adminToken: string, limiter: RateLimiter, alsoAccepte
   // Another accepted token (METRICS_TOKEN for the scrape) is compared the same way.
   const expected = [adminToken, ...alsoAccepted].map(digest);
   return async (request: Pick<FastifyRequest, 'headers' | 'ip'>, reply: FastifyReply) => {
-    const header = request.headers.authorization;
-    const bearer = /^Bearer\s+(\S+)\s*$/i.exec(typeof header === 'string' ? header : '')?.[1];
+    const bearer = bearerToken(request.headers.authorization);
     if (bearer && expected.map((token) => timingSafeEqual(digest(bearer), token)).includes(true)) return;
     void reply.header('connection', 'close');
     const failures = await limiter.hit(`admin-auth-failure:${request.ip}`, ADMIN_AUTH_FAILURE_RULE);

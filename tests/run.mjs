@@ -4,7 +4,9 @@
 // another Node (`node tests/run.mjs` with the machine's own), it runs itself again under
 // node_modules/.bin/node. Nothing can hang the run: a file that has not finished after
 // TEST_FILE_TIMEOUT_MS (default 15 min) is killed with everything it started and counts as failed,
-// its output so far printed; a run that executed no test fails.
+// its output so far printed; a run that executed no test fails. The closing line also counts what
+// was skipped: files whose tests all skipped (or that ran none) and skipped `describe` suites, with
+// their reasons.
 // Usage: node tests/run.mjs [path-substring ...]   (only files whose path contains one of them)
 // Env: TEST_CONCURRENCY (files at once, default 2), TEST_FILE_TIMEOUT_MS, TEST_STREAM=1 (print each
 // file's output as it comes instead of all at once when the file ends; clearest with one file).
@@ -52,6 +54,7 @@ const results = [];
 const running = new Map();
 const started = Date.now();
 const seconds = (ms) => `${(ms / 1000).toFixed(1)} s`;
+const count = (n, one) => `${n} ${one}${n === 1 ? '' : 's'}`;
 const stream = process.env.TEST_STREAM === '1';
 
 /** Runs one file in its own process group; resolves with its counts and how it ended. */
@@ -88,6 +91,23 @@ const runFile = (file) =>
     });
   });
 
+/**
+ * What a file's TAP output says was skipped: each `ok N - name # SKIP reason`, a suite when its
+ * YAML block says `type: 'suite'` (a skipped describe's own tests are not counted in `# tests`).
+ */
+const skipsIn = (output) => {
+  const lines = output.split('\n');
+  const skips = [];
+  lines.forEach((line, i) => {
+    const m = /^\s*ok \d+ - (.*?) # SKIP(?: (.*))?$/.exec(line);
+    if (!m) return;
+    let suite = false;
+    for (let j = i + 1; j < lines.length && !/^\s*\.\.\.$/.test(lines[j]); j++) if (/^\s*type: 'suite'$/.test(lines[j])) suite = true;
+    skips.push({ name: m[1].replace(/\\#/g, '#'), reason: m[2]?.trim() || 'no reason given', suite });
+  });
+  return skips;
+};
+
 const killGroup = (child, signal) => {
   try {
     process.kill(-child.pid, signal);
@@ -101,14 +121,18 @@ const report = (result) => {
   for (const [key, value] of Object.entries(result.counts)) totals[key] += value;
   // A file whose suites all skipped (a backend not configured) ran no test; that alone is no failure.
   const failed = result.timedOut || result.code !== 0;
+  const skips = skipsIn(result.output);
+  // Every test skipped, or none ran (its suites skipped): the file as a whole was skipped.
+  const skippedWhole = !failed && (result.counts.tests ?? 0) === (result.counts.skipped ?? 0);
+  const reasons = [...new Set(skips.map((s) => s.reason))].join('; ');
   const why = result.timedOut
     ? `killed: still running after ${seconds(fileTimeoutMs)} (TEST_FILE_TIMEOUT_MS)`
     : result.code !== 0
       ? `exit ${result.code ?? result.signal}`
-      : !result.counts.tests
-        ? 'no test ran: skipped'
-        : `${result.counts.pass ?? 0}/${result.counts.tests} passed`;
-  results.push({ ...result, failed, why });
+      : skippedWhole
+        ? `no test ran: skipped${reasons ? ` (${reasons})` : ''}`
+        : `${result.counts.pass ?? 0}/${result.counts.tests} passed${skips.length ? `, skipped: ${reasons}` : ''}`;
+  results.push({ ...result, failed, why, skips, skippedWhole });
   console.log(`# ${failed ? 'FAILED' : 'done'}: ${result.file} in ${seconds(result.ms)} (${why})`);
 };
 
@@ -127,8 +151,26 @@ await Promise.all(Array.from({ length: Math.min(concurrency, files.length) }, wo
 
 const failed = results.filter((r) => r.failed);
 const slowest = [...results].sort((a, b) => b.ms - a.ms).slice(0, 8);
-console.log(`\n# ${files.length} files, ${totals.tests} tests: ${totals.pass} passed, ${totals.fail} failed, ${totals.cancelled} cancelled, ${totals.skipped} skipped, in ${seconds(Date.now() - started)}`);
+const skippedFiles = results.filter((r) => r.skippedWhole);
+const skippedSuites = results.flatMap((r) => r.skips.filter((s) => s.suite).map((s) => ({ ...s, file: r.file })));
+const byReason = new Map();
+for (const r of results) for (const s of r.skips) if (s.suite || r.skippedWhole) byReason.set(s.reason, (byReason.get(s.reason) ?? 0) + 1);
+const skipSummary =
+  skippedFiles.length + skippedSuites.length === 0
+    ? ''
+    : `; skipped: ${count(skippedFiles.length, 'whole file')}, ${count(skippedSuites.length, 'suite')} (${[...byReason].map(([reason, n]) => `${n} × ${reason}`).join('; ')})`;
+// Details first, so the closing line stays the last.
+if (skippedFiles.length + skippedSuites.length > 0) {
+  console.log('\n# skipped:');
+  for (const r of results) {
+    const suites = r.skips.filter((s) => s.suite || r.skippedWhole);
+    if (!r.skippedWhole && suites.length === 0) continue;
+    const what = suites.map((s) => `${s.suite ? 'suite' : 'test'} "${s.name}": ${s.reason}`).join('; ');
+    console.log(`#   ${r.file}${r.skippedWhole ? ' (whole file)' : ''}: ${what || 'no test in it ran'}`);
+  }
+}
 console.log(`# slowest files: ${slowest.map((r) => `${r.file} ${seconds(r.ms)}`).join(', ')}`);
+console.log(`\n# ${files.length} files, ${totals.tests} tests: ${totals.pass} passed, ${totals.fail} failed, ${totals.cancelled} cancelled, ${totals.skipped} skipped, in ${seconds(Date.now() - started)}${skipSummary}`);
 if (totals.tests === 0) {
   console.error('test run executed no test: failing');
   process.exit(1);

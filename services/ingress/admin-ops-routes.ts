@@ -5,7 +5,6 @@
 import type { adminGuard } from './admin-routes.ts';
 import { Type } from '@sinclair/typebox';
 import { Readable } from 'node:stream';
-import { ProblemSchema } from '../../shared/domain/submission/submission-schema.ts';
 import { type EventLog, UnknownTopicError } from '../../shared/ports/event-log.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import type { ReadModels } from '../../shared/ports/read-models.ts';
@@ -13,6 +12,7 @@ import { isReplayable, REPLAYABLE, replayProjection } from '../projections/repla
 import { isSkippable, SKIPPABLE, SKIPPED_EVENTS_STREAM, skipEvent } from '../projections/skipped-events.ts';
 import { ProblemError } from './errors.ts';
 import type { TypedApp } from './typed-app.ts';
+import { problemResponses } from './problem-responses.ts';
 
 export interface AdminOpsDeps {
   eventLog: EventLog;
@@ -31,7 +31,7 @@ const parseValue = (value: string): unknown => {
 
 export const registerAdminOpsRoutes = (app: TypedApp, deps: AdminOpsDeps): void => {
   const security = [{ adminToken: [] }];
-  const problems = Object.fromEntries([400, 401, 404].map((s) => [s, ProblemSchema]));
+  const problems = problemResponses(400, 401, 404);
 
   app.get(
     '/api/admin/topics/:topic/messages',

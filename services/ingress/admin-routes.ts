@@ -6,10 +6,11 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { RateLimiter, RateLimitRule } from '../../shared/ports/rate-limiter.ts';
 import type { TypedApp } from './typed-app.ts';
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { ProblemSchema } from '../../shared/domain/submission/submission-schema.ts';
 import { ProblemError } from './errors.ts';
 import { rateLimitRefusals } from '../../shared/observability/metrics.ts';
 import type { TeamService } from './teams/team-service.ts';
+import { problemResponses } from './problem-responses.ts';
+import { bearerToken } from '../../shared/security/bearer-token.ts';
 
 export interface AdminDeps {
   teams: TeamService;
@@ -24,7 +25,6 @@ const Email = Type.String({ format: 'email', minLength: 3, maxLength: 320 });
 const Name = Type.String({ minLength: 1, maxLength: 200 });
 const Hours = Type.Number({ minimum: 0, maximum: 1_000_000 });
 const TeamParams = Type.Object({ teamId: Type.String({ minLength: 1, maxLength: 100 }) });
-const problems = (...statuses: number[]) => Object.fromEntries(statuses.map((s) => [s, ProblemSchema]));
 const CapacityView = Type.Object({
   remainingMinutes: Type.Number({ description: 'Live call minutes left; below zero by at most one call.' }),
   autoRecharge: Type.Object({ enabled: Type.Boolean(), blockMinutes: Type.Number() }),
@@ -61,8 +61,7 @@ export const adminGuard = (adminToken: string, limiter: RateLimiter, alsoAccepte
   // Another accepted token (METRICS_TOKEN for the scrape) is compared the same way.
   const expected = [adminToken, ...alsoAccepted].map(digest);
   return async (request: Pick<FastifyRequest, 'headers' | 'ip'>, reply: FastifyReply) => {
-    const header = request.headers.authorization;
-    const bearer = /^Bearer\s+(\S+)\s*$/i.exec(typeof header === 'string' ? header : '')?.[1];
+    const bearer = bearerToken(request.headers.authorization);
     if (bearer && expected.map((token) => timingSafeEqual(digest(bearer), token)).includes(true)) return;
     void reply.header('connection', 'close');
     const failures = await limiter.hit(`admin-auth-failure:${request.ip}`, ADMIN_AUTH_FAILURE_RULE);
@@ -92,7 +91,7 @@ export const registerAdminRoutes = (app: TypedApp, { teams, adminToken, limiter 
         security,
         summary: 'Create a team',
         body: Type.Object({ name: Name, ownerEmail: Email, ownerName: Type.Optional(Name), capacityHours: Type.Optional(Hours) }, { additionalProperties: false }),
-        response: { 201: Type.Object({ teamId: Type.String() }), ...problems(400, 401) },
+        response: { 201: Type.Object({ teamId: Type.String() }), ...problemResponses(400, 401) },
       },
     },
     async (request, reply) => reply.code(201).send({ teamId: await teams.createTeam(request.body) }),
@@ -100,7 +99,7 @@ export const registerAdminRoutes = (app: TypedApp, { teams, adminToken, limiter 
 
   app.get(
     '/api/admin/teams/:teamId',
-    { ...common, schema: { tags, security, summary: 'Read a team: members, keys (never the secret), capacity', params: TeamParams, response: { 200: TeamView, ...problems(401, 404) } } },
+    { ...common, schema: { tags, security, summary: 'Read a team: members, keys (never the secret), capacity', params: TeamParams, response: { 200: TeamView, ...problemResponses(401, 404) } } },
     async (request) => {
       const team = await teams.load(request.params.teamId);
       if (!team) throw notFound(request.params.teamId);
@@ -132,7 +131,7 @@ export const registerAdminRoutes = (app: TypedApp, { teams, adminToken, limiter 
         summary: 'Add a member (matched by repEmail, case-insensitively)',
         params: TeamParams,
         body: Type.Object({ email: Email, name: Name }, { additionalProperties: false }),
-        response: { 201: Type.Object({ memberId: Type.String() }), ...problems(400, 401, 404, 409) },
+        response: { 201: Type.Object({ memberId: Type.String() }), ...problemResponses(400, 401, 404, 409) },
       },
     },
     async (request, reply) => reply.code(201).send({ memberId: await teams.addMember(request.params.teamId, request.body) }),
@@ -148,7 +147,7 @@ export const registerAdminRoutes = (app: TypedApp, { teams, adminToken, limiter 
         summary: 'Issue an API key; the key is shown once, only its keyed hash is stored',
         params: TeamParams,
         body: Type.Optional(Type.Object({ label: Type.Optional(Type.String({ maxLength: 100 })) }, { additionalProperties: false })),
-        response: { 201: Type.Object({ keyId: Type.String(), key: Type.String() }), ...problems(400, 401, 404) },
+        response: { 201: Type.Object({ keyId: Type.String(), key: Type.String() }), ...problemResponses(400, 401, 404) },
       },
     },
     async (request, reply) => reply.code(201).send(await teams.issueKey(request.params.teamId, request.body?.label)),
@@ -158,7 +157,7 @@ export const registerAdminRoutes = (app: TypedApp, { teams, adminToken, limiter 
     '/api/admin/teams/:teamId/keys/:keyId',
     {
       ...common,
-      schema: { tags, security, summary: 'Revoke an API key', params: Type.Object({ teamId: Type.String(), keyId: Type.String() }), response: { 204: Type.Null(), ...problems(401, 404, 409) } },
+      schema: { tags, security, summary: 'Revoke an API key', params: Type.Object({ teamId: Type.String(), keyId: Type.String() }), response: { 204: Type.Null(), ...problemResponses(401, 404, 409) } },
     },
     async (request, reply) => {
       await teams.revokeKey(request.params.teamId, request.params.keyId);
@@ -182,7 +181,7 @@ export const registerAdminRoutes = (app: TypedApp, { teams, adminToken, limiter 
           },
           { additionalProperties: false },
         ),
-        response: { 200: CapacityView, ...problems(400, 401, 404) },
+        response: { 200: CapacityView, ...problemResponses(400, 401, 404) },
       },
     },
     async (request) => {

@@ -8,6 +8,7 @@ import { ProblemError } from './errors.ts';
 import { rateLimitRefusals } from '../../shared/observability/metrics.ts';
 import type { KeyOwner } from './teams/team-directory.ts';
 import type { TeamService } from './teams/team-service.ts';
+import { bearerToken } from '../../shared/security/bearer-token.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -24,8 +25,7 @@ export const apiKeyFromHeaders = (headers: FastifyRequest['headers']): string | 
   const header = headers['x-api-key'];
   const fromHeader = (Array.isArray(header) ? header[0] : header)?.trim();
   if (fromHeader) return fromHeader;
-  const bearer = /^Bearer\s+(\S+)\s*$/i.exec(headers.authorization ?? '');
-  return bearer?.[1];
+  return bearerToken(headers.authorization);
 };
 
 const seconds = (ms: number) => String(Math.max(1, Math.ceil(ms / 1000)));

@@ -5,7 +5,6 @@
 import { Type } from '@sinclair/typebox';
 import { callDetailView, callListItemView } from '../../shared/domain/call/call-view.ts';
 import { isStorable } from '../../shared/domain/submission/storable-text.ts';
-import { ProblemSchema } from '../../shared/domain/submission/submission-schema.ts';
 import type { RateLimiter } from '../../shared/ports/rate-limiter.ts';
 import { CALL_HISTORY_LIMITS, type CallHistoryStore, InvalidQueryError } from '../../shared/ports/read-models.ts';
 import { apiKeyAccess } from './api-key-access.ts';
@@ -14,6 +13,7 @@ import { callStreamId } from '../../shared/domain/call/call-submitted.ts';
 import { ProblemError } from './errors.ts';
 import type { TeamService } from './teams/team-service.ts';
 import type { TypedApp } from './typed-app.ts';
+import { problemResponses } from './problem-responses.ts';
 
 /** The read API has its own limit per key, 600 per minute (docs/decisions/0001-answer-order-and-limits.md). */
 export const READ_RATE_LIMIT = { limit: 600, windowMs: 60_000 };
@@ -72,7 +72,7 @@ const detail = callDetailView;
 export const registerCallsRoutes = (app: TypedApp, deps: CallsDeps): void => {
   const onRequest = apiKeyAccess({ teams: deps.teams, limiter: deps.limiter, rule: READ_RATE_LIMIT, scope: 'read' });
   const security: { [label: string]: string[] }[] = [{ apiKeyHeader: [] }, { bearer: [] }];
-  const problems = Object.fromEntries([400, 401, 404, 429, 503].map((s) => [s, ProblemSchema]));
+  const problems = problemResponses(400, 401, 404, 429, 503);
 
   app.get(
     '/api/calls',

@@ -16,7 +16,7 @@ import { CALL_SUBMITTED_TYPE, type CallSubmittedData } from '../../shared/domain
 import { isDomainError } from '../../shared/domain/decider.ts';
 import { idempotencyDecider } from '../../shared/domain/idempotency/idempotency-decider.ts';
 import { type NormaliseResult, normaliseSubmission } from '../../shared/domain/submission/normalise-submission.ts';
-import { ProblemSchema, type SubmissionAccepted, SubmissionAcceptedSchema, SubmissionBodySchema } from '../../shared/domain/submission/submission-schema.ts';
+import { type SubmissionAccepted, SubmissionAcceptedSchema, SubmissionBodySchema } from '../../shared/domain/submission/submission-schema.ts';
 import { estimateCallMinutes } from '../../shared/domain/team/capacity.ts';
 import { matchMember } from '../../shared/domain/team/match-member.ts';
 import { type EventLog, EventLogUnavailableError } from '../../shared/ports/event-log.ts';
@@ -33,6 +33,7 @@ import { ProblemError } from './errors.ts';
 import type { KeyOwner } from './teams/team-directory.ts';
 import type { TeamService } from './teams/team-service.ts';
 import type { TypedApp } from './typed-app.ts';
+import { problemResponses } from './problem-responses.ts';
 
 export const INGEST_PATH = '/api/integrations/push-api/ingest';
 /** Spec Limits: 30 requests per minute per API key. */
@@ -50,7 +51,6 @@ export interface IngestDeps {
   now?: () => Date;
 }
 
-const problems = (...statuses: number[]) => Object.fromEntries(statuses.map((s) => [s, ProblemSchema]));
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
@@ -156,7 +156,7 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
         security: [{ apiKeyHeader: [] }, { bearer: [] }],
         body: SubmissionBodySchema,
         headers: Type.Object({ 'idempotency-key': Type.Optional(Type.String({ description: 'Optional. The same key with the same body within 24 h replays the first 201 (with Idempotent-Replayed: true) instead of creating another call; with another body: 422.' })) }),
-        response: { 201: SubmissionAcceptedSchema, ...problems(400, 401, 402, 409, 413, 415, 422, 429, 503) },
+        response: { 201: SubmissionAcceptedSchema, ...problemResponses(400, 401, 402, 409, 413, 415, 422, 429, 503) },
       },
     },
     // The request's span: a child of the caller's traceparent when it sends one.

@@ -3,7 +3,6 @@
  * to their source topic, and retrying a failed call.
  */
 import { Type } from '@sinclair/typebox';
-import { ProblemSchema } from '../../shared/domain/submission/submission-schema.ts';
 import { RETRIABLE_FAILURE_CODES } from '../../shared/domain/call/retriable-failures.ts';
 import { CallRetriedSchema } from '../../shared/domain/call/event-schemas.ts';
 import type { EventLog } from '../../shared/ports/event-log.ts';
@@ -18,6 +17,7 @@ import { REDRIVEN_FROM_HEADER, redriveDeadLetters } from './dead-letter-redrive.
 import { ProblemError } from './errors.ts';
 import type { TeamService } from './teams/team-service.ts';
 import type { TypedApp } from './typed-app.ts';
+import { problemResponses } from './problem-responses.ts';
 
 export interface OperatorDeps {
   eventLog: EventLog;
@@ -32,7 +32,6 @@ export interface OperatorDeps {
 }
 
 const security = [{ adminToken: [] }];
-const problems = (...statuses: number[]) => Object.fromEntries(statuses.map((s) => [s, ProblemSchema]));
 const Position = Type.String({ pattern: '^[0-9]+$', description: 'A global position of the event store (64-bit: a decimal string).' });
 
 const ProjectionStatusSchema = Type.Object({
@@ -63,7 +62,7 @@ export const registerOperatorRoutes = (app: TypedApp, deps: OperatorDeps): void 
         summary: 'Each projection: checkpoint, head of the event store, lag, version and state',
         description: `Checkpoints, the head and stops (stream ${PROJECTION_STATUS_STREAM}) are read from the store, so any process answers the same; the running state is known only where the projection runs.`,
         security,
-        response: { 200: Type.Object({ head: Position, projections: Type.Array(ProjectionStatusSchema) }), ...problems(401, 503) },
+        response: { 200: Type.Object({ head: Position, projections: Type.Array(ProjectionStatusSchema) }), ...problemResponses(401, 503) },
       },
     },
     async () => {
@@ -109,7 +108,7 @@ export const registerOperatorRoutes = (app: TypedApp, deps: OperatorDeps): void 
             nextOffsets: Type.Record(Type.String(), Type.String(), { description: 'Per partition read: the offset after the last dead letter read.' }),
             nextOffset: Type.Union([Type.String(), Type.Null()], { description: 'The same for the partition asked for; null without one.' }),
           }),
-          ...problems(400, 401, 503),
+          ...problemResponses(400, 401, 503),
         },
       },
     },
@@ -141,7 +140,7 @@ export const registerOperatorRoutes = (app: TypedApp, deps: OperatorDeps): void 
         params: Type.Object({ callId: Type.String({ minLength: 1, maxLength: 200 }) }),
         response: {
           202: Type.Composite([Type.Object({ callId: Type.String(), teamId: Type.String(), status: Type.Literal('pending') }), CallRetriedSchema], { additionalProperties: false }),
-          ...problems(401, 402, 404, 409, 503),
+          ...problemResponses(401, 402, 404, 409, 503),
         },
       },
     },

@@ -40,13 +40,15 @@ export const retrying = async <T>(
   onRetry?: (error: unknown, attempt: number, delayMs: number) => void,
   /** How the backoff waits; an actor gives its processing slot back meanwhile (see actors.ts). */
   pause: (ms: number, signal: AbortSignal) => Promise<void> = sleep,
+  /** The jitter's random source, in [0, 1); injectable so a test knows every delay. */
+  random: () => number = Math.random,
 ): Promise<T> => {
   for (let attempt = 1; ; attempt++) {
     try {
       return await work();
     } catch (error) {
       if (signal.aborted || !isRetriable(error) || attempt >= policy.maxAttempts) throw error;
-      const delayMs = backoffDelay(policy, attempt);
+      const delayMs = backoffDelay(policy, attempt, random);
       onRetry?.(error, attempt, delayMs);
       await pause(delayMs, signal);
     }

@@ -98,7 +98,8 @@ interface Pending<Command, State, Event> {
   reject: (error: unknown) => void;
 }
 
-type Outcome<State, Event> = { produced: Event[]; state: State } | { error: unknown };
+/** What deciding one command of a batch gave: its events and the state after them, or its refusal. */
+type Decision<State, Event> = { produced: Event[]; state: State } | { error: unknown };
 
 /** Most commands decided together and appended in one go. */
 const MAX_BATCH = 500;
@@ -174,7 +175,7 @@ export class AggregateRepository<Command, State, Event extends DomainEvent> {
       const cached = attempt === 1 && this.options.decideOnCachedState ? this.options.cache?.get(id) : undefined;
       const current = cached ?? (await this.load(id));
       let state = current.state;
-      const outcomes: Outcome<State, Event>[] = batch.map((p) => {
+      const outcomes: Decision<State, Event>[] = batch.map((p) => {
         try {
           const produced = this.decider.decide(p.command, state);
           state = produced.reduce(this.decider.evolve, state);

@@ -11,12 +11,13 @@ import type { Logger } from 'pino';
 import type { Backends } from './backends.ts';
 import type { Health } from './health.ts';
 import { readiness } from './readiness.ts';
+import { bearerToken } from '../../shared/security/bearer-token.ts';
 
 /** Tokens accepted by /metrics, compared in constant time. */
 const tokenCheck = (tokens: readonly string[]) => {
   const digests = tokens.map((token) => createHash('sha256').update(token).digest());
   return (authorization: string | undefined): boolean => {
-    const bearer = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '')?.[1];
+    const bearer = bearerToken(authorization);
     if (!bearer) return false;
     const given = createHash('sha256').update(bearer).digest();
     return digests.map((digest) => timingSafeEqual(digest, given)).includes(true);

@@ -3,7 +3,7 @@
  * headers, the partition chosen from the key (same key → same partition → order kept), and
  * consumer groups that commit offsets.
  */
-import { BackendUnavailableError } from './unavailable.ts';
+import { unavailableError } from './unavailable.ts';
 
 export interface TopicSpec {
   name: string;
@@ -144,12 +144,7 @@ export interface EventLog {
  * The log cannot take or give records right now; worth retrying later. `outcomeUnknown` marks a
  * publish that may have been written all the same (it timed out after the records were sent).
  */
-export class EventLogUnavailableError extends BackendUnavailableError {
-  constructor(message: string, options?: { cause?: unknown; outcomeUnknown?: boolean }) {
-    super('EVENT_LOG_UNAVAILABLE', message, options);
-    this.name = 'EventLogUnavailableError';
-  }
-}
+export class EventLogUnavailableError extends unavailableError('EVENT_LOG_UNAVAILABLE') {}
 
 /** A topic that does not exist was named. */
 export class UnknownTopicError extends Error {

@@ -9,7 +9,7 @@
  * with `categories`, which every adapter serves from an index (a column on SQLite and PostgreSQL, a
  * server-side stream-prefix filter on KurrentDB), so a subscriber never reads what it ignores.
  */
-import { BackendUnavailableError } from './unavailable.ts';
+import { unavailableError } from './unavailable.ts';
 
 /** JSON-serialisable value. */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -208,12 +208,7 @@ export class ExpectedVersionConflictError extends Error {
 }
 
 /** The store cannot be reached or refused the operation for a reason worth retrying. */
-export class EventStoreUnavailableError extends BackendUnavailableError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('EVENT_STORE_UNAVAILABLE', message, options);
-    this.name = 'EventStoreUnavailableError';
-  }
-}
+export class EventStoreUnavailableError extends unavailableError('EVENT_STORE_UNAVAILABLE') {}
 
 /**
  * The category of a stream: the part of its id before the first '-' (`call-0b6f…` → `call`), as

@@ -10,6 +10,7 @@
  * Use one rule per key: callers that need several limits (ingest, read API, failed auth) use
  * distinct keys such as `ingest:${keyId}` and `read:${keyId}`.
  */
+import { unavailableError } from './unavailable.ts';
 
 /** How many hits a key may make per window. */
 export interface RateLimitRule {
@@ -59,14 +60,7 @@ export interface RateLimiter {
 }
 
 /** The limiter's backend cannot be reached or did not answer in time; worth retrying or falling back. */
-export class RateLimiterUnavailableError extends Error {
-  readonly code = 'RATE_LIMITER_UNAVAILABLE';
-  readonly retriable = true;
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'RateLimiterUnavailableError';
-  }
-}
+export class RateLimiterUnavailableError extends unavailableError('RATE_LIMITER_UNAVAILABLE') {}
 
 /** Throws a RangeError unless `rule` holds two positive integers and `now`, when given, is finite. Every adapter calls it first. */
 export const assertValidHit = (rule: RateLimitRule, now: number | undefined): void => {

@@ -17,7 +17,7 @@
 import type { CallHistoryRow, CallHistoryStatus } from '../domain/call/call-history.ts';
 import type { DealRecord } from '../domain/call/deal-record.ts';
 import type { RecordedEvent } from './event-store.ts';
-import { BackendUnavailableError } from './unavailable.ts';
+import { unavailableError } from './unavailable.ts';
 import type { WebhookStore } from './webhook-store.ts';
 
 export interface ApplyOptions {
@@ -186,9 +186,4 @@ export class InvalidQueryError extends Error {
  * The read-model storage cannot be reached or refused the operation for a reason worth retrying
  * (connection lost, server shutting down, too many connections). The read API answers 503.
  */
-export class ReadModelUnavailableError extends BackendUnavailableError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('READ_MODEL_UNAVAILABLE', message, options);
-    this.name = 'ReadModelUnavailableError';
-  }
-}
+export class ReadModelUnavailableError extends unavailableError('READ_MODEL_UNAVAILABLE') {}

@@ -20,9 +20,21 @@ export class BackendUnavailableError extends Error {
   ) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.outcomeUnknown = options?.outcomeUnknown ?? false;
-    this.name = 'BackendUnavailableError';
+    // The subclass's own name (`EventStoreUnavailableError`, …), as logs print it.
+    this.name = new.target.name;
   }
 }
+
+/**
+ * The base of one backend's unavailability error, its `code` fixed:
+ * `export class EventStoreUnavailableError extends unavailableError('EVENT_STORE_UNAVAILABLE') {}`.
+ */
+export const unavailableError = (code: string) =>
+  class extends BackendUnavailableError {
+    constructor(message: string, options?: { cause?: unknown; outcomeUnknown?: boolean }) {
+      super(code, message, options);
+    }
+  };
 
 /** Whether `error` is a backend's transient unavailability (of any backend). */
 export const isBackendUnavailable = (error: unknown): error is BackendUnavailableError => error instanceof BackendUnavailableError;

@@ -303,8 +303,9 @@ export const eventStoreConformance = (name: string, factory: EventStoreFactory, 
       await held;
       // …while a later append is issued (on another connection where the adapter allows one).
       const second = other.store.append(late, [event('LATE', 2)]);
-      // Give the subscription time to poll (and wake it with the later append where that committed).
-      await new Promise((r) => setTimeout(r, 300));
+      // Let the subscription poll the feed three times while the first append is held: each
+      // caughtUp() wakes it and resolves after a read that started after the call.
+      for (let polls = 0; polls < 3; polls++) await sub.caughtUp();
       const whileHeld = [...seen];
       const feedWhileHeld = [...(await slow.store.readAll({ maxCount: 10_000 })), ...(await other.store.readAll({ maxCount: 10_000 }))];
       assert.equal(feedWhileHeld.filter((e) => e.streamId === early).length, 0, 'readAll returned an uncommitted event');

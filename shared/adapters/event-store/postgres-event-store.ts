@@ -9,13 +9,13 @@ import {
   EventStoreUnavailableError,
   expectedVersionHolds,
   type Json,
-  type RecordedEvent,
 } from '../../ports/event-store.ts';
 import { GroupCommit, type Outcome } from '../group-commit.ts';
 import { timeAppend } from '../../observability/metrics.ts';
 import { translatePgError } from '../postgres/pg-errors.ts';
 import { createPostgresListener } from '../postgres/postgres-listener.ts';
 import { createPostgresClient, createPostgresPool, inTransaction, type PostgresOptions } from '../postgres/postgres-pool.ts';
+import { type EventRow as SqlEventRow, eventRowMapper } from './event-row.ts';
 import { type AppendRequest, type SqlEventStoreOptions, subscriptionsOver } from './polling-subscription.ts';
 
 /** The logger methods the store uses (a pino logger fits). */
@@ -33,16 +33,7 @@ export interface PostgresEventStoreOptions extends PostgresOptions, SqlEventStor
   log?: EventStoreLog;
 }
 
-interface EventRow {
-  position: string;
-  stream_id: string;
-  revision: number;
-  id: string;
-  type: string;
-  data: Json;
-  metadata: Record<string, Json>;
-  recorded_at: Date;
-}
+type EventRow = SqlEventRow<Json, Date>;
 
 const SCHEMA = `
   CREATE TABLE IF NOT EXISTS events (
@@ -91,16 +82,7 @@ const migrate = (pool: pg.Pool): Promise<void> =>
 
 const CHANNEL = 'events_appended';
 
-const toRecorded = (row: EventRow): RecordedEvent => ({
-  id: row.id,
-  streamId: row.stream_id,
-  revision: row.revision,
-  position: BigInt(row.position),
-  type: row.type,
-  data: row.data,
-  metadata: row.metadata,
-  recordedAt: row.recorded_at,
-});
+const toRecorded = eventRowMapper((doc: Json) => doc, (at: Date) => at);
 
 const translate = (error: unknown): unknown =>
   translatePgError(error, (message, cause) => new EventStoreUnavailableError(`PostgreSQL event store unavailable: ${message}`, { cause }));

@@ -15,22 +15,13 @@ import { GroupCommit, type Outcome } from '../group-commit.ts';
 import { timeAppend } from '../../observability/metrics.ts';
 import { serialised, type SqliteDb } from '../sqlite/sqlite-database.ts';
 import { translateSqliteError } from '../sqlite/sqlite-errors.ts';
+import { type EventRow as SqlEventRow, eventRowMapper } from './event-row.ts';
 import { type AppendRequest, type SqlEventStoreOptions, subscriptionsOver } from './polling-subscription.ts';
 
 /** Local appends wake subscriptions at once. */
 export type SqliteEventStoreOptions = SqlEventStoreOptions;
 
-interface EventRow {
-  position: number;
-  stream_id: string;
-  revision: number;
-  id: string;
-  type: string;
-  data: string;
-  metadata: string;
-  recorded_at: number;
-  category?: string | null;
-}
+type EventRow = SqlEventRow<string, number>;
 
 const SCHEMA = `
   CREATE TABLE IF NOT EXISTS events (
@@ -70,16 +61,7 @@ const ensureCategoryIndex = (db: SqliteDb): void => {
   db.exec('CREATE INDEX IF NOT EXISTS events_category_position ON events (category, position)');
 };
 
-const toRecorded = (row: EventRow): RecordedEvent => ({
-  id: row.id,
-  streamId: row.stream_id,
-  revision: row.revision,
-  position: BigInt(row.position),
-  type: row.type,
-  data: JSON.parse(row.data) as Json,
-  metadata: JSON.parse(row.metadata) as Record<string, Json>,
-  recordedAt: new Date(row.recorded_at),
-});
+const toRecorded = eventRowMapper((text: string) => JSON.parse(text) as Json, (ms: number) => new Date(ms));
 
 /** Frozen all the way down: a feed event is shared by every subscriber, none may change it. */
 const deepFreeze = <T>(value: T): T => {

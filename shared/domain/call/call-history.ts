@@ -33,6 +33,7 @@ import type { CallAnalysed, CallCompleted, CallFailed, CallRetried, DealRecorded
 import type { CallSubmittedData } from './call-submitted.ts';
 import type { CallStage } from './call-state.ts';
 import { displayedTitle } from './title.ts';
+import { nonBlank } from '../non-blank.ts';
 
 export type CallHistoryStatus = 'pending' | 'completed' | 'failed';
 
@@ -103,8 +104,6 @@ export const PENDING_STATUS_REASONS: Readonly<Record<CallStage, string>> = {
 
 export const COMPLETED_STATUS_REASON = 'completed';
 
-const nonBlank = (text: string | undefined): string | null => (text !== undefined && text.trim() !== '' ? text : null);
-
 const titleOf = (submission: HistorySubmission, createdAt: string, aiTitle: string | undefined): string =>
   displayedTitle({
     aiTitleEnabled: submission.aiTitleEnabled,
@@ -132,8 +131,8 @@ const submittedRow = (data: CallSubmittedData, position: bigint): CallHistoryRow
     callId: data.callId,
     teamId: data.teamId,
     title: titleOf(submission, data.submittedAt, undefined),
-    repName: nonBlank(submission.repName),
-    repEmail: nonBlank(submission.repEmail),
+    repName: nonBlank(submission.repName) ?? null,
+    repEmail: nonBlank(submission.repEmail) ?? null,
     status: 'pending',
     stage: 'queued',
     statusReason: PENDING_STATUS_REASONS.queued,

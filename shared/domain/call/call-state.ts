@@ -10,7 +10,8 @@ import { type RecordedTranscript, withSegments } from './transcript-recorded.ts'
 
 export type CallStage = 'queued' | 'fetching_audio' | 'transcribing' | 'analysing' | 'recording_deal' | 'completing';
 
-interface CallFacts {
+/** What every call that exists holds: its submission and what has happened to it so far. */
+interface CallProgress {
   callId: string;
   submitted: CallSubmittedData;
   mode?: ProcessingMode;
@@ -26,19 +27,19 @@ interface CallFacts {
   dealRecorded?: Deal;
 }
 
-export type PendingCall = CallFacts & { status: 'pending'; stage: CallStage };
-export type CompletedCall = CallFacts & { status: 'completed'; completedAt: string; durationSeconds: number | null };
-export type FailedCall = CallFacts & { status: 'failed'; failedAt: string; code: string; reason: string };
+export type PendingCall = CallProgress & { status: 'pending'; stage: CallStage };
+export type CompletedCall = CallProgress & { status: 'completed'; completedAt: string; durationSeconds: number | null };
+export type FailedCall = CallProgress & { status: 'failed'; failedAt: string; code: string; reason: string };
 
 export type CallState = { status: 'absent' } | PendingCall | CompletedCall | FailedCall;
 
 export const initialCallState: CallState = { status: 'absent' };
 
 /** The deal data the submission carries, when it has any. */
-export const submittedDeal = (state: CallFacts): Deal | undefined => state.submitted.submission.deal;
+export const submittedDeal = (state: CallProgress): Deal | undefined => state.submitted.submission.deal;
 
 /** Where a pending call is, derived from what has happened so far. */
-export const stageOf = (call: CallFacts): CallStage => {
+export const stageOf = (call: CallProgress): CallStage => {
   if (!call.mode) return 'queued';
   if (!call.transcript) return call.mode === 'audio' && !call.audio ? 'fetching_audio' : 'transcribing';
   if (!call.analysis) return 'analysing';
@@ -46,9 +47,9 @@ export const stageOf = (call: CallFacts): CallStage => {
   return 'completing';
 };
 
-const pending = (facts: CallFacts): PendingCall => ({ ...facts, status: 'pending', stage: stageOf(facts) });
+const pending = (facts: CallProgress): PendingCall => ({ ...facts, status: 'pending', stage: stageOf(facts) });
 
-const facts = (state: PendingCall | CompletedCall | FailedCall): CallFacts => {
+const facts = (state: PendingCall | CompletedCall | FailedCall): CallProgress => {
   const { callId, submitted, mode, deadline, retriedAt, audio, transcript, analysis, dealRecorded } = state;
   return { callId, submitted, mode, deadline, retriedAt, audio, transcript, analysis, dealRecorded };
 };

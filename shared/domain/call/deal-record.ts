@@ -13,6 +13,7 @@ import type { RecordedEvent } from '../../ports/event-store.ts';
 import type { Submission } from '../submission/submission.ts';
 import type { DealRecorded } from './call-events.ts';
 import type { CallSubmittedData } from './call-submitted.ts';
+import { nonBlank } from '../non-blank.ts';
 
 export interface DealRecord {
   callId: string;
@@ -56,8 +57,6 @@ export const uuidV5 = (name: string, namespace: string): string => {
 /** The stable id of the deal write at `revision` of the call's stream. */
 export const dealEventId = (callId: string, revision: number): string => uuidV5(`${callId}:${revision}`, DEAL_EVENT_NAMESPACE);
 
-const nonBlank = (text: string | undefined): string | null => (text !== undefined && text.trim() !== '' ? text : null);
-
 /** The deal record a DealRecorded event writes. Pure. */
 export const dealRecordOf = (call: DealCall, event: RecordedDeal): DealRecord => {
   const { deal, at } = event.data;
@@ -65,8 +64,8 @@ export const dealRecordOf = (call: DealCall, event: RecordedDeal): DealRecord =>
   return {
     callId: call.callId,
     teamId: call.teamId,
-    repName: nonBlank(call.submission.repName),
-    repEmail: nonBlank(call.submission.repEmail),
+    repName: nonBlank(call.submission.repName) ?? null,
+    repEmail: nonBlank(call.submission.repEmail) ?? null,
     attributedTo: { kind, email, name },
     dealSize: deal.dealSize ?? null,
     revenueCollected: deal.revenueCollected ?? null,

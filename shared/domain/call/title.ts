@@ -14,6 +14,7 @@
  * was sent.
  */
 import { parseIsoDate } from '../submission/iso-date.ts';
+import { nonBlank } from '../non-blank.ts';
 
 export interface TitleInput {
   /** False when the submission disabled AI titles. */
@@ -28,10 +29,8 @@ export interface TitleInput {
   callDate: string;
 }
 
-const nonBlank = (text: string | undefined): string | undefined => {
-  const trimmed = text?.trim();
-  return trimmed ? trimmed : undefined;
-};
+/** The text trimmed, unless it is blank. */
+const trimmed = (text: string | undefined): string | undefined => nonBlank(text)?.trim();
 
 /** `YYYY-MM-DD` of an ISO instant in UTC, or "an unknown date" when it does not parse. */
 const utcDay = (iso: string): string => {
@@ -41,10 +40,10 @@ const utcDay = (iso: string): string => {
 
 /** Rule 3: `Call with Dana Reyes on 2026-11-20`. */
 export const genericTitle = ({ repName, repEmail, callDate }: Pick<TitleInput, 'repName' | 'repEmail' | 'callDate'>): string =>
-  `Call with ${nonBlank(repName) ?? nonBlank(repEmail) ?? 'unknown rep'} on ${utcDay(callDate)}`;
+  `Call with ${trimmed(repName) ?? trimmed(repEmail) ?? 'unknown rep'} on ${utcDay(callDate)}`;
 
 /** The title shown in call history, by the three rules at the top of this file. */
 export const displayedTitle = (input: TitleInput): string => {
-  if (input.aiTitleEnabled) return nonBlank(input.aiTitle) ?? genericTitle(input);
-  return nonBlank(input.callTitle) ?? genericTitle(input);
+  if (input.aiTitleEnabled) return trimmed(input.aiTitle) ?? genericTitle(input);
+  return trimmed(input.callTitle) ?? genericTitle(input);
 };

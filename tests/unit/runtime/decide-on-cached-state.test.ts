@@ -9,43 +9,11 @@ import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { createSqliteEventStore } from '../../../shared/adapters/event-store/sqlite-event-store.ts';
 import { openSqlite } from '../../../shared/adapters/sqlite/sqlite-database.ts';
-import { type Decider, DomainError } from '../../../shared/domain/decider.ts';
+import { DomainError } from '../../../shared/domain/decider.ts';
 import type { EventStore } from '../../../shared/ports/event-store.ts';
 import { AggregateRepository, MemoryStateCache } from '../../../services/runtime/aggregate-repository.ts';
 import { tempDir } from '../../support/temp-dir.ts';
-
-type Command = { type: 'deposit'; amount: number } | { type: 'spend'; amount: number } | { type: 'claim'; ticket: string };
-type Event = { type: 'Deposited'; data: { amount: number } } | { type: 'Spent'; data: { amount: number } } | { type: 'Claimed'; data: { ticket: string } };
-interface State {
-  balance: number;
-  claimed: string[];
-}
-
-/** A wallet: deposits, spends refused past the balance, and claims that are idempotent (a second claim appends nothing). */
-const wallet: Decider<Command, State, Event> = {
-  initialState: { balance: 0, claimed: [] },
-  decide(command, state) {
-    switch (command.type) {
-      case 'deposit':
-        return [{ type: 'Deposited', data: { amount: command.amount } }];
-      case 'spend':
-        if (state.balance < command.amount) throw new DomainError('INSUFFICIENT', `balance ${state.balance} < ${command.amount}`);
-        return [{ type: 'Spent', data: { amount: command.amount } }];
-      case 'claim':
-        return state.claimed.includes(command.ticket) ? [] : [{ type: 'Claimed', data: { ticket: command.ticket } }];
-    }
-  },
-  evolve(state, event) {
-    switch (event.type) {
-      case 'Deposited':
-        return { ...state, balance: state.balance + event.data.amount };
-      case 'Spent':
-        return { ...state, balance: state.balance - event.data.amount };
-      case 'Claimed':
-        return { ...state, claimed: [...state.claimed, event.data.ticket] };
-    }
-  },
-};
+import { wallet, type WalletState as State } from './wallet-decider.ts';
 
 describe('AggregateRepository, decideOnCachedState', () => {
   const dir = tempDir('cached-decisions-');

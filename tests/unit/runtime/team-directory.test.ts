@@ -1,0 +1,192 @@
+/**
+ * The team directory on a real embedded event store: it folds every team's events from the feed,
+ * answers key lookups from memory, drops a revoked key once the event arrives, keeps a state only
+ * when it is newer (the repository's cache rule), skips feed events it already folded or that
+ * follow a gap, starts from its snapshot and reads only what came after, and says when it is not
+ * ready.
+ */
+import assert from 'node:assert/strict';
+import { after, describe, test } from 'node:test';
+import { createSqliteEventStore } from '../../../shared/adapters/event-store/sqlite-event-store.ts';
+import { openSqlite } from '../../../shared/adapters/sqlite/sqlite-database.ts';
+import { evolveTeam, initialTeamState, type TeamState } from '../../../shared/domain/team/team-state.ts';
+import { encodeTeamState } from '../../../shared/domain/team/team-state-codec.ts';
+import type { TeamEvent } from '../../../shared/domain/team/team-events.ts';
+import type { EventStore, Json, Snapshot, SubscribeToAllOptions, Subscription } from '../../../shared/ports/event-store.ts';
+import { TEAM_DIRECTORY_SNAPSHOT, TeamDirectory } from '../../../services/ingress/teams/team-directory.ts';
+import { tempDir } from '../../support/temp-dir.ts';
+import { hash, keyIssued, reserved, teamCreated } from '../domain/team/fixtures.ts';
+
+const never = () => false;
+const revoked = (keyId: string): TeamEvent => ({ type: 'ApiKeyRevoked', data: { keyId, at: '2026-11-21T10:00:00.000Z' } });
+const createdAs = (teamId: string, capacityMinutes: number): TeamEvent => {
+  const created = teamCreated(capacityMinutes);
+  return created.type === 'TeamCreated' ? { ...created, data: { ...created.data, teamId } } : created;
+};
+const fold = (events: TeamEvent[]): TeamState => events.reduce(evolveTeam, initialTeamState);
+
+describe('TeamDirectory', () => {
+  const dirs: { remove(): void }[] = [];
+  const closers: (() => Promise<void>)[] = [];
+  after(async () => {
+    for (const close of closers.reverse()) await close();
+    for (const dir of dirs) dir.remove();
+  });
+
+  /** A fresh store, recording the subscriptions started on it and the snapshots stored. */
+  const freshStore = () => {
+    const dir = tempDir('team-directory-');
+    dirs.push(dir);
+    const opened = openSqlite(dir.path);
+    const real = createSqliteEventStore(opened.db);
+    closers.push(async () => {
+      await real.close();
+      opened.close();
+    });
+    const subscriptions: SubscribeToAllOptions[] = [];
+    const following: Subscription[] = [];
+    const snapshots: Snapshot[] = [];
+    const store: EventStore = {
+      ...real,
+      subscribeToAll: (options) => {
+        subscriptions.push(options);
+        const subscription = real.subscribeToAll(options);
+        following.push(subscription);
+        return subscription;
+      },
+      storeSnapshot: (name, snapshot) => (snapshots.push(snapshot), real.storeSnapshot(name, snapshot)),
+    };
+    const append = (teamId: string, events: TeamEvent[]) => real.append(`team-${teamId}`, events.map((e) => ({ type: e.type, data: e.data as Json })));
+    return { store, append, subscriptions, following, snapshots };
+  };
+  const started = async (store: EventStore) => {
+    const directory = new TeamDirectory({ snapshotEveryMs: 3_600_000 });
+    await directory.start(store);
+    closers.push(() => directory.stop());
+    return directory;
+  };
+
+  test('start folds every team’s events; keys resolve to their team; other streams are ignored', async () => {
+    const { store, append } = freshStore();
+    await append('t1', [teamCreated(), keyIssued('k1', hash('a')), reserved('c1', 30)]);
+    await append('t2', [createdAs('t2', 120), keyIssued('k2', hash('b'))]);
+    await store.append('call-t9', [{ type: 'CallSubmitted', data: {} }, { type: 'TeamCreated', data: createdAs('t9', 60).data as Json }]);
+    const directory = await started(store);
+    assert.deepEqual(directory.ownerOf(hash('a')), { teamId: 't1', keyId: 'k1' });
+    assert.deepEqual(directory.ownerOf(hash('b')), { teamId: 't2', keyId: 'k2' });
+    assert.equal(directory.ownerOf(hash('c')), undefined);
+    assert.equal(directory.team('t1')?.remainingMinutes, 570);
+    assert.equal(directory.get('t1')?.version, 2);
+    assert.deepEqual(directory.activeTeams().map((t) => t.teamId).sort(), ['t1', 't2']);
+    assert.equal(directory.team('t3'), undefined);
+  });
+
+  test('a key revoked by another writer stops resolving once the event reaches the directory', async () => {
+    const { store, append, following } = freshStore();
+    await append('t1', [teamCreated(), keyIssued('k1', hash('a')), keyIssued('k2', hash('b'))]);
+    const directory = await started(store);
+    assert.ok(directory.ownerOf(hash('a')));
+    await append('t1', [revoked('k1')]);
+    // The directory's own subscription carries it: wait until it has read past the append.
+    await following.at(-1)!.caughtUp();
+    assert.equal(directory.ownerOf(hash('a')), undefined);
+    assert.deepEqual(directory.ownerOf(hash('b')), { teamId: 't1', keyId: 'k2' }, 'the other key still works');
+  });
+
+  test('as a state cache: a state replaces the held one only when newer, and the key index follows it', async () => {
+    const { store, append } = freshStore();
+    const events = [teamCreated(), keyIssued('k1', hash('a'))];
+    await append('t1', events);
+    const directory = await started(store);
+    const held = directory.get('t1')!;
+    directory.set('t1', { state: fold([teamCreated()]), version: 0 });
+    assert.equal(directory.get('t1'), held, 'an older state is ignored');
+    const newer = fold([...events, revoked('k1')]);
+    directory.set('t1', { state: newer, version: 2 });
+    assert.equal(directory.get('t1')?.version, 2);
+    assert.equal(directory.ownerOf(hash('a')), undefined, 'the key index follows the newer state');
+  });
+
+  test('feed events already folded by this process’s own commands are not folded twice', async () => {
+    const { store, append, following } = freshStore();
+    await append('t1', [teamCreated()]);
+    const directory = await started(store);
+    // This process's command folded the reservation in first (as the repository does)…
+    const mine = [teamCreated(), reserved('c1', 60)];
+    directory.set('t1', { state: fold(mine), version: 1 });
+    // …then it reaches the feed.
+    await append('t1', [reserved('c1', 60)]);
+    await following.at(-1)!.caughtUp();
+    assert.equal(directory.team('t1')?.remainingMinutes, 540, 'reserved once, not twice');
+    assert.equal(directory.get('t1')?.version, 1);
+  });
+
+  test('a snapshot at stop; the next start begins from it and reads only the events after it', async () => {
+    const { store, append, subscriptions, snapshots } = freshStore();
+    await append('t1', [teamCreated(), keyIssued('k1', hash('a'))]);
+    const first = new TeamDirectory({ snapshotEveryMs: 3_600_000 });
+    await first.start(store);
+    await first.stop();
+    assert.equal(snapshots.length, 1);
+    const covered = snapshots[0]!.position;
+    assert.ok(covered > 0n);
+    await append('t1', [reserved('c1', 15)]);
+    const second = await started(store);
+    assert.equal(subscriptions.at(-1)!.after, covered, 'follows the feed from the snapshot');
+    assert.deepEqual(second.ownerOf(hash('a')), { teamId: 't1', keyId: 'k1' }, 'the snapshot’s state');
+    assert.equal(second.team('t1')?.remainingMinutes, 585, 'plus the events after it');
+    assert.equal(second.get('t1')?.version, 2);
+  });
+
+  test('a feed event past a gap (the directory is behind) is not folded onto the older state', async () => {
+    const { store, append, subscriptions } = freshStore();
+    await append('t1', [teamCreated(), reserved('c1', 10)]);
+    const [, second] = await store.readAll({ maxCount: 10 });
+    // A snapshot that holds t1 at revision 0 but covers the feed up to revision 1.
+    await store.storeSnapshot(TEAM_DIRECTORY_SNAPSHOT, { position: second!.position, data: { teams: [{ teamId: 't1', version: 0, state: encodeTeamState(fold([teamCreated()])) }] } });
+    await append('t1', [reserved('c2', 20)]);
+    const directory = await started(store);
+    assert.equal(subscriptions.at(-1)!.after, second!.position);
+    assert.equal(directory.get('t1')?.version, 0, 'revision 2 does not follow revision 0');
+    assert.equal(directory.team('t1')?.remainingMinutes, 600);
+  });
+
+  test('snapshot() stores only when the feed moved on since the last one', async () => {
+    const { store, append, snapshots, following } = freshStore();
+    await append('t1', [teamCreated()]);
+    const directory = await started(store);
+    await directory.snapshot();
+    await directory.snapshot();
+    assert.equal(snapshots.length, 1);
+    await append('t1', [reserved('c1', 5)]);
+    await following.at(-1)!.caughtUp();
+    await directory.snapshot();
+    assert.equal(snapshots.length, 2);
+    assert.ok(snapshots[1]!.position > snapshots[0]!.position);
+  });
+
+  test('an unreadable snapshot costs only time: the directory folds the feed from the start', async () => {
+    const { store, append, subscriptions } = freshStore();
+    await append('t1', [teamCreated(), keyIssued('k1', hash('a'))]);
+    const state = encodeTeamState(fold([teamCreated()]));
+    await store.storeSnapshot(TEAM_DIRECTORY_SNAPSHOT, { position: 1n, data: { teams: [{ teamId: 't1', version: 'zero', state }] } });
+    const directory = await started(store);
+    assert.equal(subscriptions.at(-1)!.after, 0n);
+    assert.deepEqual(directory.ownerOf(hash('a')), { teamId: 't1', keyId: 'k1' });
+  });
+
+  test('readiness: not ready before it starts, ready when following the feed; lag counts from the last read that reached the end', async () => {
+    const { store, following } = freshStore();
+    const directory = new TeamDirectory({ snapshotEveryMs: 3_600_000 });
+    assert.deepEqual(directory.report(never), { ready: false, reason: 'not started' });
+    assert.equal(directory.lagMs(), 0);
+    await directory.start(store);
+    closers.push(() => directory.stop());
+    const report = directory.report(never);
+    assert.equal(report.ready, true);
+    const caughtUpAt = following.at(-1)!.status().caughtUpAt!.getTime();
+    assert.equal(directory.lagMs(caughtUpAt + 5000), 5000);
+    const stale = directory.report(never, -1);
+    assert.equal(stale.ready, false, 'more lag than allowed');
+  });
+});

@@ -80,7 +80,7 @@ export const createCallPipeline = (deps: PipelineDeps) => {
       countFinishedCalls(events);
       return events;
     } catch (error) {
-      if (isDomainError(error) && ['CALL_ALREADY_FINISHED', 'CALL_STEP_OUT_OF_ORDER'].includes(error.code)) return [];
+      if (isDomainError(error) && ['CALL_ALREADY_FINISHED', 'CALL_STEP_OUT_OF_ORDER', 'CALL_ERASED'].includes(error.code)) return [];
       throw error;
     }
   };
@@ -249,7 +249,7 @@ export const createCallPipeline = (deps: PipelineDeps) => {
     async timeOut(callId: string): Promise<CallState> {
       const { state } = await calls.load(callId);
       if (state.status === 'pending' && Date.parse(deadlineOf(state, deps.processingTimeoutMs)) <= Date.parse(now())) await releaseCapacity(state);
-      const metadata = state.status === 'absent' ? undefined : { teamId: state.submitted.teamId };
+      const metadata = state.status === 'absent' ? undefined : { teamId: state.status === 'erased' ? state.teamId : state.submitted.teamId };
       const result = await calls.handle(callId, { type: 'TimeOut', now: now(), timeoutMs: deps.processingTimeoutMs }, metadata);
       countFinishedCalls(result.events);
       return result.state;

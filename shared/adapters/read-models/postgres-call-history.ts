@@ -20,7 +20,7 @@
  *   so a read that meets a dropped table (42P01) re-reads the version and retries.
  */
 import type pg from 'pg';
-import type { CallHistoryRow } from '../../domain/call/call-history.ts';
+import { type CallHistoryRow, erasedCallIds } from '../../domain/call/call-history.ts';
 import type { RecordedEvent } from '../../ports/event-store.ts';
 import type { ApplyOptions, CallHistoryRebuild, CallHistoryStore } from '../../ports/read-models.ts';
 import { inTransaction } from '../postgres/postgres-pool.ts';
@@ -170,6 +170,17 @@ export const createPostgresCallHistory = async (pool: pg.Pool, { trigramSchema: 
     );
   };
 
+  /** Deletes the rows of erased calls (docs/decisions/0012-erasure-crypto-shredding.md), after the batch's writes. */
+  const eraseCalls = async (client: pg.PoolClient, v: number, callIds: readonly string[]): Promise<void> => {
+    if (callIds.length === 0) return;
+    await client.query(
+      `WITH gone AS (DELETE FROM call_history_v${v} WHERE call_id = ANY($1::text[]) RETURNING call_id, team_id),
+            transcripts AS (DELETE FROM call_transcripts_v${v} WHERE call_id = ANY($1::text[]) RETURNING 1)
+       DELETE FROM call_tags_v${v} t USING gone WHERE t.team_id = gone.team_id AND t.call_id = gone.call_id`,
+      [callIds],
+    );
+  };
+
   const applyLive = (events: readonly RecordedEvent[], checkpoint: bigint, options: ApplyOptions | undefined) =>
     translated(() =>
       inTransaction(pool, async (client) => {
@@ -179,6 +190,7 @@ export const createPostgresCallHistory = async (pool: pg.Pool, { trigramSchema: 
         const pending = new Map<string, PendingRow<LoadedRow>>();
         foldInto(pending, byCall, await load(client, v, toLoad));
         await writeChanges(client, v, changeDocuments(changesOf(pending)), checkpoint);
+        await eraseCalls(client, v, erasedCallIds(events));
       }),
     );
 
@@ -305,12 +317,13 @@ export const createPostgresCallHistory = async (pool: pg.Pool, { trigramSchema: 
       const buffer = new RebuildBuffer<LoadedRow>(
         {
           load: (callIds) => translated(() => load(pool, version, callIds)),
-          flush(changes, checkpoint) {
+          flush(changes, checkpoint, erased) {
             const { stored, ...documents } = changeDocuments(changes);
             const written = translated(() =>
               inTransaction(pool, async (client) => {
                 await lockVersion(client, HISTORY, version, undefined);
                 await writeChanges(client, version, documents, checkpoint);
+                await eraseCalls(client, version, erased);
               }),
             );
             return { stored: (i) => stored[i]!, written };

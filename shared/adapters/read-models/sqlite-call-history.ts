@@ -43,7 +43,8 @@ import { changesOf, docRow, eventsByCall, foldInto, type PendingRow, storedRow }
 import { type ListPlan, pageOf, planList } from './list-plan.ts';
 import { RebuildBuffer, type RebuildLimits } from './rebuild-buffer.ts';
 import { STORE_CHECKPOINT_SQL, type SqliteVersions, WRITABLE_VERSION_SQL } from './sqlite-versions.ts';
-import { rowWrites, runsOf, type SeqRow, statementRuns } from './sqlite-history-writes.ts';
+import { erasureRuns, rowWrites, runsOf, type SeqRow, statementRuns } from './sqlite-history-writes.ts';
+import { erasedCallIds } from '../../domain/call/call-history.ts';
 import { openSqliteWorkerWriter, runStatements, type SqliteWorkerWriter, statementCache as preparedBySql, type WriteTransaction } from './sqlite-worker-writer.ts';
 
 const HISTORY = 'call_history';
@@ -176,7 +177,7 @@ export const createSqliteCallHistory = (db: SqliteDb, versions: SqliteVersions, 
     const s = statements(v);
     // New rows take the seqs the inserts would pick (one past the largest), so they are known before.
     let last = s.rows.get()?.n ?? 0;
-    runStatements(s.writes, statementRuns(v, rowWrites(changesOf(pending), () => ++last)));
+    runStatements(s.writes, [...statementRuns(v, rowWrites(changesOf(pending), () => ++last)), ...erasureRuns(v, erasedCallIds(events))]);
     versions.storeCheckpoint(HISTORY, v, checkpoint);
   });
 
@@ -354,13 +355,14 @@ export const createSqliteCallHistory = (db: SqliteDb, versions: SqliteVersions, 
       const buffer = new RebuildBuffer<SeqRow>(
         {
           load: async (callIds) => load(version, callIds),
-          flush(changes, checkpoint) {
+          flush(changes, checkpoint, erased) {
             const writes = rowWrites(changes, () => ++lastSeq);
             const transaction: WriteTransaction = {
               guard: { sql: WRITABLE_VERSION_SQL, params: [HISTORY, version], message: abandoned(version) },
               // Made part by part while the worker runs the one before: the rows' JSON is most of it.
               *parts() {
                 for (let i = 0; i < writes.length; i += WRITE_PART_ROWS) yield statementRuns(version, writes.slice(i, i + WRITE_PART_ROWS));
+                if (erased.length > 0) yield erasureRuns(version, erased);
                 yield [runsOf(STORE_CHECKPOINT_SQL, [Number(checkpoint), HISTORY, version])];
               },
             };

@@ -20,6 +20,9 @@ import type { ReadModels } from '../../shared/ports/read-models.ts';
 import { registerAdminOpsRoutes } from './admin-ops-routes.ts';
 import { adminGuard, registerAdminRoutes } from './admin-routes.ts';
 import { registerCallsRoutes } from './calls-routes.ts';
+import { createCallEraser } from './call-eraser.ts';
+import { registerEraseRoute } from './erase-route.ts';
+import type { PersonalData } from '../../shared/adapters/crypto/personal-data.ts';
 import { installErrorHandler } from './error-handler.ts';
 import { registerIngestRoute } from './ingest-route.ts';
 import { registerMetrics } from './metrics-routes.ts';
@@ -48,6 +51,8 @@ export interface IngressDeps {
   now?: () => Date;
   /** Readiness of this process's own parts (consumer, projections, subscriptions). */
   health?: Health;
+  /** Seals personal fields of published calls and erases calls (docs/decisions/0012-erasure-crypto-shredding.md); without it DELETE /api/calls/:callId is not served. */
+  personalData?: PersonalData;
 }
 
 export type IngressApp = TypedApp;
@@ -203,11 +208,14 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
     },
   );
 
-  registerIngestRoute(app, { teams: deps.teams, limiter: deps.limiter, eventLog: deps.eventLog, eventStore: deps.eventStore, topics: deps.topics, now: deps.now });
+  registerIngestRoute(app, { teams: deps.teams, limiter: deps.limiter, eventLog: deps.eventLog, eventStore: deps.eventStore, topics: deps.topics, now: deps.now, personalData: deps.personalData });
   registerAdminRoutes(app, { teams: deps.teams, adminToken: deps.adminToken, limiter: deps.limiter });
   registerAdminOpsRoutes(app, { eventLog: deps.eventLog, eventStore: deps.eventStore, readModels: deps.readModels, requireAdmin: adminGuard(deps.adminToken, deps.limiter) });
   registerOperatorRoutes(app, { ...deps, requireAdmin: adminGuard(deps.adminToken, deps.limiter) });
   if (deps.readModels) registerCallsRoutes(app, { teams: deps.teams, limiter: deps.limiter, callHistory: deps.readModels.callHistory, eventStore: deps.eventStore });
+  if (deps.readModels && deps.personalData) {
+    registerEraseRoute(app, { teams: deps.teams, limiter: deps.limiter, erase: createCallEraser({ eventStore: deps.eventStore, teams: deps.teams, personalData: deps.personalData, now: deps.now }) });
+  }
   registerUsageRoute(app, { teams: deps.teams, limiter: deps.limiter });
   registerTranscriptRoute(app, { teams: deps.teams, limiter: deps.limiter, eventStore: deps.eventStore });
   registerConsoleRoutes(app);

@@ -8,6 +8,7 @@ import type { EventStore } from '../../shared/ports/event-store.ts';
 import type { RateLimiter } from '../../shared/ports/rate-limiter.ts';
 import type { ReadModels } from '../../shared/ports/read-models.ts';
 import type { Topics } from '../../shared/topics.ts';
+import type { PersonalData } from '../../shared/adapters/crypto/personal-data.ts';
 import type { Health } from '../runtime/health.ts';
 import { buildIngressApp, type IngressApp } from './app.ts';
 import { DEFAULT_ORPHAN_AFTER_MS, startOrphanSweep } from './teams/orphan-reservations.ts';
@@ -36,6 +37,8 @@ export interface IngressOptions {
   keyDirectoryMaxLagMs?: number;
   /** A capacity reservation whose call has not appeared after this long is released (default 15 min). */
   orphanAfterMs?: number;
+  /** Seals personal fields and erases calls (docs/decisions/0012-erasure-crypto-shredding.md). */
+  personalData?: PersonalData;
 }
 
 export interface Ingress {
@@ -67,6 +70,7 @@ export const createIngress = async (options: IngressOptions): Promise<Ingress> =
     topics: options.topics,
     now: options.now,
     health: options.health,
+    personalData: options.personalData,
   });
   await app.ready();
   const orphans = startOrphanSweep({ teams, eventStore: options.eventStore, orphanAfterMs: options.orphanAfterMs ?? DEFAULT_ORPHAN_AFTER_MS, log: options.logger, now: options.now });

@@ -17,10 +17,21 @@ import type { ReadModels } from '../../shared/ports/read-models.ts';
 import { createPostgresReadModels } from '../../shared/adapters/read-models/postgres-read-models.ts';
 import { createSqliteReadModels } from '../../shared/adapters/read-models/sqlite-read-models.ts';
 import { createTeamWriter, type TeamWriter } from './team-writer.ts';
+import { keyEncryptionKey } from '../../shared/adapters/crypto/aes-gcm.ts';
+import { createPersonalData, type PersonalData } from '../../shared/adapters/crypto/personal-data.ts';
+import { createPostgresDataKeys } from '../../shared/adapters/data-keys/postgres-data-keys.ts';
+import { createSqliteDataKeys } from '../../shared/adapters/data-keys/sqlite-data-keys.ts';
+import { createSealedEventStore } from '../../shared/adapters/event-store/sealed-event-store.ts';
+import { resolveDataKeySecret } from './secrets.ts';
 import { allTopics, type Topics, topicNames } from '../../shared/topics.ts';
 
 export interface Backends {
+  /** The event store, personal fields of call events sealed at append and opened at read. */
   eventStore: EventStore;
+  /** The same store as stored (personal fields still sealed), for readers that forward events as they are. */
+  storedEvents: EventStore;
+  /** Seals, opens and erases personal fields under per-call data keys (docs/decisions/0012-erasure-crypto-shredding.md). */
+  personalData: PersonalData;
   eventLog: EventLog;
   /** Call history and deal records, in the same database as the event store. */
   readModels: ReadModels;
@@ -41,10 +52,21 @@ const redact = (url: string) => url.replace(/\/\/([^:@/]+):[^@/]+@/, '//$1:***@'
 
 export const openBackends = async (config: Config, log: Logger): Promise<Backends> => {
   const sqlite = config.databaseUrl ? undefined : openSqlite(config.dataDir);
+  const closing: Array<() => Promise<void>> = [];
   try {
-    const eventStore = config.databaseUrl
+    const storedEvents = config.databaseUrl
       ? await createPostgresEventStore({ connectionString: config.databaseUrl, schema: config.databaseSchema, log })
       : createSqliteEventStore(sqlite!.db);
+    closing.push(() => storedEvents.close());
+    const dataKeySecret = resolveDataKeySecret(config, sqlite?.dataDir);
+    if (dataKeySecret.file) log.info({ path: dataKeySecret.file }, `data key secret in ${dataKeySecret.file}`);
+    const kek = keyEncryptionKey(dataKeySecret.secret);
+    const dataKeys = config.databaseUrl
+      ? await createPostgresDataKeys({ connectionString: config.databaseUrl, schema: config.databaseSchema }, kek)
+      : createSqliteDataKeys(sqlite!.db, kek);
+    const personalData = createPersonalData(dataKeys);
+    closing.push(() => personalData.close());
+    const eventStore = createSealedEventStore(storedEvents, personalData);
     const eventLog =
       config.kafkaBrokers.length > 0
         ? await createKafkaEventLog({ brokers: config.kafkaBrokers, publishTimeoutMs: config.kafkaPublishTimeoutMs })
@@ -68,6 +90,8 @@ export const openBackends = async (config: Config, log: Logger): Promise<Backend
     log.info(description, 'backends open');
     return {
       eventStore,
+      storedEvents,
+      personalData,
       eventLog,
       readModels,
       topics,
@@ -85,11 +109,13 @@ export const openBackends = async (config: Config, log: Logger): Promise<Backend
       async close() {
         await eventLog.close();
         await readModels.close();
+        await personalData.close();
         await eventStore.close();
         sqlite?.close();
       },
     };
   } catch (error) {
+    for (const close of closing.reverse()) await close().catch(() => undefined);
     sqlite?.close();
     throw error;
   }

@@ -37,6 +37,7 @@ export const startIngressService = async (config: Config, backends: Backends, lo
     orphanAfterMs: config.orphanReservationMs,
     keyDirectoryMaxLagMs: config.keyDirectoryMaxLagMs,
     teams: backends.teams,
+    personalData: backends.personalData,
   });
   const address = await ingress.app.listen({ port: config.port, host: config.host });
   return {
@@ -67,9 +68,19 @@ export const startProcessorService = async (config: Config, backends: Backends, 
     topics: backends.topics,
     teams: backends.teams.repository,
     health,
+    personalData: backends.personalData,
   });
 };
 
 /** Call history, deals, deal.outcome.updated and the call-events relay. */
 export const startProjectionsService = (backends: Backends, logger: Logger, health?: Health): Service =>
-  startProjections({ eventStore: backends.eventStore, eventLog: backends.eventLog, readModels: backends.readModels, topics: backends.topics, logger, health });
+  startProjections({
+    eventStore: backends.eventStore,
+    storedEvents: backends.storedEvents,
+    personalData: backends.personalData,
+    eventLog: backends.eventLog,
+    readModels: backends.readModels,
+    topics: backends.topics,
+    logger,
+    health,
+  });

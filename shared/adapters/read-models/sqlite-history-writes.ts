@@ -89,7 +89,7 @@ export const erasureRuns = (v: number, callIds: readonly string[]): StatementRun
   return [
     runsOf(`INSERT INTO call_search_v${v} (call_search_v${v}, rowid, title_folded, rep_folded) SELECT 'delete', seq, title_folded, rep_folded FROM call_history_v${v} WHERE call_id = ?`, ids),
     runsOf(`DELETE FROM call_transcripts_v${v} WHERE seq IN (SELECT seq FROM call_history_v${v} WHERE call_id = ?)`, ids),
-    { sql: `DELETE FROM call_tags_v${v} WHERE team_id IN (SELECT team_id FROM call_history_v${v} WHERE call_id = ?1) AND call_id = ?1`, arity: 1, params: ids },
+    runsOf(`DELETE FROM call_tags_v${v} WHERE team_id IN (SELECT team_id FROM call_history_v${v} WHERE call_id = ?) AND call_id = ?`, ids.flatMap((id) => [id, id])),
     runsOf(`DELETE FROM call_history_v${v} WHERE call_id = ?`, ids),
   ];
 };

@@ -20,7 +20,9 @@ import type { ReadModels } from '../../shared/ports/read-models.ts';
 import { registerAdminOpsRoutes } from './admin-ops-routes.ts';
 import { adminGuard, registerAdminRoutes } from './admin-routes.ts';
 import { registerCallsRoutes } from './calls-routes.ts';
-import { createCallEraser } from './call-eraser.ts';
+import type { CallEraser } from './call-eraser.ts';
+import type { ErasureRequests } from './erasure-requests.ts';
+import { registerErasureAdminRoutes } from './erasure-admin-routes.ts';
 import { registerEraseRoute } from './erase-route.ts';
 import type { PersonalData } from '../../shared/adapters/crypto/personal-data.ts';
 import { installErrorHandler } from './error-handler.ts';
@@ -51,8 +53,10 @@ export interface IngressDeps {
   now?: () => Date;
   /** Readiness of this process's own parts (consumer, projections, subscriptions). */
   health?: Health;
-  /** Seals personal fields of published calls and erases calls (docs/decisions/0012-erasure-crypto-shredding.md); without it DELETE /api/calls/:callId is not served. */
+  /** Seals personal fields of published calls (docs/decisions/0012-erasure-crypto-shredding.md). */
   personalData?: PersonalData;
+  /** Erasing calls, and erasure requests; without them DELETE /api/calls/:callId and the erasure admin API are not served. */
+  erasure?: { erase: CallEraser; requests: ErasureRequests };
 }
 
 export type IngressApp = TypedApp;
@@ -213,8 +217,9 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
   registerAdminOpsRoutes(app, { eventLog: deps.eventLog, eventStore: deps.eventStore, readModels: deps.readModels, requireAdmin: adminGuard(deps.adminToken, deps.limiter) });
   registerOperatorRoutes(app, { ...deps, requireAdmin: adminGuard(deps.adminToken, deps.limiter) });
   if (deps.readModels) registerCallsRoutes(app, { teams: deps.teams, limiter: deps.limiter, callHistory: deps.readModels.callHistory, eventStore: deps.eventStore });
-  if (deps.readModels && deps.personalData) {
-    registerEraseRoute(app, { teams: deps.teams, limiter: deps.limiter, erase: createCallEraser({ eventStore: deps.eventStore, teams: deps.teams, personalData: deps.personalData, now: deps.now }) });
+  if (deps.erasure) {
+    registerEraseRoute(app, { teams: deps.teams, limiter: deps.limiter, erase: deps.erasure.erase });
+    registerErasureAdminRoutes(app, { teams: deps.teams, requests: deps.erasure.requests, requireAdmin: adminGuard(deps.adminToken, deps.limiter) });
   }
   registerUsageRoute(app, { teams: deps.teams, limiter: deps.limiter });
   registerTranscriptRoute(app, { teams: deps.teams, limiter: deps.limiter, eventStore: deps.eventStore });

@@ -9,6 +9,9 @@ import type { RateLimiter } from '../../shared/ports/rate-limiter.ts';
 import type { ReadModels } from '../../shared/ports/read-models.ts';
 import type { Topics } from '../../shared/topics.ts';
 import type { PersonalData } from '../../shared/adapters/crypto/personal-data.ts';
+import { createCallEraser } from './call-eraser.ts';
+import { createErasureRequests } from './erasure-requests.ts';
+import { startRetentionSweep } from './retention-sweep.ts';
 import type { Health } from '../runtime/health.ts';
 import { buildIngressApp, type IngressApp } from './app.ts';
 import { DEFAULT_ORPHAN_AFTER_MS, startOrphanSweep } from './teams/orphan-reservations.ts';
@@ -39,11 +42,15 @@ export interface IngressOptions {
   orphanAfterMs?: number;
   /** Seals personal fields and erases calls (docs/decisions/0012-erasure-crypto-shredding.md). */
   personalData?: PersonalData;
+  /** How often teams' retention periods are applied (default 60 s). */
+  retentionSweepMs?: number;
 }
 
 export interface Ingress {
   app: IngressApp;
   teams: TeamService;
+  /** The retention sweep, when the ingress erases calls. */
+  retention?: { sweep(): Promise<number> };
   /** Closes the HTTP app (finishing in-flight requests) and stops following team events. */
   close(): Promise<void>;
 }
@@ -57,6 +64,13 @@ export const createIngress = async (options: IngressOptions): Promise<Ingress> =
   const maxLagMs = options.keyDirectoryMaxLagMs ?? DEFAULT_KEY_DIRECTORY_MAX_LAG_MS;
   const unregister = options.health?.register('team-directory', () => directory.report((since) => options.health!.retryingTooLong(since), maxLagMs));
   const teams = new TeamService({ repository, directory, maxDirectoryLagMs: maxLagMs, keySecret: options.apiKeySecret, now: options.now });
+  // Erasure needs the read models (to find a team's calls) and the data keys (to shred).
+  const { personalData, readModels } = options;
+  const erase = personalData ? createCallEraser({ eventStore: options.eventStore, teams, personalData, now: options.now }) : undefined;
+  const erasure =
+    erase && readModels
+      ? { erase, requests: createErasureRequests({ eventStore: options.eventStore, callHistory: readModels.callHistory, erase, log: options.logger, now: options.now }) }
+      : undefined;
   const app = await buildIngressApp({
     logger: options.logger,
     check: options.check ?? (async () => ({})),
@@ -70,17 +84,24 @@ export const createIngress = async (options: IngressOptions): Promise<Ingress> =
     topics: options.topics,
     now: options.now,
     health: options.health,
-    personalData: options.personalData,
+    personalData,
+    erasure,
   });
   await app.ready();
+  const retention = erasure
+    ? startRetentionSweep({ teams, callHistory: readModels!.callHistory, erase: erasure.erase, log: options.logger, intervalMs: options.retentionSweepMs, now: options.now })
+    : undefined;
   const orphans = startOrphanSweep({ teams, eventStore: options.eventStore, orphanAfterMs: options.orphanAfterMs ?? DEFAULT_ORPHAN_AFTER_MS, log: options.logger, now: options.now });
   return {
     app,
     teams,
+    retention,
     async close() {
       unregister?.();
       await orphans.stop();
+      await retention?.stop();
       await app.close();
+      await erasure?.requests.close();
       await directory.stop();
     },
   };

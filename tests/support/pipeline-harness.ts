@@ -21,6 +21,7 @@ import type { RetryPolicy } from '../../services/processor/retry.ts';
 import { type Projections, startProjections } from '../../services/projections/projections.ts';
 import { Health } from '../../services/runtime/health.ts';
 import type { ReadModels } from '../../shared/ports/read-models.ts';
+import type { PersonalData } from '../../shared/adapters/crypto/personal-data.ts';
 import { eventually } from './eventually.ts';
 import { createHarness, type Harness } from './ingress-harness.ts';
 
@@ -59,16 +60,25 @@ export const localSteps = (overrides: StepOverrides = {}) => ({
 });
 
 export const createPipelineHarness = async (
-  backends: { eventStore: EventStore; eventLog: EventLog; readModels?: ReadModels },
+  backends: { eventStore: EventStore; eventLog: EventLog; readModels?: ReadModels; personalData?: PersonalData; storedEvents?: EventStore },
   overrides: StepOverrides = {},
-  options: { retryThresholdMs?: number } = {},
+  options: { retryThresholdMs?: number; now?: () => Date } = {},
 ): Promise<PipelineHarness> => {
   const topics = topicNames(`t${randomUUID().slice(0, 8)}.`);
   await backends.eventLog.ensureTopics(allTopics(topics).map((name) => ({ name, partitions: PARTITIONS })));
   const health = new Health(options.retryThresholdMs);
-  const harness = await createHarness({ ...backends, topics, health });
+  const harness = await createHarness({ ...backends, topics, health, now: options.now });
   const projections = backends.readModels
-    ? startProjections({ eventStore: backends.eventStore, eventLog: backends.eventLog, readModels: backends.readModels, topics, logger: pino({ level: 'silent' }), health })
+    ? startProjections({
+        eventStore: backends.eventStore,
+        eventLog: backends.eventLog,
+        readModels: backends.readModels,
+        topics,
+        logger: pino({ level: 'silent' }),
+        health,
+        personalData: backends.personalData,
+        storedEvents: backends.storedEvents,
+      })
     : undefined;
   const groupId = `processor-${randomUUID()}`;
   const start = (o: StepOverrides = overrides) =>
@@ -83,6 +93,7 @@ export const createPipelineHarness = async (
       topics,
       groupId,
       health,
+      personalData: backends.personalData,
     });
   let processor: Processor | undefined = await start();
   return {

@@ -25,7 +25,7 @@ import type { RecordedEvent } from '../../ports/event-store.ts';
 import type { ApplyOptions, CallHistoryRebuild, CallHistoryStore } from '../../ports/read-models.ts';
 import { inTransaction } from '../postgres/postgres-pool.ts';
 import { changesOf, docRow, eventsByCall, foldInto, indexedColumns, type LoadedRow, type PendingRow, type RowChange, rowTagKeys, startsWithSubmission, storedRow, transcriptRecorded } from './history-rows.ts';
-import { escapeLike, type ListPlan, pageOf, planList } from './list-plan.ts';
+import { asciiLower, escapeLike, type ListPlan, pageOf, planList } from './list-plan.ts';
 import { RebuildBuffer, type RebuildLimits } from './rebuild-buffer.ts';
 import { ensureFirstVersion, lockVersion, readCheckpoint, translated } from './postgres-versions.ts';
 
@@ -293,6 +293,21 @@ export const createPostgresCallHistory = async (pool: pg.Pool, { trigramSchema: 
         const { rows } = await pool.query<{ version: number }>("SELECT version FROM read_model_versions WHERE model = $1 AND state = 'active'", [HISTORY]);
         return rows[0]?.version ?? 1;
       }),
+
+    submittedBefore: (teamId, before, limit) =>
+      onActive(async (v) =>
+        (await pool.query<{ call_id: string }>(`SELECT call_id FROM call_history_v${v} WHERE team_id = $1 AND created_at < $2 ORDER BY created_at, call_id LIMIT $3`, [teamId, Date.parse(before), limit])).rows.map((r) => r.call_id),
+      ),
+    callsOfEmail: (teamId, email) =>
+      onActive(async (v) =>
+        (
+          await pool.query<{ call_id: string }>(
+            `SELECT call_id FROM call_history_v${v}
+              WHERE team_id = $1 AND (lower((doc->>'repEmail') COLLATE "C") = $2 OR (doc->'attributedTo'->>'kind' = 'member' AND lower((doc->'attributedTo'->>'email') COLLATE "C") = $2))`,
+            [teamId, asciiLower(email.trim())],
+          )
+        ).rows.map((r) => r.call_id),
+      ),
 
     get: (teamId, callId) =>
       onActive(async (v) => {

@@ -40,7 +40,7 @@ import { type ApplyOptions, type CallHistoryRebuild, type CallHistoryStore, Read
 import { serialised, type SqliteDb } from '../sqlite/sqlite-database.ts';
 import { translateSqliteError } from '../sqlite/sqlite-errors.ts';
 import { changesOf, docRow, eventsByCall, foldInto, type PendingRow, storedRow } from './history-rows.ts';
-import { type ListPlan, pageOf, planList } from './list-plan.ts';
+import { asciiLower, type ListPlan, pageOf, planList } from './list-plan.ts';
 import { RebuildBuffer, type RebuildLimits } from './rebuild-buffer.ts';
 import { STORE_CHECKPOINT_SQL, type SqliteVersions, WRITABLE_VERSION_SQL } from './sqlite-versions.ts';
 import { erasureRuns, rowWrites, runsOf, type SeqRow, statementRuns } from './sqlite-history-writes.ts';
@@ -138,6 +138,12 @@ export const createSqliteCallHistory = (db: SqliteDb, versions: SqliteVersions, 
     rows: db.prepare<[], { n: number | null }>(`SELECT max(seq) AS n FROM call_history_v${v}`),
     ftsCount: db.prepare<[string, number], { n: number }>(
       `SELECT count(*) AS n FROM (SELECT 1 FROM call_search_v${v} WHERE call_search_v${v} MATCH ? LIMIT ?)`,
+    ),
+    submittedBefore: db.prepare<[string, number, number], { call_id: string }>(
+      `SELECT call_id FROM call_history_v${v} WHERE team_id = ? AND created_at < ? ORDER BY created_at, call_id LIMIT ?`,
+    ),
+    ofEmail: db.prepare<[string, string, string], { call_id: string }>(
+      `SELECT call_id FROM call_history_v${v} WHERE team_id = ? AND (lower(json_extract(doc, '$.repEmail')) = ? OR (json_extract(doc, '$.attributedTo.kind') = 'member' AND lower(json_extract(doc, '$.attributedTo.email')) = ?))`,
     ),
     get: db.prepare<[string, string], { doc: string; transcript: string | null }>(
       `SELECT h.doc, x.transcript FROM call_history_v${v} h LEFT JOIN call_transcripts_v${v} x ON x.seq = h.seq WHERE h.call_id = ? AND h.team_id = ?`,
@@ -311,6 +317,14 @@ export const createSqliteCallHistory = (db: SqliteDb, versions: SqliteVersions, 
     },
     async activeVersion() {
       return versions.active(HISTORY).version;
+    },
+
+    async submittedBefore(teamId, before, limit) {
+      return statements(versions.active(HISTORY).version).submittedBefore.all(teamId, Date.parse(before), limit).map((r) => r.call_id);
+    },
+    async callsOfEmail(teamId, email) {
+      const key = asciiLower(email.trim());
+      return statements(versions.active(HISTORY).version).ofEmail.all(teamId, key, key).map((r) => r.call_id);
     },
 
     async get(teamId, callId) {

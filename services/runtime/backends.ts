@@ -71,8 +71,8 @@ export const openBackends = async (config: Config, log: Logger): Promise<Backend
       config.kafkaBrokers.length > 0
         ? await createKafkaEventLog({ brokers: config.kafkaBrokers, publishTimeoutMs: config.kafkaPublishTimeoutMs })
         : config.databaseUrl
-          ? await createPostgresEventLog({ connectionString: config.databaseUrl, schema: config.databaseSchema })
-          : createSqliteEventLog(sqlite!.db);
+          ? await createPostgresEventLog({ connectionString: config.databaseUrl, schema: config.databaseSchema, retentionMs: config.logRetentionHours * 3_600_000 })
+          : createSqliteEventLog(sqlite!.db, { retentionMs: config.logRetentionHours * 3_600_000 });
     const readModels = config.databaseUrl
       ? await createPostgresReadModels({ connectionString: config.databaseUrl, schema: config.databaseSchema })
       : createSqliteReadModels(sqlite!.db);

@@ -10,6 +10,8 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { eventually } from '../../support/eventually.ts';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { startService, type ServiceProcess } from '../../support/service-process.ts';
 import { ADMIN_TOKEN } from '../../support/ingress-harness.ts';
 import { TOPICS, topicNames } from '../../../shared/topics.ts';
@@ -46,7 +48,10 @@ export const erasureProof = (name: string, factory: () => Promise<ErasureBackend
       repEmail: `rep.${unique}@erasure.test`,
       metadata: `Metavalue${unique}`,
       dealNotes: `Dealnotes${unique}`,
+      audioPath: `Recordingpath${unique}`,
     };
+    let missing: Server;
+    let missingPort: number;
     const erasedBody = {
       transcript: `Rep: Hello, this is the ${needles.transcript} plan we discussed.\nProspect: Sounds good, what does it cost?\nRep: Ten seats, we can start Monday.`,
       notes: `follow up ${needles.notes}`,
@@ -62,12 +67,17 @@ export const erasureProof = (name: string, factory: () => Promise<ErasureBackend
 
     before(async () => {
       backend = await factory();
-      service = await startService({ ...backend.env, ADMIN_TOKEN, LOG_LEVEL: 'debug' });
+      // A recording host that has nothing: an audio call fails audio_not_found, its URL in the failure's reason.
+      missing = createServer((_request, response) => response.writeHead(404).end());
+      await new Promise<void>((resolve) => missing.listen(0, '127.0.0.1', resolve));
+      missingPort = (missing.address() as AddressInfo).port;
+      service = await startService({ ...backend.env, ADMIN_TOKEN, LOG_LEVEL: 'debug', AUDIO_FETCH_ALLOW_PRIVATE: 'true', AUDIO_ALLOWED_PORTS: `80,443,${missingPort}` });
       const team = (await (await admin(service.url, 'POST', '/api/admin/teams', { name: `Erasure ${unique}`, ownerEmail: 'owner@erasure.test', ownerName: 'Olive Owner', capacityHours: 100 })).json()) as { teamId: string };
       key = ((await (await admin(service.url, 'POST', `/api/admin/teams/${team.teamId}/keys`, { label: 'erasure' })).json()) as { key: string }).key;
     });
     after(async () => {
       await service?.stop().catch(() => undefined);
+      await new Promise((resolve) => missing?.close(resolve));
       await backend?.cleanup();
     });
 
@@ -110,6 +120,30 @@ export const erasureProof = (name: string, factory: () => Promise<ErasureBackend
       const search = (await (await api('/api/calls?search=Erin')).json()) as { calls: unknown[] };
       assert.equal(search.calls.length, 0);
       assert.equal((await api(`/api/calls?repEmail=${encodeURIComponent(needles.repEmail)}`).then((r) => r.json()) as { calls: unknown[] }).calls.length, 0);
+      // An audio call whose recording is not there (its URL in the failure), erased after it failed.
+      const audioId = await ingest({ audioUrl: `http://127.0.0.1:${missingPort}/${needles.audioPath}.wav`, repName: 'Erin Erasure' });
+      await eventually(
+        async () => {
+          const call = (await (await api(`/api/calls/${audioId}`)).json()) as { status?: string; statusReason?: string };
+          if (call.status !== 'failed') throw new Error(`audio call ${call.status}`);
+          assert.ok(call.statusReason?.includes(needles.audioPath), 'the reason names the URL before the erasure');
+        },
+        { timeoutMs: 15_000, intervalMs: 50 },
+      );
+      // Its download has failed at least once, and the failure was logged.
+      await eventually(
+        async () => {
+          if (!service!.output().split('\n').some((line) => line.includes(audioId) && /step failed|call failed/.test(line))) throw new Error('no failed download logged yet');
+        },
+        { timeoutMs: 15_000, intervalMs: 50 },
+      );
+      assert.equal((await api(`/api/calls/${audioId}`, { method: 'DELETE' })).status, 202);
+      await eventually(
+        async () => {
+          if ((await api(`/api/calls/${audioId}`)).status !== 404) throw new Error('audio call still shown');
+        },
+        { timeoutMs: 10_000, intervalMs: 50 },
+      );
       const again = await api(`/api/calls/${erasedId}`, { method: 'DELETE' });
       assert.equal(again.status, 404);
       assert.match(String(again.headers.get('content-type')), /problem\+json/);

@@ -15,9 +15,12 @@ import type { EventStore } from '../../shared/ports/event-store.ts';
 import { AggregateRepository } from '../runtime/aggregate-repository.ts';
 import type { TeamService } from './teams/team-service.ts';
 
+/** Longest wait for the CallSubmitted of a call accepted but not yet stored. */
+const SUBMISSION_WAIT_MS = 5_000;
+
 export interface CallEraserDeps {
   eventStore: EventStore;
-  teams: Pick<TeamService, 'release'>;
+  teams: Pick<TeamService, 'release' | 'load'>;
   personalData: PersonalData;
   now?: () => Date;
 }
@@ -30,8 +33,24 @@ export type CallEraser = (teamId: string, callId: string, cause: ErasureCause, e
 export const createCallEraser = (deps: CallEraserDeps): CallEraser => {
   const calls = new AggregateRepository(deps.eventStore, callDecider, callStreamId);
   const now = deps.now ?? (() => new Date());
+  /**
+   * A call accepted a moment ago may be on the log and not yet in its stream: while the team holds
+   * a reservation for it, its CallSubmitted is waited for (a few seconds at most), so it is erased
+   * rather than answered 404.
+   */
+  const loadSubmitted = async (teamId: string, callId: string) => {
+    const deadline = Date.now() + SUBMISSION_WAIT_MS;
+    for (;;) {
+      const loaded = await calls.load(callId);
+      if (loaded.state.status !== 'absent' || Date.now() > deadline) return loaded.state;
+      const team = await deps.teams.load(teamId);
+      if (!team?.reservations.has(callId)) return loaded.state;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  };
+
   return async (teamId, callId, cause, erasureId) => {
-    const { state } = await calls.load(callId);
+    const state = await loadSubmitted(teamId, callId);
     if (state.status === 'absent' || state.status === 'erased' || state.submitted.teamId !== teamId) return 'absent';
     if (state.status === 'pending') await deps.teams.release(teamId, callId);
     try {

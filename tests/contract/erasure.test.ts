@@ -114,6 +114,24 @@ const erasureContract = (name: string, openPipeline: (options: PipelineOptions) 
       }
     });
 
+    test('a call accepted but not yet stored (no processor running) is erased once it lands, not answered 404', async () => {
+      const { key } = await h.team();
+      await h.stopProcessor();
+      let callId: string;
+      try {
+        callId = await submit(key, { transcript: TRANSCRIPT, notes: 'just accepted' });
+        const erasing = request('DELETE', `/api/calls/${callId}`, key);
+        await h.startProcessor();
+        const erased = await erasing;
+        assert.equal(erased.statusCode, 202, erased.body);
+      } finally {
+        if (!h.processor) await h.startProcessor();
+      }
+      await gone(key, callId);
+      const events = await h.eventStore.readStream(`call-${callId}`);
+      assert.deepEqual(events.map((e) => e.type).at(-1), 'CallErased');
+    });
+
     test('retention: calls submitted longer ago than the team period are erased; null keeps them; bad periods are refused', async () => {
       const { key, teamId } = await h.team();
       const old = await submit(key, { transcript: TRANSCRIPT, repName: 'Olga Old' });

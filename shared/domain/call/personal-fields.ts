@@ -40,6 +40,7 @@ export const PERSONAL_FIELDS: Readonly<Record<string, readonly PersonalField[]>>
   CallAnalysed: [field('title', ''), field('summary', ''), field('components', []), field('insights', [])],
   DealRecorded: [field('deal.notes')],
   CallFailed: [field('reason', 'erased')],
+  CallRetried: [field('previousFailure.reason', 'erased')],
   'deal.outcome.updated': [field('repName', null), field('repEmail', null), field('attributedTo.email', ''), field('attributedTo.name', ''), field('notes', null)],
 };
 

@@ -132,6 +132,23 @@ const erasureContract = (name: string, openPipeline: (options: PipelineOptions) 
       assert.deepEqual(events.map((e) => e.type).at(-1), 'CallErased');
     });
 
+    test('a CallErased whose key was not destroyed (the erasing process stopped in between) has its key destroyed by the projections', async () => {
+      const { key } = await h.team();
+      const callId = await submit(key, { transcript: TRANSCRIPT, notes: 'left behind' });
+      await shown(key, callId);
+      // As if the erasing request appended CallErased and died before destroying the key.
+      await h.eventStore.append(`call-${callId}`, [{ type: 'CallErased', data: { cause: 'deleted', at: new Date().toISOString() } }], { expectedVersion: 'stream_exists' });
+      await gone(key, callId);
+      await eventually(
+        async () => {
+          const [submitted] = await h.eventStore.readStream(`call-${callId}`, { maxCount: 1 });
+          const data = submitted!.data as { submission: { notes?: string; transcript: { text: string } } };
+          if (data.submission.notes !== undefined || data.submission.transcript.text !== '') throw new Error('the key still opens the call');
+        },
+        { timeoutMs: 15_000, intervalMs: 50 },
+      );
+    });
+
     test('retention: calls submitted longer ago than the team period are erased; null keeps them; bad periods are refused', async () => {
       const { key, teamId } = await h.team();
       const old = await submit(key, { transcript: TRANSCRIPT, repName: 'Olga Old' });

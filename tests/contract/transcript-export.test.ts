@@ -125,7 +125,8 @@ describe(`GET /api/calls/:callId/transcript: ${name}`, { skip }, () => {
       const accepted = await h.ingest({ key, body: { audioUrl: server.url } });
       assert.equal(accepted.statusCode, 201, accepted.body);
       const { callId } = accepted.json<{ callId: string }>();
-      await h.callEvents(callId, (events) => events.length > 0);
+      // At fetching_audio once processing started (the 3 s recording keeps it there).
+      await h.callEvents(callId, (events) => events.some((e) => e.type === 'ProcessingStarted'));
       const pending = await get(key, callId);
       assert.equal(pending.statusCode, 409, pending.body);
       const problem = pending.json<{ code: string; detail: string }>();

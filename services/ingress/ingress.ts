@@ -44,6 +44,8 @@ export interface IngressOptions {
   personalData?: PersonalData;
   /** How often teams' retention periods are applied (default 60 s). */
   retentionSweepMs?: number;
+  /** The events as stored (personal fields sealed): the team directory follows them, having no use for call data opened. */
+  storedEvents?: EventStore;
 }
 
 export interface Ingress {
@@ -60,7 +62,7 @@ export const createIngress = async (options: IngressOptions): Promise<Ingress> =
   registerSecretForRedaction(options.apiKeySecret);
   if (options.metricsToken) registerSecretForRedaction(options.metricsToken);
   const { directory, repository } = options.teams ?? createTeamWriter(options.eventStore);
-  await directory.start(options.eventStore);
+  await directory.start(options.storedEvents ?? options.eventStore);
   const maxLagMs = options.keyDirectoryMaxLagMs ?? DEFAULT_KEY_DIRECTORY_MAX_LAG_MS;
   const unregister = options.health?.register('team-directory', () => directory.report((since) => options.health!.retryingTooLong(since), maxLagMs));
   const teams = new TeamService({ repository, directory, maxDirectoryLagMs: maxLagMs, keySecret: options.apiKeySecret, now: options.now });

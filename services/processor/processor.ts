@@ -73,6 +73,8 @@ export interface ProcessorOptions {
   sweepIntervalMs?: number;
   /** Opens the sealed personal fields of calls.submitted.v1 records (docs/decisions/0012-erasure-crypto-shredding.md). */
   personalData?: PersonalData;
+  /** The events as stored (personal fields sealed): the open-call tracker follows them, reading no personal field. */
+  storedEvents?: EventStore;
 }
 
 export interface Processor {
@@ -154,7 +156,7 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
     // An operator retried a failed call of ours: work it now rather than at the next sweep.
     if (change === 'reopened' && owns(call.callId)) actors.wake(call.callId, call.teamId);
   });
-  await openCalls.start(options.eventStore);
+  await openCalls.start(options.storedEvents ?? options.eventStore);
 
   let warnedPartitions = false;
   const intake = (record: LogRecord) =>

@@ -38,6 +38,7 @@ export const startIngressService = async (config: Config, backends: Backends, lo
     keyDirectoryMaxLagMs: config.keyDirectoryMaxLagMs,
     teams: backends.teams,
     personalData: backends.personalData,
+    storedEvents: backends.storedEvents,
   });
   const address = await ingress.app.listen({ port: config.port, host: config.host });
   return {
@@ -69,6 +70,7 @@ export const startProcessorService = async (config: Config, backends: Backends, 
     teams: backends.teams.repository,
     health,
     personalData: backends.personalData,
+    storedEvents: backends.storedEvents,
   });
 };
 

@@ -21,7 +21,8 @@ const translate = (error: unknown): unknown =>
   translatePgError(error, (message, cause) => new DataKeysUnavailableError(`PostgreSQL data keys unavailable: ${message}`, { cause }));
 
 export const createPostgresDataKeys = async (options: PostgresOptions, kek: Buffer): Promise<DataKeyStore> => {
-  const pool: pg.Pool = await createPostgresPool(options).catch((error: unknown) => {
+  // Short single-row statements: a few connections serve them (the server's connections are shared by every pool of every process).
+  const pool: pg.Pool = await createPostgresPool({ max: 3, ...options }).catch((error: unknown) => {
     throw translate(error);
   });
   await pool.query(SCHEMA).catch(async (error: unknown) => {

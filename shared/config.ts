@@ -27,6 +27,10 @@ export const ConfigSchema = Type.Object({
   metricsToken: Type.Optional(Type.String({ description: 'METRICS_TOKEN: bearer token of GET /metrics on every process, besides the admin token (at least 32 characters)', minLength: 32 })),
   /** Secret of the keyed hash under which API keys are stored; generated into DATA_DIR/api-key-secret when unset on the embedded default. */
   apiKeySecret: Type.Optional(Type.String({ description: 'API_KEY_SECRET: secret of the keyed hash of API keys (at least 32 characters)', minLength: 32 })),
+  /** Secret the per-call data keys are wrapped under; generated into DATA_DIR/data-key-secret when unset on the embedded default. */
+  dataKeySecret: Type.Optional(Type.String({ description: 'DATA_KEY_SECRET: secret wrapping the per-call data keys that encrypt personal fields (at least 32 characters)', minLength: 32 })),
+  /** SQL event log: records below every group's committed offset are deleted after this many hours. */
+  logRetentionHours: Integer('LOG_RETENTION_HOURS: hours a record of the SQL event log is kept once every consumer group is past it (default 168)', 1),
   /** A call still pending this long after submission fails with `processing_timeout`. */
   processingTimeoutMs: Integer('PROCESSING_TIMEOUT_MS: processing deadline per call (default 3600000 = 60 min)', 1),
   /** PostgreSQL server for the event store (and the event log when Kafka is not configured). */
@@ -135,6 +139,8 @@ export const loadConfig = (env: Env = process.env): Config => {
     dataDir: optional(env, 'DATA_DIR') ?? './data',
     adminToken: optional(env, 'ADMIN_TOKEN'),
     apiKeySecret: optional(env, 'API_KEY_SECRET'),
+    dataKeySecret: optional(env, 'DATA_KEY_SECRET'),
+    logRetentionHours: integer(env, 'LOG_RETENTION_HOURS', 168),
     metricsToken: optional(env, 'METRICS_TOKEN'),
     otelExporterOtlpEndpoint: optional(env, 'OTEL_EXPORTER_OTLP_ENDPOINT'),
     otelServiceName: optional(env, 'OTEL_SERVICE_NAME'),

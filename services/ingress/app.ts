@@ -20,6 +20,11 @@ import type { ReadModels } from '../../shared/ports/read-models.ts';
 import { registerAdminOpsRoutes } from './admin-ops-routes.ts';
 import { adminGuard, registerAdminRoutes } from './admin-routes.ts';
 import { registerCallsRoutes } from './calls-routes.ts';
+import type { CallEraser } from './call-eraser.ts';
+import type { ErasureRequests } from './erasure-requests.ts';
+import { registerErasureAdminRoutes } from './erasure-admin-routes.ts';
+import { registerEraseRoute } from './erase-route.ts';
+import type { PersonalData } from '../../shared/adapters/crypto/personal-data.ts';
 import { installErrorHandler } from './error-handler.ts';
 import { registerIngestRoute } from './ingest-route.ts';
 import { registerMetrics } from './metrics-routes.ts';
@@ -51,6 +56,10 @@ export interface IngressDeps {
   health?: Health;
   /** WEBHOOK_ALLOW_PRIVATE: webhook URLs may name loopback and private addresses. */
   webhookAllowPrivate?: boolean;
+  /** Seals personal fields of published calls (docs/decisions/0014-erasure-crypto-shredding.md). */
+  personalData?: PersonalData;
+  /** Erasing calls, and erasure requests; without them DELETE /api/calls/:callId and the erasure admin API are not served. */
+  erasure?: { erase: CallEraser; requests: ErasureRequests };
 }
 
 export type IngressApp = TypedApp;
@@ -208,7 +217,7 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
     },
   );
 
-  registerIngestRoute(app, { teams: deps.teams, limiter: deps.limiter, eventLog: deps.eventLog, eventStore: deps.eventStore, topics: deps.topics, now: deps.now });
+  registerIngestRoute(app, { teams: deps.teams, limiter: deps.limiter, eventLog: deps.eventLog, eventStore: deps.eventStore, topics: deps.topics, now: deps.now, personalData: deps.personalData });
   registerAdminRoutes(app, { teams: deps.teams, adminToken: deps.adminToken, limiter: deps.limiter });
   registerAdminOpsRoutes(app, { eventLog: deps.eventLog, eventStore: deps.eventStore, readModels: deps.readModels, requireAdmin: adminGuard(deps.adminToken, deps.limiter) });
   registerOperatorRoutes(app, { ...deps, requireAdmin: adminGuard(deps.adminToken, deps.limiter) });
@@ -216,6 +225,10 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
     registerWebhookRoutes(app, { teams: deps.teams, eventStore: deps.eventStore, webhooks: deps.readModels.webhooks, requireAdmin: adminGuard(deps.adminToken, deps.limiter), now: deps.now, allowPrivate: deps.webhookAllowPrivate ?? false });
   }
   if (deps.readModels) registerCallsRoutes(app, { teams: deps.teams, limiter: deps.limiter, callHistory: deps.readModels.callHistory, eventStore: deps.eventStore });
+  if (deps.erasure) {
+    registerEraseRoute(app, { teams: deps.teams, limiter: deps.limiter, erase: deps.erasure.erase });
+    registerErasureAdminRoutes(app, { teams: deps.teams, requests: deps.erasure.requests, requireAdmin: adminGuard(deps.adminToken, deps.limiter) });
+  }
   registerUsageRoute(app, { teams: deps.teams, limiter: deps.limiter });
   registerTranscriptRoute(app, { teams: deps.teams, limiter: deps.limiter, eventStore: deps.eventStore });
   registerConsoleRoutes(app);

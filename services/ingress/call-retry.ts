@@ -35,7 +35,7 @@ export const createCallRetry = (deps: CallRetryDeps) => {
 
   return async (callId: string, log: FastifyBaseLogger): Promise<RetriedCall> => {
     const { state } = await calls.load(callId);
-    if (state.status === 'absent') throw new ProblemError('NOT_FOUND', `No call ${callId}.`);
+    if (state.status === 'absent' || state.status === 'erased') throw new ProblemError('NOT_FOUND', `No call ${callId}.`);
     // Refused before anything is reserved: the decider's own rule (a DomainError, answered 409).
     callDecider.decide({ type: 'RetryCall', now: now().toISOString(), capacity: { reservedMinutes: 1, autoRechargedMinutes: 0 } }, state);
 

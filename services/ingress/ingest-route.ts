@@ -12,6 +12,8 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyBaseLogger } from 'fastify';
 import { createHash, randomUUID } from 'node:crypto';
 import { toRecord } from '../../shared/cloudevents.ts';
+import type { PersonalData } from '../../shared/adapters/crypto/personal-data.ts';
+import type { Json } from '../../shared/ports/event-store.ts';
 import { CALL_SUBMITTED_TYPE, type CallSubmittedData } from '../../shared/domain/call/call-submitted.ts';
 import { isDomainError } from '../../shared/domain/decider.ts';
 import { idempotencyDecider } from '../../shared/domain/idempotency/idempotency-decider.ts';
@@ -49,6 +51,8 @@ export interface IngestDeps {
   eventStore: EventStore;
   topics?: Topics;
   now?: () => Date;
+  /** Seals the personal fields of the published CallSubmitted (docs/decisions/0014-erasure-crypto-shredding.md). */
+  personalData?: PersonalData;
 }
 
 
@@ -120,9 +124,11 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
     };
     const topic = (deps.topics ?? TOPICS).callsSubmitted;
     try {
+      // Sealed under the call's new data key: the record on the log holds no personal field in clear.
+      const published = deps.personalData ? await deps.personalData.seal(callId, 'CallSubmitted', data as unknown as Json) : data;
       await inSpan(`publish ${topic}`, { kind: SpanKind.PRODUCER, attributes: { 'messaging.destination.name': topic, 'call.id': callId, 'team.id': owner.teamId } }, () =>
         deps.eventLog.publish(topic, [
-          toRecord({ id: callId, type: CALL_SUBMITTED_TYPE, source: INGEST_PATH, subject: callId, time: submittedAt, data, extensions: { teamid: owner.teamId, ...traceHeaders() } }),
+          toRecord({ id: callId, type: CALL_SUBMITTED_TYPE, source: INGEST_PATH, subject: callId, time: submittedAt, data: published, extensions: { teamid: owner.teamId, ...traceHeaders() } }),
         ]),
       );
     } catch (error) {

@@ -8,6 +8,10 @@ import type { EventStore } from '../../shared/ports/event-store.ts';
 import type { RateLimiter } from '../../shared/ports/rate-limiter.ts';
 import type { ReadModels } from '../../shared/ports/read-models.ts';
 import type { Topics } from '../../shared/topics.ts';
+import type { PersonalData } from '../../shared/adapters/crypto/personal-data.ts';
+import { createCallEraser } from './call-eraser.ts';
+import { createErasureRequests } from './erasure-requests.ts';
+import { startRetentionSweep } from './retention-sweep.ts';
 import type { Health } from '../runtime/health.ts';
 import { buildIngressApp, type IngressApp } from './app.ts';
 import { DEFAULT_ORPHAN_AFTER_MS, startOrphanSweep } from './teams/orphan-reservations.ts';
@@ -38,11 +42,19 @@ export interface IngressOptions {
   orphanAfterMs?: number;
   /** WEBHOOK_ALLOW_PRIVATE: webhook URLs may name loopback and private addresses (default false). */
   webhookAllowPrivate?: boolean;
+  /** Seals personal fields and erases calls (docs/decisions/0014-erasure-crypto-shredding.md). */
+  personalData?: PersonalData;
+  /** How often teams' retention periods are applied (default 60 s). */
+  retentionSweepMs?: number;
+  /** The events as stored (personal fields sealed): the team directory follows them, having no use for call data opened. */
+  storedEvents?: EventStore;
 }
 
 export interface Ingress {
   app: IngressApp;
   teams: TeamService;
+  /** The retention sweep, when the ingress erases calls. */
+  retention?: { sweep(): Promise<number> };
   /** Closes the HTTP app (finishing in-flight requests) and stops following team events. */
   close(): Promise<void>;
 }
@@ -52,10 +64,17 @@ export const createIngress = async (options: IngressOptions): Promise<Ingress> =
   registerSecretForRedaction(options.apiKeySecret);
   if (options.metricsToken) registerSecretForRedaction(options.metricsToken);
   const { directory, repository } = options.teams ?? createTeamWriter(options.eventStore);
-  await directory.start(options.eventStore);
+  await directory.start(options.storedEvents ?? options.eventStore);
   const maxLagMs = options.keyDirectoryMaxLagMs ?? DEFAULT_KEY_DIRECTORY_MAX_LAG_MS;
   const unregister = options.health?.register('team-directory', () => directory.report((since) => options.health!.retryingTooLong(since), maxLagMs));
   const teams = new TeamService({ repository, directory, maxDirectoryLagMs: maxLagMs, keySecret: options.apiKeySecret, now: options.now });
+  // Erasure needs the read models (to find a team's calls) and the data keys (to shred).
+  const { personalData, readModels } = options;
+  const erase = personalData ? createCallEraser({ eventStore: options.eventStore, teams, personalData, now: options.now }) : undefined;
+  const erasure =
+    erase && readModels
+      ? { erase, requests: createErasureRequests({ eventStore: options.eventStore, callHistory: readModels.callHistory, erase, log: options.logger, now: options.now }) }
+      : undefined;
   const app = await buildIngressApp({
     logger: options.logger,
     check: options.check ?? (async () => ({})),
@@ -70,16 +89,24 @@ export const createIngress = async (options: IngressOptions): Promise<Ingress> =
     now: options.now,
     health: options.health,
     webhookAllowPrivate: options.webhookAllowPrivate,
+    personalData,
+    erasure,
   });
   await app.ready();
+  const retention = erasure
+    ? startRetentionSweep({ teams, callHistory: readModels!.callHistory, erase: erasure.erase, log: options.logger, intervalMs: options.retentionSweepMs, now: options.now })
+    : undefined;
   const orphans = startOrphanSweep({ teams, eventStore: options.eventStore, orphanAfterMs: options.orphanAfterMs ?? DEFAULT_ORPHAN_AFTER_MS, log: options.logger, now: options.now });
   return {
     app,
     teams,
+    retention,
     async close() {
       unregister?.();
       await orphans.stop();
+      await retention?.stop();
       await app.close();
+      await erasure?.requests.close();
       await directory.stop();
     },
   };

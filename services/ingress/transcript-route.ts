@@ -90,7 +90,7 @@ export const registerTranscriptRoute = (app: TypedApp, deps: { teams: TeamServic
       // No call id holds U+0000 or an unpaired surrogate (and PostgreSQL refuses them in a parameter).
       if (!isStorable(callId)) throw new ProblemError('NOT_FOUND', 'No such call in this team.');
       const { state } = await calls.load(callId);
-      if (state.status === 'absent' || state.submitted.teamId !== request.apiKey!.teamId) throw new ProblemError('NOT_FOUND', `No call ${callId} in this team.`);
+      if (state.status === 'absent' || state.status === 'erased' || state.submitted.teamId !== request.apiKey!.teamId) throw new ProblemError('NOT_FOUND', `No call ${callId} in this team.`);
       if (!state.transcript) throw new ProblemError('TRANSCRIPT_NOT_READY', notReady(state));
       const { segments, text } = state.transcript;
       const format: TranscriptFormat = request.query.format ?? 'json';

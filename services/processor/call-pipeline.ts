@@ -65,6 +65,13 @@ const storable = <T>(value: T): T => {
   return value;
 };
 
+/**
+ * A step error as logged: its code, not its message, which may name the audio URL (a personal
+ * field, sealed in CallFailed and never written in clear; docs/decisions/0014-erasure-crypto-shredding.md).
+ */
+const loggable = (error: unknown): unknown =>
+  error instanceof StepError ? { type: 'StepError', code: error.code, retriable: error.retriable } : error;
+
 export const createCallPipeline = (deps: PipelineDeps) => {
   const calls = new AggregateRepository(deps.store, callDecider, callStreamId, { cache: deps.callStates });
   // A team's stream grows with every call: keep folded states and read only newer events.
@@ -80,7 +87,7 @@ export const createCallPipeline = (deps: PipelineDeps) => {
       countFinishedCalls(events);
       return events;
     } catch (error) {
-      if (isDomainError(error) && ['CALL_ALREADY_FINISHED', 'CALL_STEP_OUT_OF_ORDER'].includes(error.code)) return [];
+      if (isDomainError(error) && ['CALL_ALREADY_FINISHED', 'CALL_STEP_OUT_OF_ORDER', 'CALL_ERASED'].includes(error.code)) return [];
       throw error;
     }
   };
@@ -231,13 +238,13 @@ export const createCallPipeline = (deps: PipelineDeps) => {
             () => inSpan(`step ${step}`, { parent: trace, attributes: { 'call.id': callId, 'call.step': step } }, () => runStep(state, actor, spentFetching)),
             deps.retry,
             signal,
-            (error, attempt, delayMs) => log.warn({ step, attempt, delayMs, code: (error as StepError).code, err: error }, 'step failed; retrying'),
+            (error, attempt, delayMs) => log.warn({ step, attempt, delayMs, code: (error as StepError).code, err: loggable(error) }, 'step failed; retrying'),
             pause,
           );
         } catch (error) {
           if (signal.aborted) return;
           const terminal = error instanceof StepError ? error : new StepError('internal_error', 'Processing failed unexpectedly; the error was logged.', false, { cause: error });
-          log.warn({ step, code: terminal.code, err: error }, 'call failed');
+          log.warn({ step, code: terminal.code, err: loggable(error) }, 'call failed');
           await inSpan('fail call', { parent: trace, attributes: { 'call.id': callId, 'call.step': step, 'call.processing_error': terminal.code } }, () => fail(state, terminal.code, terminal.message));
           return;
         }
@@ -249,7 +256,7 @@ export const createCallPipeline = (deps: PipelineDeps) => {
     async timeOut(callId: string): Promise<CallState> {
       const { state } = await calls.load(callId);
       if (state.status === 'pending' && Date.parse(deadlineOf(state, deps.processingTimeoutMs)) <= Date.parse(now())) await releaseCapacity(state);
-      const metadata = state.status === 'absent' ? undefined : { teamId: state.submitted.teamId };
+      const metadata = state.status === 'absent' ? undefined : { teamId: state.status === 'erased' ? state.teamId : state.submitted.teamId };
       const result = await calls.handle(callId, { type: 'TimeOut', now: now(), timeoutMs: deps.processingTimeoutMs }, metadata);
       countFinishedCalls(result.events);
       return result.state;

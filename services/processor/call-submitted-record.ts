@@ -4,7 +4,9 @@
  */
 import { type Static, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
-import { fromRecord } from '../../shared/cloudevents.ts';
+import { type CloudEvent, fromRecord } from '../../shared/cloudevents.ts';
+import type { PersonalData } from '../../shared/adapters/crypto/personal-data.ts';
+import type { Json } from '../../shared/ports/event-store.ts';
 import { CALL_SUBMITTED_TYPE, type CallSubmittedData } from '../../shared/domain/call/call-submitted.ts';
 import type { LogRecord } from '../../shared/ports/event-log.ts';
 
@@ -36,6 +38,30 @@ export const parseCallSubmitted = (record: Pick<LogRecord, 'key' | 'value' | 'he
   } catch (error) {
     return { ok: false, reason: (error as Error).message };
   }
+  return checked(record, event);
+};
+
+/**
+ * As `parseCallSubmitted`, with the record's personal fields decrypted (the one place a log record
+ * is opened; docs/decisions/0014-erasure-crypto-shredding.md). `erased`: the record is sealed and
+ * its call's key destroyed, so there is nothing to process.
+ */
+export const readCallSubmitted = async (record: Pick<LogRecord, 'key' | 'value' | 'headers'>, personalData: PersonalData | undefined): Promise<ParsedCallSubmitted | { ok: false; erased: true }> => {
+  let event;
+  try {
+    event = fromRecord<Json>(record);
+  } catch (error) {
+    return { ok: false, reason: (error as Error).message };
+  }
+  if (personalData && event.type === CALL_SUBMITTED_TYPE && personalData.isSealed(event.data)) {
+    const opened = await personalData.opened(record.key, 'CallSubmitted', event.data);
+    if (opened.erased) return { ok: false, erased: true };
+    event = { ...event, data: opened.data };
+  }
+  return checked(record, event);
+};
+
+const checked = (record: Pick<LogRecord, 'key'>, event: CloudEvent<unknown>): ParsedCallSubmitted => {
   if (event.type !== CALL_SUBMITTED_TYPE) return { ok: false, reason: `unexpected event type ${event.type} (expected ${CALL_SUBMITTED_TYPE})` };
   const first = Value.Errors(CallSubmittedRecordSchema, event.data).First();
   if (first) return { ok: false, reason: `invalid CallSubmitted: ${first.path || '/'} ${first.message}` };

@@ -46,7 +46,7 @@ export class OpenCalls {
   private store?: EventStore;
 
   constructor(
-    private readonly onChange: (call: OpenCall, change: 'opened' | 'reopened' | 'closed' | 'updated') => void = () => {},
+    private readonly onChange: (call: OpenCall, change: 'opened' | 'reopened' | 'closed' | 'updated' | 'erased') => void = () => {},
     private readonly options: { snapshotEveryMs?: number } = {},
   ) {}
 
@@ -149,11 +149,12 @@ export class OpenCalls {
         return;
       }
       case 'CallCompleted':
-      case 'CallFailed': {
+      case 'CallFailed':
+      case 'CallErased': {
         const call = this.open.get(callId);
         if (!call) return;
         this.open.delete(callId);
-        this.onChange(call, 'closed');
+        this.onChange(call, event.type === 'CallErased' ? 'erased' : 'closed');
         return;
       }
     }

@@ -28,7 +28,8 @@ import { ActorSystem } from './actors.ts';
 import { FairQueue } from './fair-queue.ts';
 import type { TeamRepository } from '../runtime/team-writer.ts';
 import { createCallPipeline } from './call-pipeline.ts';
-import { parseCallSubmitted } from './call-submitted-record.ts';
+import { readCallSubmitted } from './call-submitted-record.ts';
+import type { PersonalData } from '../../shared/adapters/crypto/personal-data.ts';
 import { Deadlines } from './deadlines.ts';
 import { OpenCalls } from './open-calls.ts';
 import { DEFAULT_RETRY, type RetryPolicy } from './retry.ts';
@@ -70,6 +71,10 @@ export interface ProcessorOptions {
   health?: Health;
   /** How often the sweep looks for owned open calls nobody works; default 5000 ms. */
   sweepIntervalMs?: number;
+  /** Opens the sealed personal fields of calls.submitted.v1 records (docs/decisions/0014-erasure-crypto-shredding.md). */
+  personalData?: PersonalData;
+  /** The events as stored (personal fields sealed): the open-call tracker follows them, reading no personal field. */
+  storedEvents?: EventStore;
 }
 
 export interface Processor {
@@ -141,11 +146,17 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
 
   const openCalls = new OpenCalls((call, change) => {
     if (change === 'closed') return deadlines.disarm(call.callId);
+    if (change === 'erased') {
+      // An erased call stops where it is: its late results would be refused anyway.
+      deadlines.disarm(call.callId);
+      void actors.stop(call.callId, 'erased');
+      return;
+    }
     if (owns(call.callId)) deadlines.arm(call.callId, deadlineOf(call));
     // An operator retried a failed call of ours: work it now rather than at the next sweep.
     if (change === 'reopened' && owns(call.callId)) actors.wake(call.callId, call.teamId);
   });
-  await openCalls.start(options.eventStore);
+  await openCalls.start(options.storedEvents ?? options.eventStore);
 
   let warnedPartitions = false;
   const intake = (record: LogRecord) =>
@@ -155,7 +166,9 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
       () => intakeRecord(record),
     );
   const intakeRecord = async (record: LogRecord) => {
-    const parsed = parseCallSubmitted(record);
+    const parsed = await readCallSubmitted(record, options.personalData);
+    // The record of a call erased since: nothing to store or process.
+    if (!parsed.ok && 'erased' in parsed) return;
     if (!parsed.ok) throw new PoisonRecordError(parsed.reason);
     // Appending with "no stream" makes a redelivered record harmless. The record's trace context
     // goes into the call's first event, where each later step finds it.

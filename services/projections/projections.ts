@@ -10,7 +10,9 @@
 import type { Logger } from 'pino';
 import { toRecord } from '../../shared/cloudevents.ts';
 import type { EventLog } from '../../shared/ports/event-log.ts';
-import type { EventStore, Subscription } from '../../shared/ports/event-store.ts';
+import type { EventStore, Json, Subscription } from '../../shared/ports/event-store.ts';
+import type { PersonalData } from '../../shared/adapters/crypto/personal-data.ts';
+import { startErasedKeyShredder } from './erased-key-shredder.ts';
 import type { ProjectionWriter, ReadModels } from '../../shared/ports/read-models.ts';
 import type { Topics } from '../../shared/topics.ts';
 import { isBackendUnavailable } from '../../shared/ports/unavailable.ts';
@@ -40,6 +42,13 @@ export interface ProjectionsOptions {
   health?: Health;
   /** How the webhook outbox is delivered (retry schedule, address policy). */
   webhookDelivery?: WebhookDeliveryOptions;
+  /**
+   * Personal fields (docs/decisions/0014-erasure-crypto-shredding.md): seals them in
+   * deal.outcome.updated, and destroys the data key of every erased call the feed shows.
+   */
+  personalData?: PersonalData;
+  /** The events as stored (still sealed), which the call-events relay publishes; default `eventStore`. */
+  storedEvents?: EventStore;
 }
 
 export interface Projections {
@@ -142,7 +151,7 @@ export const startProjections = (options: ProjectionsOptions): Projections => {
   const log = options.logger.child({ component: 'projections' });
   const { eventStore, eventLog, readModels, topics } = options;
 
-  const publisher = new DealOutcomePublisher(readModels, eventLog, topics, log);
+  const publisher = new DealOutcomePublisher(readModels, eventLog, topics, log, options.personalData);
   const webhookDelivery = new WebhookDeliveryWorker(readModels.webhooks, eventStore, log.child({ component: 'webhook-delivery' }), options.webhookDelivery);
   const isSkipped = (projection: SkippableProjection) => async (position: bigint) => (await skippedPositions(eventStore, projection)).has(position);
   // A stop is recorded in the store, so every process's GET /api/admin/projections reports it.
@@ -159,7 +168,13 @@ export const startProjections = (options: ProjectionsOptions): Projections => {
     ],
   ];
   if (options.relayCallEvents !== false) {
-    running.push(['call-events-relay', supervised('call-events relay', () => startCallEventsRelay({ eventStore, eventLog, topics, logger: log }), log)]);
+    const storedEvents = options.storedEvents ?? eventStore;
+    running.push(['call-events-relay', supervised('call-events relay', () => startCallEventsRelay({ eventStore: storedEvents, eventLog, topics, logger: log }), log)]);
+  }
+  const { personalData } = options;
+  if (personalData) {
+    const storedEvents = options.storedEvents ?? eventStore;
+    running.push(['erased-data-keys', supervised('erased data keys', () => startErasedKeyShredder({ eventStore: storedEvents, personalData }), log)]);
   }
   publisher.start();
   webhookDelivery.start();
@@ -212,6 +227,7 @@ class DealOutcomePublisher {
     private readonly eventLog: EventLog,
     private readonly topics: Topics,
     private readonly log: Logger,
+    private readonly personalData?: PersonalData,
   ) {}
 
   start(): void {
@@ -275,16 +291,20 @@ class DealOutcomePublisher {
     for (;;) {
       const entries = await this.readModels.deals.unpublished(200);
       if (entries.length === 0) return;
+      const { personalData } = this;
+      const sealed = personalData
+        ? await Promise.all(entries.map((entry) => personalData.seal(entry.callId, DEAL_OUTCOME_UPDATED, entry.payload as unknown as Json)))
+        : entries.map((entry) => entry.payload);
       await this.eventLog.publish(
         this.topics.dealOutcomeUpdated,
-        entries.map((entry) =>
+        entries.map((entry, i) =>
           toRecord({
             id: entry.eventId,
             type: DEAL_OUTCOME_UPDATED,
             source: '/deals',
             subject: entry.callId,
             time: entry.createdAt,
-            data: entry.payload,
+            data: sealed[i],
             extensions: { teamid: entry.payload.teamId },
           }),
         ),

@@ -15,13 +15,16 @@ import type { ComponentReport } from '../runtime/health.ts';
 /** The projection failed on this one event (not an outage). */
 export class ProjectionEventError extends Error {
   readonly retriable = false;
+  /** Where the event is, never its data: the error is logged, and the data may be personal. */
+  readonly event: Pick<RecordedEvent, 'position' | 'streamId' | 'revision' | 'type' | 'id'>;
   constructor(
     readonly projection: string,
-    readonly event: Pick<RecordedEvent, 'position' | 'streamId' | 'revision' | 'type' | 'id'>,
+    event: Pick<RecordedEvent, 'position' | 'streamId' | 'revision' | 'type' | 'id'>,
     cause: unknown,
   ) {
     super(`${projection} cannot project event ${event.type} at position ${event.position} (stream ${event.streamId}, revision ${event.revision}): ${(cause as Error)?.message ?? String(cause)}`, { cause });
     this.name = 'ProjectionEventError';
+    this.event = { position: event.position, streamId: event.streamId, revision: event.revision, type: event.type, id: event.id };
   }
 }
 

@@ -20,10 +20,21 @@ import type { ReadModels } from '../../shared/ports/read-models.ts';
 import { createPostgresReadModels } from '../../shared/adapters/read-models/postgres-read-models.ts';
 import { createSqliteReadModels } from '../../shared/adapters/read-models/sqlite-read-models.ts';
 import { createTeamWriter, type TeamWriter } from './team-writer.ts';
+import { keyEncryptionKey } from '../../shared/adapters/crypto/aes-gcm.ts';
+import { createPersonalData, type PersonalData } from '../../shared/adapters/crypto/personal-data.ts';
+import { createPostgresDataKeys } from '../../shared/adapters/data-keys/postgres-data-keys.ts';
+import { createSqliteDataKeys } from '../../shared/adapters/data-keys/sqlite-data-keys.ts';
+import { createSealedEventStore } from '../../shared/adapters/event-store/sealed-event-store.ts';
+import { resolveDataKeySecret } from './secrets.ts';
 import { allTopics, type Topics, topicNames } from '../../shared/topics.ts';
 
 export interface Backends {
+  /** The event store, personal fields of call events sealed at append and opened at read. */
   eventStore: EventStore;
+  /** The same store as stored (personal fields still sealed), for readers that forward events as they are. */
+  storedEvents: EventStore;
+  /** Seals, opens and erases personal fields under per-call data keys (docs/decisions/0014-erasure-crypto-shredding.md). */
+  personalData: PersonalData;
   eventLog: EventLog;
   /** Call history and deal records: on PostgreSQL with DATABASE_URL, else in the embedded database (whichever the event store is). */
   readModels: ReadModels;
@@ -44,18 +55,29 @@ const redact = (url: string) => url.replace(/\/\/([^:@/]+):[^@/]+@/, '//$1:***@'
 
 export const openBackends = async (config: Config, log: Logger): Promise<Backends> => {
   const sqlite = config.databaseUrl ? undefined : openSqlite(config.dataDir);
+  const closing: Array<() => Promise<void>> = [];
   try {
-    const eventStore = config.kurrentDbUrl
+    const storedEvents = config.kurrentDbUrl
       ? await openKurrentDbEventStore({ connectionString: config.kurrentDbUrl, log })
       : config.databaseUrl
         ? await createPostgresEventStore({ connectionString: config.databaseUrl, schema: config.databaseSchema, log })
         : createSqliteEventStore(sqlite!.db);
+    closing.push(() => storedEvents.close());
+    const dataKeySecret = resolveDataKeySecret(config, sqlite?.dataDir);
+    if (dataKeySecret.file) log.info({ path: dataKeySecret.file }, `data key secret in ${dataKeySecret.file}`);
+    const kek = keyEncryptionKey(dataKeySecret.secret);
+    const dataKeys = config.databaseUrl
+      ? await createPostgresDataKeys({ connectionString: config.databaseUrl, schema: config.databaseSchema }, kek)
+      : createSqliteDataKeys(sqlite!.db, kek);
+    const personalData = createPersonalData(dataKeys);
+    closing.push(() => personalData.close());
+    const eventStore = createSealedEventStore(storedEvents, personalData);
     const eventLog =
       config.kafkaBrokers.length > 0
         ? await createKafkaEventLog({ brokers: config.kafkaBrokers, publishTimeoutMs: config.kafkaPublishTimeoutMs })
         : config.databaseUrl
-          ? await createPostgresEventLog({ connectionString: config.databaseUrl, schema: config.databaseSchema })
-          : createSqliteEventLog(sqlite!.db);
+          ? await createPostgresEventLog({ connectionString: config.databaseUrl, schema: config.databaseSchema, retentionMs: config.logRetentionHours * 3_600_000 })
+          : createSqliteEventLog(sqlite!.db, { retentionMs: config.logRetentionHours * 3_600_000 });
     const readModels = config.databaseUrl
       ? await createPostgresReadModels({ connectionString: config.databaseUrl, schema: config.databaseSchema })
       : createSqliteReadModels(sqlite!.db);
@@ -77,6 +99,8 @@ export const openBackends = async (config: Config, log: Logger): Promise<Backend
     log.info(description, 'backends open');
     return {
       eventStore,
+      storedEvents,
+      personalData,
       eventLog,
       readModels,
       topics,
@@ -94,11 +118,13 @@ export const openBackends = async (config: Config, log: Logger): Promise<Backend
       async close() {
         await eventLog.close();
         await readModels.close();
+        await personalData.close();
         await eventStore.close();
         sqlite?.close();
       },
     };
   } catch (error) {
+    for (const close of closing.reverse()) await close().catch(() => undefined);
     sqlite?.close();
     throw error;
   }

@@ -38,6 +38,8 @@ export const startIngressService = async (config: Config, backends: Backends, lo
     keyDirectoryMaxLagMs: config.keyDirectoryMaxLagMs,
     webhookAllowPrivate: config.webhookAllowPrivate,
     teams: backends.teams,
+    personalData: backends.personalData,
+    storedEvents: backends.storedEvents,
   });
   const address = await ingress.app.listen({ port: config.port, host: config.host });
   return {
@@ -68,6 +70,8 @@ export const startProcessorService = async (config: Config, backends: Backends, 
     topics: backends.topics,
     teams: backends.teams.repository,
     health,
+    personalData: backends.personalData,
+    storedEvents: backends.storedEvents,
   });
 };
 
@@ -75,6 +79,8 @@ export const startProcessorService = async (config: Config, backends: Backends, 
 export const startProjectionsService = (config: Config, backends: Backends, logger: Logger, health?: Health): Service =>
   startProjections({
     eventStore: backends.eventStore,
+    storedEvents: backends.storedEvents,
+    personalData: backends.personalData,
     eventLog: backends.eventLog,
     readModels: backends.readModels,
     topics: backends.topics,

@@ -94,6 +94,13 @@ export interface CallHistoryStore extends ProjectionWriter {
   list(teamId: string, query?: CallHistoryQuery): Promise<CallHistoryPage>;
   /** The version reads and live applies use: 1 until a rebuild is activated, then the rebuild's. */
   activeVersion(): Promise<number>;
+  /** Up to `limit` of the team's calls submitted before `before` (an ISO 8601 instant), oldest first: what a retention period erases. */
+  submittedBefore(teamId: string, before: string, limit: number): Promise<string[]>;
+  /**
+   * The team's calls whose rep e-mail or attributed member's e-mail is `email` (ASCII letters
+   * compared case-insensitively): what an erasure request by e-mail erases.
+   */
+  callsOfEmail(teamId: string, email: string): Promise<string[]>;
   /**
    * Creates a new, empty version of the call history tables (dropping any unfinished earlier
    * rebuild) and returns where to write it.

@@ -5,6 +5,7 @@ import { EventLogUnavailableError } from '../../shared/ports/event-log.ts';
 import { backend } from '../support/backends.ts';
 import { freshSchema } from '../support/postgres.ts';
 import { eventLogConformance } from './event-log.ts';
+import { sqlLogPruning } from './sql-event-log-pruning.ts';
 
 const b = await backend('postgres');
 const schema = b.url ? freshSchema(b.url) : undefined;
@@ -18,6 +19,8 @@ eventLogConformance(
   async () => ({ log: await createPostgresEventLog({ connectionString: b.url!, schema: schema!.schema, sessionTimeoutMs: 1000 }) }),
   { skip: b.skip },
 );
+
+void sqlLogPruning('postgres', async (retentionMs) => createPostgresEventLog({ connectionString: b.url!, schema: schema!.schema, sessionTimeoutMs: 1000, retentionMs }), { skip: b.skip });
 
 describe('PostgreSQL event log: server unreachable', () => {
   test('opening the log fails with EventLogUnavailableError (retriable)', { timeout: 20_000 }, async () => {

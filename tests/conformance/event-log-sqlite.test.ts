@@ -10,6 +10,7 @@ import { SqlGroupMembership } from '../../shared/adapters/event-log/sql-group-me
 import { openSqlite } from '../../shared/adapters/sqlite/sqlite-database.ts';
 import { eventLogConformance } from './event-log.ts';
 import { eventually } from './event-log-support.ts';
+import { sqlLogPruning } from './sql-event-log-pruning.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'event-log-sqlite-'));
 const sqlite = openSqlite(dir);
@@ -20,6 +21,8 @@ after(() => {
 
 // Every instance shares the one connection, like two services in one process.
 eventLogConformance('sqlite', async () => ({ log: createSqliteEventLog(sqlite.db, { sessionTimeoutMs: 1000 }) }));
+
+void sqlLogPruning('sqlite', async (retentionMs) => createSqliteEventLog(sqlite.db, { sessionTimeoutMs: 1000, retentionMs }));
 
 describe('SQL event log: partition leases', () => {
   test('a member that stopped heartbeating loses its partitions, and its late commits are refused', { timeout: 30_000 }, async (t) => {

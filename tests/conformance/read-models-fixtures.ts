@@ -59,6 +59,7 @@ export const events = {
   dealRecorded: (deal: Deal, t = 5): CallEvent => ({ type: 'DealRecorded', data: { deal, at: at(t) } }),
   completed: (t = 6): CallEvent => ({ type: 'CallCompleted', data: { durationSeconds: 95, at: at(t) } }),
   failed: (code: string, reason: string, t = 6): CallEvent => ({ type: 'CallFailed', data: { code, reason, at: at(t) } }),
+  erased: (t = 7): CallEvent => ({ type: 'CallErased', data: { cause: 'deleted', at: at(t) } }),
 };
 
 /** Appends a call's events to its stream `call-{callId}`. */

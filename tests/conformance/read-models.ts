@@ -630,6 +630,63 @@ export const readModelsConformance = (name: string, factory: ReadModelsFactory, 
       }
     });
 
+    describe('erasure (docs/decisions/0014-erasure-crypto-shredding.md)', () => {
+      test('CallErased drops the row (get, list, tags, search), the deal record and its unpublished outbox entry; a call erased in its first batch never shows', async () => {
+        const h = await open();
+        const teamId = team();
+        const deal = { dealSize: 10, notes: 'n' };
+        const done = await submitCall(h.store, { teamId, submission: { repName: 'Erin Done', tags: ['x'], deal } }, [events.started(), events.transcript('t'), events.analysed('Erin title'), events.dealRecorded(deal), events.completed()]);
+        const pending = await submitCall(h.store, { teamId, submittedAt: at(1), submission: { repName: 'Erin Pending', tags: ['x'] } }, [events.started()]);
+        const kept = await submitCall(h.store, { teamId, submittedAt: at(2), submission: { repName: 'Kim Kept', tags: ['x'] } });
+        await sync(h);
+        assert.ok(await h.models.deals.get(done.callId));
+        await appendCall(h.store, done.callId, [events.erased()]);
+        await appendCall(h.store, pending.callId, [events.erased()]);
+        const brief = await submitCall(h.store, { teamId, submittedAt: at(3), submission: { repName: 'Erin Brief', deal } }, [events.erased()]);
+        await sync(h);
+        for (const callId of [done.callId, pending.callId, brief.callId]) assert.equal(await h.models.callHistory.get(teamId, callId), undefined, callId);
+        assert.deepEqual(ids((await h.models.callHistory.list(teamId)).calls), [kept.callId]);
+        assert.deepEqual(ids((await h.models.callHistory.list(teamId, { tags: ['x'] })).calls), [kept.callId]);
+        assert.deepEqual(await found(h.models, teamId, 'erin'), []);
+        assert.equal(await h.models.deals.get(done.callId), undefined);
+        assert.ok(!(await h.models.deals.unpublished(100)).some((e) => e.callId === done.callId || e.callId === brief.callId));
+        assert.deepEqual(await h.models.callHistory.submittedBefore(teamId, at(100), 10), [kept.callId]);
+      });
+
+      for (const window of [1, 1000]) {
+        test(`a rebuild writing every ${window} event(s) has no row for an erased call`, async () => {
+          const h = await open({ rebuildLimits: { events: window, bytes: Number.MAX_SAFE_INTEGER } });
+          const teamId = team();
+          await fillMixedHistory(h.store, teamId);
+          const erased = await submitCall(h.store, { teamId, submittedAt: at(50), submission: { repName: 'Erin', tags: ['b'] } }, [events.started(), events.transcript('t')]);
+          await catchUp(h.store, h.models.callHistory, 2);
+          await appendCall(h.store, erased.callId, [events.erased()]);
+          await catchUp(h.store, h.models.callHistory, 2);
+          const live = await allPages(h.models, teamId, { limit: 5 });
+          assert.ok(!ids(live.flat()).includes(erased.callId));
+          const target = await h.models.callHistory.beginRebuild();
+          for (const batch of await readFeed(h.store, 0n, 2)) await target.apply(batch, batch[batch.length - 1]!.position);
+          await target.activate();
+          assert.deepEqual(await allPages(h.models, teamId, { limit: 5 }), live);
+          assert.equal(await h.models.callHistory.get(teamId, erased.callId), undefined);
+        });
+      }
+
+      test('the calls of an e-mail (rep e-mail or attributed member, ASCII case-insensitive) and the calls submitted before an instant, oldest first', async () => {
+        const h = await open();
+        const teamId = team();
+        const byRep = await submitCall(h.store, { teamId, submittedAt: at(1), submission: { repEmail: 'Dana@Acme.test' } });
+        const byMember = await submitCall(h.store, { teamId, submittedAt: at(2), submission: { repEmail: 'other@acme.test' }, attributedTo: { kind: 'member', memberId: 'm1', email: 'dana@acme.test', name: 'Dana' } });
+        const owner = await submitCall(h.store, { teamId, submittedAt: at(3), attributedTo: { kind: 'owner', email: 'dana@acme.test', name: 'Dana' } });
+        await submitCall(h.store, { teamId: team(), submission: { repEmail: 'dana@acme.test' } });
+        await sync(h);
+        assert.deepEqual((await h.models.callHistory.callsOfEmail(teamId, 'DANA@acme.test')).sort(), [byRep.callId, byMember.callId].sort());
+        assert.deepEqual(await h.models.callHistory.submittedBefore(teamId, at(3), 10), [byRep.callId, byMember.callId]);
+        assert.deepEqual(await h.models.callHistory.submittedBefore(teamId, at(4), 1), [byRep.callId]);
+        assert.ok(owner);
+      });
+    });
+
     describe('deal records and the deal.outcome.updated outbox', () => {
       test('a deal write: one record per call and exactly one outbox entry with a stable event id, across replays', async () => {
         const h = await open();

@@ -12,6 +12,7 @@ import type { EventStore } from '../../shared/ports/event-store.ts';
 import type { RateLimiter } from '../../shared/ports/rate-limiter.ts';
 import type { ReadModels } from '../../shared/ports/read-models.ts';
 import { TOPICS, type Topics } from '../../shared/topics.ts';
+import type { PersonalData } from '../../shared/adapters/crypto/personal-data.ts';
 import { createIngress, type Ingress } from '../../services/ingress/ingress.ts';
 import { INGEST_PATH } from '../../services/ingress/ingest-route.ts';
 import { createLogger } from '../../services/runtime/logger.ts';
@@ -47,9 +48,13 @@ export interface HarnessOptions {
   readModels?: ReadModels;
   /** Readiness registry GET /readyz reports. */
   health?: Health;
+  /** Seals personal fields and serves erasure (DELETE /api/calls/:callId, retention, erasure requests). */
+  personalData?: PersonalData;
+  /** The ingress's clock. */
+  now?: () => Date;
 }
 
-export const createHarness = async ({ eventStore, eventLog, limiter = createMemoryRateLimiter(), topics = TOPICS, readModels, health, webhookAddressPolicy = false }: HarnessOptions): Promise<Harness> => {
+export const createHarness = async ({ eventStore, eventLog, limiter = createMemoryRateLimiter(), topics = TOPICS, readModels, health, webhookAddressPolicy = false, personalData, now }: HarnessOptions): Promise<Harness> => {
   const logLines: string[] = [];
   const sink = new Writable({
     write(chunk, _encoding, done) {
@@ -57,7 +62,7 @@ export const createHarness = async ({ eventStore, eventLog, limiter = createMemo
       done();
     },
   });
-  const ingress = await createIngress({ eventStore, eventLog, limiter, topics, readModels, logger: createLogger('debug', sink), adminToken: ADMIN_TOKEN, apiKeySecret: API_KEY_SECRET, health, webhookAllowPrivate: !webhookAddressPolicy });
+  const ingress = await createIngress({ eventStore, eventLog, limiter, topics, readModels, logger: createLogger('debug', sink), adminToken: ADMIN_TOKEN, apiKeySecret: API_KEY_SECRET, health, webhookAllowPrivate: !webhookAddressPolicy, personalData, now });
   const app = ingress.app;
 
   const admin: Harness['admin'] = (method, url, body) =>

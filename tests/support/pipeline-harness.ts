@@ -22,6 +22,7 @@ import type { WebhookDeliveryOptions } from '../../services/projections/webhook-
 import { type Projections, startProjections } from '../../services/projections/projections.ts';
 import { Health } from '../../services/runtime/health.ts';
 import type { ReadModels } from '../../shared/ports/read-models.ts';
+import type { PersonalData } from '../../shared/adapters/crypto/personal-data.ts';
 import { eventually } from './eventually.ts';
 import { createHarness, type Harness } from './ingress-harness.ts';
 
@@ -39,6 +40,10 @@ export interface PipelineOptions {
   retryThresholdMs?: number;
   /** The webhook worker's options (allowPrivate is on unless said otherwise). */
   webhookDelivery?: WebhookDeliveryOptions;
+  /** Seal personal fields under data keys and serve erasure, as the service does. */
+  erasure?: boolean;
+  /** The ingress's clock (retention is measured with it). */
+  now?: () => Date;
 }
 
 export interface PipelineHarness extends Harness {
@@ -66,18 +71,27 @@ export const localSteps = (overrides: StepOverrides = {}) => ({
 });
 
 export const createPipelineHarness = async (
-  backends: { eventStore: EventStore; eventLog: EventLog; readModels?: ReadModels },
+  backends: { eventStore: EventStore; eventLog: EventLog; readModels?: ReadModels; personalData?: PersonalData; storedEvents?: EventStore },
   overrides: StepOverrides = {},
   options: PipelineOptions = {},
 ): Promise<PipelineHarness> => {
   const topics = topicNames(`t${randomUUID().slice(0, 8)}.`);
   await backends.eventLog.ensureTopics(allTopics(topics).map((name) => ({ name, partitions: PARTITIONS })));
   const health = new Health(options.retryThresholdMs);
-  const harness = await createHarness({ ...backends, topics, health });
+  const harness = await createHarness({ ...backends, topics, health, now: options.now });
   const projections = backends.readModels
-    ? startProjections({ eventStore: backends.eventStore, eventLog: backends.eventLog, readModels: backends.readModels, topics, logger: pino({ level: 'silent' }), health,
+    ? startProjections({
+        eventStore: backends.eventStore,
+        eventLog: backends.eventLog,
+        readModels: backends.readModels,
+        topics,
+        logger: pino({ level: 'silent' }),
+        health,
+        personalData: backends.personalData,
+        storedEvents: backends.storedEvents,
         // Receivers in tests listen on loopback.
-        webhookDelivery: { allowPrivate: true, ...options.webhookDelivery } })
+        webhookDelivery: { allowPrivate: true, ...options.webhookDelivery },
+      })
     : undefined;
   const groupId = `processor-${randomUUID()}`;
   const start = (o: StepOverrides = overrides) =>
@@ -92,6 +106,7 @@ export const createPipelineHarness = async (
       topics,
       groupId,
       health,
+      personalData: backends.personalData,
     });
   let processor: Processor | undefined = await start();
   return {

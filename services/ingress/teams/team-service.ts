@@ -101,6 +101,12 @@ export class TeamService {
     return this.capacity(await this.load(teamId));
   }
 
+  /** Sets the team's retention period in days (null: keep calls forever); returns it as stored. */
+  async setRetention(teamId: string, days: number | null): Promise<number | null> {
+    const { state } = await this.run(teamId, { type: 'SetRetention', days, now: this.now().toISOString() });
+    return state.status === 'active' ? (state.retentionDays ?? null) : null;
+  }
+
   /** Reserves a call's estimate; throws DomainError CAPACITY_EXHAUSTED when nothing is left. */
   async reserve(teamId: string, callId: string, minutes: number): Promise<CapacityView & { autoRechargedMinutes: number }> {
     const { state, events } = await this.run(teamId, { type: 'ReserveCapacity', callId, minutes, now: this.now().toISOString() });

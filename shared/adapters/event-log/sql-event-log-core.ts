@@ -27,6 +27,23 @@ export interface SqlEventLogOptions {
   fetchLimit?: number;
   /** Publishes arriving within this window share a transaction; default 0 (the next turn). */
   publishWindowMs?: number;
+  /**
+   * Records older than this, and below the committed offset of every consumer group of their
+   * partition, are deleted (docs/decisions/0014-erasure-crypto-shredding.md); default: kept forever.
+   */
+  retentionMs?: number;
+  /** How often records past `retentionMs` are deleted; default 600000 (10 min). */
+  pruneIntervalMs?: number;
+}
+
+/** The SQL event log, with the pruning of its old records. */
+export interface SqlEventLog extends EventLog {
+  /**
+   * Deletes records older than `retentionMs` that every consumer group of their partition has
+   * committed past (a partition no group consumes: age alone, as a Kafka retention). Returns how
+   * many went. Nothing without a retention.
+   */
+  prune(now?: Date): Promise<number>;
 }
 
 interface PublishRequest {
@@ -36,16 +53,18 @@ interface PublishRequest {
 
 const INSERT_CHUNK = 200;
 
-class SqlEventLog implements EventLog, SqlConsumerHost {
+class SqlTableEventLog implements SqlEventLog, SqlConsumerHost {
   readonly timing: SqlConsumerTiming;
   private readonly partitionCounts = new Map<string, number>();
   private readonly consumers = new Set<SqlConsumer>();
   private readonly publisher: GroupCommit<PublishRequest, RecordPosition[]>;
   private closed = false;
+  private readonly pruneTimer?: NodeJS.Timeout;
+  private pruning?: Promise<number>;
 
   constructor(
     readonly driver: SqlDriver,
-    options: SqlEventLogOptions,
+    private readonly options: SqlEventLogOptions,
   ) {
     this.timing = {
       sessionTimeoutMs: options.sessionTimeoutMs ?? 3000,
@@ -55,6 +74,32 @@ class SqlEventLog implements EventLog, SqlConsumerHost {
       fetchLimit: options.fetchLimit ?? 500,
     };
     this.publisher = new GroupCommit((items) => this.flush(items), { windowMs: options.publishWindowMs ?? 0, name: 'sql-event-log' });
+    if (options.retentionMs !== undefined) {
+      // A failed pass (an outage) is simply tried again at the next one.
+      this.pruneTimer = setInterval(() => void this.prune().catch(() => undefined), options.pruneIntervalMs ?? 600_000);
+      this.pruneTimer.unref();
+    }
+  }
+
+  async prune(now = new Date()): Promise<number> {
+    this.assertOpen();
+    if (this.options.retentionMs === undefined) return 0;
+    if (this.pruning) return this.pruning;
+    const cutoff = now.getTime() - this.options.retentionMs;
+    this.pruning = this.driver
+      .transaction(async (tx) => {
+        const gone = await tx.query<{ n: unknown }>(
+          `DELETE FROM log_records
+            WHERE timestamp_ms < ?
+              AND NOT EXISTS (SELECT 1 FROM log_offsets o
+                               WHERE o.topic = log_records.topic AND o.partition = log_records.partition AND o.next_offset <= log_records.record_offset)
+           RETURNING 1 AS n`,
+          [cutoff],
+        );
+        return gone.length;
+      })
+      .finally(() => (this.pruning = undefined));
+    return this.pruning;
   }
 
   async ensureTopics(topics: TopicSpec[]): Promise<void> {
@@ -106,12 +151,10 @@ class SqlEventLog implements EventLog, SqlConsumerHost {
   async endOffsets(topic: string): Promise<{ partition: number; offset: bigint }[]> {
     this.assertOpen();
     const partitions = await this.partitionCount(topic);
-    const rows = await this.driver.query<{ partition: unknown; last: unknown }>(
-      'SELECT partition, MAX(record_offset) AS last FROM log_records WHERE topic = ? GROUP BY partition',
-      [topic],
-    );
-    const last = new Map(rows.map((row) => [Number(row.partition), BigInt(row.last as string | number | bigint)]));
-    return Array.from({ length: partitions }, (_, partition) => ({ partition, offset: last.has(partition) ? last.get(partition)! + 1n : 0n }));
+    // From the partitions' offset rows, not the records: pruned records leave the end where it is.
+    const rows = await this.driver.query<{ partition: unknown; next_offset: unknown }>('SELECT partition, next_offset FROM log_partitions WHERE topic = ?', [topic]);
+    const next = new Map(rows.map((row) => [Number(row.partition), toBigInt(row.next_offset)]));
+    return Array.from({ length: partitions }, (_, partition) => ({ partition, offset: next.get(partition) ?? 0n }));
   }
 
   async committedOffset(groupId: string, topic: string, partition: number): Promise<bigint | undefined> {
@@ -122,6 +165,8 @@ class SqlEventLog implements EventLog, SqlConsumerHost {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    clearInterval(this.pruneTimer);
+    await this.pruning?.catch(() => undefined);
     await Promise.allSettled([...this.consumers].map((c) => c.stop()));
     await this.publisher.drain();
     await this.driver.close();
@@ -226,4 +271,4 @@ class SqlEventLog implements EventLog, SqlConsumerHost {
 }
 
 /** An `EventLog` over a SQL driver whose database already has `EVENT_LOG_SCHEMA`. */
-export const createSqlEventLog = (driver: SqlDriver, options: SqlEventLogOptions = {}): EventLog => new SqlEventLog(driver, options);
+export const createSqlEventLog = (driver: SqlDriver, options: SqlEventLogOptions = {}): SqlEventLog => new SqlTableEventLog(driver, options);

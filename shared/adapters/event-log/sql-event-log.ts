@@ -3,14 +3,13 @@
  * database or on PostgreSQL. Both share one implementation (`sql-event-log-core.ts`); the
  * dialects differ only in their driver.
  */
-import type { EventLog } from '../../ports/event-log.ts';
 import type { PostgresOptions } from '../postgres/postgres-pool.ts';
 import type { SqliteDb } from '../sqlite/sqlite-database.ts';
-import { createSqlEventLog, type SqlEventLogOptions } from './sql-event-log-core.ts';
+import { createSqlEventLog, type SqlEventLog, type SqlEventLogOptions } from './sql-event-log-core.ts';
 import { connectPostgresDriver } from './sql-event-log-postgres.ts';
 import { createSqliteSchema, SqliteDriver } from './sql-event-log-sqlite.ts';
 
-export type { SqlEventLogOptions } from './sql-event-log-core.ts';
+export type { SqlEventLog, SqlEventLogOptions } from './sql-event-log-core.ts';
 
 /** Where the PostgreSQL event log lives, and its tuning. */
 export interface PostgresEventLogOptions extends PostgresOptions, SqlEventLogOptions {}
@@ -19,7 +18,7 @@ export interface PostgresEventLogOptions extends PostgresOptions, SqlEventLogOpt
  * The event log in an open SQLite database (see `openSqlite`); its tables are created when
  * missing. The caller keeps owning `db`: the log's `close()` leaves it open.
  */
-export const createSqliteEventLog = (db: SqliteDb, options: SqlEventLogOptions = {}): EventLog => {
+export const createSqliteEventLog = (db: SqliteDb, options: SqlEventLogOptions = {}): SqlEventLog => {
   createSqliteSchema(db);
   return createSqlEventLog(new SqliteDriver(db), options);
 };
@@ -28,5 +27,5 @@ export const createSqliteEventLog = (db: SqliteDb, options: SqlEventLogOptions =
  * The event log in tables of `schema` on a PostgreSQL server; tables are created when missing.
  * @throws EventLogUnavailableError when the server cannot be reached.
  */
-export const createPostgresEventLog = async (options: PostgresEventLogOptions): Promise<EventLog> =>
+export const createPostgresEventLog = async (options: PostgresEventLogOptions): Promise<SqlEventLog> =>
   createSqlEventLog(await connectPostgresDriver(options), options);

@@ -9,10 +9,12 @@ export interface DealBatch {
   calls: DealCall[];
   /** Deal writes in feed order. */
   writes: Array<{ callId: string; position: bigint; recorded: RecordedDeal }>;
+  /** Calls erased (CallErased): their deal facts, record and outbox entries are deleted after the writes. */
+  erased: string[];
 }
 
 export const dealBatch = (events: readonly RecordedEvent[]): DealBatch => {
-  const batch: DealBatch = { calls: [], writes: [] };
+  const batch: DealBatch = { calls: [], writes: [], erased: [] };
   for (const event of events) {
     const callId = callIdOfStream(event.streamId);
     if (callId === undefined) continue;
@@ -21,6 +23,8 @@ export const dealBatch = (events: readonly RecordedEvent[]): DealBatch => {
       if (data.submission.deal) batch.calls.push(dealCallOf(data));
     } else if (event.type === 'DealRecorded') {
       batch.writes.push({ callId, position: event.position, recorded: { revision: event.revision, data: event.data as unknown as RecordedDeal['data'] } });
+    } else if (event.type === 'CallErased') {
+      batch.erased.push(callId);
     }
   }
   return batch;

@@ -20,12 +20,12 @@
  *   so a read that meets a dropped table (42P01) re-reads the version and retries.
  */
 import type pg from 'pg';
-import type { CallHistoryRow } from '../../domain/call/call-history.ts';
+import { type CallHistoryRow, erasedCallIds } from '../../domain/call/call-history.ts';
 import type { RecordedEvent } from '../../ports/event-store.ts';
 import type { ApplyOptions, CallHistoryRebuild, CallHistoryStore } from '../../ports/read-models.ts';
 import { inTransaction } from '../postgres/postgres-pool.ts';
 import { changesOf, docRow, eventsByCall, foldInto, indexedColumns, type LoadedRow, type PendingRow, type RowChange, rowTagKeys, startsWithSubmission, storedRow, transcriptRecorded } from './history-rows.ts';
-import { escapeLike, type ListPlan, pageOf, planList } from './list-plan.ts';
+import { asciiLower, escapeLike, type ListPlan, pageOf, planList } from './list-plan.ts';
 import { RebuildBuffer, type RebuildLimits } from './rebuild-buffer.ts';
 import { ensureFirstVersion, lockVersion, readCheckpoint, translated } from './postgres-versions.ts';
 
@@ -170,6 +170,17 @@ export const createPostgresCallHistory = async (pool: pg.Pool, { trigramSchema: 
     );
   };
 
+  /** Deletes the rows of erased calls (docs/decisions/0014-erasure-crypto-shredding.md), after the batch's writes. */
+  const eraseCalls = async (client: pg.PoolClient, v: number, callIds: readonly string[]): Promise<void> => {
+    if (callIds.length === 0) return;
+    await client.query(
+      `WITH gone AS (DELETE FROM call_history_v${v} WHERE call_id = ANY($1::text[]) RETURNING call_id, team_id),
+            transcripts AS (DELETE FROM call_transcripts_v${v} WHERE call_id = ANY($1::text[]) RETURNING 1)
+       DELETE FROM call_tags_v${v} t USING gone WHERE t.team_id = gone.team_id AND t.call_id = gone.call_id`,
+      [callIds],
+    );
+  };
+
   const applyLive = (events: readonly RecordedEvent[], checkpoint: bigint, options: ApplyOptions | undefined) =>
     translated(() =>
       inTransaction(pool, async (client) => {
@@ -179,6 +190,7 @@ export const createPostgresCallHistory = async (pool: pg.Pool, { trigramSchema: 
         const pending = new Map<string, PendingRow<LoadedRow>>();
         foldInto(pending, byCall, await load(client, v, toLoad));
         await writeChanges(client, v, changeDocuments(changesOf(pending)), checkpoint);
+        await eraseCalls(client, v, erasedCallIds(events));
       }),
     );
 
@@ -282,6 +294,21 @@ export const createPostgresCallHistory = async (pool: pg.Pool, { trigramSchema: 
         return rows[0]?.version ?? 1;
       }),
 
+    submittedBefore: (teamId, before, limit) =>
+      onActive(async (v) =>
+        (await pool.query<{ call_id: string }>(`SELECT call_id FROM call_history_v${v} WHERE team_id = $1 AND created_at < $2 ORDER BY created_at, call_id LIMIT $3`, [teamId, Date.parse(before), limit])).rows.map((r) => r.call_id),
+      ),
+    callsOfEmail: (teamId, email) =>
+      onActive(async (v) =>
+        (
+          await pool.query<{ call_id: string }>(
+            `SELECT call_id FROM call_history_v${v}
+              WHERE team_id = $1 AND (lower((doc->>'repEmail') COLLATE "C") = $2 OR (doc->'attributedTo'->>'kind' = 'member' AND lower((doc->'attributedTo'->>'email') COLLATE "C") = $2))`,
+            [teamId, asciiLower(email.trim())],
+          )
+        ).rows.map((r) => r.call_id),
+      ),
+
     get: (teamId, callId) =>
       onActive(async (v) => {
         const { rows } = await pool.query<StoredRow>(
@@ -305,12 +332,13 @@ export const createPostgresCallHistory = async (pool: pg.Pool, { trigramSchema: 
       const buffer = new RebuildBuffer<LoadedRow>(
         {
           load: (callIds) => translated(() => load(pool, version, callIds)),
-          flush(changes, checkpoint) {
+          flush(changes, checkpoint, erased) {
             const { stored, ...documents } = changeDocuments(changes);
             const written = translated(() =>
               inTransaction(pool, async (client) => {
                 await lockVersion(client, HISTORY, version, undefined);
                 await writeChanges(client, version, documents, checkpoint);
+                await eraseCalls(client, version, erased);
               }),
             );
             return { stored: (i) => stored[i]!, written };

@@ -34,6 +34,7 @@ const DEAL_TABLES = `
     published_at timestamptz
   );
   CREATE INDEX IF NOT EXISTS deal_outbox_unpublished ON deal_outbox (seq) WHERE published_at IS NULL;
+  CREATE INDEX IF NOT EXISTS deal_outbox_call ON deal_outbox (call_id);
 `;
 
 export const createPostgresDeals = async (pool: pg.Pool): Promise<DealStore> => {
@@ -95,6 +96,15 @@ export const createPostgresDeals = async (pool: pg.Pool): Promise<DealStore> => 
             DEALS,
           ],
         );
+        if (batch.erased.length > 0) {
+          // An erased call's deal goes, with any deal.outcome.updated not yet published (docs/decisions/0014-erasure-crypto-shredding.md).
+          await client.query(
+            `WITH calls AS (DELETE FROM deal_calls WHERE call_id = ANY($1::text[]) RETURNING 1),
+                  records AS (DELETE FROM deal_records WHERE call_id = ANY($1::text[]) RETURNING 1)
+             DELETE FROM deal_outbox WHERE call_id = ANY($1::text[])`,
+            [batch.erased],
+          );
+        }
       }),
     );
 

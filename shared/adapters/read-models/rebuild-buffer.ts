@@ -1,3 +1,4 @@
+import { erasedCallIds } from '../../domain/call/call-history.ts';
 import type { RecordedEvent } from '../../ports/event-store.ts';
 import { CheckpointMismatchError } from '../../ports/read-models.ts';
 import { eventsByCall, foldInto, type LoadedRow, type PendingRow, type RowChange, startsWithSubmission } from './history-rows.ts';
@@ -7,9 +8,10 @@ export interface RebuildIo<L extends LoadedRow> {
   load(callIds: string[]): Promise<Map<string, L>>;
   /**
    * Starts writing the changes and the checkpoint in one transaction. Returns at once, with the
-   * write and `stored(i)`: the row of `changes[i]` as `load` will return it once written.
+   * write and `stored(i)`: the row of `changes[i]` as `load` will return it once written. The rows
+   * of `erased` calls are deleted in the same transaction, after the changes.
    */
-  flush(changes: RowChange<L>[], checkpoint: bigint): { stored: (index: number) => L; written: Promise<void> };
+  flush(changes: RowChange<L>[], checkpoint: bigint, erased: string[]): { stored: (index: number) => L; written: Promise<void> };
 }
 
 export interface RebuildLimits {
@@ -40,6 +42,8 @@ const ROW_BYTES = 2048;
  */
 export class RebuildBuffer<L extends LoadedRow> {
   private pending = new Map<string, PendingRow<L>>();
+  /** Calls erased since the last hand-off: their stored rows are deleted by the next write. */
+  private erased = new Set<string>();
   private events = 0;
   private bytes = 0;
   /** Highest position of an event in a window handed to `io.flush`. */
@@ -83,6 +87,11 @@ export class RebuildBuffer<L extends LoadedRow> {
       }
       const known = this.pending.size;
       foldInto(this.pending, byCall, loaded);
+      // An erased call is neither written nor held: its stored row (if any) is deleted at the next write.
+      for (const callId of erasedCallIds(events)) {
+        this.pending.delete(callId);
+        this.erased.add(callId);
+      }
       this.bytes += (this.pending.size - known) * ROW_BYTES;
       for (const event of events) {
         if (event.type === 'TranscriptRecorded') this.bytes += 2 * textLength((event.data as { text?: unknown }).text);
@@ -124,8 +133,9 @@ export class RebuildBuffer<L extends LoadedRow> {
       throw new Error(`change ${index} was not written`);
     };
     // Nothing to write (no row changed, the checkpoint is written or on its way): no transaction.
-    if (changes.length > 0 || this.applied !== this.handedCheckpoint) {
-      const flushed = this.io.flush(changes, this.applied);
+    if (changes.length > 0 || this.erased.size > 0 || this.applied !== this.handedCheckpoint) {
+      const flushed = this.io.flush(changes, this.applied, [...this.erased]);
+      this.erased = new Set();
       stored = flushed.stored;
       this.writing = flushed.written.catch((error: unknown) => {
         this.failure ??= { error };

@@ -40,10 +40,11 @@ import { type ApplyOptions, type CallHistoryRebuild, type CallHistoryStore, Read
 import { serialised, type SqliteDb } from '../sqlite/sqlite-database.ts';
 import { translateSqliteError } from '../sqlite/sqlite-errors.ts';
 import { changesOf, docRow, eventsByCall, foldInto, type PendingRow, storedRow } from './history-rows.ts';
-import { type ListPlan, pageOf, planList } from './list-plan.ts';
+import { asciiLower, type ListPlan, pageOf, planList } from './list-plan.ts';
 import { RebuildBuffer, type RebuildLimits } from './rebuild-buffer.ts';
 import { STORE_CHECKPOINT_SQL, type SqliteVersions, WRITABLE_VERSION_SQL } from './sqlite-versions.ts';
-import { rowWrites, runsOf, type SeqRow, statementRuns } from './sqlite-history-writes.ts';
+import { erasureRuns, rowWrites, runsOf, type SeqRow, statementRuns } from './sqlite-history-writes.ts';
+import { erasedCallIds } from '../../domain/call/call-history.ts';
 import { openSqliteWorkerWriter, runStatements, type SqliteWorkerWriter, statementCache as preparedBySql, type WriteTransaction } from './sqlite-worker-writer.ts';
 
 const HISTORY = 'call_history';
@@ -138,6 +139,12 @@ export const createSqliteCallHistory = (db: SqliteDb, versions: SqliteVersions, 
     ftsCount: db.prepare<[string, number], { n: number }>(
       `SELECT count(*) AS n FROM (SELECT 1 FROM call_search_v${v} WHERE call_search_v${v} MATCH ? LIMIT ?)`,
     ),
+    submittedBefore: db.prepare<[string, number, number], { call_id: string }>(
+      `SELECT call_id FROM call_history_v${v} WHERE team_id = ? AND created_at < ? ORDER BY created_at, call_id LIMIT ?`,
+    ),
+    ofEmail: db.prepare<[string, string, string], { call_id: string }>(
+      `SELECT call_id FROM call_history_v${v} WHERE team_id = ? AND (lower(json_extract(doc, '$.repEmail')) = ? OR (json_extract(doc, '$.attributedTo.kind') = 'member' AND lower(json_extract(doc, '$.attributedTo.email')) = ?))`,
+    ),
     get: db.prepare<[string, string], { doc: string; transcript: string | null }>(
       `SELECT h.doc, x.transcript FROM call_history_v${v} h LEFT JOIN call_transcripts_v${v} x ON x.seq = h.seq WHERE h.call_id = ? AND h.team_id = ?`,
     ),
@@ -176,7 +183,7 @@ export const createSqliteCallHistory = (db: SqliteDb, versions: SqliteVersions, 
     const s = statements(v);
     // New rows take the seqs the inserts would pick (one past the largest), so they are known before.
     let last = s.rows.get()?.n ?? 0;
-    runStatements(s.writes, statementRuns(v, rowWrites(changesOf(pending), () => ++last)));
+    runStatements(s.writes, [...statementRuns(v, rowWrites(changesOf(pending), () => ++last)), ...erasureRuns(v, erasedCallIds(events))]);
     versions.storeCheckpoint(HISTORY, v, checkpoint);
   });
 
@@ -312,6 +319,14 @@ export const createSqliteCallHistory = (db: SqliteDb, versions: SqliteVersions, 
       return versions.active(HISTORY).version;
     },
 
+    async submittedBefore(teamId, before, limit) {
+      return statements(versions.active(HISTORY).version).submittedBefore.all(teamId, Date.parse(before), limit).map((r) => r.call_id);
+    },
+    async callsOfEmail(teamId, email) {
+      const key = asciiLower(email.trim());
+      return statements(versions.active(HISTORY).version).ofEmail.all(teamId, key, key).map((r) => r.call_id);
+    },
+
     async get(teamId, callId) {
       const row = statements(versions.active(HISTORY).version).get.get(callId, teamId);
       return row ? toRow(row) : undefined;
@@ -354,13 +369,14 @@ export const createSqliteCallHistory = (db: SqliteDb, versions: SqliteVersions, 
       const buffer = new RebuildBuffer<SeqRow>(
         {
           load: async (callIds) => load(version, callIds),
-          flush(changes, checkpoint) {
+          flush(changes, checkpoint, erased) {
             const writes = rowWrites(changes, () => ++lastSeq);
             const transaction: WriteTransaction = {
               guard: { sql: WRITABLE_VERSION_SQL, params: [HISTORY, version], message: abandoned(version) },
               // Made part by part while the worker runs the one before: the rows' JSON is most of it.
               *parts() {
                 for (let i = 0; i < writes.length; i += WRITE_PART_ROWS) yield statementRuns(version, writes.slice(i, i + WRITE_PART_ROWS));
+                if (erased.length > 0) yield erasureRuns(version, erased);
                 yield [runsOf(STORE_CHECKPOINT_SQL, [Number(checkpoint), HISTORY, version])];
               },
             };

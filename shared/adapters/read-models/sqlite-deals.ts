@@ -38,6 +38,7 @@ export const createSqliteDeals = (db: SqliteDb, versions: SqliteVersions): DealS
       published_at TEXT
     );
     CREATE INDEX IF NOT EXISTS deal_outbox_unpublished ON deal_outbox (seq) WHERE published_at IS NULL;
+    CREATE INDEX IF NOT EXISTS deal_outbox_call ON deal_outbox (call_id);
   `);
   versions.ensure(DEALS);
 
@@ -56,6 +57,9 @@ export const createSqliteDeals = (db: SqliteDb, versions: SqliteVersions): DealS
       'SELECT event_id, call_id, payload, created_at, published_at FROM deal_outbox WHERE published_at IS NULL ORDER BY seq LIMIT ?',
     ),
     publish: db.prepare('UPDATE deal_outbox SET published_at = ? WHERE event_id = ? AND published_at IS NULL'),
+    eraseCall: db.prepare('DELETE FROM deal_calls WHERE call_id = ?'),
+    eraseRecord: db.prepare('DELETE FROM deal_records WHERE call_id = ?'),
+    eraseOutbox: db.prepare('DELETE FROM deal_outbox WHERE call_id = ?'),
   };
 
   const applyDeals = db.transaction((events: readonly RecordedEvent[], checkpoint: bigint, options: ApplyOptions | undefined) => {
@@ -74,6 +78,12 @@ export const createSqliteDeals = (db: SqliteDb, versions: SqliteVersions): DealS
       const json = JSON.stringify(record);
       d.upsert.run(record.callId, record.teamId, Number(write.position), json);
       d.outbox.run(record.eventId, record.callId, json, record.recordedAt);
+    }
+    // An erased call's deal goes, with any deal.outcome.updated not yet published (docs/decisions/0014-erasure-crypto-shredding.md).
+    for (const callId of batch.erased) {
+      d.eraseCall.run(callId);
+      d.eraseRecord.run(callId);
+      d.eraseOutbox.run(callId);
     }
     versions.storeCheckpoint(DEALS, 1, checkpoint);
   });

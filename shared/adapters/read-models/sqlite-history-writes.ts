@@ -78,3 +78,18 @@ export const statementRuns = (v: number, writes: readonly RowWrite[]): Statement
     runsOf(sql.transcript, transcripts),
   ];
 };
+
+/**
+ * The statements that delete erased calls from version v: the search entry (with the values it was
+ * indexed with), transcript, tags and row. Run after the writes of the same batch.
+ */
+export const erasureRuns = (v: number, callIds: readonly string[]): StatementRuns[] => {
+  if (callIds.length === 0) return [];
+  const ids = [...callIds];
+  return [
+    runsOf(`INSERT INTO call_search_v${v} (call_search_v${v}, rowid, title_folded, rep_folded) SELECT 'delete', seq, title_folded, rep_folded FROM call_history_v${v} WHERE call_id = ?`, ids),
+    runsOf(`DELETE FROM call_transcripts_v${v} WHERE seq IN (SELECT seq FROM call_history_v${v} WHERE call_id = ?)`, ids),
+    runsOf(`DELETE FROM call_tags_v${v} WHERE team_id IN (SELECT team_id FROM call_history_v${v} WHERE call_id = ?) AND call_id = ?`, ids.flatMap((id) => [id, id])),
+    runsOf(`DELETE FROM call_history_v${v} WHERE call_id = ?`, ids),
+  ];
+};

@@ -78,6 +78,7 @@ const WORKER = `
   const db = new Database(workerData.path, { fileMustExist: true });
   db.pragma('busy_timeout = 5000');
   db.pragma('synchronous = FULL');
+  db.pragma('secure_delete = ON');
   const statements = new Map();
   const prepare = (sql) => {
     let statement = statements.get(sql);

@@ -103,6 +103,8 @@ export const openSqlite = (dataDir: string): OpenedSqlite => {
     db.pragma('synchronous = FULL');
     db.pragma('busy_timeout = 5000');
     db.pragma('foreign_keys = ON');
+    // Deleted content is overwritten, not left in free pages (docs/decisions/0014-erasure-crypto-shredding.md).
+    db.pragma('secure_delete = ON');
     let closed = false;
     return {
       db,

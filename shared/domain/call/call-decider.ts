@@ -5,7 +5,7 @@
  * transcript-only analysis; both → the audio's transcript is the primary one.
  */
 import { DomainError, type Decider } from '../decider.ts';
-import type { CallAnalysis, CallEvent, ProcessingMode } from './call-events.ts';
+import type { CallAnalysis, CallEvent, ErasureCause, ProcessingMode } from './call-events.ts';
 import type { CallSubmittedData } from './call-submitted.ts';
 import { type CallState, evolveCall, initialCallState, type PendingCall, stageOf, submittedDeal } from './call-state.ts';
 import { isRetriableFailure, RETRIABLE_FAILURE_CODES } from './retriable-failures.ts';
@@ -23,9 +23,11 @@ export type CallCommand =
   | { type: 'FailCall'; code: string; reason: string; now: string }
   | { type: 'TimeOut'; now: string; timeoutMs: number }
   /** An operator's retry of a failed call; `capacity` is what was reserved for it again. */
-  | { type: 'RetryCall'; now: string; capacity: { reservedMinutes: number; autoRechargedMinutes: number } };
+  | { type: 'RetryCall'; now: string; capacity: { reservedMinutes: number; autoRechargedMinutes: number } }
+  /** Erases the call (docs/decisions/0014-erasure-crypto-shredding.md): legal in any state but absent or erased. */
+  | { type: 'EraseCall'; cause: ErasureCause; erasureId?: string; now: string };
 
-export const CALL_ERROR_CODES = ['CALL_NOT_FOUND', 'CALL_ALREADY_FINISHED', 'CALL_STEP_OUT_OF_ORDER', 'CALL_NOT_RETRIABLE'] as const;
+export const CALL_ERROR_CODES = ['CALL_NOT_FOUND', 'CALL_ALREADY_FINISHED', 'CALL_STEP_OUT_OF_ORDER', 'CALL_NOT_RETRIABLE', 'CALL_ERASED'] as const;
 export type CallErrorCode = (typeof CALL_ERROR_CODES)[number];
 
 /** The reason (and code) of a call that stayed pending past its deadline (docs/decisions/0004-call-status-and-timeout.md). */
@@ -44,6 +46,7 @@ export const deadlineOf = (call: PendingCall, timeoutMs: number): string =>
 
 const pendingCall = (state: CallState, step: string): PendingCall => {
   if (state.status === 'absent') return refuse('CALL_NOT_FOUND', `${step}: the call does not exist`);
+  if (state.status === 'erased') return refuse('CALL_ERASED', `${step}: the call was erased`);
   if (state.status !== 'pending') return refuse('CALL_ALREADY_FINISHED', `${step}: the call already ${state.status === 'completed' ? 'completed' : 'failed'}`);
   return state;
 };
@@ -95,6 +98,10 @@ export const decideCall = (command: CallCommand, state: CallState): CallEvent[] 
     }
     case 'RetryCall':
       return retry(command, state);
+    case 'EraseCall':
+      if (state.status === 'absent') return refuse('CALL_NOT_FOUND', 'The call does not exist.');
+      if (state.status === 'erased') return refuse('CALL_ERASED', 'The call was already erased.');
+      return [{ type: 'CallErased', data: { cause: command.cause, ...(command.erasureId ? { erasureId: command.erasureId } : {}), at: command.now } }];
     default: {
       const unhandled: never = command;
       throw new Error(`unknown call command ${(unhandled as { type: string }).type}`);
@@ -103,7 +110,7 @@ export const decideCall = (command: CallCommand, state: CallState): CallEvent[] 
 };
 
 const retry = (command: Extract<CallCommand, { type: 'RetryCall' }>, state: CallState): CallEvent[] => {
-  if (state.status === 'absent') return refuse('CALL_NOT_FOUND', 'The call does not exist.');
+  if (state.status === 'absent' || state.status === 'erased') return refuse('CALL_NOT_FOUND', 'The call does not exist.');
   if (state.status !== 'failed') {
     const where = state.status === 'pending' ? `pending (stage ${state.stage})` : 'completed';
     return refuse('CALL_NOT_RETRIABLE', `The call is ${where}; only a failed call can be retried.`);

@@ -14,6 +14,7 @@ export const CLOUD_EVENT_TYPES: Record<CallEventType, string> = {
   CallCompleted: 'call.completed',
   CallFailed: 'call.failed',
   CallRetried: 'call.retried',
+  CallErased: 'call.erased',
 };
 
 export const isCallEventType = (type: string): type is CallEventType => Object.hasOwn(CLOUD_EVENT_TYPES, type);

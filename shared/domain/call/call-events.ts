@@ -6,6 +6,8 @@
  *   any pending state → CallFailed (a terminal step error, or the processing timeout)
  *   CallFailed with a retriable code → CallRetried (an operator's retry) → pending again, from
  *     the last step that succeeded
+ *   any state but absent or erased → CallErased (docs/decisions/0014-erasure-crypto-shredding.md):
+ *     the end of the stream; nothing is decided after it
  */
 import type { Deal } from '../submission/submission.ts';
 import type { TranscriptSegment } from '../transcript/transcript-segments.ts';
@@ -102,5 +104,24 @@ export type CallRetried = {
   };
 };
 
-export type CallEvent = CallSubmitted | ProcessingStarted | AudioFetched | TranscriptRecorded | CallAnalysed | DealRecorded | CallCompleted | CallFailed | CallRetried;
+/**
+ * The call was erased: its data key is destroyed, so the personal fields of every event before this
+ * one (and of every topic record) can no longer be read, and the read models drop the call. Carries
+ * no personal data. Legal in any state; a pending call stops, late step results are refused.
+ */
+export type CallErased = {
+  type: 'CallErased';
+  data: {
+    /** Why: the team's `DELETE /api/calls/:callId`, the team's retention period, or an erasure request by e-mail. */
+    cause: ErasureCause;
+    /** The erasure request that erased the call (cause `erasure_request`). */
+    erasureId?: string;
+    at: string;
+  };
+};
+
+export const ERASURE_CAUSES = ['deleted', 'retention', 'erasure_request'] as const;
+export type ErasureCause = (typeof ERASURE_CAUSES)[number];
+
+export type CallEvent = CallSubmitted | ProcessingStarted | AudioFetched | TranscriptRecorded | CallAnalysed | DealRecorded | CallCompleted | CallFailed | CallRetried | CallErased;
 export type CallEventType = CallEvent['type'];

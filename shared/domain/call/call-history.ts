@@ -23,6 +23,9 @@
  * or of the rep name, nothing else. `foldForSearch` is the one case folding used for rows and
  * queries alike, in every adapter.
  *
+ * CallErased removes the row: `evolveHistoryRow` answers undefined, and every adapter deletes the
+ * stored row of each call `erasedCallIds` names, so a replay after an erasure has no row for it.
+ *
  * `evolveHistoryRow` is pure and idempotent: an event at or before `lastPosition` changes nothing,
  * so a redelivered or replayed batch leaves the row as it was.
  */
@@ -91,6 +94,17 @@ const CALL_STREAM = /^call-(.+)$/;
 
 /** The call id of a `call-{callId}` stream, or undefined for any other stream. */
 export const callIdOfStream = (streamId: string): string | undefined => CALL_STREAM.exec(streamId)?.[1];
+
+/** The calls a batch erases (CallErased), whose stored rows go. */
+export const erasedCallIds = (events: readonly RecordedEvent[]): string[] => {
+  const ids: string[] = [];
+  for (const event of events) {
+    if (event.type !== 'CallErased') continue;
+    const callId = callIdOfStream(event.streamId);
+    if (callId !== undefined) ids.push(callId);
+  }
+  return ids;
+};
 
 /** The status reason of a pending call at each stage. */
 export const PENDING_STATUS_REASONS: Readonly<Record<CallStage, string>> = {
@@ -233,6 +247,8 @@ export const evolveHistoryRow = (row: CallHistoryRow | undefined, event: Recorde
   }
   if (row.callId !== callId) throw new Error(`event of stream ${event.streamId} applied to the row of call ${row.callId}`);
   if (event.position <= BigInt(row.lastPosition)) return row;
+  // An erased call has no row (docs/decisions/0014-erasure-crypto-shredding.md); adapters delete a stored one.
+  if (event.type === 'CallErased') return undefined;
   if (row.status !== 'pending' && !(row.status === 'failed' && event.type === 'CallRetried')) return row;
   const next = applyToRow(row, event.type, event.data);
   return next ? { ...next, lastPosition: event.position.toString() } : row;

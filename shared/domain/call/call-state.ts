@@ -31,7 +31,13 @@ export type PendingCall = CallProgress & { status: 'pending'; stage: CallStage }
 export type CompletedCall = CallProgress & { status: 'completed'; completedAt: string; durationSeconds: number | null };
 export type FailedCall = CallProgress & { status: 'failed'; failedAt: string; code: string; reason: string };
 
-export type CallState = { status: 'absent' } | PendingCall | CompletedCall | FailedCall;
+/**
+ * An erased call keeps nothing but who it was and when it went: none of its facts (they hold
+ * personal data), so no state cached in memory outlives the erasure with them.
+ */
+export type ErasedCall = { status: 'erased'; callId: string; teamId: string; erasedAt: string };
+
+export type CallState = { status: 'absent' } | PendingCall | CompletedCall | FailedCall | ErasedCall;
 
 export const initialCallState: CallState = { status: 'absent' };
 
@@ -58,7 +64,8 @@ export const evolveCall = (state: CallState, event: CallEvent): CallState => {
   if (event.type === 'CallSubmitted') {
     return state.status === 'absent' ? pending({ callId: event.data.callId, submitted: event.data }) : state;
   }
-  if (state.status === 'absent') return state;
+  if (state.status === 'absent' || state.status === 'erased') return state;
+  if (event.type === 'CallErased') return { status: 'erased', callId: state.callId, teamId: state.submitted.teamId, erasedAt: event.data.at };
   const known = facts(state);
   switch (event.type) {
     case 'ProcessingStarted':

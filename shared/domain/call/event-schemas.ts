@@ -4,7 +4,7 @@
  */
 import { type Static, Type } from '@sinclair/typebox';
 import { SEGMENT_LIMITS } from '../transcript/transcript-segments.ts';
-import type { CallRetried, TranscriptRecorded } from './call-events.ts';
+import type { CallErased, CallRetried, TranscriptRecorded } from './call-events.ts';
 import type { DealRecord } from './deal-record.ts';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
@@ -130,7 +130,26 @@ export const TranscriptRecordedSchema = Type.Object(
 const _transcriptRecordedMatchesSchema: Same<Static<typeof TranscriptRecordedSchema>, TranscriptRecorded['data']> = true;
 void _transcriptRecordedMatchesSchema;
 
+/**
+ * `call.erased` on `calls.events.v1` (docs/decisions/0014-erasure-crypto-shredding.md): the call was
+ * erased; its personal fields can no longer be read from any earlier message. No personal data.
+ */
+export const CallErasedSchema = Type.Object(
+  {
+    cause: Type.Union([Type.Literal('deleted'), Type.Literal('retention'), Type.Literal('erasure_request')], {
+      description: "deleted: the team's DELETE /api/calls/{callId}; retention: the team's retention period; erasure_request: an erasure request by e-mail.",
+    }),
+    erasureId: Type.Optional(Type.String({ description: 'The erasure request that erased the call (cause erasure_request).' })),
+    at: Type.String({ format: 'date-time', description: 'When the call was erased.' }),
+  },
+  { $id: 'call.erased', title: 'call.erased', description: 'The call was erased: drop what you keep of it.', additionalProperties: false },
+);
+
+const _callErasedMatchesSchema: Same<Static<typeof CallErasedSchema>, CallErased['data']> = true;
+void _callErasedMatchesSchema;
+
 export const EVENT_SCHEMAS = {
+  'call.erased': CallErasedSchema,
   'deal.outcome.updated': DealOutcomeUpdatedSchema,
   'call.retried': CallRetriedSchema,
   'call.transcript.recorded': TranscriptRecordedSchema,

@@ -13,6 +13,8 @@ export type RevokeApiKey = { type: 'RevokeApiKey'; keyId: string; now: string };
 export type AddCapacity = { type: 'AddCapacity'; minutes: number };
 /** `blockMinutes` is required to enable; when disabling it may be left out (the last block is kept). */
 export type SetAutoRecharge = { type: 'SetAutoRecharge'; enabled: boolean; blockMinutes?: number };
+/** Calls older than `days` (since submission) are erased; null keeps them forever (docs/decisions/0014-erasure-crypto-shredding.md). */
+export type SetRetention = { type: 'SetRetention'; days: number | null; now: string };
 /** Reserve the estimate of a submitted call (see `estimateCallMinutes`). */
 export type ReserveCapacity = { type: 'ReserveCapacity'; callId: string; minutes: number; now?: string };
 /** The call's real length is known. */
@@ -33,6 +35,7 @@ export type TeamCommand =
   | RevokeApiKey
   | AddCapacity
   | SetAutoRecharge
+  | SetRetention
   | ReserveCapacity
   | SettleCapacity
   | ReleaseCapacity

@@ -49,6 +49,9 @@ const requireMinutes = (minutes: number, what: string, { allowZero }: { allowZer
   if (!ok) refuse('INVALID_MINUTES', `${what} must be a whole number of minutes ${allowZero ? '≥ 0' : '> 0'}, got ${minutes}`);
 };
 
+/** The longest retention period a team may set: 100 years. */
+export const MAX_RETENTION_DAYS = 36_500;
+
 const active = (state: TeamState): ActiveTeam =>
   state.status === 'active' ? state : refuse('TEAM_NOT_FOUND', 'the team does not exist');
 
@@ -87,6 +90,14 @@ const decideOnActive = (command: Exclude<TeamCommand, { type: 'CreateTeam' }>, t
       requireMinutes(blockMinutes, 'auto-recharge block', { allowZero: !command.enabled });
       if (team.autoRecharge.enabled === command.enabled && team.autoRecharge.blockMinutes === blockMinutes) return [];
       return [{ type: 'AutoRechargeSet', data: { enabled: command.enabled, blockMinutes } }];
+    }
+    case 'SetRetention': {
+      const { days } = command;
+      if (days !== null && (!Number.isInteger(days) || days < 1 || days > MAX_RETENTION_DAYS)) {
+        refuse('INVALID_TEAM_INPUT', `retention days must be a whole number from 1 to ${MAX_RETENTION_DAYS}, or null to keep calls forever`);
+      }
+      if ((team.retentionDays ?? null) === days) return [];
+      return [{ type: 'RetentionSet', data: { days, at: command.now } }];
     }
     case 'ReserveCapacity':
       return reserve(command.callId, command.minutes, team, command.now);

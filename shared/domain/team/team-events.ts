@@ -18,6 +18,8 @@ export type ApiKeyIssued = { type: 'ApiKeyIssued'; data: { keyId: string; label:
 export type ApiKeyRevoked = { type: 'ApiKeyRevoked'; data: { keyId: string; at: string } };
 export type CapacityAdded = { type: 'CapacityAdded'; data: { minutes: number } };
 export type AutoRechargeSet = { type: 'AutoRechargeSet'; data: { enabled: boolean; blockMinutes: number } };
+/** The team's retention period: calls older than `days` are erased; null keeps them forever. */
+export type RetentionSet = { type: 'RetentionSet'; data: { days: number | null; at: string } };
 /** `autoRechargedMinutes` > 0 when the reservation first bought blocks of capacity (auto-recharge). */
 export type CapacityReserved = { type: 'CapacityReserved'; data: { callId: string; minutes: number; autoRechargedMinutes: number; at?: string } };
 /** The real length is known: the difference between reserved and actual goes back (or is taken). */
@@ -35,6 +37,7 @@ export type TeamEvent =
   | ApiKeyRevoked
   | CapacityAdded
   | AutoRechargeSet
+  | RetentionSet
   | CapacityReserved
   | CapacitySettled
   | CapacityReleased;

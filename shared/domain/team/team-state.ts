@@ -36,6 +36,8 @@ export interface ActiveTeam {
   /** Minutes charged for processed calls (settlements), since the team was created. */
   usedMinutes: number;
   autoRecharge: { enabled: boolean; blockMinutes: number };
+  /** Calls older than this many days are erased; null or absent (teams and snapshots before retention existed): kept forever. */
+  retentionDays?: number | null;
   /** callId → minutes reserved (and when, if recorded), for calls not yet settled or released. */
   reservations: PersistentMap<Reservation>;
   /** Calls whose reservation was released as orphaned: settled all the same if they run after all. */
@@ -72,6 +74,8 @@ const evolveActive = (state: ActiveTeam, event: Exclude<TeamEvent, { type: 'Team
       return { ...state, remainingMinutes: state.remainingMinutes + event.data.minutes };
     case 'AutoRechargeSet':
       return { ...state, autoRecharge: { ...event.data } };
+    case 'RetentionSet':
+      return { ...state, retentionDays: event.data.days };
     case 'CapacityReserved': {
       const { callId, minutes, autoRechargedMinutes, at } = event.data;
       return {

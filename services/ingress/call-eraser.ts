@@ -1,0 +1,66 @@
+/**
+ * Erasing one call (docs/decisions/0014-erasure-crypto-shredding.md): a pending call's capacity
+ * reservation is released (as a failure would release it; a finished call's was settled or
+ * released already), CallErased is appended to its stream, then its data key is destroyed, so
+ * every stored and published copy of its personal fields is unreadable at once. The projections
+ * drop its rows when CallErased reaches them, and destroy the key again (idempotent) in case this
+ * process stopped between the append and the destruction.
+ */
+import type { PersonalData } from '../../shared/adapters/crypto/personal-data.ts';
+import { callDecider } from '../../shared/domain/call/call-decider.ts';
+import type { ErasureCause } from '../../shared/domain/call/call-events.ts';
+import { callStreamId } from '../../shared/domain/call/call-submitted.ts';
+import { isDomainError } from '../../shared/domain/decider.ts';
+import type { EventStore } from '../../shared/ports/event-store.ts';
+import { AggregateRepository } from '../runtime/aggregate-repository.ts';
+import type { TeamService } from './teams/team-service.ts';
+
+/** Longest wait for the CallSubmitted of a call accepted but not yet stored. */
+const SUBMISSION_WAIT_MS = 5_000;
+
+export interface CallEraserDeps {
+  eventStore: EventStore;
+  teams: Pick<TeamService, 'release' | 'load'>;
+  personalData: PersonalData;
+  now?: () => Date;
+}
+
+/** `erased`: erased now; `absent`: no such call in that team, or it was erased already. */
+export type EraseOutcome = 'erased' | 'absent';
+
+export type CallEraser = (teamId: string, callId: string, cause: ErasureCause, erasureId?: string) => Promise<EraseOutcome>;
+
+export const createCallEraser = (deps: CallEraserDeps): CallEraser => {
+  const calls = new AggregateRepository(deps.eventStore, callDecider, callStreamId);
+  const now = deps.now ?? (() => new Date());
+  /**
+   * A call accepted a moment ago may be on the log and not yet in its stream: while the team holds
+   * a reservation for it, its CallSubmitted is waited for (a few seconds at most), so it is erased
+   * rather than answered 404.
+   */
+  const loadSubmitted = async (teamId: string, callId: string) => {
+    const deadline = Date.now() + SUBMISSION_WAIT_MS;
+    for (;;) {
+      const loaded = await calls.load(callId);
+      if (loaded.state.status !== 'absent' || Date.now() > deadline) return loaded.state;
+      const team = await deps.teams.load(teamId);
+      if (!team?.reservations.has(callId)) return loaded.state;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  };
+
+  return async (teamId, callId, cause, erasureId) => {
+    const state = await loadSubmitted(teamId, callId);
+    if (state.status === 'absent' || state.status === 'erased' || state.submitted.teamId !== teamId) return 'absent';
+    if (state.status === 'pending') await deps.teams.release(teamId, callId);
+    try {
+      await calls.handle(callId, { type: 'EraseCall', cause, ...(erasureId ? { erasureId } : {}), now: now().toISOString() }, { teamId });
+    } catch (error) {
+      // Erased meanwhile by another request: the second one finds nothing to erase.
+      if (isDomainError(error, 'CALL_ERASED')) return 'absent';
+      throw error;
+    }
+    await deps.personalData.erase(callId);
+    return 'erased';
+  };
+};

@@ -1,0 +1,108 @@
+/**
+ * Admin API for retention and erasure by e-mail (docs/decisions/0014-erasure-crypto-shredding.md):
+ *   POST /api/admin/teams/:teamId/retention {days}          days, or null to keep calls forever
+ *   POST /api/admin/teams/:teamId/erasures {email}          202 {erasureId}
+ *   GET  /api/admin/teams/:teamId/erasures/:erasureId       {erasureId, status, calls}
+ */
+import { Type } from '@sinclair/typebox';
+import { MAX_RETENTION_DAYS } from '../../shared/domain/team/team-decider.ts';
+import { ProblemSchema } from '../../shared/domain/submission/submission-schema.ts';
+import type { adminGuard } from './admin-routes.ts';
+import type { ErasureRequests } from './erasure-requests.ts';
+import { ProblemError } from './errors.ts';
+import type { TeamService } from './teams/team-service.ts';
+import type { TypedApp } from './typed-app.ts';
+
+export interface ErasureAdminDeps {
+  teams: TeamService;
+  requests: ErasureRequests;
+  requireAdmin: ReturnType<typeof adminGuard>;
+}
+
+const problems = (...statuses: number[]) => Object.fromEntries(statuses.map((s) => [s, ProblemSchema]));
+const TeamParams = Type.Object({ teamId: Type.String({ minLength: 1, maxLength: 100 }) });
+
+export const registerErasureAdminRoutes = (app: TypedApp, deps: ErasureAdminDeps): void => {
+  const tags = ['Admin'];
+  const security = [{ adminToken: [] }];
+  const existing = async (teamId: string) => {
+    if (!(await deps.teams.load(teamId))) throw new ProblemError('NOT_FOUND', `No team ${teamId}.`);
+  };
+
+  app.post(
+    '/api/admin/teams/:teamId/retention',
+    {
+      onRequest: deps.requireAdmin,
+      // Checked as sent, before the schema's type coercion (which would read 0 as null, "forever", and null as 0).
+      preValidation: async (request) => {
+        const days = (request.body as { days?: unknown } | null)?.days;
+        if (days !== null && days !== undefined && !(Number.isInteger(days) && (days as number) >= 1 && (days as number) <= MAX_RETENTION_DAYS)) {
+          throw new ProblemError('VALIDATION_FAILED', 'The body breaks one or more rules; see errors.', {
+            errors: [{ field: 'days', message: `must be a whole number from 1 to ${MAX_RETENTION_DAYS}, or null to keep calls forever` }],
+          });
+        }
+      },
+      schema: {
+        tags,
+        security,
+        summary: "Set the team's retention period: calls submitted longer ago are erased automatically",
+        params: TeamParams,
+        body: Type.Object({ days: Type.Union([Type.Integer({ minimum: 1, maximum: MAX_RETENTION_DAYS }), Type.Null()], { description: 'Days after submission; null keeps calls forever.' }) }, { additionalProperties: false }),
+        response: { 200: Type.Object({ teamId: Type.String(), retentionDays: Type.Union([Type.Integer(), Type.Null()]) }), ...problems(400, 401, 404) },
+      },
+    },
+    async (request) => {
+      await existing(request.params.teamId);
+      return { teamId: request.params.teamId, retentionDays: await deps.teams.setRetention(request.params.teamId, request.body.days) };
+    },
+  );
+
+  app.post(
+    '/api/admin/teams/:teamId/erasures',
+    {
+      onRequest: deps.requireAdmin,
+      schema: {
+        tags,
+        security,
+        summary: "Erase every call of the team whose rep e-mail or attributed member is this address",
+        description: 'The calls are fixed when the request is made; the address is not stored. Follow the request with GET …/erasures/:erasureId.',
+        params: TeamParams,
+        body: Type.Object({ email: Type.String({ format: 'email', minLength: 3, maxLength: 320 }) }, { additionalProperties: false }),
+        response: { 202: Type.Object({ erasureId: Type.String() }), ...problems(400, 401, 404) },
+      },
+    },
+    async (request, reply) => {
+      await existing(request.params.teamId);
+      const erasureId = await deps.requests.request(request.params.teamId, request.body.email);
+      return reply.code(202).send({ erasureId });
+    },
+  );
+
+  app.get(
+    '/api/admin/teams/:teamId/erasures/:erasureId',
+    {
+      onRequest: deps.requireAdmin,
+      schema: {
+        tags,
+        security,
+        summary: 'An erasure request: pending while its calls are erased, then completed',
+        params: Type.Object({ teamId: Type.String({ minLength: 1, maxLength: 100 }), erasureId: Type.String({ minLength: 1, maxLength: 100 }) }),
+        response: {
+          200: Type.Object({
+            erasureId: Type.String(),
+            status: Type.Union([Type.Literal('pending'), Type.Literal('completed')]),
+            calls: Type.Array(Type.String(), { description: 'The ids of the calls the request erases.' }),
+            requestedAt: Type.String(),
+            completedAt: Type.Union([Type.String(), Type.Null()]),
+          }),
+          ...problems(401, 404),
+        },
+      },
+    },
+    async (request) => {
+      const erasure = await deps.requests.get(request.params.teamId, request.params.erasureId);
+      if (!erasure) throw new ProblemError('NOT_FOUND', `No erasure ${request.params.erasureId} for team ${request.params.teamId}.`);
+      return { erasureId: erasure.erasureId, status: erasure.status, calls: erasure.calls, requestedAt: erasure.requestedAt, completedAt: erasure.completedAt ?? null };
+    },
+  );
+};

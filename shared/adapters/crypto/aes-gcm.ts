@@ -1,0 +1,41 @@
+/**
+ * AES-256-GCM with a random 96-bit nonce: `nonce ‖ tag ‖ ciphertext`. The associated data binds a
+ * ciphertext to what it belongs to (a call id), so it cannot be moved to another call and read
+ * there. Also the key-encryption key derived from DATA_KEY_SECRET, and wrapping of data keys.
+ * See docs/decisions/0014-erasure-crypto-shredding.md.
+ */
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+
+const NONCE = 12;
+const TAG = 16;
+
+/** Encrypts `plain` under a 32-byte key. */
+export const seal = (key: Buffer, plain: Buffer, associated: string): Buffer => {
+  const nonce = randomBytes(NONCE);
+  const cipher = createCipheriv('aes-256-gcm', key, nonce);
+  cipher.setAAD(Buffer.from(associated, 'utf8'));
+  const body = Buffer.concat([cipher.update(plain), cipher.final()]);
+  return Buffer.concat([nonce, cipher.getAuthTag(), body]);
+};
+
+/** Decrypts what `seal` made; throws when the key, the associated data or the bytes differ. */
+export const open = (key: Buffer, sealed: Buffer, associated: string): Buffer => {
+  if (sealed.length < NONCE + TAG) throw new Error('sealed value too short');
+  const decipher = createDecipheriv('aes-256-gcm', key, sealed.subarray(0, NONCE));
+  decipher.setAAD(Buffer.from(associated, 'utf8'));
+  decipher.setAuthTag(sealed.subarray(NONCE, NONCE + TAG));
+  return Buffer.concat([decipher.update(sealed.subarray(NONCE + TAG)), decipher.final()]);
+};
+
+/** A fresh random data key. */
+export const newDataKey = (): Buffer => randomBytes(32);
+
+/** The key-encryption key: HKDF-SHA256 of DATA_KEY_SECRET, so any secret of 32+ characters gives a full key. */
+export const keyEncryptionKey = (secret: string): Buffer =>
+  Buffer.from(hkdfSync('sha256', Buffer.from(secret, 'utf8'), Buffer.from('call-data-keys', 'utf8'), Buffer.from('key-encryption-key v1', 'utf8'), 32));
+
+/** A data key wrapped for storage, bound to its call. */
+export const wrapKey = (kek: Buffer, key: Buffer, callId: string): Buffer => seal(kek, key, `data-key:${callId}`);
+
+/** A stored data key unwrapped; throws when DATA_KEY_SECRET is not the one that wrapped it. */
+export const unwrapKey = (kek: Buffer, wrapped: Buffer, callId: string): Buffer => open(kek, wrapped, `data-key:${callId}`);

@@ -1,0 +1,99 @@
+/**
+ * The one place personal fields are encrypted and decrypted (docs/decisions/0014-erasure-crypto-shredding.md):
+ * `seal` before a payload about a call is stored or published, `open` where stored events and log
+ * records are read (the sealed event store, the calls.submitted.v1 reader). A sealed payload is the
+ * payload without its personal fields plus `sealed`: `v1.` and the base64 of those fields as JSON,
+ * AES-256-GCM under the call's data key, bound to the call id. A payload without `sealed` (written
+ * before encryption existed, or with no personal field) reads as it is.
+ *
+ * Keys are cached in memory: found keys for `KEY_CACHE_TTL_MS`, so another process's erasure is
+ * honoured within that time (this process's at once); destroyed keys for good, since a destroyed
+ * key never comes back.
+ */
+import { type DataKeyStore } from '../../ports/data-keys.ts';
+import type { Json } from '../../ports/event-store.ts';
+import { hasPersonalFields, mergePersonal, SEALED_FIELD, splitPersonal } from '../../domain/call/personal-fields.ts';
+import { open, seal } from './aes-gcm.ts';
+
+const VERSION = 'v1.';
+const KEY_CACHE_MAX = 10_000;
+export const KEY_CACHE_TTL_MS = 30_000;
+
+export interface PersonalData {
+  /** The payload of `type` about call `callId` with its personal fields encrypted; without them when the call's key was destroyed. */
+  seal(callId: string, type: string, data: Json): Promise<Json>;
+  /** The payload with its personal fields decrypted, or their erased placeholders when the call's key was destroyed. */
+  open(callId: string, type: string, data: Json): Promise<Json>;
+  /** As `open`, saying whether the fields were erased (sealed, and the key destroyed). */
+  opened(callId: string, type: string, data: Json): Promise<{ data: Json; erased: boolean }>;
+  /** Whether a payload carries sealed fields. */
+  isSealed(data: Json): boolean;
+  /** Destroys the call's key: every sealed copy of its personal fields is unreadable from now on. */
+  erase(callId: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+type JsonObject = { [key: string]: Json };
+const sealedOf = (data: Json): string | undefined => {
+  if (data === null || typeof data !== 'object' || Array.isArray(data)) return undefined;
+  const sealed = (data)[SEALED_FIELD];
+  return typeof sealed === 'string' && sealed.startsWith(VERSION) ? sealed : undefined;
+};
+
+export const createPersonalData = (keys: DataKeyStore): PersonalData => {
+  /** callId → key (with when it was read), or null for a destroyed key. */
+  const cache = new Map<string, { key: Buffer; at: number } | null>();
+  const remember = (callId: string, entry: { key: Buffer; at: number } | null) => {
+    cache.delete(callId);
+    cache.set(callId, entry);
+    if (cache.size > KEY_CACHE_MAX) cache.delete(cache.keys().next().value!);
+  };
+  const cached = (callId: string): Buffer | null | undefined => {
+    const entry = cache.get(callId);
+    if (entry === undefined) return undefined;
+    if (entry !== null && Date.now() - entry.at > KEY_CACHE_TTL_MS) {
+      cache.delete(callId);
+      return undefined;
+    }
+    return entry === null ? null : entry.key;
+  };
+  const keyFor = async (callId: string, create: boolean): Promise<Buffer | undefined> => {
+    const known = cached(callId);
+    if (known !== undefined) return known ?? undefined;
+    const key = create ? await keys.obtain(callId) : await keys.find(callId);
+    remember(callId, key ? { key, at: Date.now() } : null);
+    return key;
+  };
+
+  const personalData: PersonalData = {
+    async seal(callId, type, data) {
+      if (!hasPersonalFields(type) || sealedOf(data) !== undefined) return data;
+      const { rest, personal } = splitPersonal(type, data);
+      if (Object.keys(personal).length === 0) return data;
+      const key = await keyFor(callId, true);
+      // An erased call takes no new personal data: the fields are dropped.
+      if (!key) return rest;
+      const sealed = seal(key, Buffer.from(JSON.stringify(personal), 'utf8'), callId).toString('base64');
+      return { ...(rest as JsonObject), [SEALED_FIELD]: `${VERSION}${sealed}` };
+    },
+    async open(callId, type, data) {
+      return (await personalData.opened(callId, type, data)).data;
+    },
+    async opened(callId, type, data) {
+      const sealed = sealedOf(data);
+      if (sealed === undefined) return { data, erased: false };
+      const { [SEALED_FIELD]: _sealed, ...rest } = data as JsonObject;
+      const key = await keyFor(callId, false);
+      if (!key) return { data: mergePersonal(type, rest, undefined), erased: true };
+      const personal = JSON.parse(open(key, Buffer.from(sealed.slice(VERSION.length), 'base64'), callId).toString('utf8')) as Record<string, Json>;
+      return { data: mergePersonal(type, rest, personal), erased: false };
+    },
+    isSealed: (data) => sealedOf(data) !== undefined,
+    async erase(callId) {
+      await keys.destroy(callId);
+      remember(callId, null);
+    },
+    close: () => keys.close(),
+  };
+  return personalData;
+};

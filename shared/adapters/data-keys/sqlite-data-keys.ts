@@ -1,0 +1,86 @@
+/**
+ * Data keys in the embedded SQLite database, table `data_keys`: one row per call, the key wrapped by
+ * the key-encryption key; destroying a key overwrites it with NULL and keeps the row as a
+ * tombstone (the database runs with secure_delete, so the old bytes do not stay in a free page).
+ * Creations of concurrent requests share one transaction (group commit).
+ */
+import Database from 'better-sqlite3';
+import { type DataKeyStore, DataKeysUnavailableError } from '../../ports/data-keys.ts';
+import { newDataKey, unwrapKey, wrapKey } from '../crypto/aes-gcm.ts';
+import { GroupCommit, type Outcome } from '../group-commit.ts';
+import { serialised, type SqliteDb } from '../sqlite/sqlite-database.ts';
+import { translateSqliteError } from '../sqlite/sqlite-errors.ts';
+
+const SCHEMA = `
+  CREATE TABLE IF NOT EXISTS data_keys (
+    call_id    TEXT PRIMARY KEY,
+    wrapped    BLOB,
+    created_at INTEGER NOT NULL,
+    erased_at  INTEGER
+  );
+`;
+
+const translate = (error: unknown): unknown =>
+  translateSqliteError(error, (message, cause) => new DataKeysUnavailableError(`SQLite data keys unavailable: ${message}`, { cause }));
+
+export const createSqliteDataKeys = (db: SqliteDb, kek: Buffer): DataKeyStore => {
+  db.exec(SCHEMA);
+  const reader = new Database(db.name, { readonly: true, fileMustExist: true });
+  reader.pragma('busy_timeout = 5000');
+  const select = reader.prepare<[string], { wrapped: Buffer | null }>('SELECT wrapped FROM data_keys WHERE call_id = ?');
+  const selectWriter = db.prepare<[string], { wrapped: Buffer | null }>('SELECT wrapped FROM data_keys WHERE call_id = ?');
+  const insert = db.prepare('INSERT OR IGNORE INTO data_keys (call_id, wrapped, created_at) VALUES (?, ?, ?)');
+  const destroy = db.prepare('INSERT INTO data_keys (call_id, wrapped, created_at, erased_at) VALUES (?, NULL, ?, ?) ON CONFLICT (call_id) DO UPDATE SET wrapped = NULL, erased_at = coalesce(data_keys.erased_at, excluded.erased_at)');
+
+  const unwrap = (callId: string, row: { wrapped: Buffer | null } | undefined): Buffer | undefined => (row?.wrapped ? unwrapKey(kek, row.wrapped, callId) : undefined);
+
+  const creations = new GroupCommit<string, Buffer | undefined>(
+    (callIds) =>
+      serialised(db, () => {
+        db.exec('BEGIN IMMEDIATE');
+        try {
+          const now = Date.now();
+          const outcomes: Outcome<Buffer | undefined>[] = callIds.map((callId) => {
+            insert.run(callId, wrapKey(kek, newDataKey(), callId), now);
+            return unwrap(callId, selectWriter.get(callId));
+          });
+          db.exec('COMMIT');
+          return outcomes;
+        } catch (error) {
+          if (db.inTransaction) db.exec('ROLLBACK');
+          throw translate(error);
+        }
+      }),
+    { name: 'sqlite-data-keys' },
+  );
+
+  return {
+    async obtain(callId) {
+      let row;
+      try {
+        row = select.get(callId);
+      } catch (error) {
+        throw translate(error);
+      }
+      if (row) return unwrap(callId, row);
+      return creations.submit(callId);
+    },
+    async find(callId) {
+      try {
+        return unwrap(callId, select.get(callId));
+      } catch (error) {
+        throw translate(error);
+      }
+    },
+    async destroy(callId) {
+      const now = Date.now();
+      await serialised(db, () => destroy.run(callId, now, now)).catch((error: unknown) => {
+        throw translate(error);
+      });
+    },
+    async close() {
+      await creations.drain();
+      reader.close();
+    },
+  };
+};

@@ -1,0 +1,64 @@
+/**
+ * An event store whose call events keep their personal fields encrypted at rest
+ * (docs/decisions/0014-erasure-crypto-shredding.md): `append` seals the personal fields of each
+ * event of a `call-{callId}` stream under the call's data key; every read (streams, the feed,
+ * subscriptions) opens them. This is where stored events are decoded, so everything above it works
+ * on plain events and nothing else decrypts. `stored` is the store underneath, for a reader that
+ * forwards events as stored (the call-events relay publishes them still sealed).
+ */
+import type { PersonalData } from '../crypto/personal-data.ts';
+import { callIdOfStream } from '../../domain/call/call-history.ts';
+import type { EventStore, NewEvent, RecordedEvent } from '../../ports/event-store.ts';
+
+export type SealedEventStore = EventStore & { readonly stored: EventStore };
+
+export const createSealedEventStore = (stored: EventStore, personal: PersonalData): SealedEventStore => {
+  /** Opened events by the stored one: the SQLite store hands every subscriber the same (frozen) objects. */
+  const opened = new WeakMap<RecordedEvent, RecordedEvent>();
+
+  const openOne = async (event: RecordedEvent): Promise<RecordedEvent> => {
+    const callId = callIdOfStream(event.streamId);
+    if (callId === undefined || !personal.isSealed(event.data)) return event;
+    const known = opened.get(event);
+    if (known) return known;
+    const result = Object.freeze({ ...event, data: await personal.open(callId, event.type, event.data) });
+    if (Object.isFrozen(event)) opened.set(event, result);
+    return result;
+  };
+  const openAll = async (events: RecordedEvent[]): Promise<RecordedEvent[]> => {
+    let changed = false;
+    const out = new Array<RecordedEvent>(events.length);
+    for (let i = 0; i < events.length; i++) {
+      out[i] = await openOne(events[i]!);
+      if (out[i] !== events[i]) changed = true;
+    }
+    return changed ? out : events;
+  };
+  const sealAll = async (streamId: string, events: NewEvent[]): Promise<NewEvent[]> => {
+    const callId = callIdOfStream(streamId);
+    if (callId === undefined) return events;
+    return Promise.all(events.map(async (event) => ({ ...event, data: await personal.seal(callId, event.type, event.data) })));
+  };
+
+  return {
+    stored,
+    async append(streamId, events, options) {
+      return stored.append(streamId, await sealAll(streamId, events), options);
+    },
+    async readStream(streamId, options) {
+      return openAll(await stored.readStream(streamId, options));
+    },
+    async readAll(options) {
+      return openAll(await stored.readAll(options));
+    },
+    subscribeToAll(options) {
+      return stored.subscribeToAll({ ...options, handler: async (events) => options.handler(await openAll(events)) });
+    },
+    headPosition: () => stored.headPosition(),
+    readCheckpoint: (id) => stored.readCheckpoint(id),
+    storeCheckpoint: (id, position) => stored.storeCheckpoint(id, position),
+    readSnapshot: (name) => stored.readSnapshot(name),
+    storeSnapshot: (name, snapshot) => stored.storeSnapshot(name, snapshot),
+    close: () => stored.close(),
+  };
+};

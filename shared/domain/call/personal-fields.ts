@@ -1,0 +1,107 @@
+/**
+ * Which fields of each call event (and of each record about a call) are personal data: they are
+ * stored and published only encrypted under the call's data key, and are gone once the key is
+ * destroyed (docs/decisions/0014-erasure-crypto-shredding.md). Pure: `splitPersonal` takes them
+ * out of a payload, `mergePersonal` puts them back, or puts the erased placeholders in when the key
+ * is gone, so every reader still gets a payload of the right shape.
+ *
+ * Personal: the transcript (and its segments), notes, rep name and e-mail, the attributed member,
+ * metadata, deal notes, the audio URL, what the analysis derived from the transcript (title,
+ * summary, component explanations, insights with their quoted evidence), a failure's reason (it
+ * may name the audio host) and the submission's warnings (they may quote what was sent).
+ */
+import type { Json } from '../../ports/event-store.ts';
+
+type Path = readonly string[];
+
+/** A personal field and what it reads as once erased (undefined: absent). */
+interface PersonalField {
+  path: Path;
+  erased?: Json;
+}
+
+const field = (dotted: string, erased?: Json): PersonalField => ({ path: dotted.split('.'), erased });
+
+/** The personal fields of each payload type: call event types and `deal.outcome.updated`. */
+export const PERSONAL_FIELDS: Readonly<Record<string, readonly PersonalField[]>> = {
+  CallSubmitted: [
+    field('submission.transcript.text', ''),
+    field('submission.audioUrl'),
+    field('submission.repName'),
+    field('submission.repEmail'),
+    field('submission.notes'),
+    field('submission.metadata', {}),
+    field('submission.deal.notes'),
+    field('attributedTo.email', ''),
+    field('attributedTo.name', ''),
+    field('warnings', []),
+  ],
+  TranscriptRecorded: [field('text', ''), field('segments', [])],
+  CallAnalysed: [field('title', ''), field('summary', ''), field('components', []), field('insights', [])],
+  DealRecorded: [field('deal.notes')],
+  CallFailed: [field('reason', 'erased')],
+  CallRetried: [field('previousFailure.reason', 'erased')],
+  'deal.outcome.updated': [field('repName', null), field('repEmail', null), field('attributedTo.email', ''), field('attributedTo.name', ''), field('notes', null)],
+};
+
+/** Where a sealed payload carries its personal fields (encrypted). */
+export const SEALED_FIELD = 'sealed';
+
+type JsonObject = { [key: string]: Json };
+const isObject = (value: Json | undefined): value is JsonObject => value !== null && typeof value === 'object' && !Array.isArray(value);
+
+const parentOf = (root: JsonObject, path: Path, create: boolean): JsonObject | undefined => {
+  let node: JsonObject = root;
+  for (const name of path.slice(0, -1)) {
+    let next = node[name];
+    if (!isObject(next)) {
+      if (!create) return undefined;
+      next = {};
+      node[name] = next;
+    }
+    node = next;
+  }
+  return node;
+};
+
+/** Whether the payload type has personal fields. */
+export const hasPersonalFields = (type: string): boolean => Object.hasOwn(PERSONAL_FIELDS, type);
+
+/**
+ * The payload without its personal fields (a copy; the input is left as it is) and those fields by
+ * dotted path. `personal` is empty when the payload holds none.
+ */
+export const splitPersonal = (type: string, data: Json): { rest: Json; personal: Record<string, Json> } => {
+  const fields = PERSONAL_FIELDS[type];
+  if (!fields || !isObject(data)) return { rest: data, personal: {} };
+  const rest = structuredClone(data);
+  const personal: Record<string, Json> = {};
+  for (const { path } of fields) {
+    const parent = parentOf(rest, path, false);
+    const name = path[path.length - 1]!;
+    if (parent && Object.hasOwn(parent, name)) {
+      personal[path.join('.')] = parent[name]!;
+      delete parent[name];
+    }
+  }
+  return { rest, personal };
+};
+
+/**
+ * The payload with its personal fields put back; with `personal` undefined (the key is destroyed),
+ * each field's erased placeholder where one is needed for the shape, the others left absent.
+ */
+export const mergePersonal = (type: string, rest: Json, personal: Record<string, Json> | undefined): Json => {
+  const fields = PERSONAL_FIELDS[type];
+  if (!fields || !isObject(rest)) return rest;
+  const data = structuredClone(rest);
+  for (const { path, erased } of fields) {
+    const dotted = path.join('.');
+    const value = personal ? personal[dotted] : erased;
+    if (value === undefined) continue;
+    // A placeholder only where its parent exists (an erased deal's notes need no deal).
+    const parent = parentOf(data, path, personal !== undefined);
+    if (parent) parent[path[path.length - 1]!] = value;
+  }
+  return data;
+};

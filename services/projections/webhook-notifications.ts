@@ -6,6 +6,7 @@
  */
 import { callIdOfStream, type CallHistoryRow, evolveHistoryRow } from '../../shared/domain/call/call-history.ts';
 import type { CallSubmittedData } from '../../shared/domain/call/call-submitted.ts';
+import type { CallErased } from '../../shared/domain/call/call-events.ts';
 import { callStreamId } from '../../shared/domain/call/call-submitted.ts';
 import { dealCallOf, dealEventId, dealRecordOf, type RecordedDeal } from '../../shared/domain/call/deal-record.ts';
 import { callDetailView } from '../../shared/domain/call/call-view.ts';
@@ -65,6 +66,24 @@ export const webhookNotifications = async (store: EventStore, events: readonly R
         subject: webhookId,
         webhookId,
         body: bodyOf('webhook.test', event, { webhookId, teamId: data.teamId, message: 'A test delivery requested by an operator.' }),
+      });
+      continue;
+    }
+    if (event.type === 'CallErased') {
+      // No personal data: the call's id, when and why. The store drops the call's earlier deliveries
+      // (their bodies hold what the erasure destroys) and queues this one.
+      const callId = callIdOfStream(event.streamId);
+      const submitted = callId === undefined ? undefined : (await store.readStream(callStreamId(callId), { maxCount: 1 }))[0];
+      if (callId === undefined || submitted?.type !== 'CallSubmitted') continue;
+      const teamId = (submitted.data as unknown as CallSubmittedData).teamId;
+      const data = event.data as unknown as CallErased['data'];
+      notifications.push({
+        position: event.position,
+        eventId: event.id,
+        teamId,
+        type: 'call.erased',
+        subject: callId,
+        body: bodyOf('call.erased', event, { callId, erasedAt: data.at, cause: data.cause }),
       });
       continue;
     }

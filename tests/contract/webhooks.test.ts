@@ -22,7 +22,8 @@ import { openServersPipeline, serversSkip } from '../support/servers-pipeline.ts
 import type { PipelineHarness, PipelineOptions } from '../support/pipeline-harness.ts';
 import { type ReceivedWebhook, startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.ts';
 
-const OPTIONS: PipelineOptions = { webhookDelivery: { retryScheduleMs: [100, 200], timeoutMs: 3_000 } };
+// With erasure, as the service runs: personal fields are sealed in the store and DELETE /api/calls/:callId is served.
+const OPTIONS: PipelineOptions = { webhookDelivery: { retryScheduleMs: [100, 200], timeoutMs: 3_000 }, erasure: true };
 const TRANSCRIPT = 'Rep: Hi Dana, what do you use today?\nDana: Spreadsheets, and pricing worries me.\nRep: Shall we meet on Friday to go through it?';
 
 interface Created {
@@ -161,6 +162,35 @@ const webhooksContract = (name: string, openPipeline: (options: PipelineOptions)
       assert.equal((await deliveries(teamId, hook.webhookId, '?status=pending')).deliveries.length, 0);
       assert.equal((await h.admin('GET', `${base(teamId)}/${hook.webhookId}/deliveries?cursor=bogus`)).statusCode, 400);
       assert.equal((await h.admin('GET', `${base(teamId)}/${hook.webhookId}/deliveries?status=lost`)).statusCode, 400);
+    });
+
+    test('an erased call: call.erased carries no personal data, and the call\'s earlier deliveries are gone from the outbox', async () => {
+      const { teamId, key } = await h.team();
+      const hook = await register(teamId, receiver.url('/erased'), ['call.completed', 'call.erased']);
+      await visible(teamId, hook.webhookId);
+      const secretWord = `Zanzibar${Date.now()}`;
+      const accepted = await h.ingest({ key, body: { transcript: `${TRANSCRIPT}\nDana: ${secretWord}`, repName: 'Sam Seller', repEmail: 'sam@erased.test' } });
+      assert.equal(accepted.statusCode, 201, accepted.body);
+      const { callId } = accepted.json<{ callId: string }>();
+      const [completed] = await receiver.waitFor(1, forWebhook('/erased'));
+      assert.equal(completed!.json.type, 'call.completed');
+      assert.ok(completed!.body.includes(secretWord), 'the completed call carries its transcript');
+      await eventually(async () => assert.equal((await deliveries(teamId, hook.webhookId)).deliveries[0]?.status, 'delivered'));
+
+      const erased = await h.ingress.app.inject({ method: 'DELETE', url: `/api/calls/${callId}`, headers: { 'x-api-key': key } });
+      assert.equal(erased.statusCode, 202, erased.body);
+      const got = await receiver.waitFor(2, forWebhook('/erased'));
+      const notice = got[1]!;
+      assert.equal(notice.json.type, 'call.erased');
+      assert.deepEqual(verify(hook.secret, notice), notice.json);
+      assert.deepEqual(Object.keys(notice.json.data).sort(), ['callId', 'cause', 'erasedAt']);
+      assert.equal(notice.json.data.callId, callId);
+      assert.equal(notice.json.data.cause, 'deleted');
+      for (const personal of [secretWord, 'Sam Seller', 'sam@erased.test']) assert.ok(!notice.body.includes(personal), `call.erased holds no ${personal}`);
+      await eventually(async () => {
+        const found = await deliveries(teamId, hook.webhookId);
+        assert.deepEqual(found.deliveries.map((d) => [d.type, d.status]), [['call.erased', 'delivered']], 'only the erasure notice is left');
+      });
     });
 
     test('a failed call is delivered as call.failed only to webhooks subscribed to it', async () => {

@@ -57,6 +57,7 @@ const TABLES = `
   CREATE INDEX IF NOT EXISTS webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE status = 'pending';
   CREATE INDEX IF NOT EXISTS webhook_deliveries_subject ON webhook_deliveries (webhook_id, subject, seq) WHERE status = 'pending';
   CREATE INDEX IF NOT EXISTS webhook_deliveries_webhook ON webhook_deliveries (webhook_id, seq);
+  CREATE INDEX IF NOT EXISTS webhook_deliveries_by_subject ON webhook_deliveries (subject);
 `;
 
 type ClaimedRow = WebhookRow & { delivery_id: string; event_id: string; body: string; attempts: number };
@@ -80,6 +81,8 @@ export const createPostgresWebhooks = async (pool: pg.Pool): Promise<WebhookStor
           for (const step of batchSteps(events, notifications, applied)) {
             if (step.kind === 'notify') {
               const n = step.notification;
+              // An erased call's earlier deliveries go: their bodies hold the personal data it destroys.
+              if (n.type === 'call.erased') await client.query("DELETE FROM webhook_deliveries WHERE subject = $1 AND type <> 'call.erased'", [n.subject]);
               const { rows } =
                 n.webhookId !== undefined
                   ? await client.query<WebhookRow>("SELECT * FROM webhooks WHERE webhook_id = $1 AND team_id = $2 AND status = 'active'", [n.webhookId, n.teamId])

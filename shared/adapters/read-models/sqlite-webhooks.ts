@@ -61,10 +61,12 @@ export const createSqliteWebhooks = (db: SqliteDb, versions: SqliteVersions): We
     CREATE INDEX IF NOT EXISTS webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE status = 'pending';
     CREATE INDEX IF NOT EXISTS webhook_deliveries_subject ON webhook_deliveries (webhook_id, subject, seq) WHERE status = 'pending';
     CREATE INDEX IF NOT EXISTS webhook_deliveries_webhook ON webhook_deliveries (webhook_id, seq);
+    CREATE INDEX IF NOT EXISTS webhook_deliveries_by_subject ON webhook_deliveries (subject);
   `);
   versions.ensure(MODEL);
 
   const q = {
+    forgetSubject: db.prepare("DELETE FROM webhook_deliveries WHERE subject = ? AND type <> 'call.erased'"),
     register: db.prepare(
       `INSERT OR IGNORE INTO webhooks (webhook_id, team_id, url, events, status, created_at, secret, last_position) VALUES (?, ?, ?, ?, 'active', ?, ?, ?)`,
     ),
@@ -119,6 +121,8 @@ export const createSqliteWebhooks = (db: SqliteDb, versions: SqliteVersions): We
     const now = Date.now();
     for (const step of batchSteps(events, notifications, BigInt(applied))) {
       if (step.kind === 'notify') {
+        // An erased call's earlier deliveries go: their bodies hold the personal data it destroys.
+        if (step.notification.type === 'call.erased') q.forgetSubject.run(step.notification.subject);
         queueFor(step.notification, now);
         continue;
       }

@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import openapiTS, { astToString } from 'openapi-typescript';
-import { openEmbeddedIngress, type EmbeddedIngress } from '../support/embedded-ingress.ts';
+import { type EmbeddedPipeline, openEmbeddedPipeline } from '../support/embedded-pipeline.ts';
 import { tempDir } from '../support/temp-dir.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -28,12 +28,13 @@ const readmeIngestExample = () => {
 };
 
 describe('OpenAPI document', () => {
-  let embedded: EmbeddedIngress;
+  let embedded: EmbeddedPipeline;
   let doc: { openapi: string; paths: Record<string, Record<string, unknown>> };
   const dir = tempDir();
 
   before(async () => {
-    embedded = await openEmbeddedIngress();
+    // With erasure, as the service runs, so the document has every route the service serves.
+    embedded = await openEmbeddedPipeline({}, { erasure: true });
     const response = await embedded.h.ingress.app.inject({ method: 'GET', url: '/docs/json' });
     assert.equal(response.statusCode, 200);
     doc = response.json();
@@ -70,6 +71,10 @@ describe('OpenAPI document', () => {
       ['/api/admin/teams/{teamId}/webhooks/{webhookId}/test', 'post'],
       ['/api/admin/teams/{teamId}/webhooks/{webhookId}/deliveries', 'get'],
       ['/api/admin/teams/{teamId}/webhooks/{webhookId}/deliveries/{deliveryId}/redeliver', 'post'],
+      ['/api/calls/{callId}', 'delete'],
+      ['/api/admin/teams/{teamId}/retention', 'post'],
+      ['/api/admin/teams/{teamId}/erasures', 'post'],
+      ['/api/admin/teams/{teamId}/erasures/{erasureId}', 'get'],
       ['/metrics', 'get'],
       ['/healthz', 'get'],
       ['/readyz', 'get'],

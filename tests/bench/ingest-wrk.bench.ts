@@ -22,7 +22,10 @@
  *
  * Needs the Debian package `wrk` on PATH.
  *
- *   npx tsx tests/bench/ingest-wrk.bench.ts [--rounds 3] [--seconds 10] [--connections 50] [--teams 40] [--keys 12000] [--mode all-in-one|ingress] [--drain-seconds 120]
+ *   npx tsx tests/bench/ingest-wrk.bench.ts [--rounds 3] [--seconds 10] [--connections 50] [--teams 40] [--keys 12000] [--mode all-in-one|ingress] [--drain-seconds 120] [--cpu-prof DIR]
+ *
+ * `--cpu-prof DIR` runs the service under `node --cpu-prof` and writes its profile to DIR at the end
+ * (read it with `npx tsx tests/bench/cpu-profile-summary.ts DIR/*.cpuprofile`).
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
@@ -43,6 +46,7 @@ const { values } = parseArgs({
     keys: { type: 'string', default: '12000' },
     mode: { type: 'string', default: 'all-in-one' },
     'drain-seconds': { type: 'string', default: '120' },
+    'cpu-prof': { type: 'string' },
   },
 });
 const ROUNDS = Number(values.rounds);
@@ -115,14 +119,20 @@ const startBare = async (): Promise<{ url: string; child: ChildProcess }> => {
   return { url, child };
 };
 
+/** When the service was spawned: load windows are printed from it, to read a `--cpu-prof` profile by window. */
+let serviceStartedAt = 0;
+const sinceService = () => ((Date.now() - serviceStartedAt) / 1000).toFixed(1);
+
 const startService = async (): Promise<{ url: string; child: ChildProcess }> => {
   const port = await freePort();
   const entry = MODE === 'all-in-one' ? 'dist/services/main.js' : 'dist/services/ingress/main.js';
-  const child = spawn(process.execPath, [entry], {
+  const profile = values['cpu-prof'] ? ['--cpu-prof', '--cpu-prof-dir', resolve(values['cpu-prof'])] : [];
+  const child = spawn(process.execPath, [...profile, entry], {
     cwd: root,
     env: { ...process.env, DATA_DIR: join(dir.path, 'data'), PORT: String(port), HOST: '127.0.0.1', ADMIN_TOKEN, API_KEY_SECRET: 'ingest-wrk-bench-key-secret-0123456789abcdef', LOG_LEVEL: 'warn', DATABASE_URL: '', KAFKA_BROKERS: '', REDIS_URL: '' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
+  serviceStartedAt = Date.now();
   children.push(child);
   const url = `http://127.0.0.1:${port}`;
   await waitFor(`${url}/readyz`, 'the service');
@@ -245,7 +255,9 @@ for (let round = 1; round <= ROUNDS; round++) {
   const base = runWrk(bare.url, script);
   const before = MODE === 'all-in-one' ? await finishedCalls(service.url) : 0;
   const startedAt = Date.now();
+  const loadFrom = sinceService();
   const ours = runWrk(service.url, script);
+  console.log(`round ${round}: load ran ${loadFrom}–${sinceService()} s after the service started`);
   ours.perSecond = (ours.requests - ours.non2xx) / SECONDS;
   const peak = rssMb(service.child.pid!);
   const accepted = ours.requests - ours.non2xx;

@@ -13,6 +13,7 @@ import {
 import { GroupCommit, type Outcome } from '../group-commit.ts';
 import { timeAppend } from '../../observability/metrics.ts';
 import { serialised, type SqliteDb } from '../sqlite/sqlite-database.ts';
+import { whenDurable } from '../sqlite/wal-sync.ts';
 import { translateSqliteError } from '../sqlite/sqlite-errors.ts';
 import { type AppendRequest, type SqlEventStoreOptions, subscriptionsOver } from './polling-subscription.ts';
 
@@ -123,6 +124,20 @@ class SharedRun {
   }
 }
 
+/**
+ * How far the feed of one database is committed, and how far durable. Shared by every store over
+ * the same connection, since each may write. An append resolves once its commit is durable, and
+ * the feed shows only durable events, so nothing that follows it (a relay to Kafka) passes on an
+ * event a power loss could still take back (docs/decisions/0012-embedded-durability-off-the-event-loop.md).
+ */
+interface FeedHeads {
+  committed: number;
+  durable: number;
+  /** Wakes the subscriptions of every store over the connection. */
+  moved: EventEmitter;
+}
+const feedHeads = new WeakMap<SqliteDb, FeedHeads>();
+
 /** SQLITE_BUSY / SQLITE_LOCKED (another process holds the file past the busy timeout) are worth retrying. */
 const translate = (error: unknown): unknown =>
   translateSqliteError(error, (message, cause) => new EventStoreUnavailableError(`SQLite event store unavailable: ${message}`, { cause }));
@@ -156,7 +171,7 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
   const readStream = reader.prepare<[string, number, number], EventRow>(
     'SELECT * FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision LIMIT ?',
   );
-  const readAll = reader.prepare<[number, number], EventRow>('SELECT * FROM events WHERE position > ? ORDER BY position LIMIT ?');
+  const readAll = reader.prepare<[number, number, number], EventRow>('SELECT * FROM events WHERE position > ? AND position <= ? ORDER BY position LIMIT ?');
   const readSnapshot = reader.prepare<[string], { position: number; data: string }>('SELECT position, data FROM event_snapshots WHERE name = ?');
   const storeSnapshot = db.prepare(
     'INSERT INTO event_snapshots (name, position, data) VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE SET position = excluded.position, data = excluded.data WHERE excluded.position > event_snapshots.position',
@@ -168,7 +183,15 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
     'INSERT INTO event_checkpoints (id, position) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET position = excluded.position',
   );
 
-  const appended = new EventEmitter().setMaxListeners(0);
+  let heads = feedHeads.get(db);
+  if (!heads) {
+    // What is stored at open is durable: openSqlite synced the WAL a killed process left.
+    const stored = Number(db.prepare<[], { position: number | null }>('SELECT max(position) AS position FROM events').get()?.position ?? 0);
+    heads = { committed: stored, durable: stored, moved: new EventEmitter().setMaxListeners(0) };
+    feedHeads.set(db, heads);
+  }
+  const feed = heads;
+  const appended = feed.moved;
 
   const writeBatch = (requests: AppendRequest[]): Outcome<AppendResult>[] => {
     const versions = new Map<string, number>();
@@ -203,7 +226,15 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
       const outcomes = writeBatch(requests);
       if (options.beforeCommit) await options.beforeCommit();
       db.exec('COMMIT');
-      appended.emit('appended');
+      for (const outcome of outcomes) if (!(outcome instanceof Error) && Number(outcome.position) > feed.committed) feed.committed = Number(outcome.position);
+      const upTo = feed.committed;
+      void whenDurable(db).then(
+        () => {
+          if (upTo > feed.durable) feed.durable = upTo;
+          appended.emit('appended');
+        },
+        () => undefined,
+      );
       return outcomes;
     } catch (error) {
       if (db.inTransaction) db.exec('ROLLBACK');
@@ -215,7 +246,14 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
   const store: EventStore = {
     append(streamId, events, appendOptions = {}) {
       if (events.length === 0) return Promise.reject(new TypeError('append needs at least one event'));
-      return timeAppend('sqlite', commits.submit({ streamId, events, expectedVersion: appendOptions.expectedVersion ?? 'any' }));
+      // Resolved once durable: the WAL holding the commit synced (group fsync, off the event loop).
+      return timeAppend(
+        'sqlite',
+        commits.submit({ streamId, events, expectedVersion: appendOptions.expectedVersion ?? 'any' }).then(async (result) => {
+          await translated(() => whenDurable(db));
+          return result;
+        }),
+      );
     },
 
     async readStream(streamId, { fromRevision = 0, maxCount = Number.MAX_SAFE_INTEGER } = {}) {
@@ -227,7 +265,7 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
       const held = shared.take(Number(after), maxCount);
       if (held.length === maxCount) return held;
       const from = held.length > 0 ? shared.end : Number(after);
-      const read = (await translated(() => readAll.all(from, maxCount - held.length))).map(toRecorded);
+      const read = (await translated(() => readAll.all(from, feed.durable, maxCount - held.length))).map(toRecorded);
       shared.add(from, read);
       return held.length > 0 ? [...held, ...read] : read;
     },
@@ -235,7 +273,8 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
     subscribeToAll: (subscribeOptions) => subscriptions.subscribe(subscribeOptions),
 
     async headPosition() {
-      return BigInt((await translated(() => head.get()))?.position ?? 0);
+      // The feed's head: the last durable event (readAll reads no further).
+      return BigInt(Math.min(feed.durable, (await translated(() => head.get()))?.position ?? 0));
     },
 
     async readCheckpoint(checkpointId) {

@@ -48,6 +48,8 @@ export interface IngressDeps {
   now?: () => Date;
   /** Readiness of this process's own parts (consumer, projections, subscriptions). */
   health?: Health;
+  /** The event log and the event store share one embedded database (see the ingest route). */
+  publishCoversStore?: boolean;
 }
 
 export type IngressApp = TypedApp;
@@ -203,7 +205,7 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
     },
   );
 
-  registerIngestRoute(app, { teams: deps.teams, limiter: deps.limiter, eventLog: deps.eventLog, eventStore: deps.eventStore, topics: deps.topics, now: deps.now });
+  registerIngestRoute(app, { teams: deps.teams, limiter: deps.limiter, eventLog: deps.eventLog, eventStore: deps.eventStore, topics: deps.topics, now: deps.now, publishCoversStore: deps.publishCoversStore });
   registerAdminRoutes(app, { teams: deps.teams, adminToken: deps.adminToken, limiter: deps.limiter });
   registerAdminOpsRoutes(app, { eventLog: deps.eventLog, eventStore: deps.eventStore, readModels: deps.readModels, requireAdmin: adminGuard(deps.adminToken, deps.limiter) });
   registerOperatorRoutes(app, { ...deps, requireAdmin: adminGuard(deps.adminToken, deps.limiter) });

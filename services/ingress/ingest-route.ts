@@ -48,6 +48,13 @@ export interface IngestDeps {
   eventStore: EventStore;
   topics?: Topics;
   now?: () => Date;
+  /**
+   * The event log's durable publish also makes the event store's earlier commits durable (both in
+   * the embedded SQLite database, whose commits reach the disk in order): the reservation then
+   * need not wait for the disk itself, and an accepted call waits for one sync, not two
+   * (docs/decisions/0012-embedded-durability-off-the-event-loop.md).
+   */
+  publishCoversStore?: boolean;
 }
 
 const problems = (...statuses: number[]) => Object.fromEntries(statuses.map((s) => [s, ProblemSchema]));
@@ -98,7 +105,7 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
     const reservedMinutes = estimateCallMinutes(submission);
     let reservation;
     try {
-      reservation = await deps.teams.reserve(owner.teamId, callId, reservedMinutes);
+      reservation = await deps.teams.reserve(owner.teamId, callId, reservedMinutes, { deferDurability: deps.publishCoversStore === true });
     } catch (error) {
       if (isDomainError(error, 'CAPACITY_EXHAUSTED')) {
         capacityRefusals.inc();

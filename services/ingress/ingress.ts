@@ -36,6 +36,8 @@ export interface IngressOptions {
   keyDirectoryMaxLagMs?: number;
   /** A capacity reservation whose call has not appeared after this long is released (default 15 min). */
   orphanAfterMs?: number;
+  /** The event log and the event store share one embedded database: a publish's sync covers the reservation. */
+  publishCoversStore?: boolean;
 }
 
 export interface Ingress {
@@ -67,6 +69,7 @@ export const createIngress = async (options: IngressOptions): Promise<Ingress> =
     topics: options.topics,
     now: options.now,
     health: options.health,
+    publishCoversStore: options.publishCoversStore,
   });
   await app.ready();
   const orphans = startOrphanSweep({ teams, eventStore: options.eventStore, orphanAfterMs: options.orphanAfterMs ?? DEFAULT_ORPHAN_AFTER_MS, log: options.logger, now: options.now });

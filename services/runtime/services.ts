@@ -37,6 +37,7 @@ export const startIngressService = async (config: Config, backends: Backends, lo
     orphanAfterMs: config.orphanReservationMs,
     keyDirectoryMaxLagMs: config.keyDirectoryMaxLagMs,
     teams: backends.teams,
+    publishCoversStore: backends.publishCoversStore,
   });
   const address = await ingress.app.listen({ port: config.port, host: config.host });
   return {

@@ -45,9 +45,11 @@ export interface HarnessOptions {
   readModels?: ReadModels;
   /** Readiness registry GET /readyz reports. */
   health?: Health;
+  /** The event log and the event store share one embedded database (as `npm start` runs). */
+  publishCoversStore?: boolean;
 }
 
-export const createHarness = async ({ eventStore, eventLog, limiter = createMemoryRateLimiter(), topics = TOPICS, readModels, health }: HarnessOptions): Promise<Harness> => {
+export const createHarness = async ({ eventStore, eventLog, limiter = createMemoryRateLimiter(), topics = TOPICS, readModels, health, publishCoversStore }: HarnessOptions): Promise<Harness> => {
   const logLines: string[] = [];
   const sink = new Writable({
     write(chunk, _encoding, done) {
@@ -55,7 +57,7 @@ export const createHarness = async ({ eventStore, eventLog, limiter = createMemo
       done();
     },
   });
-  const ingress = await createIngress({ eventStore, eventLog, limiter, topics, readModels, logger: createLogger('debug', sink), adminToken: ADMIN_TOKEN, apiKeySecret: API_KEY_SECRET, health });
+  const ingress = await createIngress({ eventStore, eventLog, limiter, topics, readModels, logger: createLogger('debug', sink), adminToken: ADMIN_TOKEN, apiKeySecret: API_KEY_SECRET, health, publishCoversStore });
   const app = ingress.app;
 
   const admin: Harness['admin'] = (method, url, body) =>

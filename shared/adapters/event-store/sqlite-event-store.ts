@@ -250,7 +250,7 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
       return timeAppend(
         'sqlite',
         commits.submit({ streamId, events, expectedVersion: appendOptions.expectedVersion ?? 'any' }).then(async (result) => {
-          await translated(() => whenDurable(db));
+          if (!appendOptions.deferDurability) await translated(() => whenDurable(db));
           return result;
         }),
       );

@@ -99,3 +99,31 @@ test('checkpoints run beside the write connection: the database file takes the W
     files.close();
   }
 });
+
+test('deferDurability: an append resolves once committed, and a later durable publish on the database covers it', async () => {
+  const files = opened();
+  try {
+    const store = createSqliteEventStore(files.sqlite.db);
+    const log = createSqliteEventLog(files.sqlite.db);
+    await log.ensureTopics([{ name: 't', partitions: 1 }]);
+    const held = holdSyncs(files.sync);
+    const deferred = await store.append('team-1', [{ type: 'CapacityReserved', data: {} }], { deferDurability: true });
+    assert.equal(deferred.position, 1n, 'resolved while every sync is held');
+    let durableAppend = false;
+    let published = false;
+    const append = store.append('team-1', [{ type: 'Other', data: {} }]).then(() => (durableAppend = true));
+    const publish = log.publish('t', [{ key: 'k', value: 'v' }]).then(() => (published = true));
+    await eventually(() => assert.equal((files.sqlite.db.prepare('SELECT count(*) AS n FROM log_records').get() as { n: number }).n, 1));
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(durableAppend, false, 'without deferDurability an append waits for the sync');
+    assert.equal(published, false);
+    assert.deepEqual(await store.readAll(), [], 'the feed waits for the sync, deferred or not');
+    held.open();
+    await Promise.all([append, publish]);
+    assert.deepEqual((await store.readAll()).map((e) => e.type), ['CapacityReserved', 'Other']);
+    await log.close();
+    await store.close();
+  } finally {
+    files.close();
+  }
+});

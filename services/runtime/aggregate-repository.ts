@@ -87,6 +87,8 @@ export interface RepositoryOptions<State> {
    * a command that appends costs no read.
    */
   decideOnCachedState?: boolean;
+  /** Every command's `deferDurability` unless it says otherwise (see HandleOptions). */
+  deferDurability?: boolean;
 }
 
 const DEFAULT_BACKOFF = { baseDelayMs: 2, maxDelayMs: 100 };
@@ -152,7 +154,7 @@ export class AggregateRepository<Command, State, Event extends DomainEvent> {
   handle(id: string, command: Command, metadata?: Record<string, Json>, options: HandleOptions = {}): Promise<Versioned<State> & { events: Event[] }> {
     return new Promise((resolve, reject) => {
       const queue = this.pending.get(id);
-      const entry = { command, metadata, resolve, reject, deferDurability: options.deferDurability };
+      const entry = { command, metadata, resolve, reject, deferDurability: options.deferDurability ?? this.options.deferDurability };
       if (queue) {
         queue.push(entry);
         return;

@@ -68,6 +68,7 @@ export const startProcessorService = async (config: Config, backends: Backends, 
     topics: backends.topics,
     teams: backends.teams.repository,
     health,
+    deferDurability: backends.publishCoversStore,
   });
 };
 

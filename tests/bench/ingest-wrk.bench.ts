@@ -25,7 +25,11 @@
  *
  * Needs the Debian package `wrk` on PATH (`apt-get install -y wrk`).
  *
- *   npx tsx tests/bench/ingest-wrk.bench.ts [--rounds 3] [--seconds 10] [--connections 50] [--teams 40] [--keys 12000] [--mode all-in-one,ingress] [--drain-seconds 120] [--cpu-prof DIR]
+ *   npx tsx tests/bench/ingest-wrk.bench.ts [--rounds 3] [--seconds 10] [--connections 50] [--teams 40] [--keys 12000] [--mode all-in-one,ingress] [--drain-seconds 120] [--cpu-prof DIR] [--baseline-root DIR]
+ *
+ * `--baseline-root DIR` also runs the service built in DIR (another checkout, `npm run build` done
+ * there, its node_modules linked) in the same alternating rounds: an earlier version measured
+ * beside this one under the same load on the machine, with the ratio of the two.
  *
  * `--cpu-prof DIR` runs the service under `node --cpu-prof` and writes its profile to DIR at the end
  * (read it with `npx tsx tests/bench/cpu-profile-summary.ts DIR/*.cpuprofile`).
@@ -51,6 +55,7 @@ const { values } = parseArgs({
     mode: { type: 'string', default: 'all-in-one,ingress' },
     'drain-seconds': { type: 'string', default: '120' },
     'cpu-prof': { type: 'string' },
+    'baseline-root': { type: 'string' },
   },
 });
 const ROUNDS = Number(values.rounds);
@@ -135,13 +140,13 @@ const startBare = async (): Promise<{ url: string; child: ChildProcess }> => {
 let serviceStartedAt = 0;
 const sinceService = () => ((Date.now() - serviceStartedAt) / 1000).toFixed(1);
 
-const startService = async (MODE: Mode): Promise<{ url: string; child: ChildProcess }> => {
+const startService = async (MODE: Mode, serviceRoot = root): Promise<{ url: string; child: ChildProcess }> => {
   const port = await freePort();
   const entry = MODE === 'all-in-one' ? 'dist/services/main.js' : 'dist/services/ingress/main.js';
   const profile = values['cpu-prof'] ? ['--cpu-prof', '--cpu-prof-dir', resolve(values['cpu-prof'])] : [];
-  const child = spawn(process.execPath, [...profile, entry], {
-    cwd: root,
-    env: { ...process.env, DATA_DIR: join(dir.path, `data-${MODE}`), PORT: String(port), HOST: '127.0.0.1', ADMIN_TOKEN, API_KEY_SECRET: 'ingest-wrk-bench-key-secret-0123456789abcdef', LOG_LEVEL: 'warn', DATABASE_URL: '', KAFKA_BROKERS: '', REDIS_URL: '' },
+  const child = spawn(process.execPath, [...(serviceRoot === root ? profile : []), entry], {
+    cwd: serviceRoot,
+    env: { ...process.env, DATA_DIR: join(dir.path, `data-${MODE}${serviceRoot === root ? '' : '-baseline'}`), PORT: String(port), HOST: '127.0.0.1', ADMIN_TOKEN, API_KEY_SECRET: 'ingest-wrk-bench-key-secret-0123456789abcdef', LOG_LEVEL: 'warn', DATABASE_URL: '', KAFKA_BROKERS: '', REDIS_URL: '' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   serviceStartedAt = Date.now();
@@ -273,6 +278,9 @@ const measure = async (MODE: Mode) => {
   const service = await startService(MODE);
   const keys = await issueKeys(service.url);
   const script = writeScript(keys);
+  const earlier = values['baseline-root'] ? await startService(MODE, resolve(values['baseline-root'])) : undefined;
+  const earlierScript = earlier ? writeScript(await issueKeys(earlier.url), `earlier-${MODE}.lua`) : undefined;
+  const versusEarlier: number[] = [];
   const atRest = rssMb(service.child.pid!);
   console.log(`\n[${MODE}] ${keys.length} keys issued; service RSS at rest ${atRest} MB`);
 
@@ -283,6 +291,15 @@ const measure = async (MODE: Mode) => {
   const cpuRatios: number[] = [];
   let peakRss = atRest;
   for (let round = 1; round <= ROUNDS; round++) {
+    if (earlier) {
+      const earlierCpu = cpuSeconds(earlier.child.pid!);
+      const then = runWrk(earlier.url, earlierScript!);
+      const thenRate = (then.requests - then.non2xx) / SECONDS;
+      const thenCpuPer = ((cpuSeconds(earlier.child.pid!) - earlierCpu) * 1000) / Math.max(1, then.requests);
+      rows.push({ name: `round ${round}: earlier build ${MODE}, 201s (p50 ${then.p50}, p99 ${then.p99}, CPU/request ${thenCpuPer.toFixed(3)} ms)`, perSecond: thenRate, baseline: true });
+      versusEarlier.push(thenRate);
+      if (MODE === 'all-in-one') await drain(earlier.url, 0, 0, Date.now());
+    }
     const bareCpu = cpuSeconds(bare.child.pid!);
     const base = runWrk(bare.url, script);
     const bareCpuPer = ((cpuSeconds(bare.child.pid!) - bareCpu) * 1000) / Math.max(1, base.requests);
@@ -310,6 +327,12 @@ const measure = async (MODE: Mode) => {
       e2eRates.push(e2e.perSecond);
       console.log(`round ${round}: ${e2e.finished} calls finished (wrk counted ${accepted} 201s; up to ${CONNECTIONS} more were in flight when it stopped), the last ${e2e.drainedAfterSeconds.toFixed(1)} s after the round began: ${Math.round(e2e.perSecond)} finished calls/s end to end`);
     }
+  }
+  if (earlier) {
+    const ours = rows.filter((row) => row.name.includes(`service ${MODE}`)).map((row) => row.perSecond);
+    const ratios = ours.map((rate, i) => rate / versusEarlier[i]!);
+    console.log(`[${MODE}] this build / the earlier build, 201s/s per round: ${ratios.map((r) => `${r.toFixed(2)}×`).join(', ')} (median ${median(ratios).toFixed(2)}×)`);
+    earlier.child.kill('SIGTERM');
   }
   report(`[${MODE}] ingest, wrk -t1 -c${CONNECTIONS}, ~${BODY.length} B transcript-only body (ratio: service / bare route of the same round)`, rows);
   const sorted = [...ratios].sort((a, b) => a - b);

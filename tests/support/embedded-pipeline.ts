@@ -5,12 +5,14 @@
 import { createSqliteEventLog } from '../../shared/adapters/event-log/sql-event-log.ts';
 import { createSqliteEventStore } from '../../shared/adapters/event-store/sqlite-event-store.ts';
 import { createSqliteReadModels } from '../../shared/adapters/read-models/sqlite-read-models.ts';
-import { openSqlite } from '../../shared/adapters/sqlite/sqlite-database.ts';
+import { openSqlite, type OpenedSqlite } from '../../shared/adapters/sqlite/sqlite-database.ts';
 import { createPipelineHarness, type PipelineHarness, type StepOverrides } from './pipeline-harness.ts';
 import { tempDir } from './temp-dir.ts';
 
 export interface EmbeddedPipeline {
   h: PipelineHarness;
+  /** The embedded database under it (none on the servers). */
+  sqlite?: OpenedSqlite;
   close(): Promise<void>;
 }
 
@@ -20,9 +22,10 @@ export const openEmbeddedPipeline = async (overrides: StepOverrides = {}): Promi
   const eventStore = createSqliteEventStore(opened.db);
   const eventLog = createSqliteEventLog(opened.db);
   const readModels = createSqliteReadModels(opened.db);
-  const h = await createPipelineHarness({ eventStore, eventLog, readModels }, overrides);
+  const h = await createPipelineHarness({ eventStore, eventLog, readModels }, overrides, { sharedDatabase: true });
   return {
     h,
+    sqlite: opened,
     async close() {
       await h.close();
       await readModels.close();

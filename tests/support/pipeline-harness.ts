@@ -61,12 +61,13 @@ export const localSteps = (overrides: StepOverrides = {}) => ({
 export const createPipelineHarness = async (
   backends: { eventStore: EventStore; eventLog: EventLog; readModels?: ReadModels },
   overrides: StepOverrides = {},
-  options: { retryThresholdMs?: number } = {},
+  /** `sharedDatabase`: the store and the log are one embedded database, wired as `npm start` does (decision 0012). */
+  options: { retryThresholdMs?: number; sharedDatabase?: boolean } = {},
 ): Promise<PipelineHarness> => {
   const topics = topicNames(`t${randomUUID().slice(0, 8)}.`);
   await backends.eventLog.ensureTopics(allTopics(topics).map((name) => ({ name, partitions: PARTITIONS })));
   const health = new Health(options.retryThresholdMs);
-  const harness = await createHarness({ ...backends, topics, health });
+  const harness = await createHarness({ ...backends, topics, health, publishCoversStore: options.sharedDatabase });
   const projections = backends.readModels
     ? startProjections({ eventStore: backends.eventStore, eventLog: backends.eventLog, readModels: backends.readModels, topics, logger: pino({ level: 'silent' }), health })
     : undefined;
@@ -83,6 +84,7 @@ export const createPipelineHarness = async (
       topics,
       groupId,
       health,
+      deferDurability: options.sharedDatabase,
     });
   let processor: Processor | undefined = await start();
   return {

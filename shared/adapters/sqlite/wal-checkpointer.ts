@@ -23,6 +23,8 @@ const WORKER = `
   const db = new Database(workerData.path, { fileMustExist: true });
   db.pragma('busy_timeout = 5000');
   db.pragma('synchronous = FULL');
+  // A checkpoint copies pages from the WAL to the file; it needs little cache of its own.
+  db.pragma('cache_size = -512');
   const timer = setInterval(() => {
     try {
       // Copies what the WAL holds beyond the last checkpoint; nothing to do costs a read of the WAL index.
@@ -42,7 +44,12 @@ const WORKER = `
 
 /** Starts checkpointing the database file at `path` every `intervalMs`. */
 export const startWalCheckpointer = (path: string, { intervalMs = 250 } = {}): WalCheckpointer => {
-  const worker = new Worker(WORKER, { eval: true, workerData: { driver: createRequire(import.meta.url).resolve('better-sqlite3'), path, intervalMs } });
+  const worker = new Worker(WORKER, {
+    eval: true,
+    workerData: { driver: createRequire(import.meta.url).resolve('better-sqlite3'), path, intervalMs },
+    // It holds almost nothing: a small heap keeps the process's memory at rest low.
+    resourceLimits: { maxYoungGenerationSizeMb: 1, maxOldGenerationSizeMb: 12 },
+  });
   // Never what keeps the process alive.
   worker.unref();
   worker.on('error', () => undefined);

@@ -60,6 +60,8 @@ export interface IngressDeps {
   personalData?: PersonalData;
   /** Erasing calls, and erasure requests; without them DELETE /api/calls/:callId and the erasure admin API are not served. */
   erasure?: { erase: CallEraser; requests: ErasureRequests };
+  /** The event log and the event store share one embedded database (see the ingest route). */
+  publishCoversStore?: boolean;
 }
 
 export type IngressApp = TypedApp;
@@ -217,7 +219,7 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
     },
   );
 
-  registerIngestRoute(app, { teams: deps.teams, limiter: deps.limiter, eventLog: deps.eventLog, eventStore: deps.eventStore, topics: deps.topics, now: deps.now, personalData: deps.personalData });
+  registerIngestRoute(app, { teams: deps.teams, limiter: deps.limiter, eventLog: deps.eventLog, eventStore: deps.eventStore, topics: deps.topics, now: deps.now, personalData: deps.personalData, publishCoversStore: deps.publishCoversStore });
   registerAdminRoutes(app, { teams: deps.teams, adminToken: deps.adminToken, limiter: deps.limiter });
   registerAdminOpsRoutes(app, { eventLog: deps.eventLog, eventStore: deps.eventStore, readModels: deps.readModels, requireAdmin: adminGuard(deps.adminToken, deps.limiter) });
   registerOperatorRoutes(app, { ...deps, requireAdmin: adminGuard(deps.adminToken, deps.limiter) });

@@ -53,6 +53,13 @@ export interface IngestDeps {
   now?: () => Date;
   /** Seals the personal fields of the published CallSubmitted (docs/decisions/0014-erasure-crypto-shredding.md). */
   personalData?: PersonalData;
+  /**
+   * The event log's durable publish also makes the event store's earlier commits durable (both in
+   * the embedded SQLite database, whose commits reach the disk in order): the reservation then
+   * need not wait for the disk itself, and an accepted call waits for one sync, not two
+   * (docs/decisions/0015-embedded-durability-off-the-event-loop.md).
+   */
+  publishCoversStore?: boolean;
 }
 
 
@@ -102,7 +109,7 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
     const reservedMinutes = estimateCallMinutes(submission);
     let reservation;
     try {
-      reservation = await deps.teams.reserve(owner.teamId, callId, reservedMinutes);
+      reservation = await deps.teams.reserve(owner.teamId, callId, reservedMinutes, { deferDurability: deps.publishCoversStore === true });
     } catch (error) {
       if (isDomainError(error, 'CAPACITY_EXHAUSTED')) {
         capacityRefusals.inc();

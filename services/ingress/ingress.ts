@@ -48,6 +48,8 @@ export interface IngressOptions {
   retentionSweepMs?: number;
   /** The events as stored (personal fields sealed): the team directory follows them, having no use for call data opened. */
   storedEvents?: EventStore;
+  /** The event log and the event store share one embedded database: a publish's sync covers the reservation. */
+  publishCoversStore?: boolean;
 }
 
 export interface Ingress {
@@ -91,6 +93,7 @@ export const createIngress = async (options: IngressOptions): Promise<Ingress> =
     webhookAllowPrivate: options.webhookAllowPrivate,
     personalData,
     erasure,
+    publishCoversStore: options.publishCoversStore,
   });
   await app.ready();
   const retention = erasure

@@ -52,6 +52,13 @@ export interface PipelineDeps {
    */
   callStates?: BoundedStateCache<CallState>;
   now?: () => Date;
+  /**
+   * Steps resolve once committed, not once on disk: nothing a step does is acknowledged outside
+   * the database, whose commits reach the disk in order, so a power loss takes back a suffix of
+   * steps that then run again (the embedded default:
+   * docs/decisions/0015-embedded-durability-off-the-event-loop.md).
+   */
+  deferDurability?: boolean;
 }
 
 /**
@@ -73,7 +80,8 @@ const loggable = (error: unknown): unknown =>
   error instanceof StepError ? { type: 'StepError', code: error.code, retriable: error.retriable } : error;
 
 export const createCallPipeline = (deps: PipelineDeps) => {
-  const calls = new AggregateRepository(deps.store, callDecider, callStreamId, { cache: deps.callStates });
+  const calls = new AggregateRepository(deps.store, callDecider, callStreamId, { cache: deps.callStates, deferDurability: deps.deferDurability });
+  const teamWrite = { deferDurability: deps.deferDurability };
   // A team's stream grows with every call: keep folded states and read only newer events.
   const teams = deps.teams ?? createTeamWriter(deps.store).repository;
   const now = () => (deps.now ?? (() => new Date()))().toISOString();
@@ -97,9 +105,9 @@ export const createCallPipeline = (deps: PipelineDeps) => {
       type: 'SettleCapacity',
       callId: call.callId,
       actualMinutes: seconds === null ? call.submitted.capacity.reservedMinutes : Math.max(1, minutesForSeconds(seconds)),
-    });
+    }, undefined, teamWrite);
   const releaseCapacity = (call: { callId: string; submitted: { teamId: string } }) =>
-    teams.handle(call.submitted.teamId, { type: 'ReleaseCapacity', callId: call.callId });
+    teams.handle(call.submitted.teamId, { type: 'ReleaseCapacity', callId: call.callId }, undefined, teamWrite);
 
   /** Length of an inline-transcript call: its duration corrected by the transcript, else the transcript estimate. */
   const inlineSeconds = (call: PendingCall): number | null => {

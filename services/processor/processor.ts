@@ -69,6 +69,11 @@ export interface ProcessorOptions {
   teams?: TeamRepository;
   /** Where the processor reports its readiness. */
   health?: Health;
+  /**
+   * The event store's commits reach the disk in order with the event log's (one embedded
+   * database): the processor's appends need not wait for the disk (see call-pipeline.ts).
+   */
+  deferDurability?: boolean;
   /** How often the sweep looks for owned open calls nobody works; default 5000 ms. */
   sweepIntervalMs?: number;
   /** Opens the sealed personal fields of calls.submitted.v1 records (docs/decisions/0014-erasure-crypto-shredding.md). */
@@ -120,8 +125,9 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
     audioFetchBudgetMs: options.audioFetchBudgetMs ?? DEFAULT_AUDIO_FETCH_BUDGET_MS,
     teams: options.teams,
     now: options.now,
+    deferDurability: options.deferDurability,
   });
-  const calls = new AggregateRepository(options.eventStore, callDecider, callStreamId, { cache: callStates });
+  const calls = new AggregateRepository(options.eventStore, callDecider, callStreamId, { cache: callStates, deferDurability: options.deferDurability });
   const actors = new ActorSystem((context) => pipeline.run(context), slots, (callId, error) => log.error({ callId, err: error }, 'call actor failed'));
 
   const owned = new Set<number>();

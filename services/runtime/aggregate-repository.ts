@@ -87,13 +87,26 @@ export interface RepositoryOptions<State> {
    * a command that appends costs no read.
    */
   decideOnCachedState?: boolean;
+  /** Every command's `deferDurability` unless it says otherwise (see HandleOptions). */
+  deferDurability?: boolean;
 }
 
 const DEFAULT_BACKOFF = { baseDelayMs: 2, maxDelayMs: 100 };
 
+/** How one command is handled. */
+export interface HandleOptions {
+  /**
+   * Resolve once the events are committed, not yet durable: the caller's next write to the same
+   * database covers them (see the event store's `deferDurability`). A batch defers only when each
+   * of its commands does.
+   */
+  deferDurability?: boolean;
+}
+
 interface Pending<Command, State, Event> {
   command: Command;
   metadata?: Record<string, Json>;
+  deferDurability?: boolean;
   resolve: (result: Versioned<State> & { events: Event[] }) => void;
   reject: (error: unknown) => void;
 }
@@ -139,10 +152,10 @@ export class AggregateRepository<Command, State, Event extends DomainEvent> {
    * Decides `command` against the current state and appends the result; resolves with the events
    * and the state right after them. DomainErrors from `decide` reject unchanged.
    */
-  handle(id: string, command: Command, metadata?: Record<string, Json>): Promise<Versioned<State> & { events: Event[] }> {
+  handle(id: string, command: Command, metadata?: Record<string, Json>, options: HandleOptions = {}): Promise<Versioned<State> & { events: Event[] }> {
     return new Promise((resolve, reject) => {
       const queue = this.pending.get(id);
-      const entry = { command, metadata, resolve, reject };
+      const entry = { command, metadata, resolve, reject, deferDurability: options.deferDurability ?? this.options.deferDurability };
       if (queue) {
         queue.push(entry);
         return;
@@ -194,7 +207,10 @@ export class AggregateRepository<Command, State, Event extends DomainEvent> {
       }
       if (toAppend.length > 0) {
         try {
-          await this.store.append(this.streamIdOf(id), toAppend, { expectedVersion: current.version === -1 ? 'no_stream' : current.version });
+          await this.store.append(this.streamIdOf(id), toAppend, {
+            expectedVersion: current.version === -1 ? 'no_stream' : current.version,
+            ...(batch.every((p) => p.deferDurability) ? { deferDurability: true } : {}),
+          });
         } catch (error) {
           if (!(error instanceof ExpectedVersionConflictError) || attempt >= attempts) throw error;
           await this.pauseBeforeRetry(attempt);

@@ -44,6 +44,11 @@ export interface Backends {
   teams: TeamWriter;
   /** The embedded database when one is open (for DATA_DIR files such as the admin token). */
   sqlite?: OpenedSqlite;
+  /**
+   * The event log and the event store are one embedded SQLite database: a durable publish makes the
+   * store's earlier commits durable too (docs/decisions/0015-embedded-durability-off-the-event-loop.md).
+   */
+  publishCoversStore: boolean;
   /** One line per backend, for the start-up log. */
   description: { eventStore: string; eventLog: string };
   /** Probes each backend; used by GET /readyz. */
@@ -106,6 +111,7 @@ export const openBackends = async (config: Config, log: Logger): Promise<Backend
       topics,
       teams: createTeamWriter(eventStore),
       sqlite,
+      publishCoversStore: !config.databaseUrl && config.kafkaBrokers.length === 0,
       description,
       async check() {
         const probe = async (fn: () => Promise<unknown>) => fn().then(() => true, () => false);

@@ -40,6 +40,7 @@ export const startIngressService = async (config: Config, backends: Backends, lo
     teams: backends.teams,
     personalData: backends.personalData,
     storedEvents: backends.storedEvents,
+    publishCoversStore: backends.publishCoversStore,
   });
   const address = await ingress.app.listen({ port: config.port, host: config.host });
   return {
@@ -72,6 +73,7 @@ export const startProcessorService = async (config: Config, backends: Backends, 
     health,
     personalData: backends.personalData,
     storedEvents: backends.storedEvents,
+    deferDurability: backends.publishCoversStore,
   });
 };
 

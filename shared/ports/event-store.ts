@@ -59,6 +59,18 @@ export interface AppendResult {
   position: bigint;
 }
 
+export interface AppendOptions {
+  /** What the stream must look like; default `'any'`. */
+  expectedVersion?: ExpectedVersion;
+  /**
+   * Resolve once committed rather than once durable, because the caller's next write to the same
+   * database waits for durability and covers this one (the embedded SQLite database, whose commits
+   * reach the disk in order: docs/decisions/0015-embedded-durability-off-the-event-loop.md). A
+   * store whose commit is durable ignores it.
+   */
+  deferDurability?: boolean;
+}
+
 export interface ReadStreamOptions {
   /** First revision to read (inclusive); default 0. */
   fromRevision?: number;
@@ -152,7 +164,7 @@ export interface EventStore {
    * one transaction and one fsync) without weakening each append's own expected-version check.
    * @throws ExpectedVersionConflictError when the stream is not at `expectedVersion` (default `'any'`).
    */
-  append(streamId: string, events: NewEvent[], options?: { expectedVersion?: ExpectedVersion }): Promise<AppendResult>;
+  append(streamId: string, events: NewEvent[], options?: AppendOptions): Promise<AppendResult>;
 
   /** Reads a stream forward; an unknown stream reads as empty. */
   readStream(streamId: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;

@@ -8,11 +8,16 @@
  * its usage comment names (`[--events 20000]`), since the benches parse their flags strictly and
  * stop at one they do not know. A flag no selected bench takes is an error. Exits non-zero when a
  * bench fails; the others still run.
+ *
+ * Then one table of the performance targets' figures the benches recorded (targets.ts): each
+ * figure, its baseline, the ratio, whether the target is met, and the command; also written as
+ * JSON to .tmp/bench-targets.json.
  */
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { TargetRow } from './targets.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const all = readdirSync(here)
@@ -59,9 +64,14 @@ if (orphans.length > 0) {
   process.exit(2);
 }
 
+const outDir = join(here, '../../.tmp');
+mkdirSync(outDir, { recursive: true });
+const targetsFile = join(outDir, `bench-targets-${process.pid}.jsonl`);
+rmSync(targetsFile, { force: true });
+
 const run = (file: string, flags: string[]) =>
   new Promise<number>((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(here, file), ...flags], { stdio: 'inherit' });
+    const child = spawn(process.execPath, ['--import', 'tsx', join(here, file), ...flags], { stdio: 'inherit', env: { ...process.env, BENCH_TARGETS_FILE: targetsFile } });
     child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)));
   });
 
@@ -73,6 +83,22 @@ for (const file of selected) {
   const code = await run(file, flags);
   console.log(`=== ${nameOf(file)}: ${code === 0 ? 'done' : `failed (exit ${code})`} in ${((performance.now() - started) / 1000).toFixed(1)} s`);
   if (code !== 0) failed.push(nameOf(file));
+}
+const targets: TargetRow[] = existsSync(targetsFile)
+  ? readFileSync(targetsFile, 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line) as TargetRow)
+  : [];
+rmSync(targetsFile, { force: true });
+if (targets.length > 0) {
+  const cell = (text: string) => text.replace(/\|/g, '\\|');
+  console.log('\nPerformance targets (this run)\n');
+  console.log('| Target | Figure | Baseline | Ratio | Goal | Met | Command |');
+  console.log('|---|---|---|---|---|---|---|');
+  for (const t of targets) {
+    console.log(`| ${cell(t.target)} | ${cell(t.figure)} | ${cell(t.baseline)} | ${t.ratio === undefined ? '—' : `${t.ratio.toFixed(3)}×`} | ${cell(t.goal)} | ${t.met === undefined ? '—' : t.met ? 'yes' : 'no'} | \`${t.command}\` |`);
+  }
+  const json = join(outDir, 'bench-targets.json');
+  writeFileSync(json, `${JSON.stringify({ at: new Date().toISOString(), targets }, null, 2)}\n`);
+  console.log(`\n(also in ${json})`);
 }
 if (failed.length > 0) {
   console.error(`\nfailed: ${failed.join(', ')}`);

@@ -20,6 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { recordTarget } from './targets.ts';
 
 const { values } = parseArgs({ options: { calls: { type: 'string', default: '1000000' }, batch: { type: 'string', default: '20000' } } });
 const CALLS = Number(values.calls);
@@ -127,4 +128,13 @@ await stop(warm.child);
 console.log(`\nstart-up with ${CALLS.toLocaleString('en-US')} stored calls (${events.toLocaleString('en-US')} events), spawn → /readyz 200`);
 console.log(`  without snapshots (whole feed folded)   ${(cold.readyMs / 1000).toFixed(2).padStart(8)} s   RSS ${coldRss.toFixed(0)} MB`);
 console.log(`  from snapshots (after a clean stop)     ${(warm.readyMs / 1000).toFixed(2).padStart(8)} s   RSS ${warmRss.toFixed(0)} MB`);
+recordTarget({
+  target: `5 start-up with ${CALLS.toLocaleString('en-US')} stored calls, spawn → /readyz 200`,
+  figure: `${(warm.readyMs / 1000).toFixed(2)} s from snapshots (RSS ${warmRss.toFixed(0)} MB)`,
+  baseline: `${(cold.readyMs / 1000).toFixed(2)} s folding the whole feed; bound 5 s`,
+  ratio: warm.readyMs / cold.readyMs,
+  goal: '≤ 5 s',
+  met: warm.readyMs <= 5000,
+  command: `npx tsx tests/bench/startup.bench.ts --calls ${CALLS}`,
+});
 rmSync(dataDir, { recursive: true, force: true });

@@ -31,14 +31,17 @@ describe('GET /api/usage after processing', () => {
       if (!team) throw new Error('not settled yet');
       return team.data as { actualMinutes: number };
     });
-    const usage = (await h.ingress.app.inject({ method: 'GET', url: '/api/usage', headers: { 'x-api-key': key } })).json<Record<string, unknown>>();
-    assert.deepEqual(usage, {
-      teamId,
-      remainingMinutes: 600 - settled.actualMinutes,
-      reservedMinutes: 0,
-      usedMinutes: settled.actualMinutes,
-      autoRecharge: { enabled: true, hours: 2 },
-      rateLimit: { limit: 30, remaining: 29, resetSeconds: (usage.rateLimit as { resetSeconds: number }).resetSeconds },
+    // The ingress's team directory follows the event feed, which shows the settlement once it is on disk.
+    await eventually(async () => {
+      const usage = (await h.ingress.app.inject({ method: 'GET', url: '/api/usage', headers: { 'x-api-key': key } })).json<Record<string, unknown>>();
+      assert.deepEqual(usage, {
+        teamId,
+        remainingMinutes: 600 - settled.actualMinutes,
+        reservedMinutes: 0,
+        usedMinutes: settled.actualMinutes,
+        autoRecharge: { enabled: true, hours: 2 },
+        rateLimit: { limit: 30, remaining: 29, resetSeconds: (usage.rateLimit as { resetSeconds: number }).resetSeconds },
+      });
     });
     assert.ok(settled.actualMinutes >= 1);
   });

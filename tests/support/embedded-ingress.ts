@@ -5,7 +5,7 @@
 import { createSqliteEventLog } from '../../shared/adapters/event-log/sql-event-log.ts';
 import { createSqliteEventStore } from '../../shared/adapters/event-store/sqlite-event-store.ts';
 import { createSqliteReadModels } from '../../shared/adapters/read-models/sqlite-read-models.ts';
-import { openSqlite } from '../../shared/adapters/sqlite/sqlite-database.ts';
+import { openSqlite, type OpenedSqlite } from '../../shared/adapters/sqlite/sqlite-database.ts';
 import type { EventLog } from '../../shared/ports/event-log.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import type { ReadModels } from '../../shared/ports/read-models.ts';
@@ -18,6 +18,8 @@ export interface EmbeddedIngress {
   eventStore: EventStore;
   eventLog: EventLog;
   readModels: ReadModels;
+  /** The embedded database under them. */
+  sqlite: OpenedSqlite;
   /** Starts listening on a free loopback port (for tests that need a real socket); returns it. */
   listen(): Promise<number>;
   close(): Promise<void>;
@@ -46,12 +48,17 @@ export const openEmbeddedIngress = async (wrap: PortWrapper = () => ({})): Promi
   const eventLog = createSqliteEventLog(opened.db);
   await eventLog.ensureTopics(ALL_TOPICS.map((name) => ({ name, partitions: 3 })));
   const readModels = createSqliteReadModels(opened.db);
-  const h = await createHarness({ eventStore, eventLog, readModels, ...wrap({ eventStore, eventLog, readModels }) });
+  const wrapped = wrap({ eventStore, eventLog, readModels });
+  // As `npm start` runs: the reservation's commit is made durable by the publish's sync, unless a
+  // test replaced the log or the store.
+  const publishCoversStore = wrapped.eventLog === undefined && wrapped.eventStore === undefined;
+  const h = await createHarness({ eventStore, eventLog, readModels, ...wrapped, publishCoversStore });
   return {
     h,
     eventStore,
     eventLog,
     readModels,
+    sqlite: opened,
     async listen() {
       await h.ingress.app.listen({ port: 0, host: '127.0.0.1' });
       return (h.ingress.app.server.address() as { port: number }).port;

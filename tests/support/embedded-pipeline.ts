@@ -6,7 +6,7 @@ import { createSqliteEventLog } from '../../shared/adapters/event-log/sql-event-
 import { createSqliteEventStore } from '../../shared/adapters/event-store/sqlite-event-store.ts';
 import { createSqliteReadModels } from '../../shared/adapters/read-models/sqlite-read-models.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
-import { openSqlite } from '../../shared/adapters/sqlite/sqlite-database.ts';
+import { openSqlite, type OpenedSqlite } from '../../shared/adapters/sqlite/sqlite-database.ts';
 import { createPipelineHarness, type PipelineHarness, type PipelineOptions, type StepOverrides } from './pipeline-harness.ts';
 import { tempDir } from './temp-dir.ts';
 import { keyEncryptionKey } from '../../shared/adapters/crypto/aes-gcm.ts';
@@ -18,6 +18,8 @@ export interface EmbeddedPipeline {
   h: PipelineHarness;
   /** The store as stored (personal fields sealed when the pipeline has erasure). */
   storedEvents?: EventStore;
+  /** The embedded database under it (none on the servers). */
+  sqlite?: OpenedSqlite;
   close(): Promise<void>;
 }
 
@@ -32,10 +34,11 @@ export const openEmbeddedPipeline = async (overrides: StepOverrides = {}, option
   const eventStore = personalData ? createSealedEventStore(storedEvents, personalData) : storedEvents;
   const eventLog = createSqliteEventLog(opened.db);
   const readModels = createSqliteReadModels(opened.db);
-  const h = await createPipelineHarness({ eventStore, eventLog, readModels, personalData, storedEvents }, overrides, options);
+  const h = await createPipelineHarness({ eventStore, eventLog, readModels, personalData, storedEvents }, overrides, { ...options, sharedDatabase: true });
   return {
     h,
     storedEvents,
+    sqlite: opened,
     async close() {
       await h.close();
       await readModels.close();

@@ -52,9 +52,11 @@ export interface HarnessOptions {
   personalData?: PersonalData;
   /** The ingress's clock. */
   now?: () => Date;
+  /** The event log and the event store share one embedded database (as `npm start` runs). */
+  publishCoversStore?: boolean;
 }
 
-export const createHarness = async ({ eventStore, eventLog, limiter = createMemoryRateLimiter(), topics = TOPICS, readModels, health, webhookAddressPolicy = false, personalData, now }: HarnessOptions): Promise<Harness> => {
+export const createHarness = async ({ eventStore, eventLog, limiter = createMemoryRateLimiter(), topics = TOPICS, readModels, health, webhookAddressPolicy = false, personalData, now, publishCoversStore }: HarnessOptions): Promise<Harness> => {
   const logLines: string[] = [];
   const sink = new Writable({
     write(chunk, _encoding, done) {
@@ -62,7 +64,7 @@ export const createHarness = async ({ eventStore, eventLog, limiter = createMemo
       done();
     },
   });
-  const ingress = await createIngress({ eventStore, eventLog, limiter, topics, readModels, logger: createLogger('debug', sink), adminToken: ADMIN_TOKEN, apiKeySecret: API_KEY_SECRET, health, webhookAllowPrivate: !webhookAddressPolicy, personalData, now });
+  const ingress = await createIngress({ eventStore, eventLog, limiter, topics, readModels, logger: createLogger('debug', sink), adminToken: ADMIN_TOKEN, apiKeySecret: API_KEY_SECRET, health, webhookAllowPrivate: !webhookAddressPolicy, personalData, now, publishCoversStore });
   const app = ingress.app;
 
   const admin: Harness['admin'] = (method, url, body) =>

@@ -44,6 +44,8 @@ export interface PipelineOptions {
   erasure?: boolean;
   /** The ingress's clock (retention is measured with it). */
   now?: () => Date;
+  /** The store and the log are one embedded database, wired as `npm start` does (decision 0015). */
+  sharedDatabase?: boolean;
 }
 
 export interface PipelineHarness extends Harness {
@@ -78,7 +80,7 @@ export const createPipelineHarness = async (
   const topics = topicNames(`t${randomUUID().slice(0, 8)}.`);
   await backends.eventLog.ensureTopics(allTopics(topics).map((name) => ({ name, partitions: PARTITIONS })));
   const health = new Health(options.retryThresholdMs);
-  const harness = await createHarness({ ...backends, topics, health, now: options.now });
+  const harness = await createHarness({ ...backends, topics, health, now: options.now, publishCoversStore: options.sharedDatabase });
   const projections = backends.readModels
     ? startProjections({
         eventStore: backends.eventStore,
@@ -107,6 +109,7 @@ export const createPipelineHarness = async (
       groupId,
       health,
       personalData: backends.personalData,
+      deferDurability: options.sharedDatabase,
     });
   let processor: Processor | undefined = await start();
   return {

@@ -7,6 +7,7 @@ import { hoursToMinutes } from '../../../shared/domain/team/capacity.ts';
 import type { TeamCommand } from '../../../shared/domain/team/team-commands.ts';
 import type { ActiveTeam } from '../../../shared/domain/team/team-state.ts';
 import { generateApiKey, generateKeyId, hashApiKey, parseApiKey } from '../../../shared/security/api-keys.ts';
+import type { HandleOptions } from '../../runtime/aggregate-repository.ts';
 import type { TeamRepository } from '../../runtime/team-writer.ts';
 import type { KeyOwner, TeamDirectory } from './team-directory.ts';
 import { ProblemError } from '../errors.ts';
@@ -107,9 +108,13 @@ export class TeamService {
     return state.status === 'active' ? (state.retentionDays ?? null) : null;
   }
 
-  /** Reserves a call's estimate; throws DomainError CAPACITY_EXHAUSTED when nothing is left. */
-  async reserve(teamId: string, callId: string, minutes: number): Promise<CapacityView & { autoRechargedMinutes: number }> {
-    const { state, events } = await this.run(teamId, { type: 'ReserveCapacity', callId, minutes, now: this.now().toISOString() });
+  /**
+   * Reserves a call's estimate; throws DomainError CAPACITY_EXHAUSTED when nothing is left. With
+   * `deferDurability` it resolves once committed, for a caller whose next write (the call's
+   * publish) is durable and covers it.
+   */
+  async reserve(teamId: string, callId: string, minutes: number, options: HandleOptions = {}): Promise<CapacityView & { autoRechargedMinutes: number }> {
+    const { state, events } = await this.run(teamId, { type: 'ReserveCapacity', callId, minutes, now: this.now().toISOString() }, options);
     const reserved = events.find((e) => e.type === 'CapacityReserved');
     return { ...this.capacity(state as ActiveTeam), autoRechargedMinutes: reserved?.type === 'CapacityReserved' ? reserved.data.autoRechargedMinutes : 0 };
   }
@@ -149,7 +154,7 @@ export class TeamService {
     return { remainingMinutes: team?.remainingMinutes ?? 0, autoRecharge: team?.autoRecharge ?? { enabled: false, blockMinutes: 0 } };
   }
 
-  private run(teamId: string, command: TeamCommand) {
-    return this.repository.handle(teamId, command);
+  private run(teamId: string, command: TeamCommand, options?: HandleOptions) {
+    return this.repository.handle(teamId, command, undefined, options);
   }
 }

@@ -19,6 +19,11 @@ export interface SqlDriver extends SqlExecutor {
   transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T>;
   /** SQL expression for the database clock in milliseconds since the epoch (a BIGINT). */
   readonly nowMs: string;
+  /**
+   * Resolves once every transaction committed so far is durable. A driver whose COMMIT is durable
+   * (PostgreSQL) leaves it out; the embedded SQLite database syncs its WAL after COMMIT instead.
+   */
+  durable?(): Promise<void>;
   /** Releases what the driver opened itself. */
   close(): Promise<void>;
 }

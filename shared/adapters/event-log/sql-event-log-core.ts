@@ -125,7 +125,10 @@ class SqlTableEventLog implements SqlEventLog, SqlConsumerHost {
       await this.partitionCount(topic);
       return [];
     }
-    return this.publisher.submit({ topic, records });
+    const positions = await this.publisher.submit({ topic, records });
+    // A publish is acknowledged once durable (the 201 waits for it).
+    if (this.driver.durable) await this.driver.durable();
+    return positions;
   }
 
   async consume(options: ConsumeOptions): Promise<Consumer> {

@@ -6,6 +6,7 @@
  */
 import type Database from 'better-sqlite3';
 import { serialised, type SqliteDb } from '../sqlite/sqlite-database.ts';
+import { whenDurable } from '../sqlite/wal-sync.ts';
 import { translateSqliteError } from '../sqlite/sqlite-errors.ts';
 import { EventLogUnavailableError } from '../../ports/event-log.ts';
 import { EVENT_LOG_SCHEMA, type SqlDriver, type SqlExecutor } from './sql-driver.ts';
@@ -42,6 +43,16 @@ export class SqliteDriver implements SqlDriver {
         throw error;
       }
     });
+  }
+
+  /** The WAL synced past every commit so far (docs/decisions/0015-embedded-durability-off-the-event-loop.md). */
+  async durable(): Promise<void> {
+    try {
+      await whenDurable(this.db);
+    } catch (error) {
+      // Committed, not known to be on disk: it may survive (a caller must not say nothing was accepted).
+      throw new EventLogUnavailableError(`SQLite event log could not sync its commits: ${(error as Error).message}`, { cause: error, outcomeUnknown: true });
+    }
   }
 
   async close(): Promise<void> {

@@ -14,6 +14,7 @@ import {
 import { GroupCommit, type Outcome } from '../group-commit.ts';
 import { timeAppend } from '../../observability/metrics.ts';
 import { serialised, type SqliteDb } from '../sqlite/sqlite-database.ts';
+import { whenDurable } from '../sqlite/wal-sync.ts';
 import { translateSqliteError } from '../sqlite/sqlite-errors.ts';
 import { type EventRow as SqlEventRow, eventRowMapper } from './event-row.ts';
 import { type AppendRequest, type SqlEventStoreOptions, subscriptionsOver } from './polling-subscription.ts';
@@ -122,6 +123,20 @@ class SharedRun {
   }
 }
 
+/**
+ * How far the feed of one database is committed, and how far durable. Shared by every store over
+ * the same connection, since each may write. An append resolves once its commit is durable, and
+ * the feed shows only durable events, so nothing that follows it (a relay to Kafka) passes on an
+ * event a power loss could still take back (docs/decisions/0015-embedded-durability-off-the-event-loop.md).
+ */
+interface FeedHeads {
+  committed: number;
+  durable: number;
+  /** Wakes the subscriptions of every store over the connection. */
+  moved: EventEmitter;
+}
+const feedHeads = new WeakMap<SqliteDb, FeedHeads>();
+
 /** SQLITE_BUSY / SQLITE_LOCKED (another process holds the file past the busy timeout) are worth retrying. */
 const translate = (error: unknown): unknown =>
   translateSqliteError(error, (message, cause) => new EventStoreUnavailableError(`SQLite event store unavailable: ${message}`, { cause }));
@@ -156,20 +171,21 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
   const readStream = reader.prepare<[string, number, number], EventRow>(
     'SELECT * FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision LIMIT ?',
   );
-  const readAll = reader.prepare<[number, number], EventRow>('SELECT * FROM events WHERE position > ? ORDER BY position LIMIT ?');
-  // One statement per number of categories asked for (a handful in practice).
+  const readAll = reader.prepare<[number, number, number], EventRow>('SELECT * FROM events WHERE position > ? AND position <= ? ORDER BY position LIMIT ?');
+  // One statement per number of categories asked for (a handful in practice). Like the whole feed,
+  // a category read goes no further than the last durable event.
   const readCategories = new Map<number, Database.Statement<unknown[], EventRow>>();
-  const readCategory = (categories: readonly string[], after: number, maxCount: number): EventRow[] => {
+  const readCategory = (categories: readonly string[], after: number, durable: number, maxCount: number): EventRow[] => {
     let statement = readCategories.get(categories.length);
     if (!statement) {
       // Each category is one bounded range of the (category, position) index; several are merged.
-      const one = 'SELECT * FROM events WHERE category = ? AND position > ? ORDER BY position LIMIT ?';
+      const one = 'SELECT * FROM events WHERE category = ? AND position > ? AND position <= ? ORDER BY position LIMIT ?';
       statement = reader.prepare<unknown[], EventRow>(
         categories.length === 1 ? one : `SELECT * FROM (${categories.map(() => `SELECT * FROM (${one})`).join(' UNION ALL ')}) ORDER BY position LIMIT ?`,
       );
       readCategories.set(categories.length, statement);
     }
-    const parameters = categories.flatMap((category) => [category, after, maxCount]);
+    const parameters = categories.flatMap((category) => [category, after, durable, maxCount]);
     return categories.length === 1 ? statement.all(...parameters) : statement.all(...parameters, maxCount);
   };
   const readSnapshot = reader.prepare<[string], { position: number; data: string }>('SELECT position, data FROM event_snapshots WHERE name = ?');
@@ -183,7 +199,15 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
     'INSERT INTO event_checkpoints (id, position) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET position = excluded.position',
   );
 
-  const appended = new EventEmitter().setMaxListeners(0);
+  let heads = feedHeads.get(db);
+  if (!heads) {
+    // What is stored at open is durable: openSqlite synced the WAL a killed process left.
+    const stored = Number(db.prepare<[], { position: number | null }>('SELECT max(position) AS position FROM events').get()?.position ?? 0);
+    heads = { committed: stored, durable: stored, moved: new EventEmitter().setMaxListeners(0) };
+    feedHeads.set(db, heads);
+  }
+  const feed = heads;
+  const appended = feed.moved;
 
   const writeBatch = (requests: AppendRequest[]): Outcome<AppendResult>[] => {
     const versions = new Map<string, number>();
@@ -218,7 +242,15 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
       const outcomes = writeBatch(requests);
       if (options.beforeCommit) await options.beforeCommit();
       db.exec('COMMIT');
-      appended.emit('appended');
+      for (const outcome of outcomes) if (!(outcome instanceof Error) && Number(outcome.position) > feed.committed) feed.committed = Number(outcome.position);
+      const upTo = feed.committed;
+      void whenDurable(db).then(
+        () => {
+          if (upTo > feed.durable) feed.durable = upTo;
+          appended.emit('appended');
+        },
+        () => undefined,
+      );
       return outcomes;
     } catch (error) {
       if (db.inTransaction) db.exec('ROLLBACK');
@@ -230,7 +262,14 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
   const store: EventStore = {
     append(streamId, events, appendOptions = {}) {
       if (events.length === 0) return Promise.reject(new TypeError('append needs at least one event'));
-      return timeAppend('sqlite', commits.submit({ streamId, events, expectedVersion: appendOptions.expectedVersion ?? 'any' }));
+      // Resolved once durable: the WAL holding the commit synced (group fsync, off the event loop).
+      return timeAppend(
+        'sqlite',
+        commits.submit({ streamId, events, expectedVersion: appendOptions.expectedVersion ?? 'any' }).then(async (result) => {
+          if (!appendOptions.deferDurability) await translated(() => whenDurable(db));
+          return result;
+        }),
+      );
     },
 
     async readStream(streamId, { fromRevision = 0, maxCount = Number.MAX_SAFE_INTEGER } = {}) {
@@ -239,12 +278,12 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
 
     async readAll({ after = 0n, maxCount = 1000, categories } = {}) {
       const only = checkCategories(categories);
-      if (only) return (await translated(() => readCategory(only, Number(after), maxCount))).map(toRecorded);
+      if (only) return (await translated(() => readCategory(only, Number(after), feed.durable, maxCount))).map(toRecorded);
       // Every subscriber of this process follows the same feed: what one read parsed, the others reuse.
       const held = shared.take(Number(after), maxCount);
       if (held.length === maxCount) return held;
       const from = held.length > 0 ? shared.end : Number(after);
-      const read = (await translated(() => readAll.all(from, maxCount - held.length))).map(toRecorded);
+      const read = (await translated(() => readAll.all(from, feed.durable, maxCount - held.length))).map(toRecorded);
       shared.add(from, read);
       return held.length > 0 ? [...held, ...read] : read;
     },
@@ -252,7 +291,8 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
     subscribeToAll: (subscribeOptions) => subscriptions.subscribe(subscribeOptions),
 
     async headPosition() {
-      return BigInt((await translated(() => head.get()))?.position ?? 0);
+      // The feed's head: the last durable event (readAll reads no further).
+      return BigInt(Math.min(feed.durable, (await translated(() => head.get()))?.position ?? 0));
     },
 
     async readCheckpoint(checkpointId) {

@@ -2,6 +2,8 @@ import Database from 'better-sqlite3';
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
+import { startWalCheckpointer } from './wal-checkpointer.ts';
+import { attachWalSync, WalSync } from './wal-sync.ts';
 
 export type SqliteDb = Database.Database;
 
@@ -85,8 +87,10 @@ const lockDataDir = (dataDir: string): (() => void) => {
 };
 
 /**
- * Opens the embedded database in `dataDir`: WAL journal, `synchronous=FULL` (a committed
- * transaction survives power loss), one process at a time. It holds every transcript: a directory
+ * Opens the embedded database in `dataDir`: WAL journal, one process at a time. A committed
+ * transaction survives power loss once `whenDurable` has resolved after it: the WAL is synced in
+ * the thread pool instead of inside COMMIT (`synchronous=NORMAL` plus `WalSync`), and checkpoints
+ * run in a worker (docs/decisions/0015-embedded-durability-off-the-event-loop.md). It holds every transcript: a directory
  * it creates is 0700, and the database file 0600 (SQLite gives its -wal and -shm files the same
  * mode); an existing directory keeps its mode, since it may be shared.
  */
@@ -100,11 +104,17 @@ export const openSqlite = (dataDir: string): OpenedSqlite => {
     chmodSync(file, 0o600);
     const db = new Database(file);
     db.pragma('journal_mode = WAL');
-    db.pragma('synchronous = FULL');
+    db.pragma('synchronous = NORMAL');
+    db.pragma('wal_autocheckpoint = 0');
     db.pragma('busy_timeout = 5000');
     db.pragma('foreign_keys = ON');
     // Deleted content is overwritten, not left in free pages (docs/decisions/0014-erasure-crypto-shredding.md).
     db.pragma('secure_delete = ON');
+    const walSync = new WalSync(`${file}-wal`);
+    // What a killed process committed is in the page cache: make it durable before building on it.
+    walSync.syncNow();
+    attachWalSync(db, walSync);
+    const checkpointer = startWalCheckpointer(file);
     let closed = false;
     return {
       db,
@@ -112,6 +122,7 @@ export const openSqlite = (dataDir: string): OpenedSqlite => {
       close() {
         if (closed) return;
         closed = true;
+        checkpointer.stop();
         db.close();
         unlock();
       },

@@ -1,0 +1,129 @@
+import assert from 'node:assert/strict';
+import { statSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import Database from 'better-sqlite3';
+import { createSqliteEventLog } from '../../../shared/adapters/event-log/sql-event-log.ts';
+import { createSqliteEventStore } from '../../../shared/adapters/event-store/sqlite-event-store.ts';
+import { openSqlite } from '../../../shared/adapters/sqlite/sqlite-database.ts';
+import { walSyncOf } from '../../../shared/adapters/sqlite/wal-sync.ts';
+import { eventually } from '../../support/eventually.ts';
+import { tempDir } from '../../support/temp-dir.ts';
+
+const opened = () => {
+  const dir = tempDir('wal-sync-');
+  const sqlite = openSqlite(dir.path);
+  return {
+    sqlite,
+    sync: walSyncOf(sqlite.db)!,
+    close() {
+      sqlite.close();
+      dir.remove();
+    },
+  };
+};
+
+/** Holds every sync until `open()`: what the store and the log do while their commit is not yet on disk. */
+const holdSyncs = (sync: NonNullable<ReturnType<typeof walSyncOf>>) => {
+  const real = sync.afterCommit.bind(sync);
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  sync.afterCommit = () => gate.then(real);
+  return { open };
+};
+
+test('the embedded database commits without fsync and syncs its WAL after; concurrent appends share syncs', async () => {
+  const files = opened();
+  try {
+    assert.equal(files.sqlite.db.pragma('synchronous', { simple: true }), 1, 'synchronous=NORMAL on the write connection');
+    const store = createSqliteEventStore(files.sqlite.db);
+    const before = files.sync.count;
+    await Promise.all(Array.from({ length: 200 }, (_, i) => store.append(`s-${i % 20}`, [{ type: 'E', data: { i } }])));
+    const syncs = files.sync.count - before;
+    assert.ok(syncs >= 1, 'at least one WAL sync before the appends resolved');
+    assert.ok(syncs < 200, `appends share syncs (${syncs} for 200)`);
+    await store.close();
+  } finally {
+    files.close();
+  }
+});
+
+test('an append and a publish resolve only once their commit is synced, and the feed shows only synced events', async () => {
+  const files = opened();
+  try {
+    const store = createSqliteEventStore(files.sqlite.db);
+    const log = createSqliteEventLog(files.sqlite.db);
+    await log.ensureTopics([{ name: 't', partitions: 1 }]);
+    await store.append('a', [{ type: 'First', data: {} }]);
+    const held = holdSyncs(files.sync);
+    let appended = false;
+    let published = false;
+    const append = store.append('a', [{ type: 'Second', data: {} }]).then(() => (appended = true));
+    const publish = log.publish('t', [{ key: 'k', value: 'v' }]).then(() => (published = true));
+    // Committed: another connection reads both rows.
+    const raw = new Database(join(files.sqlite.dataDir, 'calls.sqlite'), { readonly: true });
+    try {
+      await eventually(() => {
+        assert.equal((raw.prepare('SELECT count(*) AS n FROM events').get() as { n: number }).n, 2);
+        assert.equal((raw.prepare('SELECT count(*) AS n FROM log_records').get() as { n: number }).n, 1);
+      });
+    } finally {
+      raw.close();
+    }
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(appended, false, 'the append waits for the sync');
+    assert.equal(published, false, 'the publish waits for the sync');
+    assert.deepEqual((await store.readAll()).map((e) => e.type), ['First'], 'the feed stops at the last synced event');
+    assert.equal(await store.headPosition(), 1n);
+    held.open();
+    await Promise.all([append, publish]);
+    assert.deepEqual((await store.readAll()).map((e) => e.type), ['First', 'Second']);
+    await log.close();
+    await store.close();
+  } finally {
+    files.close();
+  }
+});
+
+test('checkpoints run beside the write connection: the database file takes the WAL\'s pages without a checkpoint on it', async () => {
+  const files = opened();
+  try {
+    assert.equal(files.sqlite.db.pragma('wal_autocheckpoint', { simple: true }), 0, 'no automatic checkpoint inside COMMIT');
+    const store = createSqliteEventStore(files.sqlite.db);
+    const file = join(files.sqlite.dataDir, 'calls.sqlite');
+    const sizeBefore = statSync(file).size;
+    await Promise.all(Array.from({ length: 50 }, (_, i) => store.append(`s-${i}`, [{ type: 'E', data: { text: 'x'.repeat(4000) } }])));
+    await eventually(() => assert.ok(statSync(file).size > sizeBefore + 100_000, 'the checkpointer copied the pages'), { timeoutMs: 10_000 });
+    await store.close();
+  } finally {
+    files.close();
+  }
+});
+
+test('deferDurability: an append resolves once committed, and a later durable publish on the database covers it', async () => {
+  const files = opened();
+  try {
+    const store = createSqliteEventStore(files.sqlite.db);
+    const log = createSqliteEventLog(files.sqlite.db);
+    await log.ensureTopics([{ name: 't', partitions: 1 }]);
+    const held = holdSyncs(files.sync);
+    const deferred = await store.append('team-1', [{ type: 'CapacityReserved', data: {} }], { deferDurability: true });
+    assert.equal(deferred.position, 1n, 'resolved while every sync is held');
+    let durableAppend = false;
+    let published = false;
+    const append = store.append('team-1', [{ type: 'Other', data: {} }]).then(() => (durableAppend = true));
+    const publish = log.publish('t', [{ key: 'k', value: 'v' }]).then(() => (published = true));
+    await eventually(() => assert.equal((files.sqlite.db.prepare('SELECT count(*) AS n FROM log_records').get() as { n: number }).n, 1));
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(durableAppend, false, 'without deferDurability an append waits for the sync');
+    assert.equal(published, false);
+    assert.deepEqual(await store.readAll(), [], 'the feed waits for the sync, deferred or not');
+    held.open();
+    await Promise.all([append, publish]);
+    assert.deepEqual((await store.readAll()).map((e) => e.type), ['CapacityReserved', 'Other']);
+    await log.close();
+    await store.close();
+  } finally {
+    files.close();
+  }
+});

@@ -20,7 +20,9 @@ let projectNode;
 try {
   projectNode = realpathSync(join(root, 'node_modules/.bin/node'));
 } catch {
-  fail(`node_modules/.bin/node is missing: the platform package of Node.js (node-${process.platform}-${process.arch}) did not install; see docs/runtime.md`);
+  fail(
+    `node_modules/.bin/node is missing: the platform package of Node.js (node-${process.platform}-${process.arch}) did not install; see docs/runtime.md`,
+  );
 }
 if (realpathSync(process.execPath) !== projectNode) {
   fail(
@@ -42,21 +44,33 @@ if (before === undefined) process.exit(0);
 // The platform package is laid out like a Node.js release: bin/node beside include/node.
 const nodedir = dirname(dirname(projectNode));
 const headers = join(nodedir, 'include', 'node');
-if (!existsSync(join(headers, 'node.h'))) fail(`better-sqlite3 does not load, and there are no Node.js headers in ${headers} to compile it against:\n${before}`);
+if (!existsSync(join(headers, 'node.h')))
+  fail(
+    `better-sqlite3 does not load, and there are no Node.js headers in ${headers} to compile it against:\n${before}`,
+  );
 
 const lines = before.split('\n');
-console.error(`native addons: better-sqlite3 does not load on Node.js ${process.version}; compiling it against ${headers}`);
-console.error(`  (${lines.filter((line) => /NODE_MODULE_VERSION/.test(line)).join(' ') || lines.find((line) => /Error|Could not locate/.test(line)) || lines[0]})`);
+console.error(
+  `native addons: better-sqlite3 does not load on Node.js ${process.version}; compiling it against ${headers}`,
+);
+console.error(
+  `  (${lines.filter((line) => /NODE_MODULE_VERSION/.test(line)).join(' ') || lines.find((line) => /Error|Could not locate/.test(line)) || lines[0]})`,
+);
 // The package's own release build (its build-release script), with node_modules/.bin first on PATH
 // so that node-gyp and the gyp file's `node` calls run on this Node. npm names its node-gyp.
 const nodeGyp = process.env.npm_config_node_gyp;
 if (!nodeGyp) fail('run it through npm (npm run prepare) so that npm names its node-gyp (npm_config_node_gyp)');
-const build = spawnSync(process.execPath, [nodeGyp, 'rebuild', '--release', '--force_build=1', `--nodedir=${nodedir}`], {
-  cwd: join(root, 'node_modules/better-sqlite3'),
-  stdio: 'inherit',
-  env: { ...process.env, npm_config_nodedir: nodedir, PATH: `${dirname(projectNode)}:${process.env.PATH}` },
-});
+const build = spawnSync(
+  process.execPath,
+  [nodeGyp, 'rebuild', '--release', '--force_build=1', `--nodedir=${nodedir}`],
+  {
+    cwd: join(root, 'node_modules/better-sqlite3'),
+    stdio: 'inherit',
+    env: { ...process.env, npm_config_nodedir: nodedir, PATH: `${dirname(projectNode)}:${process.env.PATH}` },
+  },
+);
 if (build.status !== 0) fail(`node-gyp rebuild of better-sqlite3 failed (exit ${build.status ?? build.signal})`);
 const after = loadError();
-if (after !== undefined) fail(`better-sqlite3 still does not load on Node.js ${process.version} after compiling it:\n${after}`);
+if (after !== undefined)
+  fail(`better-sqlite3 still does not load on Node.js ${process.version} after compiling it:\n${after}`);
 console.error(`native addons: better-sqlite3 compiled for Node.js ${process.version}`);

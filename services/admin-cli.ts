@@ -104,7 +104,8 @@ const hours = (values: Values): number => {
   return n;
 };
 
-const webhookPath = (values: Values): string => `/api/admin/teams/${encodeURIComponent(need(values, 'team'))}/webhooks/${encodeURIComponent(need(values, 'webhook'))}`;
+const webhookPath = (values: Values): string =>
+  `/api/admin/teams/${encodeURIComponent(need(values, 'team'))}/webhooks/${encodeURIComponent(need(values, 'webhook'))}`;
 
 const main = async (argv: string[]): Promise<number> => {
   const { values, positionals } = parseArgs({ args: argv, options, allowPositionals: true, strict: true });
@@ -115,7 +116,8 @@ const main = async (argv: string[]): Promise<number> => {
   const config = loadConfig();
   const tokenFile = join(config.dataDir, 'admin-token');
   const token = config.adminToken ?? (existsSync(tokenFile) ? readFileSync(tokenFile, 'utf8').trim() : undefined);
-  if (!token) throw new UsageError(`no admin token: set ADMIN_TOKEN, or start the service once so it writes ${tokenFile}`);
+  if (!token)
+    throw new UsageError(`no admin token: set ADMIN_TOKEN, or start the service once so it writes ${tokenFile}`);
   const base = config.apiUrl;
 
   const call = async (method: string, path: string, body?: unknown) => {
@@ -123,11 +125,16 @@ const main = async (argv: string[]): Promise<number> => {
     try {
       res = await fetch(`${base}${path}`, {
         method,
-        headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        headers: {
+          authorization: `Bearer ${token}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
         body: body === undefined ? undefined : JSON.stringify(body),
       });
     } catch (error) {
-      throw new UsageError(`cannot reach the service at ${base} (${describeCause(error)}); is it running? set API_URL otherwise`);
+      throw new UsageError(
+        `cannot reach the service at ${base} (${describeCause(error)}); is it running? set API_URL otherwise`,
+      );
     }
     const text = await res.text();
     const parsed: unknown = text ? JSON.parse(text) : null;
@@ -142,12 +149,16 @@ const main = async (argv: string[]): Promise<number> => {
 
   /** Streams a replay's progress lines as they arrive. */
   const replay = async (projection: string): Promise<number> => {
-    const res = await fetch(`${base}/api/admin/projections/${encodeURIComponent(projection)}/replay`, { method: 'POST', headers: { authorization: `Bearer ${token}` } }).catch(
-      (error: unknown) => {
-        throw new UsageError(`cannot reach the service at ${base} (${(error as Error).message}); is it running?`);
-      },
-    );
-    if (!res.ok || !res.body) throw new UsageError(`${res.status} ${((await res.json().catch(() => ({}))) as { detail?: string }).detail ?? res.statusText}`);
+    const res = await fetch(`${base}/api/admin/projections/${encodeURIComponent(projection)}/replay`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}` },
+    }).catch((error: unknown) => {
+      throw new UsageError(`cannot reach the service at ${base} (${(error as Error).message}); is it running?`);
+    });
+    if (!res.ok || !res.body)
+      throw new UsageError(
+        `${res.status} ${((await res.json().catch(() => ({}))) as { detail?: string }).detail ?? res.statusText}`,
+      );
     let buffer = '';
     let failed = false;
     for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
@@ -155,7 +166,14 @@ const main = async (argv: string[]): Promise<number> => {
       const lines = buffer.split('\n');
       buffer = lines.pop() ?? '';
       for (const line of lines.filter(Boolean)) {
-        const p = JSON.parse(line) as { phase: string; events: number; position: string; eventsPerSecond: number; elapsedMs: number; error?: string };
+        const p = JSON.parse(line) as {
+          phase: string;
+          events: number;
+          position: string;
+          eventsPerSecond: number;
+          elapsedMs: number;
+          error?: string;
+        };
         if (p.phase === 'failed') {
           failed = true;
           process.stderr.write(`replay of ${projection} failed: ${p.error}\n`);
@@ -188,8 +206,18 @@ const main = async (argv: string[]): Promise<number> => {
       if (!Number.isSafeInteger(n) || n < 0) throw new UsageError(`--${name} must be a whole number ≥ 0`);
       return n;
     };
-    const body = { fromOffset: number('from-offset'), limit: number('limit'), ...(values.partition ? { partition: number('partition') } : {}) };
-    print(await call('POST', `/api/admin/topics/${encodeURIComponent(topicNames(config.topicPrefix).deadLetter)}/redrive`, body));
+    const body = {
+      fromOffset: number('from-offset'),
+      limit: number('limit'),
+      ...(values.partition ? { partition: number('partition') } : {}),
+    };
+    print(
+      await call(
+        'POST',
+        `/api/admin/topics/${encodeURIComponent(topicNames(config.topicPrefix).deadLetter)}/redrive`,
+        body,
+      ),
+    );
     return 0;
   }
   if (noun === 'retry-call') {
@@ -199,8 +227,16 @@ const main = async (argv: string[]): Promise<number> => {
   }
   if (noun === 'skip') {
     const position = positionals[2];
-    if (!verb || !position) throw new UsageError('skip needs a projection and a position, e.g. npm run admin -- skip call-history 1234 --reason "…"');
-    print(await call('POST', `/api/admin/projections/${encodeURIComponent(verb)}/skip`, { position, reason: need(values, 'reason') }));
+    if (!verb || !position)
+      throw new UsageError(
+        'skip needs a projection and a position, e.g. npm run admin -- skip call-history 1234 --reason "…"',
+      );
+    print(
+      await call('POST', `/api/admin/projections/${encodeURIComponent(verb)}/skip`, {
+        position,
+        reason: need(values, 'reason'),
+      }),
+    );
     return 0;
   }
   switch (`${noun} ${verb ?? ''}`.trim()) {
@@ -218,31 +254,59 @@ const main = async (argv: string[]): Promise<number> => {
       print(await call('GET', `/api/admin/teams/${encodeURIComponent(need(values, 'team'))}`));
       return 0;
     case 'member add':
-      print(await call('POST', `/api/admin/teams/${encodeURIComponent(need(values, 'team'))}/members`, { email: need(values, 'email'), name: need(values, 'name') }));
+      print(
+        await call('POST', `/api/admin/teams/${encodeURIComponent(need(values, 'team'))}/members`, {
+          email: need(values, 'email'),
+          name: need(values, 'name'),
+        }),
+      );
       return 0;
     case 'key create': {
-      const issued = await call('POST', `/api/admin/teams/${encodeURIComponent(need(values, 'team'))}/keys`, values.label ? { label: values.label } : {});
+      const issued = await call(
+        'POST',
+        `/api/admin/teams/${encodeURIComponent(need(values, 'team'))}/keys`,
+        values.label ? { label: values.label } : {},
+      );
       print(issued);
       process.stderr.write('This key is shown once: store it now. Send it as X-API-Key: <key>.\n');
       return 0;
     }
     case 'key revoke':
-      await call('DELETE', `/api/admin/teams/${encodeURIComponent(need(values, 'team'))}/keys/${encodeURIComponent(need(values, 'key'))}`);
+      await call(
+        'DELETE',
+        `/api/admin/teams/${encodeURIComponent(need(values, 'team'))}/keys/${encodeURIComponent(need(values, 'key'))}`,
+      );
       process.stdout.write('revoked\n');
       return 0;
     case 'capacity add':
-      print(await call('POST', `/api/admin/teams/${encodeURIComponent(need(values, 'team'))}/capacity`, { addHours: hours(values) }));
+      print(
+        await call('POST', `/api/admin/teams/${encodeURIComponent(need(values, 'team'))}/capacity`, {
+          addHours: hours(values),
+        }),
+      );
       return 0;
     case 'capacity auto-recharge': {
       if (values.on === values.off) throw new UsageError('give exactly one of --on or --off');
       const autoRecharge = values.on ? { enabled: true, hours: hours(values) } : { enabled: false };
-      print(await call('POST', `/api/admin/teams/${encodeURIComponent(need(values, 'team'))}/capacity`, { autoRecharge }));
+      print(
+        await call('POST', `/api/admin/teams/${encodeURIComponent(need(values, 'team'))}/capacity`, { autoRecharge }),
+      );
       return 0;
     }
     case 'webhook create': {
-      const events = need(values, 'events').split(',').map((e) => e.trim()).filter(Boolean);
-      print(await call('POST', `/api/admin/teams/${encodeURIComponent(need(values, 'team'))}/webhooks`, { url: need(values, 'url'), events }));
-      process.stderr.write('This secret is shown once: store it now. Verify each delivery with it (Standard Webhooks).\n');
+      const events = need(values, 'events')
+        .split(',')
+        .map((e) => e.trim())
+        .filter(Boolean);
+      print(
+        await call('POST', `/api/admin/teams/${encodeURIComponent(need(values, 'team'))}/webhooks`, {
+          url: need(values, 'url'),
+          events,
+        }),
+      );
+      process.stderr.write(
+        'This secret is shown once: store it now. Verify each delivery with it (Standard Webhooks).\n',
+      );
       return 0;
     }
     case 'webhook list':
@@ -268,7 +332,12 @@ const main = async (argv: string[]): Promise<number> => {
       return 0;
     }
     case 'webhook redeliver':
-      print(await call('POST', `${webhookPath(values)}/deliveries/${encodeURIComponent(need(values, 'delivery'))}/redeliver`));
+      print(
+        await call(
+          'POST',
+          `${webhookPath(values)}/deliveries/${encodeURIComponent(need(values, 'delivery'))}/redeliver`,
+        ),
+      );
       return 0;
     case 'topic read': {
       const topic = positionals[2];
@@ -289,7 +358,9 @@ main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (error: unknown) => {
     const usage = error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
-    process.stderr.write(`admin: ${(error as Error).message}\n${usage ? 'Run npm run admin -- --help for the commands.\n' : ''}`);
+    process.stderr.write(
+      `admin: ${(error as Error).message}\n${usage ? 'Run npm run admin -- --help for the commands.\n' : ''}`,
+    );
     process.exit(usage ? 2 : 1);
   },
 );

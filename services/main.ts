@@ -22,7 +22,10 @@ runUntilSignal('call ingestion service', async () => {
     const processor = await startProcessorService(config, backends, logger, health);
     const projections = startProjectionsService(config, backends, logger, health);
     const ingress = await startIngressService(config, backends, logger, health);
-    logger.info({ address: ingress.address, ...backends.description }, `listening on ${ingress.address} (API docs at ${ingress.address}/docs)`);
+    logger.info(
+      { address: ingress.address, ...backends.description },
+      `listening on ${ingress.address} (API docs at ${ingress.address}/docs)`,
+    );
     return {
       logger,
       async stop() {

@@ -56,8 +56,20 @@ export const fromRecord = <Data = unknown>(record: Pick<LogRecord, 'key' | 'valu
   }
   const extensions = Object.fromEntries(
     Object.entries(h)
-      .filter(([name]) => name.startsWith('ce_') && !['ce_specversion', 'ce_id', 'ce_type', 'ce_source', 'ce_subject', 'ce_time'].includes(name))
+      .filter(
+        ([name]) =>
+          name.startsWith('ce_') &&
+          !['ce_specversion', 'ce_id', 'ce_type', 'ce_source', 'ce_subject', 'ce_time'].includes(name),
+      )
       .map(([name, value]) => [name.slice(3), value]),
   );
-  return { id: h.ce_id!, type: h.ce_type!, source: h.ce_source!, subject: h.ce_subject ?? record.key, time: h.ce_time!, data, extensions };
+  return {
+    id: h.ce_id!,
+    type: h.ce_type!,
+    source: h.ce_source!,
+    subject: h.ce_subject ?? record.key,
+    time: h.ce_time!,
+    data,
+    extensions,
+  };
 };

@@ -11,80 +11,182 @@ export const ConfigSchema = Type.Object({
   /** HTTP port. */
   port: Integer('PORT: HTTP port (default 3000)', 0),
   /** Port of /healthz and /readyz for the standalone processor and projections; unset: none. */
-  healthPort: Type.Optional(Integer('HEALTH_PORT: port of /healthz and /readyz of a standalone processor or projections process (default: not served)', 0)),
-  readyRetryThresholdMs: Integer('READY_RETRY_THRESHOLD_MS: how long a part may retry an unavailable backend before /readyz answers 503 (default 30000)', 1),
+  healthPort: Type.Optional(
+    Integer(
+      'HEALTH_PORT: port of /healthz and /readyz of a standalone processor or projections process (default: not served)',
+      0,
+    ),
+  ),
+  readyRetryThresholdMs: Integer(
+    'READY_RETRY_THRESHOLD_MS: how long a part may retry an unavailable backend before /readyz answers 503 (default 30000)',
+    1,
+  ),
   /** HTTP bind address. */
   host: Type.String({ description: 'HOST: bind address (default 127.0.0.1)', minLength: 1 }),
   /** Embedded database directory (default backend). */
   dataDir: Type.String({ description: 'DATA_DIR: embedded database directory (default ./data)', minLength: 1 }),
   /** Bearer token of the admin API; generated into DATA_DIR/admin-token when unset on the embedded default. */
-  adminToken: Type.Optional(Type.String({ description: 'ADMIN_TOKEN: bearer token of the admin API (at least 32 characters)', minLength: 32 })),
+  adminToken: Type.Optional(
+    Type.String({ description: 'ADMIN_TOKEN: bearer token of the admin API (at least 32 characters)', minLength: 32 }),
+  ),
   /** OTLP/HTTP collector of traces (its base URL); unset: tracing is off. */
-  otelExporterOtlpEndpoint: Type.Optional(Type.String({ description: 'OTEL_EXPORTER_OTLP_ENDPOINT: OTLP/HTTP collector base URL, e.g. http://127.0.0.1:4318 (default: traces off)', pattern: '^https?://' })),
+  otelExporterOtlpEndpoint: Type.Optional(
+    Type.String({
+      description:
+        'OTEL_EXPORTER_OTLP_ENDPOINT: OTLP/HTTP collector base URL, e.g. http://127.0.0.1:4318 (default: traces off)',
+      pattern: '^https?://',
+    }),
+  ),
   /** The service name on this process's spans. */
-  otelServiceName: Type.Optional(Type.String({ description: 'OTEL_SERVICE_NAME: service name on spans (default call-ingestion-<process>)', minLength: 1 })),
+  otelServiceName: Type.Optional(
+    Type.String({
+      description: 'OTEL_SERVICE_NAME: service name on spans (default call-ingestion-<process>)',
+      minLength: 1,
+    }),
+  ),
   /** A bearer token for GET /metrics only, so a scraper need not hold the admin token. */
-  metricsToken: Type.Optional(Type.String({ description: 'METRICS_TOKEN: bearer token of GET /metrics on every process, besides the admin token (at least 32 characters)', minLength: 32 })),
+  metricsToken: Type.Optional(
+    Type.String({
+      description:
+        'METRICS_TOKEN: bearer token of GET /metrics on every process, besides the admin token (at least 32 characters)',
+      minLength: 32,
+    }),
+  ),
   /** Secret of the keyed hash under which API keys are stored; generated into DATA_DIR/api-key-secret when unset on the embedded default. */
-  apiKeySecret: Type.Optional(Type.String({ description: 'API_KEY_SECRET: secret of the keyed hash of API keys (at least 32 characters)', minLength: 32 })),
+  apiKeySecret: Type.Optional(
+    Type.String({
+      description: 'API_KEY_SECRET: secret of the keyed hash of API keys (at least 32 characters)',
+      minLength: 32,
+    }),
+  ),
   /** Secret the per-call data keys are wrapped under; generated into DATA_DIR/data-key-secret when unset on the embedded default. */
-  dataKeySecret: Type.Optional(Type.String({ description: 'DATA_KEY_SECRET: secret wrapping the per-call data keys that encrypt personal fields (at least 32 characters)', minLength: 32 })),
+  dataKeySecret: Type.Optional(
+    Type.String({
+      description:
+        'DATA_KEY_SECRET: secret wrapping the per-call data keys that encrypt personal fields (at least 32 characters)',
+      minLength: 32,
+    }),
+  ),
   /** SQL event log: records below every group's committed offset are deleted after this many hours. */
-  logRetentionHours: Integer('LOG_RETENTION_HOURS: hours a record of the SQL event log is kept once every consumer group is past it (default 168)', 1),
+  logRetentionHours: Integer(
+    'LOG_RETENTION_HOURS: hours a record of the SQL event log is kept once every consumer group is past it (default 168)',
+    1,
+  ),
   /** A call still pending this long after submission fails with `processing_timeout`. */
   processingTimeoutMs: Integer('PROCESSING_TIMEOUT_MS: processing deadline per call (default 3600000 = 60 min)', 1),
   /** PostgreSQL server for the event store (and the event log when Kafka is not configured). */
-  databaseUrl: Type.Optional(Type.String({ description: 'DATABASE_URL: postgres://… — event store on PostgreSQL', minLength: 1 })),
+  databaseUrl: Type.Optional(
+    Type.String({ description: 'DATABASE_URL: postgres://… — event store on PostgreSQL', minLength: 1 }),
+  ),
   /** KurrentDB server for the event store (the event log and the read models stay where they are). */
-  kurrentDbUrl: Type.Optional(Type.String({ description: 'KURRENTDB_URL: kurrentdb://… — event store on KurrentDB', minLength: 1 })),
+  kurrentDbUrl: Type.Optional(
+    Type.String({ description: 'KURRENTDB_URL: kurrentdb://… — event store on KurrentDB', minLength: 1 }),
+  ),
   /** Schema holding the service's PostgreSQL tables. */
-  databaseSchema: Type.String({ description: 'DATABASE_SCHEMA: PostgreSQL schema (default public)', pattern: '^[a-z_][a-z0-9_]{0,62}$' }),
+  databaseSchema: Type.String({
+    description: 'DATABASE_SCHEMA: PostgreSQL schema (default public)',
+    pattern: '^[a-z_][a-z0-9_]{0,62}$',
+  }),
   /** Kafka bootstrap brokers, comma-separated. */
-  kafkaBrokers: Type.Array(Type.String({ minLength: 1 }), { description: 'KAFKA_BROKERS: host:port,… — event log on Apache Kafka' }),
+  kafkaBrokers: Type.Array(Type.String({ minLength: 1 }), {
+    description: 'KAFKA_BROKERS: host:port,… — event log on Apache Kafka',
+  }),
   /** API keys are answered 503 when this process has not read team events for this long. */
-  keyDirectoryMaxLagMs: Integer('KEY_DIRECTORY_MAX_LAG_MS: how stale the API key directory may be before keys are answered 503 (default 10000)', 1),
+  keyDirectoryMaxLagMs: Integer(
+    'KEY_DIRECTORY_MAX_LAG_MS: how stale the API key directory may be before keys are answered 503 (default 10000)',
+    1,
+  ),
   /** A capacity reservation whose call never reached the pipeline is released after this long. */
-  orphanReservationMs: Integer('ORPHAN_RESERVATION_MS: age after which a capacity reservation with no call is released (default 900000 = 15 min)', 1),
+  orphanReservationMs: Integer(
+    'ORPHAN_RESERVATION_MS: age after which a capacity reservation with no call is released (default 900000 = 15 min)',
+    1,
+  ),
   /** A publish to Kafka not confirmed within this time answers 503 (the call may have been written). */
-  kafkaPublishTimeoutMs: Integer('KAFKA_PUBLISH_TIMEOUT_MS: deadline of one publish to Kafka before ingest answers 503 (default 10000)', 1),
+  kafkaPublishTimeoutMs: Integer(
+    'KAFKA_PUBLISH_TIMEOUT_MS: deadline of one publish to Kafka before ingest answers 503 (default 10000)',
+    1,
+  ),
   /** Partitions of each topic the service creates. */
   topicPartitions: Integer('TOPIC_PARTITIONS: partitions per created topic (default 6)', 1),
   /** Prefix of every topic name, so several deployments can share one Kafka cluster. */
-  topicPrefix: Type.String({ description: 'TOPIC_PREFIX: prefix of every topic name (default none)', pattern: '^[A-Za-z0-9._-]{0,100}$' }),
+  topicPrefix: Type.String({
+    description: 'TOPIC_PREFIX: prefix of every topic name (default none)',
+    pattern: '^[A-Za-z0-9._-]{0,100}$',
+  }),
   /** Redis for rate-limit counters shared by every ingress process. */
   redisUrl: Type.Optional(Type.String({ description: 'REDIS_URL: redis://… — shared rate limits', minLength: 1 })),
   /** Base URL of a running service, for the admin CLI. */
-  apiUrl: Type.String({ description: 'API_URL: base URL the admin CLI talks to (default http://HOST:PORT)', minLength: 1 }),
+  apiUrl: Type.String({
+    description: 'API_URL: base URL the admin CLI talks to (default http://HOST:PORT)',
+    minLength: 1,
+  }),
   /** OpenAI-compatible transcription endpoint (base URL); the local engine is used when unset. */
-  transcribeUrl: Type.Optional(Type.String({ description: 'TRANSCRIBE_URL: base URL of an OpenAI-compatible /v1/audio/transcriptions endpoint', minLength: 1 })),
-  transcribeApiKey: Type.Optional(Type.String({ description: 'TRANSCRIBE_API_KEY: bearer key of the transcription endpoint', minLength: 1 })),
-  transcribeModel: Type.String({ description: 'TRANSCRIBE_MODEL: model name sent to the transcription endpoint (default whisper-1)', minLength: 1 }),
+  transcribeUrl: Type.Optional(
+    Type.String({
+      description: 'TRANSCRIBE_URL: base URL of an OpenAI-compatible /v1/audio/transcriptions endpoint',
+      minLength: 1,
+    }),
+  ),
+  transcribeApiKey: Type.Optional(
+    Type.String({ description: 'TRANSCRIBE_API_KEY: bearer key of the transcription endpoint', minLength: 1 }),
+  ),
+  transcribeModel: Type.String({
+    description: 'TRANSCRIBE_MODEL: model name sent to the transcription endpoint (default whisper-1)',
+    minLength: 1,
+  }),
   /** OpenAI-compatible chat endpoint for analysis; the built-in analyser is used when unset. */
-  analyseUrl: Type.Optional(Type.String({ description: 'ANALYSE_URL: base URL of an OpenAI-compatible /v1/chat/completions endpoint', minLength: 1 })),
-  analyseApiKey: Type.Optional(Type.String({ description: 'ANALYSE_API_KEY: bearer key of the analysis endpoint', minLength: 1 })),
-  analyseModel: Type.String({ description: 'ANALYSE_MODEL: model name sent to the analysis endpoint (default gpt-4o-mini)', minLength: 1 }),
+  analyseUrl: Type.Optional(
+    Type.String({
+      description: 'ANALYSE_URL: base URL of an OpenAI-compatible /v1/chat/completions endpoint',
+      minLength: 1,
+    }),
+  ),
+  analyseApiKey: Type.Optional(
+    Type.String({ description: 'ANALYSE_API_KEY: bearer key of the analysis endpoint', minLength: 1 }),
+  ),
+  analyseModel: Type.String({
+    description: 'ANALYSE_MODEL: model name sent to the analysis endpoint (default gpt-4o-mini)',
+    minLength: 1,
+  }),
   /** Lifts the private-address check of audio downloads (local development and tests only). */
-  audioFetchAllowPrivate: Type.Boolean({ description: 'AUDIO_FETCH_ALLOW_PRIVATE: true lets audioUrl point at private/loopback addresses (development only)' }),
+  audioFetchAllowPrivate: Type.Boolean({
+    description: 'AUDIO_FETCH_ALLOW_PRIVATE: true lets audioUrl point at private/loopback addresses (development only)',
+  }),
   audioMaxBytes: Integer('AUDIO_MAX_BYTES: largest recording downloaded (default 524288000 = 500 MiB)', 1),
-  audioFetchTimeoutMs: Integer('AUDIO_FETCH_TIMEOUT_MS: deadline of one recording download (default 600000 = 10 min)', 1),
+  audioFetchTimeoutMs: Integer(
+    'AUDIO_FETCH_TIMEOUT_MS: deadline of one recording download (default 600000 = 10 min)',
+    1,
+  ),
   /** Time one call may spend downloading its recording over all attempts; keep it well under PROCESSING_TIMEOUT_MS. */
-  audioFetchBudgetMs: Integer('AUDIO_FETCH_BUDGET_MS: time one call may spend downloading its recording over all attempts (default 900000 = 15 min)', 1),
+  audioFetchBudgetMs: Integer(
+    'AUDIO_FETCH_BUDGET_MS: time one call may spend downloading its recording over all attempts (default 900000 = 15 min)',
+    1,
+  ),
   /** Ports an audioUrl (or a redirect) may name. */
-  audioAllowedPorts: Type.Array(Type.Integer({ minimum: 1, maximum: 65_535 }), { description: 'AUDIO_ALLOWED_PORTS: ports an audioUrl may use, comma-separated (default 80,443)', minItems: 1 }),
+  audioAllowedPorts: Type.Array(Type.Integer({ minimum: 1, maximum: 65_535 }), {
+    description: 'AUDIO_ALLOWED_PORTS: ports an audioUrl may use, comma-separated (default 80,443)',
+    minItems: 1,
+  }),
   /** Longest recording transcribed; longer ones fail with audio_too_long before they are decoded. */
   audioMaxSeconds: Integer('AUDIO_MAX_SECONDS: longest recording transcribed, in seconds (default 14400 = 4 h)', 1),
   /** Pause before each retry of a webhook delivery (ms); after the last the delivery is failed. */
   webhookRetryScheduleMs: Type.Array(Type.Integer({ minimum: 1 }), {
-    description: 'WEBHOOK_RETRY_SCHEDULE: pauses before each retry of a webhook delivery, comma-separated durations like 500ms, 5s, 2m, 1h (default 5s,30s,2m,10m,30m,1h,3h,6h,12h,24h)',
+    description:
+      'WEBHOOK_RETRY_SCHEDULE: pauses before each retry of a webhook delivery, comma-separated durations like 500ms, 5s, 2m, 1h (default 5s,30s,2m,10m,30m,1h,3h,6h,12h,24h)',
   }),
   /** Lifts the address policy of webhook deliveries (local development and tests only). */
-  webhookAllowPrivate: Type.Boolean({ description: 'WEBHOOK_ALLOW_PRIVATE: true lets webhook URLs point at private/loopback addresses (development only)' }),
+  webhookAllowPrivate: Type.Boolean({
+    description: 'WEBHOOK_ALLOW_PRIVATE: true lets webhook URLs point at private/loopback addresses (development only)',
+  }),
   processorConcurrency: Integer('PROCESSOR_CONCURRENCY: calls processed at once per process (default 16)', 1),
   transcribeConcurrency: Integer('TRANSCRIBE_CONCURRENCY: transcriptions at once per process (default 1)', 1),
   /** Log level of the service's structured logs. */
-  logLevel: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)), {
-    description: 'LOG_LEVEL (default info)',
-  }),
+  logLevel: Type.Union(
+    ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
+    {
+      description: 'LOG_LEVEL (default info)',
+    },
+  ),
 });
 
 export type Config = Readonly<Static<typeof ConfigSchema>>;
@@ -148,7 +250,10 @@ export const loadConfig = (env: Env = process.env): Config => {
     databaseUrl: optional(env, 'DATABASE_URL'),
     databaseSchema: optional(env, 'DATABASE_SCHEMA') ?? 'public',
     kurrentDbUrl: optional(env, 'KURRENTDB_URL'),
-    kafkaBrokers: (optional(env, 'KAFKA_BROKERS') ?? '').split(',').map((b) => b.trim()).filter(Boolean),
+    kafkaBrokers: (optional(env, 'KAFKA_BROKERS') ?? '')
+      .split(',')
+      .map((b) => b.trim())
+      .filter(Boolean),
     orphanReservationMs: integer(env, 'ORPHAN_RESERVATION_MS', 15 * 60_000),
     keyDirectoryMaxLagMs: integer(env, 'KEY_DIRECTORY_MAX_LAG_MS', 10_000),
     kafkaPublishTimeoutMs: integer(env, 'KAFKA_PUBLISH_TIMEOUT_MS', 10_000),
@@ -166,7 +271,9 @@ export const loadConfig = (env: Env = process.env): Config => {
     audioMaxBytes: integer(env, 'AUDIO_MAX_BYTES', 500 * 1024 * 1024),
     audioFetchTimeoutMs: integer(env, 'AUDIO_FETCH_TIMEOUT_MS', 10 * 60 * 1000),
     audioFetchBudgetMs: integer(env, 'AUDIO_FETCH_BUDGET_MS', 15 * 60 * 1000),
-    audioAllowedPorts: (optional(env, 'AUDIO_ALLOWED_PORTS') ?? '80,443').split(',').map((port) => Number(port.trim() || Number.NaN)),
+    audioAllowedPorts: (optional(env, 'AUDIO_ALLOWED_PORTS') ?? '80,443')
+      .split(',')
+      .map((port) => Number(port.trim() || Number.NaN)),
     audioMaxSeconds: integer(env, 'AUDIO_MAX_SECONDS', 4 * 3600),
     webhookRetryScheduleMs: durations(optional(env, 'WEBHOOK_RETRY_SCHEDULE') ?? '5s,30s,2m,10m,30m,1h,3h,6h,12h,24h'),
     webhookAllowPrivate: boolean(env, 'WEBHOOK_ALLOW_PRIVATE', false),
@@ -179,8 +286,11 @@ export const loadConfig = (env: Env = process.env): Config => {
   const error = Value.Errors(ConfigSchema, config).First();
   if (error) {
     const field = error.path.split('/')[1] ?? '';
-    const description = (ConfigSchema.properties as Record<string, { description?: string }>)[field]?.description ?? field;
-    throw new ConfigError(`invalid configuration: ${description.split(':')[0]} ${error.message} (got ${JSON.stringify(error.value)})`);
+    const description =
+      (ConfigSchema.properties as Record<string, { description?: string }>)[field]?.description ?? field;
+    throw new ConfigError(
+      `invalid configuration: ${description.split(':')[0]} ${error.message} (got ${JSON.stringify(error.value)})`,
+    );
   }
   return Object.freeze(config);
 };

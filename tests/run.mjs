@@ -61,11 +61,11 @@ const stream = process.env.TEST_STREAM === '1';
 const runFile = (file) =>
   new Promise((resolve) => {
     const t0 = Date.now();
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', '--test', '--test-reporter=tap', file],
-      { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
-    );
+    const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=tap', file], {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
     running.set(file, child);
     console.log(`# started: ${file}`);
     let output = '';
@@ -86,7 +86,8 @@ const runFile = (file) =>
       // Whatever the file started in its process group goes with it.
       killGroup(child, 'SIGKILL');
       const counts = {};
-      for (const m of output.matchAll(/^# (tests|pass|fail|skipped|todo|cancelled) (\d+)$/gm)) counts[m[1]] = Number(m[2]);
+      for (const m of output.matchAll(/^# (tests|pass|fail|skipped|todo|cancelled) (\d+)$/gm))
+        counts[m[1]] = Number(m[2]);
       resolve({ file, code, signal, timedOut, counts, output, ms: Date.now() - t0 });
     });
   });
@@ -102,7 +103,8 @@ const skipsIn = (output) => {
     const m = /^\s*ok \d+ - (.*?) # SKIP(?: (.*))?$/.exec(line);
     if (!m) return;
     let suite = false;
-    for (let j = i + 1; j < lines.length && !/^\s*\.\.\.$/.test(lines[j]); j++) if (/^\s*type: 'suite'$/.test(lines[j])) suite = true;
+    for (let j = i + 1; j < lines.length && !/^\s*\.\.\.$/.test(lines[j]); j++)
+      if (/^\s*type: 'suite'$/.test(lines[j])) suite = true;
     skips.push({ name: m[1].replace(/\\#/g, '#'), reason: m[2]?.trim() || 'no reason given', suite });
   });
   return skips;
@@ -117,7 +119,8 @@ const killGroup = (child, signal) => {
 };
 
 const report = (result) => {
-  if (!stream) process.stdout.write(result.output.endsWith('\n') || result.output === '' ? result.output : `${result.output}\n`);
+  if (!stream)
+    process.stdout.write(result.output.endsWith('\n') || result.output === '' ? result.output : `${result.output}\n`);
   for (const [key, value] of Object.entries(result.counts)) totals[key] += value;
   // A file whose suites all skipped (a backend not configured) ran no test; that alone is no failure.
   const failed = result.timedOut || result.code !== 0;
@@ -154,7 +157,8 @@ const slowest = [...results].sort((a, b) => b.ms - a.ms).slice(0, 8);
 const skippedFiles = results.filter((r) => r.skippedWhole);
 const skippedSuites = results.flatMap((r) => r.skips.filter((s) => s.suite).map((s) => ({ ...s, file: r.file })));
 const byReason = new Map();
-for (const r of results) for (const s of r.skips) if (s.suite || r.skippedWhole) byReason.set(s.reason, (byReason.get(s.reason) ?? 0) + 1);
+for (const r of results)
+  for (const s of r.skips) if (s.suite || r.skippedWhole) byReason.set(s.reason, (byReason.get(s.reason) ?? 0) + 1);
 const skipSummary =
   skippedFiles.length + skippedSuites.length === 0
     ? ''
@@ -170,7 +174,9 @@ if (skippedFiles.length + skippedSuites.length > 0) {
   }
 }
 console.log(`# slowest files: ${slowest.map((r) => `${r.file} ${seconds(r.ms)}`).join(', ')}`);
-console.log(`\n# ${files.length} files, ${totals.tests} tests: ${totals.pass} passed, ${totals.fail} failed, ${totals.cancelled} cancelled, ${totals.skipped} skipped, in ${seconds(Date.now() - started)}${skipSummary}`);
+console.log(
+  `\n# ${files.length} files, ${totals.tests} tests: ${totals.pass} passed, ${totals.fail} failed, ${totals.cancelled} cancelled, ${totals.skipped} skipped, in ${seconds(Date.now() - started)}${skipSummary}`,
+);
 if (totals.tests === 0) {
   console.error('test run executed no test: failing');
   process.exit(1);

@@ -19,7 +19,9 @@ const h = (tag, attrs = {}, ...children) => {
     else if (name === 'text') el.textContent = value;
     else el.setAttribute(name, value === true ? '' : String(value));
   }
-  for (const child of children.flat()) if (child !== null && child !== undefined) el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  for (const child of children.flat())
+    if (child !== null && child !== undefined)
+      el.append(child instanceof Node ? child : document.createTextNode(String(child)));
   return el;
 };
 
@@ -43,7 +45,12 @@ const api = async (path, { method = 'GET', body, admin = false } = {}) => {
 };
 
 const dateText = (iso) => (iso ? new Date(iso).toLocaleString() : '—');
-const statusBadge = (call) => h('span', { class: `status ${call.status}`, 'data-status': call.status }, call.status === 'pending' && call.stage ? `pending · ${call.stage.replaceAll('_', ' ')}` : call.status);
+const statusBadge = (call) =>
+  h(
+    'span',
+    { class: `status ${call.status}`, 'data-status': call.status },
+    call.status === 'pending' && call.stage ? `pending · ${call.stage.replaceAll('_', ' ')}` : call.status,
+  );
 
 let timer;
 const stopPolling = () => {
@@ -88,7 +95,11 @@ const callRow = (call) =>
     h('span', {}, call.repName ?? h('span', { class: 'muted' }, 'no rep')),
     h('span', {}, statusBadge(call)),
     h('span', { 'aria-label': 'score' }, call.score === null ? '—' : String(call.score)),
-    h('span', { class: 'tags' }, call.tags.map((tag) => h('span', { class: 'tag' }, tag))),
+    h(
+      'span',
+      { class: 'tags' },
+      call.tags.map((tag) => h('span', { class: 'tag' }, tag)),
+    ),
     h('span', {}, dateText(call.callDate)),
   );
 
@@ -98,17 +109,37 @@ const renderList = async () => {
   const list = h('ul', { class: 'calls', id: 'calls', 'aria-label': 'Calls' });
   const message = h('p', { id: 'list-message', class: 'muted' });
   const next = h('button', { type: 'button', class: 'secondary', id: 'next-page', disabled: true }, 'Next page');
-  const first = h('button', { type: 'button', class: 'secondary', id: 'first-page', disabled: !listState.cursor }, 'First page');
+  const first = h(
+    'button',
+    { type: 'button', class: 'secondary', id: 'first-page', disabled: !listState.cursor },
+    'First page',
+  );
   const filters = h(
     'form',
     { class: 'row', id: 'filters', role: 'search', 'aria-label': 'Filter calls' },
-    h('div', { class: 'field' }, h('label', { for: 'search' }, 'Search title or rep'), h('input', { id: 'search', name: 'search', type: 'search', value: listState.search, maxlength: 200 })),
-    h('div', { class: 'field' }, h('label', { for: 'tag' }, 'Tag'), h('input', { id: 'tag', name: 'tag', value: listState.tag, maxlength: 50 })),
+    h(
+      'div',
+      { class: 'field' },
+      h('label', { for: 'search' }, 'Search title or rep'),
+      h('input', { id: 'search', name: 'search', type: 'search', value: listState.search, maxlength: 200 }),
+    ),
+    h(
+      'div',
+      { class: 'field' },
+      h('label', { for: 'tag' }, 'Tag'),
+      h('input', { id: 'tag', name: 'tag', value: listState.tag, maxlength: 50 }),
+    ),
     h(
       'div',
       { class: 'field' },
       h('label', { for: 'status' }, 'Status'),
-      h('select', { id: 'status', name: 'status' }, ['', 'pending', 'completed', 'failed'].map((s) => h('option', { value: s, selected: s === listState.status }, s || 'any'))),
+      h(
+        'select',
+        { id: 'status', name: 'status' },
+        ['', 'pending', 'completed', 'failed'].map((s) =>
+          h('option', { value: s, selected: s === listState.status }, s || 'any'),
+        ),
+      ),
     ),
     h('button', { type: 'submit' }, 'Apply'),
   );
@@ -158,7 +189,8 @@ const renderList = async () => {
       const held = rows.get(call.callId);
       return held && held.isEqualNode(row) ? held : row;
     });
-    if (fresh.length !== list.children.length || fresh.some((row, i) => list.children[i] !== row)) list.replaceChildren(...fresh);
+    if (fresh.length !== list.children.length || fresh.some((row, i) => list.children[i] !== row))
+      list.replaceChildren(...fresh);
     message.textContent = body.calls.length === 0 ? 'No calls match.' : '';
     next.disabled = !body.nextCursor;
     next.onclick = () => {
@@ -193,19 +225,42 @@ const section = (title, ...content) => h('section', { 'aria-label': title }, h('
 const renderCall = async (callId) => {
   stopPolling();
   const load = async () => {
-    const [{ status, body: call }, timeline] = await Promise.all([api(`/api/calls/${encodeURIComponent(callId)}`), api(`/api/calls/${encodeURIComponent(callId)}/events`)]);
+    const [{ status, body: call }, timeline] = await Promise.all([
+      api(`/api/calls/${encodeURIComponent(callId)}`),
+      api(`/api/calls/${encodeURIComponent(callId)}/events`),
+    ]);
     if (status === 401) return keyRefused(call);
     if (status !== 200) {
-      view().replaceChildren(h('p', { class: 'error', role: 'alert' }, call?.detail ?? `The call could not be read (${status}).`), h('a', { href: '#/' }, 'Back to the list'));
+      view().replaceChildren(
+        h('p', { class: 'error', role: 'alert' }, call?.detail ?? `The call could not be read (${status}).`),
+        h('a', { href: '#/' }, 'Back to the list'),
+      );
       return;
     }
     const a = call.analysis;
     const parts = [
       h('p', {}, h('a', { href: '#/' }, '← All calls')),
       h('h2', { id: 'call-title' }, call.title),
-      h('p', {}, statusBadge(call), ' ', h('span', { class: 'muted' }, `${dateText(call.callDate)} · ${call.repName ?? 'no rep'}${call.repEmail ? ` <${call.repEmail}>` : ''}`)),
+      h(
+        'p',
+        {},
+        statusBadge(call),
+        ' ',
+        h(
+          'span',
+          { class: 'muted' },
+          `${dateText(call.callDate)} · ${call.repName ?? 'no rep'}${call.repEmail ? ` <${call.repEmail}>` : ''}`,
+        ),
+      ),
     ];
-    if (call.status === 'failed') parts.push(h('p', { class: 'error', role: 'alert', id: 'failure' }, `Failed: ${call.processingError} — ${call.statusReason}`));
+    if (call.status === 'failed')
+      parts.push(
+        h(
+          'p',
+          { class: 'error', role: 'alert', id: 'failure' },
+          `Failed: ${call.processingError} — ${call.statusReason}`,
+        ),
+      );
     if (a) {
       parts.push(section('Summary', h('p', { id: 'summary' }, a.summary)));
       parts.push(
@@ -215,8 +270,32 @@ const renderCall = async (callId) => {
           h(
             'table',
             {},
-            h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Component'), h('th', { scope: 'col' }, 'Score'), h('th', { scope: 'col' }, 'Weight'), h('th', { scope: 'col' }, 'Why'))),
-            h('tbody', {}, a.components.map((c) => h('tr', {}, h('td', {}, c.name), h('td', {}, String(c.score)), h('td', {}, String(c.weight)), h('td', {}, c.explanation)))),
+            h(
+              'thead',
+              {},
+              h(
+                'tr',
+                {},
+                h('th', { scope: 'col' }, 'Component'),
+                h('th', { scope: 'col' }, 'Score'),
+                h('th', { scope: 'col' }, 'Weight'),
+                h('th', { scope: 'col' }, 'Why'),
+              ),
+            ),
+            h(
+              'tbody',
+              {},
+              a.components.map((c) =>
+                h(
+                  'tr',
+                  {},
+                  h('td', {}, c.name),
+                  h('td', {}, String(c.score)),
+                  h('td', {}, String(c.weight)),
+                  h('td', {}, c.explanation),
+                ),
+              ),
+            ),
           ),
         ),
       );
@@ -225,7 +304,19 @@ const renderCall = async (callId) => {
           'Insights',
           a.insights.length === 0
             ? h('p', { class: 'muted' }, 'None.')
-            : h('ul', { id: 'insights' }, a.insights.map((i) => h('li', {}, h('strong', {}, `${i.kind}: `), i.message, i.evidence ? h('blockquote', { class: 'evidence' }, i.evidence) : null))),
+            : h(
+                'ul',
+                { id: 'insights' },
+                a.insights.map((i) =>
+                  h(
+                    'li',
+                    {},
+                    h('strong', {}, `${i.kind}: `),
+                    i.message,
+                    i.evidence ? h('blockquote', { class: 'evidence' }, i.evidence) : null,
+                  ),
+                ),
+              ),
         ),
       );
     }
@@ -233,19 +324,60 @@ const renderCall = async (callId) => {
       section(
         'Transcript',
         call.transcript
-          ? h('ol', { class: 'turns', id: 'transcript' }, turnsOf(call.transcript.text).map((t) => h('li', {}, t.speaker ? h('span', { class: 'speaker' }, `${t.speaker}:`) : null, t.text)))
+          ? h(
+              'ol',
+              { class: 'turns', id: 'transcript' },
+              turnsOf(call.transcript.text).map((t) =>
+                h('li', {}, t.speaker ? h('span', { class: 'speaker' }, `${t.speaker}:`) : null, t.text),
+              ),
+            )
           : h('p', { class: 'muted' }, 'Not transcribed yet.'),
       ),
     );
     if (call.deal) {
       const d = call.deal;
-      parts.push(section('Deal', h('p', { id: 'deal' }, `Size ${d.dealSize ?? '—'} · collected ${d.revenueCollected ?? '—'} · date ${d.dealDate ?? '—'}`, d.notes ? ` · ${d.notes}` : '')));
+      parts.push(
+        section(
+          'Deal',
+          h(
+            'p',
+            { id: 'deal' },
+            `Size ${d.dealSize ?? '—'} · collected ${d.revenueCollected ?? '—'} · date ${d.dealDate ?? '—'}`,
+            d.notes ? ` · ${d.notes}` : '',
+          ),
+        ),
+      );
     }
-    parts.push(section('Tags', call.tags.length ? h('p', { class: 'tags' }, call.tags.map((t) => h('span', { class: 'tag' }, t))) : h('p', { class: 'muted' }, 'None.')));
+    parts.push(
+      section(
+        'Tags',
+        call.tags.length
+          ? h(
+              'p',
+              { class: 'tags' },
+              call.tags.map((t) => h('span', { class: 'tag' }, t)),
+            )
+          : h('p', { class: 'muted' }, 'None.'),
+      ),
+    );
     parts.push(section('Notes', h('p', {}, call.notes ?? '—')));
-    parts.push(section('Attribution', h('p', {}, `${call.attributedTo.name} <${call.attributedTo.email}> (${call.attributedTo.kind})`)));
+    parts.push(
+      section(
+        'Attribution',
+        h('p', {}, `${call.attributedTo.name} <${call.attributedTo.email}> (${call.attributedTo.kind})`),
+      ),
+    );
     if (timeline.status === 200) {
-      parts.push(section('Processing timeline', h('ol', { class: 'timeline', id: 'timeline' }, timeline.body.events.map((e) => h('li', {}, h('time', { datetime: e.at }, dateText(e.at)), ` — ${e.type}`)))));
+      parts.push(
+        section(
+          'Processing timeline',
+          h(
+            'ol',
+            { class: 'timeline', id: 'timeline' },
+            timeline.body.events.map((e) => h('li', {}, h('time', { datetime: e.at }, dateText(e.at)), ` — ${e.type}`)),
+          ),
+        ),
+      );
     }
     view().replaceChildren(h('article', { class: 'detail' }, ...parts));
     if (call.status === 'pending') timer = setTimeout(() => void load(), POLL_MS);
@@ -276,7 +408,14 @@ const renderSubmit = () => {
         'div',
         { class: 'field' },
         h('label', { for: `f-${name}` }, label),
-        type === 'textarea' ? h('textarea', { id: `f-${name}`, name, 'aria-describedby': `e-${name}` }) : h('input', { id: `f-${name}`, name, type: type === 'url' ? 'text' : type, 'aria-describedby': `e-${name}` }),
+        type === 'textarea'
+          ? h('textarea', { id: `f-${name}`, name, 'aria-describedby': `e-${name}` })
+          : h('input', {
+              id: `f-${name}`,
+              name,
+              type: type === 'url' ? 'text' : type,
+              'aria-describedby': `e-${name}`,
+            }),
         h('p', { class: 'field-error', id: `e-${name}` }),
       ),
     ),
@@ -292,7 +431,13 @@ const renderSubmit = () => {
     for (const [name] of FIELDS) {
       const value = $(`f-${name}`).value;
       if (value.trim() === '') continue;
-      body[name] = name === 'tags' ? value.split(',').map((t) => t.trim()).filter(Boolean) : value;
+      body[name] =
+        name === 'tags'
+          ? value
+              .split(',')
+              .map((t) => t.trim())
+              .filter(Boolean)
+          : value;
     }
     const { status, body: answer } = await api(INGEST, { method: 'POST', body });
     if (status === 401) return keyRefused(answer);
@@ -307,14 +452,30 @@ const renderSubmit = () => {
     }
     const ok = status === 201;
     result.replaceChildren(
-      h('p', { class: ok ? '' : 'error' }, ok ? 'Accepted: ' : `Refused (${status}): `, ok ? h('a', { href: `#/calls/${encodeURIComponent(answer.callId)}` }, `call ${answer.callId}`) : (answer?.detail ?? '')),
+      h(
+        'p',
+        { class: ok ? '' : 'error' },
+        ok ? 'Accepted: ' : `Refused (${status}): `,
+        ok
+          ? h('a', { href: `#/calls/${encodeURIComponent(answer.callId)}` }, `call ${answer.callId}`)
+          : (answer?.detail ?? ''),
+      ),
       ...unplaced.map((line) => h('p', { class: 'error' }, line)),
       h('pre', { id: 'submit-answer' }, JSON.stringify(answer, null, 2)),
     );
     const firstInvalid = form.querySelector('[aria-invalid="true"]');
     if (firstInvalid) firstInvalid.focus();
   });
-  view().replaceChildren(h('h2', {}, 'Submit a call'), h('p', { class: 'muted' }, 'A transcript, a recording link, or both. The answer of the API is shown below, and a refused field next to it.'), form, result);
+  view().replaceChildren(
+    h('h2', {}, 'Submit a call'),
+    h(
+      'p',
+      { class: 'muted' },
+      'A transcript, a recording link, or both. The answer of the API is shown below, and a refused field next to it.',
+    ),
+    form,
+    result,
+  );
 };
 
 // ---- operator --------------------------------------------------------------------------------
@@ -325,7 +486,17 @@ const renderOperator = async () => {
   const form = h(
     'form',
     { class: 'row', id: 'admin-form' },
-    h('div', { class: 'field' }, h('label', { for: 'admin-token' }, 'Admin token'), h('input', { id: 'admin-token', type: 'password', autocomplete: 'off', value: sessionStorage.getItem(ADMIN) ?? '' })),
+    h(
+      'div',
+      { class: 'field' },
+      h('label', { for: 'admin-token' }, 'Admin token'),
+      h('input', {
+        id: 'admin-token',
+        type: 'password',
+        autocomplete: 'off',
+        value: sessionStorage.getItem(ADMIN) ?? '',
+      }),
+    ),
     h('button', { type: 'submit' }, 'Show projections'),
   );
   const load = async () => {
@@ -338,11 +509,30 @@ const renderOperator = async () => {
       h(
         'table',
         {},
-        h('thead', {}, h('tr', {}, ['Projection', 'State', 'Checkpoint', 'Head', 'Lag', 'Version'].map((c) => h('th', { scope: 'col' }, c)))),
+        h(
+          'thead',
+          {},
+          h(
+            'tr',
+            {},
+            ['Projection', 'State', 'Checkpoint', 'Head', 'Lag', 'Version'].map((c) => h('th', { scope: 'col' }, c)),
+          ),
+        ),
         h(
           'tbody',
           {},
-          body.projections.map((p) => h('tr', {}, h('td', {}, p.name), h('td', {}, p.state + (p.stoppedOn ? ` (${p.stoppedOn.error ?? ''})` : '')), h('td', {}, String(p.checkpoint)), h('td', {}, String(p.head)), h('td', {}, String(p.lag)), h('td', {}, String(p.version ?? '—')))),
+          body.projections.map((p) =>
+            h(
+              'tr',
+              {},
+              h('td', {}, p.name),
+              h('td', {}, p.state + (p.stoppedOn ? ` (${p.stoppedOn.error ?? ''})` : '')),
+              h('td', {}, String(p.checkpoint)),
+              h('td', {}, String(p.head)),
+              h('td', {}, String(p.lag)),
+              h('td', {}, String(p.version ?? '—')),
+            ),
+          ),
         ),
       ),
     );
@@ -356,7 +546,11 @@ const renderOperator = async () => {
   });
   view().replaceChildren(
     h('h2', {}, 'Operator: projections'),
-    h('p', { class: 'muted' }, 'Needs the admin token (kept in this tab only). Everything else in the console uses your API key.'),
+    h(
+      'p',
+      { class: 'muted' },
+      'Needs the admin token (kept in this tab only). Everything else in the console uses your API key.',
+    ),
     form,
     table,
   );

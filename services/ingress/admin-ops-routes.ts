@@ -43,9 +43,18 @@ export const registerAdminOpsRoutes = (app: TypedApp, deps: AdminOpsDeps): void 
         security,
         params: Type.Object({ topic: Type.String({ minLength: 1, maxLength: 249 }) }),
         querystring: Type.Object({
-          fromOffset: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0, description: 'First offset to read, in each partition.' })),
+          fromOffset: Type.Optional(
+            Type.Integer({
+              minimum: 0,
+              maximum: Number.MAX_SAFE_INTEGER,
+              default: 0,
+              description: 'First offset to read, in each partition.',
+            }),
+          ),
           limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
-          partition: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'Only this partition; default all.' })),
+          partition: Type.Optional(
+            Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'Only this partition; default all.' }),
+          ),
         }),
         response: {
           200: Type.Object({
@@ -68,7 +77,11 @@ export const registerAdminOpsRoutes = (app: TypedApp, deps: AdminOpsDeps): void 
       const { topic } = request.params;
       const { fromOffset = 0, limit = 100, partition } = request.query;
       try {
-        const records = await deps.eventLog.read(topic, { fromOffset: BigInt(fromOffset), limit, ...(partition === undefined ? {} : { partition }) });
+        const records = await deps.eventLog.read(topic, {
+          fromOffset: BigInt(fromOffset),
+          limit,
+          ...(partition === undefined ? {} : { partition }),
+        });
         return {
           messages: records.map((r) => ({
             partition: r.partition,
@@ -102,12 +115,16 @@ export const registerAdminOpsRoutes = (app: TypedApp, deps: AdminOpsDeps): void 
     async (request, reply) => {
       const { projection } = request.params;
       if (!isReplayable(projection) || !deps.readModels) {
-        throw new ProblemError('NOT_FOUND', `No replayable projection ${projection}; replayable: ${REPLAYABLE.join(', ')}.`);
+        throw new ProblemError(
+          'NOT_FOUND',
+          `No replayable projection ${projection}; replayable: ${REPLAYABLE.join(', ')}.`,
+        );
       }
       const readModels = deps.readModels;
       const lines = async function* () {
         try {
-          for await (const progress of replayProjection(projection, { eventStore: deps.eventStore, readModels })) yield `${JSON.stringify(progress)}\n`;
+          for await (const progress of replayProjection(projection, { eventStore: deps.eventStore, readModels }))
+            yield `${JSON.stringify(progress)}\n`;
         } catch (error) {
           request.log.error({ err: error, projection }, 'replay failed');
           yield `${JSON.stringify({ projection, phase: 'failed', error: 'the replay failed; the current version keeps serving reads (see the service log)' })}\n`;
@@ -129,23 +146,55 @@ export const registerAdminOpsRoutes = (app: TypedApp, deps: AdminOpsDeps): void 
         params: Type.Object({ projection: Type.String() }),
         body: Type.Object(
           {
-            position: Type.String({ pattern: '^[0-9]{1,20}$', description: 'Global position of the event, as the log line and /readyz show it' }),
-            reason: Type.String({ minLength: 1, maxLength: 1000, description: 'Why it is skipped (kept with the skip)' }),
+            position: Type.String({
+              pattern: '^[0-9]{1,20}$',
+              description: 'Global position of the event, as the log line and /readyz show it',
+            }),
+            reason: Type.String({
+              minLength: 1,
+              maxLength: 1000,
+              description: 'Why it is skipped (kept with the skip)',
+            }),
           },
           { additionalProperties: false },
         ),
-        response: { 201: Type.Object({ projection: Type.String(), position: Type.String(), reason: Type.String(), skippedAt: Type.String() }), ...problems },
+        response: {
+          201: Type.Object({
+            projection: Type.String(),
+            position: Type.String(),
+            reason: Type.String(),
+            skippedAt: Type.String(),
+          }),
+          ...problems,
+        },
       },
     },
     async (request, reply) => {
       const { projection } = request.params;
-      if (!isSkippable(projection)) throw new ProblemError('NOT_FOUND', `No skippable projection ${projection}; skippable: ${SKIPPABLE.join(', ')}.`);
+      if (!isSkippable(projection))
+        throw new ProblemError(
+          'NOT_FOUND',
+          `No skippable projection ${projection}; skippable: ${SKIPPABLE.join(', ')}.`,
+        );
       const [event] = await deps.eventStore.readAll({ after: BigInt(request.body.position) - 1n, maxCount: 1 });
       if (!event || event.position !== BigInt(request.body.position)) {
         throw new ProblemError('NOT_FOUND', `No event at position ${request.body.position}.`);
       }
-      const skipped = await skipEvent(deps.eventStore, { projection, position: request.body.position, reason: request.body.reason });
-      request.log.warn({ projection, position: skipped.position, streamId: event.streamId, eventType: event.type, reason: skipped.reason }, 'projection event skipped by an operator');
+      const skipped = await skipEvent(deps.eventStore, {
+        projection,
+        position: request.body.position,
+        reason: request.body.reason,
+      });
+      request.log.warn(
+        {
+          projection,
+          position: skipped.position,
+          streamId: event.streamId,
+          eventType: event.type,
+          reason: skipped.reason,
+        },
+        'projection event skipped by an operator',
+      );
       return reply.code(201).send(skipped);
     },
   );

@@ -41,11 +41,20 @@ const TeamView = Type.Object({
       keyId: Type.String(),
       label: Type.String(),
       createdAt: Type.String(),
-      lastUsedAt: Nullable(Type.String({ description: 'Last request this key authenticated, as seen by the answering process since it started.' })),
+      lastUsedAt: Nullable(
+        Type.String({
+          description: 'Last request this key authenticated, as seen by the answering process since it started.',
+        }),
+      ),
       revokedAt: Nullable(Type.String()),
     }),
   ),
-  capacity: Type.Composite([CapacityView, Type.Object({ reservedCalls: Type.Integer({ description: 'Calls whose capacity is reserved but not yet settled.' }) })]),
+  capacity: Type.Composite([
+    CapacityView,
+    Type.Object({
+      reservedCalls: Type.Integer({ description: 'Calls whose capacity is reserved but not yet settled.' }),
+    }),
+  ]),
 });
 
 /** An onRequest hook that lets only `Authorization: Bearer <adminToken>` through (constant-time compare). */
@@ -67,11 +76,17 @@ export const adminGuard = (adminToken: string, limiter: RateLimiter, alsoAccepte
     const failures = await limiter.hit(`admin-auth-failure:${request.ip}`, ADMIN_AUTH_FAILURE_RULE);
     if (!failures.allowed) {
       rateLimitRefusals.inc({ limit: 'admin-auth' });
-      throw new ProblemError('RATE_LIMITED', 'Too many failed admin authentications from this address; retry after the Retry-After delay.', {
-        headers: { 'retry-after': String(Math.max(1, Math.ceil(failures.retryAfterMs / 1000))) },
-      });
+      throw new ProblemError(
+        'RATE_LIMITED',
+        'Too many failed admin authentications from this address; retry after the Retry-After delay.',
+        {
+          headers: { 'retry-after': String(Math.max(1, Math.ceil(failures.retryAfterMs / 1000))) },
+        },
+      );
     }
-    throw new ProblemError('ADMIN_TOKEN_INVALID', 'Send the admin token as Authorization: Bearer <ADMIN_TOKEN>.', { headers: { 'www-authenticate': 'Bearer realm="admin"' } });
+    throw new ProblemError('ADMIN_TOKEN_INVALID', 'Send the admin token as Authorization: Bearer <ADMIN_TOKEN>.', {
+      headers: { 'www-authenticate': 'Bearer realm="admin"' },
+    });
   };
 };
 
@@ -90,7 +105,10 @@ export const registerAdminRoutes = (app: TypedApp, { teams, adminToken, limiter 
         tags,
         security,
         summary: 'Create a team',
-        body: Type.Object({ name: Name, ownerEmail: Email, ownerName: Type.Optional(Name), capacityHours: Type.Optional(Hours) }, { additionalProperties: false }),
+        body: Type.Object(
+          { name: Name, ownerEmail: Email, ownerName: Type.Optional(Name), capacityHours: Type.Optional(Hours) },
+          { additionalProperties: false },
+        ),
         response: { 201: Type.Object({ teamId: Type.String() }), ...problemResponses(400, 401) },
       },
     },
@@ -99,7 +117,16 @@ export const registerAdminRoutes = (app: TypedApp, { teams, adminToken, limiter 
 
   app.get(
     '/api/admin/teams/:teamId',
-    { ...common, schema: { tags, security, summary: 'Read a team: members, keys (never the secret), capacity', params: TeamParams, response: { 200: TeamView, ...problemResponses(401, 404) } } },
+    {
+      ...common,
+      schema: {
+        tags,
+        security,
+        summary: 'Read a team: members, keys (never the secret), capacity',
+        params: TeamParams,
+        response: { 200: TeamView, ...problemResponses(401, 404) },
+      },
+    },
     async (request) => {
       const team = await teams.load(request.params.teamId);
       if (!team) throw notFound(request.params.teamId);
@@ -134,7 +161,8 @@ export const registerAdminRoutes = (app: TypedApp, { teams, adminToken, limiter 
         response: { 201: Type.Object({ memberId: Type.String() }), ...problemResponses(400, 401, 404, 409) },
       },
     },
-    async (request, reply) => reply.code(201).send({ memberId: await teams.addMember(request.params.teamId, request.body) }),
+    async (request, reply) =>
+      reply.code(201).send({ memberId: await teams.addMember(request.params.teamId, request.body) }),
   );
 
   app.post(
@@ -146,8 +174,13 @@ export const registerAdminRoutes = (app: TypedApp, { teams, adminToken, limiter 
         security,
         summary: 'Issue an API key; the key is shown once, only its keyed hash is stored',
         params: TeamParams,
-        body: Type.Optional(Type.Object({ label: Type.Optional(Type.String({ maxLength: 100 })) }, { additionalProperties: false })),
-        response: { 201: Type.Object({ keyId: Type.String(), key: Type.String() }), ...problemResponses(400, 401, 404) },
+        body: Type.Optional(
+          Type.Object({ label: Type.Optional(Type.String({ maxLength: 100 })) }, { additionalProperties: false }),
+        ),
+        response: {
+          201: Type.Object({ keyId: Type.String(), key: Type.String() }),
+          ...problemResponses(400, 401, 404),
+        },
       },
     },
     async (request, reply) => reply.code(201).send(await teams.issueKey(request.params.teamId, request.body?.label)),
@@ -157,7 +190,13 @@ export const registerAdminRoutes = (app: TypedApp, { teams, adminToken, limiter 
     '/api/admin/teams/:teamId/keys/:keyId',
     {
       ...common,
-      schema: { tags, security, summary: 'Revoke an API key', params: Type.Object({ teamId: Type.String(), keyId: Type.String() }), response: { 204: Type.Null(), ...problemResponses(401, 404, 409) } },
+      schema: {
+        tags,
+        security,
+        summary: 'Revoke an API key',
+        params: Type.Object({ teamId: Type.String(), keyId: Type.String() }),
+        response: { 204: Type.Null(), ...problemResponses(401, 404, 409) },
+      },
     },
     async (request, reply) => {
       await teams.revokeKey(request.params.teamId, request.params.keyId);
@@ -177,7 +216,15 @@ export const registerAdminRoutes = (app: TypedApp, { teams, adminToken, limiter 
         body: Type.Object(
           {
             addHours: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 1_000_000 })),
-            autoRecharge: Type.Optional(Type.Object({ enabled: Type.Boolean(), hours: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 1_000_000 })) }, { additionalProperties: false })),
+            autoRecharge: Type.Optional(
+              Type.Object(
+                {
+                  enabled: Type.Boolean(),
+                  hours: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 1_000_000 })),
+                },
+                { additionalProperties: false },
+              ),
+            ),
           },
           { additionalProperties: false },
         ),

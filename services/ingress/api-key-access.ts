@@ -57,9 +57,13 @@ export const apiKeyAccess = ({ teams, limiter, rule, scope }: ApiKeyAccessOption
       const failures = await limiter.hit(`auth-failure:${request.ip}`, AUTH_FAILURE_RULE);
       if (!failures.allowed) {
         rateLimitRefusals.inc({ limit: 'auth-failure' });
-        throw new ProblemError('RATE_LIMITED', 'Too many failed authentications from this address; retry after the Retry-After delay.', {
-          headers: { 'retry-after': seconds(failures.retryAfterMs) },
-        });
+        throw new ProblemError(
+          'RATE_LIMITED',
+          'Too many failed authentications from this address; retry after the Retry-After delay.',
+          {
+            headers: { 'retry-after': seconds(failures.retryAfterMs) },
+          },
+        );
       }
       throw new ProblemError(
         'API_KEY_INVALID',
@@ -74,8 +78,12 @@ export const apiKeyAccess = ({ teams, limiter, rule, scope }: ApiKeyAccessOption
     void reply.headers(rateLimitHeaders(decision, rule));
     if (!decision.allowed) {
       rateLimitRefusals.inc({ limit: scope });
-      throw new ProblemError('RATE_LIMITED', `More than ${rule.limit} requests in ${Math.round(rule.windowMs / 1000)} s for this key; retry after the Retry-After delay.`, {
-        headers: { 'retry-after': seconds(decision.retryAfterMs) },
-      });
+      throw new ProblemError(
+        'RATE_LIMITED',
+        `More than ${rule.limit} requests in ${Math.round(rule.windowMs / 1000)} s for this key; retry after the Retry-After delay.`,
+        {
+          headers: { 'retry-after': seconds(decision.retryAfterMs) },
+        },
+      );
     }
   };

@@ -88,7 +88,10 @@ const answerClientError = (error: Error & { code?: string }, socket: Socket): vo
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
   const answer =
     error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-      ? problem('REQUEST_TIMEOUT', `The request did not arrive completely within ${HTTP_LIMITS.requestTimeoutMs / 1000} s.`)
+      ? problem(
+          'REQUEST_TIMEOUT',
+          `The request did not arrive completely within ${HTTP_LIMITS.requestTimeoutMs / 1000} s.`,
+        )
       : error.code === 'HPE_HEADER_OVERFLOW'
         ? problem('REQUEST_HEADERS_TOO_LARGE', 'The request line and headers exceed 16 KB.')
         : problem('BAD_REQUEST', `The request is not valid HTTP (${error.code ?? 'parse error'}).`);
@@ -120,7 +123,10 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
     keepAliveTimeout: HTTP_LIMITS.keepAliveTimeoutMs,
     // Errors below the router answer problem+json too.
     frameworkErrors: (error, _request, reply) => {
-      void (reply as unknown as FastifyReply).code(400).type(PROBLEM_JSON).send(problem('BAD_REQUEST', `The request URL is not valid: ${error.message}`));
+      void (reply as unknown as FastifyReply)
+        .code(400)
+        .type(PROBLEM_JSON)
+        .send(problem('BAD_REQUEST', `The request URL is not valid: ${error.message}`));
     },
     clientErrorHandler: answerClientError,
     // Every answer and every log line of a request carry its id: the caller's X-Request-Id when it
@@ -143,9 +149,13 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
   app.addHook('onRequest', async (_request, reply) => {
     if (!closing) return;
     void reply.header('connection', 'close');
-    throw new ProblemError('SERVICE_UNAVAILABLE', 'This process is shutting down; nothing was accepted. Retry after the Retry-After delay (another instance may answer at once).', {
-      headers: { 'retry-after': '1' },
-    });
+    throw new ProblemError(
+      'SERVICE_UNAVAILABLE',
+      'This process is shutting down; nothing was accepted. Retry after the Retry-After delay (another instance may answer at once).',
+      {
+        headers: { 'retry-after': '1' },
+      },
+    );
   });
 
   // JSON only: anything else is a 415, not a string body the rules would then reject as a 400.
@@ -176,18 +186,27 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
 
   await app.register(swagger, {
     // Every 4xx and 5xx of this API is RFC 9457 problem+json (error-handler.ts): say so in the document.
-    transformObject: (document) => ('openapiObject' in document ? problemJsonResponses(document.openapiObject as OpenApiDocument) : document.swaggerObject),
+    transformObject: (document) =>
+      'openapiObject' in document
+        ? problemJsonResponses(document.openapiObject as OpenApiDocument)
+        : document.swaggerObject,
     openapi: {
       // 3.1: its schemas are JSON Schema 2020-12, which is what TypeBox writes (numeric exclusiveMinimum, type null).
       openapi: '3.1.0',
       info: {
         title: 'Call ingestion service',
         version: '1.0.0',
-        description: 'Push API: submit sales calls for asynchronous analysis. Errors are RFC 9457 application/problem+json with a stable code.',
+        description:
+          'Push API: submit sales calls for asynchronous analysis. Errors are RFC 9457 application/problem+json with a stable code.',
       },
       components: {
         securitySchemes: {
-          apiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'Push API key (pk_…), the preferred header.' },
+          apiKeyHeader: {
+            type: 'apiKey',
+            in: 'header',
+            name: 'X-API-Key',
+            description: 'Push API key (pk_…), the preferred header.',
+          },
           bearer: { type: 'http', scheme: 'bearer', description: 'Push API key as Authorization: Bearer pk_…' },
           adminToken: { type: 'http', scheme: 'bearer', description: 'ADMIN_TOKEN, admin API only.' },
         },
@@ -196,40 +215,92 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
   // After the document's plugin (so /metrics is in it), before every API route (so each is counted).
-  registerMetrics(app, { requireToken: adminGuard(deps.adminToken, deps.limiter, deps.metricsToken ? [deps.metricsToken] : []) });
+  registerMetrics(app, {
+    requireToken: adminGuard(deps.adminToken, deps.limiter, deps.metricsToken ? [deps.metricsToken] : []),
+  });
 
   app.get(
     '/docs/events/:name.json',
-    { schema: { tags: ['Operations'], summary: 'JSON Schema of a message downstream systems consume', params: Type.Object({ name: Type.String() }) } },
+    {
+      schema: {
+        tags: ['Operations'],
+        summary: 'JSON Schema of a message downstream systems consume',
+        params: Type.Object({ name: Type.String() }),
+      },
+    },
     async (request, reply) => {
       // Own keys only: "constructor" or "__proto__" name no schema.
-      const schema = Object.hasOwn(EVENT_SCHEMAS, request.params.name) ? (EVENT_SCHEMAS as Record<string, unknown>)[request.params.name] : undefined;
-      if (!schema) throw new ProblemError('NOT_FOUND', `No schema ${request.params.name}; known: ${Object.keys(EVENT_SCHEMAS).join(', ')}.`);
+      const schema = Object.hasOwn(EVENT_SCHEMAS, request.params.name)
+        ? (EVENT_SCHEMAS as Record<string, unknown>)[request.params.name]
+        : undefined;
+      if (!schema)
+        throw new ProblemError(
+          'NOT_FOUND',
+          `No schema ${request.params.name}; known: ${Object.keys(EVENT_SCHEMAS).join(', ')}.`,
+        );
       return reply.type('application/schema+json').send(schema);
     },
   );
-  app.get('/healthz', { schema: { tags: ['Operations'], summary: 'The process is alive' } }, async () => ({ status: 'ok' }));
+  app.get('/healthz', { schema: { tags: ['Operations'], summary: 'The process is alive' } }, async () => ({
+    status: 'ok',
+  }));
   const ready = readiness(deps.check, deps.health, deps.logger);
   app.get(
     '/readyz',
-    { schema: { tags: ['Operations'], summary: 'The backends answer and every part of this process does its job; 503 names what does not' } },
+    {
+      schema: {
+        tags: ['Operations'],
+        summary: 'The backends answer and every part of this process does its job; 503 names what does not',
+      },
+    },
     async (_request, reply) => {
       const report = await ready();
       return reply.code(report.status === 'ready' ? 200 : 503).send(report);
     },
   );
 
-  registerIngestRoute(app, { teams: deps.teams, limiter: deps.limiter, eventLog: deps.eventLog, eventStore: deps.eventStore, topics: deps.topics, now: deps.now, personalData: deps.personalData, publishCoversStore: deps.publishCoversStore });
+  registerIngestRoute(app, {
+    teams: deps.teams,
+    limiter: deps.limiter,
+    eventLog: deps.eventLog,
+    eventStore: deps.eventStore,
+    topics: deps.topics,
+    now: deps.now,
+    personalData: deps.personalData,
+    publishCoversStore: deps.publishCoversStore,
+  });
   registerAdminRoutes(app, { teams: deps.teams, adminToken: deps.adminToken, limiter: deps.limiter });
-  registerAdminOpsRoutes(app, { eventLog: deps.eventLog, eventStore: deps.eventStore, readModels: deps.readModels, requireAdmin: adminGuard(deps.adminToken, deps.limiter) });
+  registerAdminOpsRoutes(app, {
+    eventLog: deps.eventLog,
+    eventStore: deps.eventStore,
+    readModels: deps.readModels,
+    requireAdmin: adminGuard(deps.adminToken, deps.limiter),
+  });
   registerOperatorRoutes(app, { ...deps, requireAdmin: adminGuard(deps.adminToken, deps.limiter) });
   if (deps.readModels) {
-    registerWebhookRoutes(app, { teams: deps.teams, eventStore: deps.eventStore, webhooks: deps.readModels.webhooks, requireAdmin: adminGuard(deps.adminToken, deps.limiter), now: deps.now, allowPrivate: deps.webhookAllowPrivate ?? false });
+    registerWebhookRoutes(app, {
+      teams: deps.teams,
+      eventStore: deps.eventStore,
+      webhooks: deps.readModels.webhooks,
+      requireAdmin: adminGuard(deps.adminToken, deps.limiter),
+      now: deps.now,
+      allowPrivate: deps.webhookAllowPrivate ?? false,
+    });
   }
-  if (deps.readModels) registerCallsRoutes(app, { teams: deps.teams, limiter: deps.limiter, callHistory: deps.readModels.callHistory, eventStore: deps.eventStore });
+  if (deps.readModels)
+    registerCallsRoutes(app, {
+      teams: deps.teams,
+      limiter: deps.limiter,
+      callHistory: deps.readModels.callHistory,
+      eventStore: deps.eventStore,
+    });
   if (deps.erasure) {
     registerEraseRoute(app, { teams: deps.teams, limiter: deps.limiter, erase: deps.erasure.erase });
-    registerErasureAdminRoutes(app, { teams: deps.teams, requests: deps.erasure.requests, requireAdmin: adminGuard(deps.adminToken, deps.limiter) });
+    registerErasureAdminRoutes(app, {
+      teams: deps.teams,
+      requests: deps.erasure.requests,
+      requireAdmin: adminGuard(deps.adminToken, deps.limiter),
+    });
   }
   registerUsageRoute(app, { teams: deps.teams, limiter: deps.limiter });
   registerTranscriptRoute(app, { teams: deps.teams, limiter: deps.limiter, eventStore: deps.eventStore });
@@ -237,7 +308,9 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
   return app;
 };
 
-type OpenApiDocument = { paths?: Record<string, Record<string, { responses?: Record<string, { content?: Record<string, unknown> }> }>> };
+type OpenApiDocument = {
+  paths?: Record<string, Record<string, { responses?: Record<string, { content?: Record<string, unknown> }> }>>;
+};
 
 /** Error answers declared as application/problem+json, the content type they are sent with. */
 const problemJsonResponses = <T extends OpenApiDocument>(document: T): T => {

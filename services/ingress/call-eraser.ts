@@ -28,7 +28,12 @@ export interface CallEraserDeps {
 /** `erased`: erased now; `absent`: no such call in that team, or it was erased already. */
 export type EraseOutcome = 'erased' | 'absent';
 
-export type CallEraser = (teamId: string, callId: string, cause: ErasureCause, erasureId?: string) => Promise<EraseOutcome>;
+export type CallEraser = (
+  teamId: string,
+  callId: string,
+  cause: ErasureCause,
+  erasureId?: string,
+) => Promise<EraseOutcome>;
 
 export const createCallEraser = (deps: CallEraserDeps): CallEraser => {
   const calls = new AggregateRepository(deps.eventStore, callDecider, callStreamId);
@@ -54,7 +59,11 @@ export const createCallEraser = (deps: CallEraserDeps): CallEraser => {
     if (state.status === 'absent' || state.status === 'erased' || state.submitted.teamId !== teamId) return 'absent';
     if (state.status === 'pending') await deps.teams.release(teamId, callId);
     try {
-      await calls.handle(callId, { type: 'EraseCall', cause, ...(erasureId ? { erasureId } : {}), now: now().toISOString() }, { teamId });
+      await calls.handle(
+        callId,
+        { type: 'EraseCall', cause, ...(erasureId ? { erasureId } : {}), now: now().toISOString() },
+        { teamId },
+      );
     } catch (error) {
       // Erased meanwhile by another request: the second one finds nothing to erase.
       if (isDomainError(error, 'CALL_ERASED')) return 'absent';

@@ -35,9 +35,13 @@ export const createCallRetry = (deps: CallRetryDeps) => {
 
   return async (callId: string, log: FastifyBaseLogger): Promise<RetriedCall> => {
     const { state } = await calls.load(callId);
-    if (state.status === 'absent' || state.status === 'erased') throw new ProblemError('NOT_FOUND', `No call ${callId}.`);
+    if (state.status === 'absent' || state.status === 'erased')
+      throw new ProblemError('NOT_FOUND', `No call ${callId}.`);
     // Refused before anything is reserved: the decider's own rule (a DomainError, answered 409).
-    callDecider.decide({ type: 'RetryCall', now: now().toISOString(), capacity: { reservedMinutes: 1, autoRechargedMinutes: 0 } }, state);
+    callDecider.decide(
+      { type: 'RetryCall', now: now().toISOString(), capacity: { reservedMinutes: 1, autoRechargedMinutes: 0 } },
+      state,
+    );
 
     const { teamId, submission } = state.submitted;
     const reservedMinutes = estimateCallMinutes(submission);
@@ -47,20 +51,32 @@ export const createCallRetry = (deps: CallRetryDeps) => {
     } catch (error) {
       if (isDomainError(error, 'CAPACITY_EXHAUSTED')) {
         capacityRefusals.inc();
-        throw new ProblemError('CAPACITY_EXHAUSTED', `The team's live call hours are used up; the call was not retried. Add capacity or enable auto-recharge, then retry the call again.`);
+        throw new ProblemError(
+          'CAPACITY_EXHAUSTED',
+          `The team's live call hours are used up; the call was not retried. Add capacity or enable auto-recharge, then retry the call again.`,
+        );
       }
       throw error;
     }
 
     try {
-      const { events } = await calls.handle(callId, { type: 'RetryCall', now: now().toISOString(), capacity: { reservedMinutes, autoRechargedMinutes } }, { teamId });
+      const { events } = await calls.handle(
+        callId,
+        { type: 'RetryCall', now: now().toISOString(), capacity: { reservedMinutes, autoRechargedMinutes } },
+        { teamId },
+      );
       const retried = events.find((e): e is CallRetried => e.type === 'CallRetried')!;
-      log.warn({ callId, teamId, previousFailure: retried.data.previousFailure.code, resumesAt: retried.data.resumesAt }, 'call retried by an operator');
+      log.warn(
+        { callId, teamId, previousFailure: retried.data.previousFailure.code, resumesAt: retried.data.resumesAt },
+        'call retried by an operator',
+      );
       return { callId, teamId, status: 'pending', ...retried.data };
     } catch (error) {
       const after = await calls.load(callId).catch(() => undefined);
       if (after?.state.status !== 'pending') {
-        await deps.teams.release(teamId, callId).catch((releaseError: unknown) => log.error({ err: releaseError, callId }, 'capacity release failed'));
+        await deps.teams
+          .release(teamId, callId)
+          .catch((releaseError: unknown) => log.error({ err: releaseError, callId }, 'capacity release failed'));
       }
       throw error;
     }

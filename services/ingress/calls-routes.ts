@@ -30,19 +30,33 @@ const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T)
 
 const CallListItem = Type.Object({
   callId: Type.String(),
-  title: Type.String({ description: 'The displayed title (spec title rules): the AI title, or the supplied one when AI titles are off, or a generic one.' }),
+  title: Type.String({
+    description:
+      'The displayed title (spec title rules): the AI title, or the supplied one when AI titles are off, or a generic one.',
+  }),
   repName: Nullable(Type.String()),
   repEmail: Nullable(Type.String()),
   status: Type.Union([Type.Literal('pending'), Type.Literal('completed'), Type.Literal('failed')]),
-  stage: Nullable(Type.String({ description: 'Where a pending call is: queued, fetching_audio, transcribing, analysing, recording_deal, completing.' })),
+  stage: Nullable(
+    Type.String({
+      description:
+        'Where a pending call is: queued, fetching_audio, transcribing, analysing, recording_deal, completing.',
+    }),
+  ),
   statusReason: Type.String(),
-  processingError: Nullable(Type.String({ description: 'Stable code of the failure, e.g. processing_timeout, audio_fetch_blocked.' })),
+  processingError: Nullable(
+    Type.String({ description: 'Stable code of the failure, e.g. processing_timeout, audio_fetch_blocked.' }),
+  ),
   callDate: Type.String(),
   durationSeconds: Nullable(Type.Number()),
   tags: Type.Array(Type.String()),
   notes: Nullable(Type.String()),
   metadata: Type.Record(Type.String(), Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()])),
-  attributedTo: Type.Object({ kind: Type.Union([Type.Literal('member'), Type.Literal('owner')]), email: Type.String(), name: Type.String() }),
+  attributedTo: Type.Object({
+    kind: Type.Union([Type.Literal('member'), Type.Literal('owner')]),
+    email: Type.String(),
+    name: Type.String(),
+  }),
   score: Nullable(Type.Number()),
   createdAt: Type.String(),
 });
@@ -50,17 +64,40 @@ const CallListItem = Type.Object({
 const CallDetail = Type.Composite([
   CallListItem,
   Type.Object({
-    transcript: Nullable(Type.Object({ text: Type.String(), source: Type.Union([Type.Literal('audio'), Type.Literal('inline')]), truncated: Type.Boolean() })),
+    transcript: Nullable(
+      Type.Object({
+        text: Type.String(),
+        source: Type.Union([Type.Literal('audio'), Type.Literal('inline')]),
+        truncated: Type.Boolean(),
+      }),
+    ),
     analysis: Nullable(
       Type.Object({
         title: Type.String(),
         summary: Type.String(),
         score: Type.Number(),
-        components: Type.Array(Type.Object({ name: Type.String(), value: Type.Number(), score: Type.Number(), weight: Type.Number(), explanation: Type.String() })),
-        insights: Type.Array(Type.Object({ kind: Type.String(), code: Type.String(), message: Type.String(), evidence: Type.String() })),
+        components: Type.Array(
+          Type.Object({
+            name: Type.String(),
+            value: Type.Number(),
+            score: Type.Number(),
+            weight: Type.Number(),
+            explanation: Type.String(),
+          }),
+        ),
+        insights: Type.Array(
+          Type.Object({ kind: Type.String(), code: Type.String(), message: Type.String(), evidence: Type.String() }),
+        ),
       }),
     ),
-    deal: Nullable(Type.Object({ dealSize: Nullable(Type.Number()), revenueCollected: Nullable(Type.Number()), dealDate: Nullable(Type.String()), notes: Nullable(Type.String()) })),
+    deal: Nullable(
+      Type.Object({
+        dealSize: Nullable(Type.Number()),
+        revenueCollected: Nullable(Type.Number()),
+        dealDate: Nullable(Type.String()),
+        notes: Nullable(Type.String()),
+      }),
+    ),
     submission: Type.Unknown({ description: 'The submitted fields after normalisation (aliases resolved).' }),
     updatedAt: Type.String(),
   }),
@@ -91,17 +128,42 @@ export const registerCallsRoutes = (app: TypedApp, deps: CallsDeps): void => {
         security,
         querystring: Type.Object({
           search: Type.Optional(Type.String({ maxLength: 200 })),
-          tag: Type.Optional(Type.Union([Type.String({ maxLength: 50 }), Type.Array(Type.String({ maxLength: 50 }), { maxItems: 20 })])),
-          status: Type.Optional(Type.Union([Type.Literal('pending'), Type.Literal('completed'), Type.Literal('failed')])),
+          tag: Type.Optional(
+            Type.Union([Type.String({ maxLength: 50 }), Type.Array(Type.String({ maxLength: 50 }), { maxItems: 20 })]),
+          ),
+          status: Type.Optional(
+            Type.Union([Type.Literal('pending'), Type.Literal('completed'), Type.Literal('failed')]),
+          ),
           from: Type.Optional(Type.String({ maxLength: 40, description: 'Call date at or after (ISO 8601).' })),
-          to: Type.Optional(Type.String({ maxLength: 40, description: 'Call date at or before (ISO 8601; a bare date includes that whole day, UTC).' })),
+          to: Type.Optional(
+            Type.String({
+              maxLength: 40,
+              description: 'Call date at or before (ISO 8601; a bare date includes that whole day, UTC).',
+            }),
+          ),
           repEmail: Type.Optional(Type.String({ maxLength: 320 })),
-          updatedSince: Type.Optional(Type.String({ maxLength: 40, description: 'Only calls whose row changed at or after this instant (ISO 8601).' })),
-          order: Type.Optional(Type.Union([Type.Literal('created_desc'), Type.Literal('updated_asc')], { default: 'created_desc' })),
-          limit: Type.Optional(Type.Integer({ minimum: 1, maximum: CALL_HISTORY_LIMITS.maxLimit, default: CALL_HISTORY_LIMITS.defaultLimit })),
+          updatedSince: Type.Optional(
+            Type.String({
+              maxLength: 40,
+              description: 'Only calls whose row changed at or after this instant (ISO 8601).',
+            }),
+          ),
+          order: Type.Optional(
+            Type.Union([Type.Literal('created_desc'), Type.Literal('updated_asc')], { default: 'created_desc' }),
+          ),
+          limit: Type.Optional(
+            Type.Integer({
+              minimum: 1,
+              maximum: CALL_HISTORY_LIMITS.maxLimit,
+              default: CALL_HISTORY_LIMITS.defaultLimit,
+            }),
+          ),
           cursor: Type.Optional(Type.String({ maxLength: 500 })),
         }),
-        response: { 200: Type.Object({ calls: Type.Array(CallListItem), nextCursor: Nullable(Type.String()) }), ...problems },
+        response: {
+          200: Type.Object({ calls: Type.Array(CallListItem), nextCursor: Nullable(Type.String()) }),
+          ...problems,
+        },
       },
     },
     async (request) => {
@@ -109,11 +171,22 @@ export const registerCallsRoutes = (app: TypedApp, deps: CallsDeps): void => {
       // The same text rule as the ingest: no stored text has U+0000 or an unpaired surrogate, and
       // PostgreSQL refuses them even in a query parameter.
       const unstorable = [
-        ...(search !== undefined && !isStorable(search) ? [{ field: 'search', message: 'may not contain U+0000 or unpaired surrogates' }] : []),
-        ...(repEmail !== undefined && !isStorable(repEmail) ? [{ field: 'repEmail', message: 'may not contain U+0000 or unpaired surrogates' }] : []),
-        ...[tag ?? []].flat().flatMap((t, i) => (isStorable(t) ? [] : [{ field: `tag[${i}]`, message: 'may not contain U+0000 or unpaired surrogates' }])),
+        ...(search !== undefined && !isStorable(search)
+          ? [{ field: 'search', message: 'may not contain U+0000 or unpaired surrogates' }]
+          : []),
+        ...(repEmail !== undefined && !isStorable(repEmail)
+          ? [{ field: 'repEmail', message: 'may not contain U+0000 or unpaired surrogates' }]
+          : []),
+        ...[tag ?? []]
+          .flat()
+          .flatMap((t, i) =>
+            isStorable(t) ? [] : [{ field: `tag[${i}]`, message: 'may not contain U+0000 or unpaired surrogates' }],
+          ),
       ];
-      if (unstorable.length > 0) throw new ProblemError('VALIDATION_FAILED', 'The query breaks one or more rules; see errors.', { errors: unstorable });
+      if (unstorable.length > 0)
+        throw new ProblemError('VALIDATION_FAILED', 'The query breaks one or more rules; see errors.', {
+          errors: unstorable,
+        });
       try {
         const page = await deps.callHistory.list(request.apiKey!.teamId, {
           search,
@@ -129,7 +202,10 @@ export const registerCallsRoutes = (app: TypedApp, deps: CallsDeps): void => {
         });
         return { calls: page.calls.map(listItem), nextCursor: page.nextCursor };
       } catch (error) {
-        if (error instanceof InvalidQueryError) throw new ProblemError('VALIDATION_FAILED', error.message, { errors: [{ field: error.field, message: error.message }] });
+        if (error instanceof InvalidQueryError)
+          throw new ProblemError('VALIDATION_FAILED', error.message, {
+            errors: [{ field: error.field, message: error.message }],
+          });
         throw error;
       }
     },
@@ -168,7 +244,10 @@ export const registerCallsRoutes = (app: TypedApp, deps: CallsDeps): void => {
         security,
         params: Type.Object({ callId: Type.String({ maxLength: 100 }) }),
         response: {
-          200: Type.Object({ callId: Type.String(), events: Type.Array(Type.Object({ revision: Type.Integer(), type: Type.String(), at: Type.String() })) }),
+          200: Type.Object({
+            callId: Type.String(),
+            events: Type.Array(Type.Object({ revision: Type.Integer(), type: Type.String(), at: Type.String() })),
+          }),
           ...problems,
         },
       },
@@ -176,9 +255,17 @@ export const registerCallsRoutes = (app: TypedApp, deps: CallsDeps): void => {
     async (request) => {
       const { callId } = request.params;
       // The history row says whose call it is: another team's call is a 404, as for the call itself.
-      if (!isStorable(callId) || !(await deps.callHistory.get(request.apiKey!.teamId, callId))) throw new ProblemError('NOT_FOUND', `No call ${callId} in this team.`);
+      if (!isStorable(callId) || !(await deps.callHistory.get(request.apiKey!.teamId, callId)))
+        throw new ProblemError('NOT_FOUND', `No call ${callId} in this team.`);
       const events = await eventStore.readStream(callStreamId(callId));
-      return { callId, events: events.map((event) => ({ revision: event.revision, type: event.type, at: event.recordedAt.toISOString() })) };
+      return {
+        callId,
+        events: events.map((event) => ({
+          revision: event.revision,
+          type: event.type,
+          at: event.recordedAt.toISOString(),
+        })),
+      };
     },
   );
 };

@@ -14,11 +14,14 @@ const FILES = {
   'console.css': 'text/css; charset=utf-8',
 } as const;
 
-const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+const CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 /** The console's folder: next to this file's folder in the source tree; dist/ holds no copy. */
 const consoleDir = (): string => {
-  const candidates = ['../console/', '../../../services/console/'].map((relative) => fileURLToPath(new URL(relative, import.meta.url)));
+  const candidates = ['../console/', '../../../services/console/'].map((relative) =>
+    fileURLToPath(new URL(relative, import.meta.url)),
+  );
   const found = candidates.find((dir) => existsSync(`${dir}index.html`));
   if (!found) throw new Error(`the console's files are missing (looked in ${candidates.join(', ')})`);
   return found;
@@ -26,7 +29,9 @@ const consoleDir = (): string => {
 
 export const registerConsoleRoutes = (app: TypedApp): void => {
   const dir = consoleDir();
-  const files = new Map(Object.entries(FILES).map(([name, type]) => [name, { body: readFileSync(`${dir}${name}`), type }]));
+  const files = new Map(
+    Object.entries(FILES).map(([name, type]) => [name, { body: readFileSync(`${dir}${name}`), type }]),
+  );
   const serve = (name: keyof typeof FILES) => async (_request: unknown, reply: import('fastify').FastifyReply) => {
     const file = files.get(name)!;
     return reply

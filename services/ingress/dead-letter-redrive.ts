@@ -22,7 +22,14 @@ export interface RedriveRequest {
 export interface RedriveResult {
   redriven: number;
   /** Each dead letter sent back: where it was, where it came from, where its copy landed. */
-  records: { partition: number; offset: string; sourceTopic: string; sourcePartition: string | null; sourceOffset: string | null; redrivenTo: { partition: number; offset: string } }[];
+  records: {
+    partition: number;
+    offset: string;
+    sourceTopic: string;
+    sourcePartition: string | null;
+    sourceOffset: string | null;
+    redrivenTo: { partition: number; offset: string };
+  }[];
   /** Dead letters read but not sent back, and why. */
   skipped: { partition: number; offset: string; reason: string }[];
   /** Where to continue, per partition read: the offset after the last dead letter read. */
@@ -44,7 +51,11 @@ export const redrivenRecord = (deadLetter: LogRecord): OutgoingRecord => ({
 /** Topics whose records the service dead-letters, so the only ones a dead letter may go back to. */
 const sourceTopics = (topics: Topics): Set<string> => new Set([topics.callsSubmitted]);
 
-export const redriveDeadLetters = async (eventLog: EventLog, topics: Topics, request: RedriveRequest): Promise<RedriveResult> => {
+export const redriveDeadLetters = async (
+  eventLog: EventLog,
+  topics: Topics,
+  request: RedriveRequest,
+): Promise<RedriveResult> => {
   const deadLetters = await eventLog.read(topics.deadLetter, {
     fromOffset: request.fromOffset,
     limit: request.limit,
@@ -58,7 +69,10 @@ export const redriveDeadLetters = async (eventLog: EventLog, topics: Topics, req
     nextOffsets[String(record.partition)] = (record.offset + 1n).toString();
     const source = record.headers.dlq_source_topic;
     if (source === undefined || !allowed.has(source)) {
-      const reason = source === undefined ? 'no dlq_source_topic header' : `its source topic ${source} is not one the service dead-letters from (${[...allowed].join(', ')})`;
+      const reason =
+        source === undefined
+          ? 'no dlq_source_topic header'
+          : `its source topic ${source} is not one the service dead-letters from (${[...allowed].join(', ')})`;
       skipped.push({ partition: record.partition, offset: record.offset.toString(), reason });
       continue;
     }
@@ -79,6 +93,7 @@ export const redriveDeadLetters = async (eventLog: EventLog, topics: Topics, req
       });
     });
   }
-  const nextOffset = request.partition === undefined ? null : (nextOffsets[String(request.partition)] ?? request.fromOffset.toString());
+  const nextOffset =
+    request.partition === undefined ? null : (nextOffsets[String(request.partition)] ?? request.fromOffset.toString());
   return { redriven: records.length, records, skipped, nextOffsets, nextOffset };
 };

@@ -36,9 +36,18 @@ export const registerErasureAdminRoutes = (app: TypedApp, deps: ErasureAdminDeps
       // Checked as sent, before the schema's type coercion (which would read 0 as null, "forever", and null as 0).
       preValidation: async (request) => {
         const days = (request.body as { days?: unknown } | null)?.days;
-        if (days !== null && days !== undefined && !(Number.isInteger(days) && (days as number) >= 1 && (days as number) <= MAX_RETENTION_DAYS)) {
+        if (
+          days !== null &&
+          days !== undefined &&
+          !(Number.isInteger(days) && (days as number) >= 1 && (days as number) <= MAX_RETENTION_DAYS)
+        ) {
           throw new ProblemError('VALIDATION_FAILED', 'The body breaks one or more rules; see errors.', {
-            errors: [{ field: 'days', message: `must be a whole number from 1 to ${MAX_RETENTION_DAYS}, or null to keep calls forever` }],
+            errors: [
+              {
+                field: 'days',
+                message: `must be a whole number from 1 to ${MAX_RETENTION_DAYS}, or null to keep calls forever`,
+              },
+            ],
           });
         }
       },
@@ -47,13 +56,26 @@ export const registerErasureAdminRoutes = (app: TypedApp, deps: ErasureAdminDeps
         security,
         summary: "Set the team's retention period: calls submitted longer ago are erased automatically",
         params: TeamParams,
-        body: Type.Object({ days: Type.Union([Type.Integer({ minimum: 1, maximum: MAX_RETENTION_DAYS }), Type.Null()], { description: 'Days after submission; null keeps calls forever.' }) }, { additionalProperties: false }),
-        response: { 200: Type.Object({ teamId: Type.String(), retentionDays: Type.Union([Type.Integer(), Type.Null()]) }), ...problems(400, 401, 404) },
+        body: Type.Object(
+          {
+            days: Type.Union([Type.Integer({ minimum: 1, maximum: MAX_RETENTION_DAYS }), Type.Null()], {
+              description: 'Days after submission; null keeps calls forever.',
+            }),
+          },
+          { additionalProperties: false },
+        ),
+        response: {
+          200: Type.Object({ teamId: Type.String(), retentionDays: Type.Union([Type.Integer(), Type.Null()]) }),
+          ...problems(400, 401, 404),
+        },
       },
     },
     async (request) => {
       await existing(request.params.teamId);
-      return { teamId: request.params.teamId, retentionDays: await deps.teams.setRetention(request.params.teamId, request.body.days) };
+      return {
+        teamId: request.params.teamId,
+        retentionDays: await deps.teams.setRetention(request.params.teamId, request.body.days),
+      };
     },
   );
 
@@ -64,10 +86,14 @@ export const registerErasureAdminRoutes = (app: TypedApp, deps: ErasureAdminDeps
       schema: {
         tags,
         security,
-        summary: "Erase every call of the team whose rep e-mail or attributed member is this address",
-        description: 'The calls are fixed when the request is made; the address is not stored. Follow the request with GET …/erasures/:erasureId.',
+        summary: 'Erase every call of the team whose rep e-mail or attributed member is this address',
+        description:
+          'The calls are fixed when the request is made; the address is not stored. Follow the request with GET …/erasures/:erasureId.',
         params: TeamParams,
-        body: Type.Object({ email: Type.String({ format: 'email', minLength: 3, maxLength: 320 }) }, { additionalProperties: false }),
+        body: Type.Object(
+          { email: Type.String({ format: 'email', minLength: 3, maxLength: 320 }) },
+          { additionalProperties: false },
+        ),
         response: { 202: Type.Object({ erasureId: Type.String() }), ...problems(400, 401, 404) },
       },
     },
@@ -86,7 +112,10 @@ export const registerErasureAdminRoutes = (app: TypedApp, deps: ErasureAdminDeps
         tags,
         security,
         summary: 'An erasure request: pending while its calls are erased, then completed',
-        params: Type.Object({ teamId: Type.String({ minLength: 1, maxLength: 100 }), erasureId: Type.String({ minLength: 1, maxLength: 100 }) }),
+        params: Type.Object({
+          teamId: Type.String({ minLength: 1, maxLength: 100 }),
+          erasureId: Type.String({ minLength: 1, maxLength: 100 }),
+        }),
         response: {
           200: Type.Object({
             erasureId: Type.String(),
@@ -101,8 +130,18 @@ export const registerErasureAdminRoutes = (app: TypedApp, deps: ErasureAdminDeps
     },
     async (request) => {
       const erasure = await deps.requests.get(request.params.teamId, request.params.erasureId);
-      if (!erasure) throw new ProblemError('NOT_FOUND', `No erasure ${request.params.erasureId} for team ${request.params.teamId}.`);
-      return { erasureId: erasure.erasureId, status: erasure.status, calls: erasure.calls, requestedAt: erasure.requestedAt, completedAt: erasure.completedAt ?? null };
+      if (!erasure)
+        throw new ProblemError(
+          'NOT_FOUND',
+          `No erasure ${request.params.erasureId} for team ${request.params.teamId}.`,
+        );
+      return {
+        erasureId: erasure.erasureId,
+        status: erasure.status,
+        calls: erasure.calls,
+        requestedAt: erasure.requestedAt,
+        completedAt: erasure.completedAt ?? null,
+      };
     },
   );
 };

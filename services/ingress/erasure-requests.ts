@@ -31,11 +31,20 @@ export const createErasureRequests = (deps: ErasureRequestsDeps) => {
     if (working.has(request.erasureId)) return;
     const run = (async () => {
       let erased = 0;
-      for (const callId of request.calls) if ((await deps.erase(request.teamId, callId, 'erasure_request', request.erasureId)) === 'erased') erased++;
+      for (const callId of request.calls)
+        if ((await deps.erase(request.teamId, callId, 'erasure_request', request.erasureId)) === 'erased') erased++;
       await requests.handle(request.erasureId, { type: 'CompleteErasure', now: now().toISOString() });
-      deps.log.info({ erasureId: request.erasureId, teamId: request.teamId, calls: request.calls.length, erased }, 'erasure request completed');
+      deps.log.info(
+        { erasureId: request.erasureId, teamId: request.teamId, calls: request.calls.length, erased },
+        'erasure request completed',
+      );
     })()
-      .catch((error: unknown) => deps.log.error({ err: error, erasureId: request.erasureId }, 'erasure request failed; it is taken up again when it is read'))
+      .catch((error: unknown) =>
+        deps.log.error(
+          { err: error, erasureId: request.erasureId },
+          'erasure request failed; it is taken up again when it is read',
+        ),
+      )
       .finally(() => working.delete(request.erasureId));
     working.set(request.erasureId, run);
   };
@@ -45,7 +54,13 @@ export const createErasureRequests = (deps: ErasureRequestsDeps) => {
     async request(teamId: string, email: string): Promise<string> {
       const calls = await deps.callHistory.callsOfEmail(teamId, email);
       const erasureId = randomUUID();
-      const { state } = await requests.handle(erasureId, { type: 'RequestErasure', erasureId, teamId, calls, now: now().toISOString() });
+      const { state } = await requests.handle(erasureId, {
+        type: 'RequestErasure',
+        erasureId,
+        teamId,
+        calls,
+        now: now().toISOString(),
+      });
       if (state.status !== 'absent') work(state);
       return erasureId;
     },

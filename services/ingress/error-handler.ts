@@ -11,10 +11,12 @@ export const RETRY_AFTER_SECONDS = { unavailable: 5, contention: 1 } as const;
 
 /** What a 503 tells the caller about the fate of its request. */
 export const UNAVAILABLE_DETAIL = {
-  nothingAccepted: 'The service cannot store the request right now; nothing was accepted. Retry after the Retry-After delay.',
+  nothingAccepted:
+    'The service cannot store the request right now; nothing was accepted. Retry after the Retry-After delay.',
   outcomeUnknown:
     'The service could not confirm the request: the call may have been accepted. Retry after the Retry-After delay with the same Idempotency-Key to be safe (a retry without one may create a second call).',
-  contention: 'The request met concurrent changes to the same data and was not applied; nothing was accepted. Retry after the Retry-After delay.',
+  contention:
+    'The request met concurrent changes to the same data and was not applied; nothing was accepted. Retry after the Retry-After delay.',
   read: 'The service cannot answer right now. Retry after the Retry-After delay.',
 } as const;
 
@@ -54,7 +56,10 @@ export const installErrorHandler = (app: FastifyInstance): void => {
     if (isBackendUnavailable(error) || error instanceof ExpectedVersionConflictError || isRetriableError(error)) {
       const contention = error instanceof ExpectedVersionConflictError;
       const outcomeUnknown = isBackendUnavailable(error) && error.outcomeUnknown;
-      request.log.warn({ err: error, outcomeUnknown }, contention ? 'version conflict persisted after retries' : 'backend unavailable');
+      request.log.warn(
+        { err: error, outcomeUnknown },
+        contention ? 'version conflict persisted after retries' : 'backend unavailable',
+      );
       const detail = READS.has(request.method)
         ? UNAVAILABLE_DETAIL.read
         : contention
@@ -70,17 +75,26 @@ export const installErrorHandler = (app: FastifyInstance): void => {
     }
     const mapped = error.code ? FASTIFY_CODES[error.code] : undefined;
     if (mapped === 'VALIDATION_FAILED') {
-      return reply.code(400).type(PROBLEM_JSON).send(problem(mapped, 'The request breaks one or more rules; see errors.', validationErrors(error)));
+      return reply
+        .code(400)
+        .type(PROBLEM_JSON)
+        .send(problem(mapped, 'The request breaks one or more rules; see errors.', validationErrors(error)));
     }
     if (mapped) return reply.code(problem(mapped, '').status).type(PROBLEM_JSON).send(problem(mapped, error.message));
     if (error instanceof SyntaxError || (error.statusCode === 400 && /JSON/i.test(error.message))) {
       return reply.code(400).type(PROBLEM_JSON).send(problem('MALFORMED_JSON', 'The body is not valid JSON.'));
     }
     request.log.error({ err: error }, 'unhandled error');
-    return reply.code(500).type(PROBLEM_JSON).send(problem('INTERNAL', 'An unexpected error occurred; it has been logged.'));
+    return reply
+      .code(500)
+      .type(PROBLEM_JSON)
+      .send(problem('INTERNAL', 'An unexpected error occurred; it has been logged.'));
   });
 
   app.setNotFoundHandler((request, reply) =>
-    reply.code(404).type(PROBLEM_JSON).send(problem('NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}.`)),
+    reply
+      .code(404)
+      .type(PROBLEM_JSON)
+      .send(problem('NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}.`)),
   );
 };

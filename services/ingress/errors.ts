@@ -84,7 +84,10 @@ const TITLES: Record<ErrorCode, string> = {
 type IdempotencyErrorCode = (typeof IDEMPOTENCY_ERROR_CODES)[number];
 
 /** How each refusal of the domain is answered. */
-export const DOMAIN_ERROR_CODES: Record<TeamErrorCode | IdempotencyErrorCode | CallErrorCode | WebhookErrorCode, ErrorCode> = {
+export const DOMAIN_ERROR_CODES: Record<
+  TeamErrorCode | IdempotencyErrorCode | CallErrorCode | WebhookErrorCode,
+  ErrorCode
+> = {
   CALL_NOT_FOUND: 'NOT_FOUND',
   CALL_ALREADY_FINISHED: 'CONFLICT',
   CALL_STEP_OUT_OF_ORDER: 'CONFLICT',

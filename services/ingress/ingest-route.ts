@@ -18,7 +18,11 @@ import { CALL_SUBMITTED_TYPE, type CallSubmittedData } from '../../shared/domain
 import { isDomainError } from '../../shared/domain/decider.ts';
 import { idempotencyDecider } from '../../shared/domain/idempotency/idempotency-decider.ts';
 import { type NormaliseResult, normaliseSubmission } from '../../shared/domain/submission/normalise-submission.ts';
-import { type SubmissionAccepted, SubmissionAcceptedSchema, SubmissionBodySchema } from '../../shared/domain/submission/submission-schema.ts';
+import {
+  type SubmissionAccepted,
+  SubmissionAcceptedSchema,
+  SubmissionBodySchema,
+} from '../../shared/domain/submission/submission-schema.ts';
 import { estimateCallMinutes } from '../../shared/domain/team/capacity.ts';
 import { matchMember } from '../../shared/domain/team/match-member.ts';
 import { type EventLog, EventLogUnavailableError } from '../../shared/ports/event-log.ts';
@@ -62,7 +66,6 @@ export interface IngestDeps {
   publishCoversStore?: boolean;
 }
 
-
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
 /** A UUID (version 8: name-based, SHA-256) for the call of an Idempotency-Key: the same key, the same call. */
@@ -77,7 +80,9 @@ const readIdempotencyKey = (raw: string | string[]): string => {
   const value = Array.isArray(raw) ? raw[0] : raw;
   if (!value || !/^[\x21-\x7e]{1,255}$/.test(value)) {
     throw new ProblemError('VALIDATION_FAILED', 'The Idempotency-Key header is invalid.', {
-      errors: [{ field: 'Idempotency-Key', message: 'must be 1–255 visible ASCII characters (a UUID is a good choice)' }],
+      errors: [
+        { field: 'Idempotency-Key', message: 'must be 1–255 visible ASCII characters (a UUID is a good choice)' },
+      ],
     });
   }
   return value;
@@ -91,7 +96,9 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
   const validate = (body: unknown): Extract<NormaliseResult, { ok: true }> => {
     const normalised = normaliseSubmission(body);
     if (!normalised.ok) {
-      throw new ProblemError('VALIDATION_FAILED', 'The submission breaks one or more rules; see errors.', { errors: normalised.errors });
+      throw new ProblemError('VALIDATION_FAILED', 'The submission breaks one or more rules; see errors.', {
+        errors: normalised.errors,
+      });
     }
     return normalised;
   };
@@ -109,11 +116,16 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
     const reservedMinutes = estimateCallMinutes(submission);
     let reservation;
     try {
-      reservation = await deps.teams.reserve(owner.teamId, callId, reservedMinutes, { deferDurability: deps.publishCoversStore === true });
+      reservation = await deps.teams.reserve(owner.teamId, callId, reservedMinutes, {
+        deferDurability: deps.publishCoversStore === true,
+      });
     } catch (error) {
       if (isDomainError(error, 'CAPACITY_EXHAUSTED')) {
         capacityRefusals.inc();
-        throw new ProblemError('CAPACITY_EXHAUSTED', "The team's live call hours are used up. Add capacity or enable auto-recharge, then retry this request.");
+        throw new ProblemError(
+          'CAPACITY_EXHAUSTED',
+          "The team's live call hours are used up. Add capacity or enable auto-recharge, then retry this request.",
+        );
       }
       throw error;
     }
@@ -132,11 +144,27 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
     const topic = (deps.topics ?? TOPICS).callsSubmitted;
     try {
       // Sealed under the call's new data key: the record on the log holds no personal field in clear.
-      const published = deps.personalData ? await deps.personalData.seal(callId, 'CallSubmitted', data as unknown as Json) : data;
-      await inSpan(`publish ${topic}`, { kind: SpanKind.PRODUCER, attributes: { 'messaging.destination.name': topic, 'call.id': callId, 'team.id': owner.teamId } }, () =>
-        deps.eventLog.publish(topic, [
-          toRecord({ id: callId, type: CALL_SUBMITTED_TYPE, source: INGEST_PATH, subject: callId, time: submittedAt, data: published, extensions: { teamid: owner.teamId, ...traceHeaders() } }),
-        ]),
+      const published = deps.personalData
+        ? await deps.personalData.seal(callId, 'CallSubmitted', data as unknown as Json)
+        : data;
+      await inSpan(
+        `publish ${topic}`,
+        {
+          kind: SpanKind.PRODUCER,
+          attributes: { 'messaging.destination.name': topic, 'call.id': callId, 'team.id': owner.teamId },
+        },
+        () =>
+          deps.eventLog.publish(topic, [
+            toRecord({
+              id: callId,
+              type: CALL_SUBMITTED_TYPE,
+              source: INGEST_PATH,
+              subject: callId,
+              time: submittedAt,
+              data: published,
+              extensions: { teamid: owner.teamId, ...traceHeaders() },
+            }),
+          ]),
       );
     } catch (error) {
       if (isBackendUnavailable(error) && error.outcomeUnknown) {
@@ -145,11 +173,22 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
         throw error;
       }
       // Nothing reached the log: give the capacity back before answering 503.
-      await deps.teams.release(owner.teamId, callId).catch((releaseError: unknown) => log.error({ err: releaseError, callId }, 'capacity release failed'));
-      throw error instanceof EventLogUnavailableError ? error : new EventLogUnavailableError('the event log did not take the call', { cause: error });
+      await deps.teams
+        .release(owner.teamId, callId)
+        .catch((releaseError: unknown) => log.error({ err: releaseError, callId }, 'capacity release failed'));
+      throw error instanceof EventLogUnavailableError
+        ? error
+        : new EventLogUnavailableError('the event log did not take the call', { cause: error });
     }
     log.info({ callId, teamId: owner.teamId, keyId: owner.keyId }, 'call accepted');
-    return { callId, status: 'pending', processingTriggered: true, processingError: null, statusReason: 'queued_for_processing', warnings };
+    return {
+      callId,
+      status: 'pending',
+      processingTriggered: true,
+      processingError: null,
+      statusReason: 'queued_for_processing',
+      warnings,
+    };
   };
 
   app.post(
@@ -168,41 +207,74 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
         tags: ['Push API'],
         security: [{ apiKeyHeader: [] }, { bearer: [] }],
         body: SubmissionBodySchema,
-        headers: Type.Object({ 'idempotency-key': Type.Optional(Type.String({ description: 'Optional. The same key with the same body within 24 h replays the first 201 (with Idempotent-Replayed: true) instead of creating another call; with another body: 422.' })) }),
+        headers: Type.Object({
+          'idempotency-key': Type.Optional(
+            Type.String({
+              description:
+                'Optional. The same key with the same body within 24 h replays the first 201 (with Idempotent-Replayed: true) instead of creating another call; with another body: 422.',
+            }),
+          ),
+        }),
         response: { 201: SubmissionAcceptedSchema, ...problemResponses(400, 401, 402, 409, 413, 415, 422, 429, 503) },
       },
     },
     // The request's span: a child of the caller's traceparent when it sends one.
     (request, reply) =>
-      inSpan(`POST ${INGEST_PATH}`, { kind: SpanKind.SERVER, parent: traceContextFrom(request.headers), attributes: { 'http.route': INGEST_PATH, 'request.id': request.id } }, async () => {
-      const owner = request.apiKey!;
-      // Validated first: the body hash below serialises the body, which must be within the rules.
-      const normalised = validate(request.body);
-      const idempotencyKey = request.headers['idempotency-key'];
-      if (idempotencyKey === undefined) return reply.code(201).send(await accept(owner, normalised, randomUUID(), request.log));
+      inSpan(
+        `POST ${INGEST_PATH}`,
+        {
+          kind: SpanKind.SERVER,
+          parent: traceContextFrom(request.headers),
+          attributes: { 'http.route': INGEST_PATH, 'request.id': request.id },
+        },
+        async () => {
+          const owner = request.apiKey!;
+          // Validated first: the body hash below serialises the body, which must be within the rules.
+          const normalised = validate(request.body);
+          const idempotencyKey = request.headers['idempotency-key'];
+          if (idempotencyKey === undefined)
+            return reply.code(201).send(await accept(owner, normalised, randomUUID(), request.log));
 
-      const key = readIdempotencyKey(idempotencyKey);
-      const id = `${owner.keyId}-${sha256(key).slice(0, 32)}`;
-      const claimed = await idempotency.handle(id, { type: 'Claim', bodyHash: sha256(rawBodyOf(request) ?? JSON.stringify(request.body)), now: now().toISOString() });
-      if (claimed.events.length === 0 && claimed.state.status === 'stored') {
-        return reply.code(201).header('idempotent-replayed', 'true').send(claimed.state.response.body as SubmissionAccepted);
-      }
-      let accepted: SubmissionAccepted;
-      try {
-        accepted = await accept(owner, normalised, callIdForKey(id), request.log);
-      } catch (error) {
-        // No 201: free the key so that a retry of this request runs for real (the same call id).
-        const outcomeUnknown = isBackendUnavailable(error) && error.outcomeUnknown;
-        await idempotency.handle(id, { type: 'Release', now: now().toISOString(), outcomeUnknown }).catch((e: unknown) => request.log.error({ err: e }, 'idempotency release failed'));
-        throw error;
-      }
-      try {
-        await idempotency.handle(id, { type: 'StoreResponse', status: 201, body: accepted, now: now().toISOString() });
-      } catch (error) {
-        // The call is on the log: it is accepted. A retry after the claim's lease submits the same call id again.
-        request.log.error({ err: error, callId: accepted.callId }, 'the 201 could not be stored for replay; answering it anyway');
-      }
-      return reply.code(201).send(accepted);
-    }),
+          const key = readIdempotencyKey(idempotencyKey);
+          const id = `${owner.keyId}-${sha256(key).slice(0, 32)}`;
+          const claimed = await idempotency.handle(id, {
+            type: 'Claim',
+            bodyHash: sha256(rawBodyOf(request) ?? JSON.stringify(request.body)),
+            now: now().toISOString(),
+          });
+          if (claimed.events.length === 0 && claimed.state.status === 'stored') {
+            return reply
+              .code(201)
+              .header('idempotent-replayed', 'true')
+              .send(claimed.state.response.body as SubmissionAccepted);
+          }
+          let accepted: SubmissionAccepted;
+          try {
+            accepted = await accept(owner, normalised, callIdForKey(id), request.log);
+          } catch (error) {
+            // No 201: free the key so that a retry of this request runs for real (the same call id).
+            const outcomeUnknown = isBackendUnavailable(error) && error.outcomeUnknown;
+            await idempotency
+              .handle(id, { type: 'Release', now: now().toISOString(), outcomeUnknown })
+              .catch((e: unknown) => request.log.error({ err: e }, 'idempotency release failed'));
+            throw error;
+          }
+          try {
+            await idempotency.handle(id, {
+              type: 'StoreResponse',
+              status: 201,
+              body: accepted,
+              now: now().toISOString(),
+            });
+          } catch (error) {
+            // The call is on the log: it is accepted. A retry after the claim's lease submits the same call id again.
+            request.log.error(
+              { err: error, callId: accepted.callId },
+              'the 201 could not be stored for replay; answering it anyway',
+            );
+          }
+          return reply.code(201).send(accepted);
+        },
+      ),
   );
 };

@@ -68,14 +68,33 @@ export const createIngress = async (options: IngressOptions): Promise<Ingress> =
   const { directory, repository } = options.teams ?? createTeamWriter(options.eventStore);
   await directory.start(options.storedEvents ?? options.eventStore);
   const maxLagMs = options.keyDirectoryMaxLagMs ?? DEFAULT_KEY_DIRECTORY_MAX_LAG_MS;
-  const unregister = options.health?.register('team-directory', () => directory.report((since) => options.health!.retryingTooLong(since), maxLagMs));
-  const teams = new TeamService({ repository, directory, maxDirectoryLagMs: maxLagMs, keySecret: options.apiKeySecret, now: options.now });
+  const unregister = options.health?.register('team-directory', () =>
+    directory.report((since) => options.health!.retryingTooLong(since), maxLagMs),
+  );
+  const teams = new TeamService({
+    repository,
+    directory,
+    maxDirectoryLagMs: maxLagMs,
+    keySecret: options.apiKeySecret,
+    now: options.now,
+  });
   // Erasure needs the read models (to find a team's calls) and the data keys (to shred).
   const { personalData, readModels } = options;
-  const erase = personalData ? createCallEraser({ eventStore: options.eventStore, teams, personalData, now: options.now }) : undefined;
+  const erase = personalData
+    ? createCallEraser({ eventStore: options.eventStore, teams, personalData, now: options.now })
+    : undefined;
   const erasure =
     erase && readModels
-      ? { erase, requests: createErasureRequests({ eventStore: options.eventStore, callHistory: readModels.callHistory, erase, log: options.logger, now: options.now }) }
+      ? {
+          erase,
+          requests: createErasureRequests({
+            eventStore: options.eventStore,
+            callHistory: readModels.callHistory,
+            erase,
+            log: options.logger,
+            now: options.now,
+          }),
+        }
       : undefined;
   const app = await buildIngressApp({
     logger: options.logger,
@@ -97,9 +116,22 @@ export const createIngress = async (options: IngressOptions): Promise<Ingress> =
   });
   await app.ready();
   const retention = erasure
-    ? startRetentionSweep({ teams, callHistory: readModels!.callHistory, erase: erasure.erase, log: options.logger, intervalMs: options.retentionSweepMs, now: options.now })
+    ? startRetentionSweep({
+        teams,
+        callHistory: readModels!.callHistory,
+        erase: erasure.erase,
+        log: options.logger,
+        intervalMs: options.retentionSweepMs,
+        now: options.now,
+      })
     : undefined;
-  const orphans = startOrphanSweep({ teams, eventStore: options.eventStore, orphanAfterMs: options.orphanAfterMs ?? DEFAULT_ORPHAN_AFTER_MS, log: options.logger, now: options.now });
+  const orphans = startOrphanSweep({
+    teams,
+    eventStore: options.eventStore,
+    orphanAfterMs: options.orphanAfterMs ?? DEFAULT_ORPHAN_AFTER_MS,
+    log: options.logger,
+    now: options.now,
+  });
   return {
     app,
     teams,

@@ -4,7 +4,13 @@
  * The scrape is protected: the admin token or METRICS_TOKEN as a bearer token (README, Metrics).
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { httpRequestDuration, httpRequests, ingestAnswers, METRICS_CONTENT_TYPE, renderMetrics } from '../../shared/observability/metrics.ts';
+import {
+  httpRequestDuration,
+  httpRequests,
+  ingestAnswers,
+  METRICS_CONTENT_TYPE,
+  renderMetrics,
+} from '../../shared/observability/metrics.ts';
 import { INGEST_PATH } from './ingest-route.ts';
 import type { TypedApp } from './typed-app.ts';
 
@@ -21,7 +27,12 @@ export interface MetricsRouteDeps {
 
 export const registerMetrics = (app: TypedApp, deps: MetricsRouteDeps): void => {
   app.addHook('preSerialization', async (request, reply, payload) => {
-    if (reply.statusCode >= 400 && payload !== null && typeof payload === 'object' && typeof (payload as { code?: unknown }).code === 'string') {
+    if (
+      reply.statusCode >= 400 &&
+      payload !== null &&
+      typeof payload === 'object' &&
+      typeof (payload as { code?: unknown }).code === 'string'
+    ) {
       problemCodes.set(request, (payload as { code: string }).code);
     }
     return payload;
@@ -33,7 +44,12 @@ export const registerMetrics = (app: TypedApp, deps: MetricsRouteDeps): void => 
     httpRequests.inc(labels);
     httpRequestDuration.observe(labels, reply.elapsedTime / 1000);
     if (route === INGEST_PATH) {
-      const code = reply.statusCode === 201 ? (reply.getHeader('idempotent-replayed') === 'true' ? 'REPLAYED' : 'ACCEPTED') : (problemCodes.get(request) ?? 'UNKNOWN');
+      const code =
+        reply.statusCode === 201
+          ? reply.getHeader('idempotent-replayed') === 'true'
+            ? 'REPLAYED'
+            : 'ACCEPTED'
+          : (problemCodes.get(request) ?? 'UNKNOWN');
       ingestAnswers.inc({ status: String(reply.statusCode), code });
     }
   });

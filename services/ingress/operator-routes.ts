@@ -32,21 +32,40 @@ export interface OperatorDeps {
 }
 
 const security = [{ adminToken: [] }];
-const Position = Type.String({ pattern: '^[0-9]+$', description: 'A global position of the event store (64-bit: a decimal string).' });
+const Position = Type.String({
+  pattern: '^[0-9]+$',
+  description: 'A global position of the event store (64-bit: a decimal string).',
+});
 
 const ProjectionStatusSchema = Type.Object({
   name: Type.String({ description: 'call-history, deals or call-events-relay' }),
   checkpoint: Position,
   head: Position,
   lag: Type.Integer({ minimum: 0, description: 'head − checkpoint: events not yet applied.' }),
-  version: Type.Union([Type.Integer(), Type.Null()], { description: 'The read-model version reads use (a replay activates a new one); null for the relay.' }),
+  version: Type.Union([Type.Integer(), Type.Null()], {
+    description: 'The read-model version reads use (a replay activates a new one); null for the relay.',
+  }),
   state: Type.Union([Type.Literal('running'), Type.Literal('stopped'), Type.Literal('unknown')], {
-    description: 'stopped on an event it cannot project (recorded in the store, so every process says so); running as reported by this process, which runs it; unknown when another process runs it (the lag shows whether it moves).',
+    description:
+      'stopped on an event it cannot project (recorded in the store, so every process says so); running as reported by this process, which runs it; unknown when another process runs it (the lag shows whether it moves).',
   }),
   stoppedOn: Type.Optional(
-    Type.Object({ position: Position, streamId: Type.String(), eventType: Type.String(), error: Type.String(), at: Type.Optional(Type.String()) }, { description: 'The event it stopped on and why; skip it with POST /api/admin/projections/:projection/skip.' }),
+    Type.Object(
+      {
+        position: Position,
+        streamId: Type.String(),
+        eventType: Type.String(),
+        error: Type.String(),
+        at: Type.Optional(Type.String()),
+      },
+      { description: 'The event it stopped on and why; skip it with POST /api/admin/projections/:projection/skip.' },
+    ),
   ),
-  thisProcess: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: "This process's live report of the projection (as in /readyz)." })),
+  thisProcess: Type.Optional(
+    Type.Record(Type.String(), Type.Unknown(), {
+      description: "This process's live report of the projection (as in /readyz).",
+    }),
+  ),
 });
 
 export const registerOperatorRoutes = (app: TypedApp, deps: OperatorDeps): void => {
@@ -62,11 +81,18 @@ export const registerOperatorRoutes = (app: TypedApp, deps: OperatorDeps): void 
         summary: 'Each projection: checkpoint, head of the event store, lag, version and state',
         description: `Checkpoints, the head and stops (stream ${PROJECTION_STATUS_STREAM}) are read from the store, so any process answers the same; the running state is known only where the projection runs.`,
         security,
-        response: { 200: Type.Object({ head: Position, projections: Type.Array(ProjectionStatusSchema) }), ...problemResponses(401, 503) },
+        response: {
+          200: Type.Object({ head: Position, projections: Type.Array(ProjectionStatusSchema) }),
+          ...problemResponses(401, 503),
+        },
       },
     },
     async () => {
-      const projections = await projectionStatuses({ eventStore: deps.eventStore, readModels: deps.readModels, health: deps.health });
+      const projections = await projectionStatuses({
+        eventStore: deps.eventStore,
+        readModels: deps.readModels,
+        health: deps.health,
+      });
       return { head: projections[0]?.head ?? '0', projections };
     },
   );
@@ -85,8 +111,18 @@ export const registerOperatorRoutes = (app: TypedApp, deps: OperatorDeps): void 
         params: Type.Object({ topic: Type.String({ minLength: 1, maxLength: 249 }) }),
         body: Type.Object(
           {
-            partition: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'Only this partition of the dead-letter topic; default all.' })),
-            fromOffset: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'First offset to redrive, in each partition read.' }),
+            partition: Type.Optional(
+              Type.Integer({
+                minimum: 0,
+                maximum: 1_000_000,
+                description: 'Only this partition of the dead-letter topic; default all.',
+              }),
+            ),
+            fromOffset: Type.Integer({
+              minimum: 0,
+              maximum: Number.MAX_SAFE_INTEGER,
+              description: 'First offset to redrive, in each partition read.',
+            }),
             limit: Type.Integer({ minimum: 1, maximum: 1000, description: 'Most dead letters to read.' }),
           },
           { additionalProperties: false },
@@ -104,9 +140,15 @@ export const registerOperatorRoutes = (app: TypedApp, deps: OperatorDeps): void 
                 redrivenTo: Type.Object({ partition: Type.Integer(), offset: Type.String() }),
               }),
             ),
-            skipped: Type.Array(Type.Object({ partition: Type.Integer(), offset: Type.String(), reason: Type.String() })),
-            nextOffsets: Type.Record(Type.String(), Type.String(), { description: 'Per partition read: the offset after the last dead letter read.' }),
-            nextOffset: Type.Union([Type.String(), Type.Null()], { description: 'The same for the partition asked for; null without one.' }),
+            skipped: Type.Array(
+              Type.Object({ partition: Type.Integer(), offset: Type.String(), reason: Type.String() }),
+            ),
+            nextOffsets: Type.Record(Type.String(), Type.String(), {
+              description: 'Per partition read: the offset after the last dead letter read.',
+            }),
+            nextOffset: Type.Union([Type.String(), Type.Null()], {
+              description: 'The same for the partition asked for; null without one.',
+            }),
           }),
           ...problemResponses(400, 401, 503),
         },
@@ -116,12 +158,24 @@ export const registerOperatorRoutes = (app: TypedApp, deps: OperatorDeps): void 
       const { topic } = request.params;
       if (topic !== topics.deadLetter) {
         throw new ProblemError('VALIDATION_FAILED', `Only the dead-letter topic can be redriven; ${topic} is not it.`, {
-          errors: [{ field: 'topic', message: `must be the dead-letter topic ${topics.deadLetter}: only dead letters go back to the topic they came from` }],
+          errors: [
+            {
+              field: 'topic',
+              message: `must be the dead-letter topic ${topics.deadLetter}: only dead letters go back to the topic they came from`,
+            },
+          ],
         });
       }
       const { partition, fromOffset, limit } = request.body;
-      const result = await redriveDeadLetters(deps.eventLog, topics, { partition, fromOffset: BigInt(fromOffset), limit });
-      request.log.warn({ topic, partition, fromOffset, redriven: result.redriven, skipped: result.skipped.length }, 'dead letters redriven by an operator');
+      const result = await redriveDeadLetters(deps.eventLog, topics, {
+        partition,
+        fromOffset: BigInt(fromOffset),
+        limit,
+      });
+      request.log.warn(
+        { topic, partition, fromOffset, redriven: result.redriven, skipped: result.skipped.length },
+        'dead letters redriven by an operator',
+      );
       return result;
     },
   );
@@ -139,7 +193,13 @@ export const registerOperatorRoutes = (app: TypedApp, deps: OperatorDeps): void 
         security,
         params: Type.Object({ callId: Type.String({ minLength: 1, maxLength: 200 }) }),
         response: {
-          202: Type.Composite([Type.Object({ callId: Type.String(), teamId: Type.String(), status: Type.Literal('pending') }), CallRetriedSchema], { additionalProperties: false }),
+          202: Type.Composite(
+            [
+              Type.Object({ callId: Type.String(), teamId: Type.String(), status: Type.Literal('pending') }),
+              CallRetriedSchema,
+            ],
+            { additionalProperties: false },
+          ),
           ...problemResponses(401, 402, 404, 409, 503),
         },
       },

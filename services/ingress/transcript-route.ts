@@ -13,7 +13,13 @@ import type { CallState } from '../../shared/domain/call/call-state.ts';
 import { callStreamId } from '../../shared/domain/call/call-submitted.ts';
 import { isStorable } from '../../shared/domain/submission/storable-text.ts';
 import { ProblemSchema } from '../../shared/domain/submission/submission-schema.ts';
-import { renderSrt, renderText, renderVtt, TRANSCRIPT_FORMATS, type TranscriptFormat } from '../../shared/domain/transcript/transcript-export.ts';
+import {
+  renderSrt,
+  renderText,
+  renderVtt,
+  TRANSCRIPT_FORMATS,
+  type TranscriptFormat,
+} from '../../shared/domain/transcript/transcript-export.ts';
 import { segmentsAreTimed } from '../../shared/domain/transcript/transcript-segments.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import type { RateLimiter } from '../../shared/ports/rate-limiter.ts';
@@ -30,8 +36,12 @@ const TranscriptSchema = Type.Object({
   callId: Type.String(),
   segments: Type.Array(
     Type.Object({
-      start: Nullable(Type.Number({ description: 'Seconds from the start of the call; null when the transcript carries no times.' })),
-      end: Nullable(Type.Number({ description: 'Seconds from the start of the call; null when the transcript carries no times.' })),
+      start: Nullable(
+        Type.Number({ description: 'Seconds from the start of the call; null when the transcript carries no times.' }),
+      ),
+      end: Nullable(
+        Type.Number({ description: 'Seconds from the start of the call; null when the transcript carries no times.' }),
+      ),
       speaker: Nullable(Type.String({ description: 'The speaker as labelled; null when not known.' })),
       text: Type.String(),
     }),
@@ -47,12 +57,16 @@ const TEXT_TYPES: Record<Exclude<TranscriptFormat, 'json'>, string> = {
 
 /** Why a call of this team has no transcript to show. */
 const notReady = (state: Exclude<CallState, { status: 'absent' }>): string => {
-  if (state.status === 'pending') return `The call is pending (stage ${state.stage}); its transcript is recorded when transcription is done. Try again later.`;
+  if (state.status === 'pending')
+    return `The call is pending (stage ${state.stage}); its transcript is recorded when transcription is done. Try again later.`;
   if (state.status === 'failed') return `The call failed (${state.code}) before a transcript was recorded.`;
   return 'The call has no transcript.';
 };
 
-export const registerTranscriptRoute = (app: TypedApp, deps: { teams: TeamService; limiter: RateLimiter; eventStore: EventStore }): void => {
+export const registerTranscriptRoute = (
+  app: TypedApp,
+  deps: { teams: TeamService; limiter: RateLimiter; eventStore: EventStore },
+): void => {
   const calls = new AggregateRepository(deps.eventStore, callDecider, callStreamId);
   app.get(
     '/api/calls/:callId/transcript',
@@ -65,11 +79,16 @@ export const registerTranscriptRoute = (app: TypedApp, deps: { teams: TeamServic
           'format=json (default): {callId, segments: [{start, end, speaker, text}], text}; txt: one segment a line, "Speaker: " before it when known; ' +
           'srt: SubRip, the speaker as "Speaker: "; vtt: WebVTT, the speaker as <v Speaker>. ' +
           'srt and vtt need timings: 409 TRANSCRIPT_NOT_TIMED for a transcript without them (plain or Speaker: text). ' +
-          '409 TRANSCRIPT_NOT_READY while the call has no transcript (pending, or failed before transcription); 404 for an unknown call or another team\'s.',
+          "409 TRANSCRIPT_NOT_READY while the call has no transcript (pending, or failed before transcription); 404 for an unknown call or another team's.",
         security: [{ apiKeyHeader: [] }, { bearer: [] }],
         params: Type.Object({ callId: Type.String({ maxLength: 100 }) }),
         querystring: Type.Object({
-          format: Type.Optional(Type.Union(TRANSCRIPT_FORMATS.map((f) => Type.Literal(f)), { default: 'json' })),
+          format: Type.Optional(
+            Type.Union(
+              TRANSCRIPT_FORMATS.map((f) => Type.Literal(f)),
+              { default: 'json' },
+            ),
+          ),
         }),
         response: {
           200: {
@@ -90,7 +109,8 @@ export const registerTranscriptRoute = (app: TypedApp, deps: { teams: TeamServic
       // No call id holds U+0000 or an unpaired surrogate (and PostgreSQL refuses them in a parameter).
       if (!isStorable(callId)) throw new ProblemError('NOT_FOUND', 'No such call in this team.');
       const { state } = await calls.load(callId);
-      if (state.status === 'absent' || state.status === 'erased' || state.submitted.teamId !== request.apiKey!.teamId) throw new ProblemError('NOT_FOUND', `No call ${callId} in this team.`);
+      if (state.status === 'absent' || state.status === 'erased' || state.submitted.teamId !== request.apiKey!.teamId)
+        throw new ProblemError('NOT_FOUND', `No call ${callId} in this team.`);
       if (!state.transcript) throw new ProblemError('TRANSCRIPT_NOT_READY', notReady(state));
       const { segments, text } = state.transcript;
       const format: TranscriptFormat = request.query.format ?? 'json';

@@ -15,10 +15,15 @@ import type { TypedApp } from './typed-app.ts';
 
 export const UsageSchema = Type.Object({
   teamId: Type.String(),
-  remainingMinutes: Type.Number({ description: 'Live call minutes left (may be below 0 by at most one call, settled later).' }),
+  remainingMinutes: Type.Number({
+    description: 'Live call minutes left (may be below 0 by at most one call, settled later).',
+  }),
   reservedMinutes: Type.Number({ description: 'Minutes held for calls accepted and not yet finished.' }),
   usedMinutes: Type.Number({ description: 'Minutes charged for processed calls since the team was created.' }),
-  autoRecharge: Type.Object({ enabled: Type.Boolean(), hours: Type.Number({ description: 'Hours bought each time the team runs out.' }) }),
+  autoRecharge: Type.Object({
+    enabled: Type.Boolean(),
+    hours: Type.Number({ description: 'Hours bought each time the team runs out.' }),
+  }),
   rateLimit: Type.Object(
     {
       limit: Type.Integer(),

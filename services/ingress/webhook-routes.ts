@@ -42,8 +42,10 @@ const unreachableHost = (url: string): string | undefined => {
   } catch {
     return undefined; // the decider says why
   }
-  if (host === 'localhost' || host.endsWith('.localhost')) return 'url names localhost, which deliveries never reach (WEBHOOK_ALLOW_PRIVATE is off)';
-  if (isIP(host) && !classifyAddress(host).allowed) return `url names ${host}, which is not a public internet address (WEBHOOK_ALLOW_PRIVATE is off)`;
+  if (host === 'localhost' || host.endsWith('.localhost'))
+    return 'url names localhost, which deliveries never reach (WEBHOOK_ALLOW_PRIVATE is off)';
+  if (isIP(host) && !classifyAddress(host).allowed)
+    return `url names ${host}, which is not a public internet address (WEBHOOK_ALLOW_PRIVATE is off)`;
   return undefined;
 };
 
@@ -53,8 +55,14 @@ const problems = (...statuses: number[]) => Object.fromEntries(statuses.map((s) 
 const Id = Type.String({ minLength: 1, maxLength: 100 });
 const TeamParams = Type.Object({ teamId: Id });
 const WebhookParams = Type.Object({ teamId: Id, webhookId: Id });
-const EventTypes = Type.Array(Type.Union(WEBHOOK_EVENT_TYPES.map((t) => Type.Literal(t))), { minItems: 1, maxItems: WEBHOOK_EVENT_TYPES.length, uniqueItems: true });
-const Secret = Type.String({ description: 'whsec_ + base64 of 32 random bytes: shown once; verify deliveries with any Standard Webhooks library.' });
+const EventTypes = Type.Array(Type.Union(WEBHOOK_EVENT_TYPES.map((t) => Type.Literal(t))), {
+  minItems: 1,
+  maxItems: WEBHOOK_EVENT_TYPES.length,
+  uniqueItems: true,
+});
+const Secret = Type.String({
+  description: 'whsec_ + base64 of 32 random bytes: shown once; verify deliveries with any Standard Webhooks library.',
+});
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
 const DeliveryView = Type.Object({
   deliveryId: Type.String(),
@@ -71,7 +79,11 @@ const DeliveryView = Type.Object({
 
 export const registerWebhookRoutes = (app: TypedApp, deps: WebhookRoutesDeps): void => {
   const now = deps.now ?? (() => new Date());
-  const repository = new AggregateRepository<WebhookCommand, WebhookState, WebhookEvent>(deps.eventStore, webhookDecider, webhookStreamId);
+  const repository = new AggregateRepository<WebhookCommand, WebhookState, WebhookEvent>(
+    deps.eventStore,
+    webhookDecider,
+    webhookStreamId,
+  );
   const common = { onRequest: deps.requireAdmin };
 
   const requireTeam = async (teamId: string) => {
@@ -80,7 +92,8 @@ export const registerWebhookRoutes = (app: TypedApp, deps: WebhookRoutesDeps): v
   /** The webhook's state, when it is this team's and not deleted. */
   const webhookOf = async (teamId: string, webhookId: string) => {
     const { state } = await repository.load(webhookId);
-    if ((state.status !== 'active' && state.status !== 'disabled') || state.teamId !== teamId) throw new ProblemError('NOT_FOUND', `No webhook ${webhookId} in team ${teamId}.`);
+    if ((state.status !== 'active' && state.status !== 'disabled') || state.teamId !== teamId)
+      throw new ProblemError('NOT_FOUND', `No webhook ${webhookId} in team ${teamId}.`);
     return state;
   };
 
@@ -91,20 +104,44 @@ export const registerWebhookRoutes = (app: TypedApp, deps: WebhookRoutesDeps): v
       schema: {
         tags,
         security,
-        summary: 'Register a webhook: signed deliveries (Standard Webhooks) of the chosen events; the secret is shown once',
+        summary:
+          'Register a webhook: signed deliveries (Standard Webhooks) of the chosen events; the secret is shown once',
         params: TeamParams,
-        body: Type.Object({ url: Type.String({ minLength: 1, maxLength: 2048, description: 'http(s) URL of a public address' }), events: EventTypes }, { additionalProperties: false }),
-        response: { 201: Type.Object({ webhookId: Type.String(), url: Type.String(), events: Type.Array(Type.String()), secret: Secret }), ...problems(400, 401, 404) },
+        body: Type.Object(
+          {
+            url: Type.String({ minLength: 1, maxLength: 2048, description: 'http(s) URL of a public address' }),
+            events: EventTypes,
+          },
+          { additionalProperties: false },
+        ),
+        response: {
+          201: Type.Object({
+            webhookId: Type.String(),
+            url: Type.String(),
+            events: Type.Array(Type.String()),
+            secret: Secret,
+          }),
+          ...problems(400, 401, 404),
+        },
       },
     },
     async (request, reply) => {
       const { teamId } = request.params;
       const unreachable = deps.allowPrivate ? undefined : unreachableHost(request.body.url);
-      if (unreachable) throw new ProblemError('VALIDATION_FAILED', unreachable, { errors: [{ field: 'url', message: unreachable }] });
+      if (unreachable)
+        throw new ProblemError('VALIDATION_FAILED', unreachable, { errors: [{ field: 'url', message: unreachable }] });
       await requireTeam(teamId);
       const webhookId = randomUUID();
       const secret = newWebhookSecret();
-      const { events } = await repository.handle(webhookId, { type: 'RegisterWebhook', webhookId, teamId, url: request.body.url, events: request.body.events, secret, now: now().toISOString() });
+      const { events } = await repository.handle(webhookId, {
+        type: 'RegisterWebhook',
+        webhookId,
+        teamId,
+        url: request.body.url,
+        events: request.body.events,
+        secret,
+        now: now().toISOString(),
+      });
       const registered = events[0] as Extract<WebhookEvent, { type: 'WebhookRegistered' }>;
       return reply.code(201).send({ webhookId, url: registered.data.url, events: registered.data.events, secret });
     },
@@ -126,7 +163,9 @@ export const registerWebhookRoutes = (app: TypedApp, deps: WebhookRoutesDeps): v
                 webhookId: Type.String(),
                 url: Type.String(),
                 events: Type.Array(Type.String()),
-                status: Type.Union([Type.Literal('active'), Type.Literal('disabled')], { description: 'disabled once its receiver answered 410 Gone' }),
+                status: Type.Union([Type.Literal('active'), Type.Literal('disabled')], {
+                  description: 'disabled once its receiver answered 410 Gone',
+                }),
                 createdAt: Type.String(),
               }),
             ),
@@ -138,13 +177,30 @@ export const registerWebhookRoutes = (app: TypedApp, deps: WebhookRoutesDeps): v
     async (request) => {
       await requireTeam(request.params.teamId);
       const webhooks = await deps.webhooks.list(request.params.teamId);
-      return { webhooks: webhooks.map(({ webhookId, url, events, status, createdAt }) => ({ webhookId, url, events, status, createdAt })) };
+      return {
+        webhooks: webhooks.map(({ webhookId, url, events, status, createdAt }) => ({
+          webhookId,
+          url,
+          events,
+          status,
+          createdAt,
+        })),
+      };
     },
   );
 
   app.delete(
     '/api/admin/teams/:teamId/webhooks/:webhookId',
-    { ...common, schema: { tags, security, summary: 'Delete a webhook: nothing more is delivered to it', params: WebhookParams, response: { 204: Type.Null(), ...problems(401, 404) } } },
+    {
+      ...common,
+      schema: {
+        tags,
+        security,
+        summary: 'Delete a webhook: nothing more is delivered to it',
+        params: WebhookParams,
+        response: { 204: Type.Null(), ...problems(401, 404) },
+      },
+    },
     async (request, reply) => {
       await webhookOf(request.params.teamId, request.params.webhookId);
       await repository.handle(request.params.webhookId, { type: 'DeleteWebhook', now: now().toISOString() });
@@ -159,7 +215,8 @@ export const registerWebhookRoutes = (app: TypedApp, deps: WebhookRoutesDeps): v
       schema: {
         tags,
         security,
-        summary: 'A new secret; the old one keeps signing alongside it for 24 hours (both signatures in webhook-signature)',
+        summary:
+          'A new secret; the old one keeps signing alongside it for 24 hours (both signatures in webhook-signature)',
         params: WebhookParams,
         response: { 200: Type.Object({ secret: Secret }), ...problems(401, 404) },
       },
@@ -167,7 +224,11 @@ export const registerWebhookRoutes = (app: TypedApp, deps: WebhookRoutesDeps): v
     async (request) => {
       await webhookOf(request.params.teamId, request.params.webhookId);
       const secret = newWebhookSecret();
-      await repository.handle(request.params.webhookId, { type: 'RotateWebhookSecret', secret, now: now().toISOString() });
+      await repository.handle(request.params.webhookId, {
+        type: 'RotateWebhookSecret',
+        secret,
+        now: now().toISOString(),
+      });
       return { secret };
     },
   );
@@ -181,13 +242,20 @@ export const registerWebhookRoutes = (app: TypedApp, deps: WebhookRoutesDeps): v
         security,
         summary: 'Queue a webhook.test delivery to this webhook',
         params: WebhookParams,
-        response: { 202: Type.Object({ eventId: Type.String({ description: 'The webhook-id of the test delivery.' }) }), ...problems(401, 404, 409) },
+        response: {
+          202: Type.Object({ eventId: Type.String({ description: 'The webhook-id of the test delivery.' }) }),
+          ...problems(401, 404, 409),
+        },
       },
     },
     async (request, reply) => {
       await webhookOf(request.params.teamId, request.params.webhookId);
       const testId = randomUUID();
-      await repository.handle(request.params.webhookId, { type: 'RequestWebhookTest', testId, now: now().toISOString() });
+      await repository.handle(request.params.webhookId, {
+        type: 'RequestWebhookTest',
+        testId,
+        now: now().toISOString(),
+      });
       return reply.code(202).send({ eventId: testId });
     },
   );
@@ -209,7 +277,10 @@ export const registerWebhookRoutes = (app: TypedApp, deps: WebhookRoutesDeps): v
           },
           { additionalProperties: false },
         ),
-        response: { 200: Type.Object({ deliveries: Type.Array(DeliveryView), nextCursor: Nullable(Type.String()) }), ...problems(400, 401, 404) },
+        response: {
+          200: Type.Object({ deliveries: Type.Array(DeliveryView), nextCursor: Nullable(Type.String()) }),
+          ...problems(400, 401, 404),
+        },
       },
     },
     async (request) => {
@@ -218,7 +289,10 @@ export const registerWebhookRoutes = (app: TypedApp, deps: WebhookRoutesDeps): v
       try {
         return await deps.webhooks.deliveries(request.params.webhookId, { status, limit, cursor });
       } catch (error) {
-        if (error instanceof InvalidQueryError) throw new ProblemError('VALIDATION_FAILED', error.message, { errors: [{ field: error.field, message: error.message }] });
+        if (error instanceof InvalidQueryError)
+          throw new ProblemError('VALIDATION_FAILED', error.message, {
+            errors: [{ field: error.field, message: error.message }],
+          });
         throw error;
       }
     },
@@ -238,9 +312,16 @@ export const registerWebhookRoutes = (app: TypedApp, deps: WebhookRoutesDeps): v
     },
     async (request, reply) => {
       const webhook = await webhookOf(request.params.teamId, request.params.webhookId);
-      if (webhook.status === 'disabled') throw new ProblemError('CONFLICT', 'The webhook is disabled (its receiver answered 410 Gone); register it again.');
+      if (webhook.status === 'disabled')
+        throw new ProblemError(
+          'CONFLICT',
+          'The webhook is disabled (its receiver answered 410 Gone); register it again.',
+        );
       if (!(await deps.webhooks.redeliver(request.params.webhookId, request.params.deliveryId, now()))) {
-        throw new ProblemError('NOT_FOUND', `No delivery ${request.params.deliveryId} of webhook ${request.params.webhookId}.`);
+        throw new ProblemError(
+          'NOT_FOUND',
+          `No delivery ${request.params.deliveryId} of webhook ${request.params.webhookId}.`,
+        );
       }
       return reply.code(202).send({ deliveryId: request.params.deliveryId });
     },

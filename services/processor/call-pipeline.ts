@@ -68,7 +68,8 @@ export interface PipelineDeps {
 const storable = <T>(value: T): T => {
   if (typeof value === 'string') return toStorable(value) as T;
   if (Array.isArray(value)) return value.map(storable) as T;
-  if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [toStorable(k), storable(v)])) as T;
+  if (value !== null && typeof value === 'object')
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [toStorable(k), storable(v)])) as T;
   return value;
 };
 
@@ -80,14 +81,20 @@ const loggable = (error: unknown): unknown =>
   error instanceof StepError ? { type: 'StepError', code: error.code, retriable: error.retriable } : error;
 
 export const createCallPipeline = (deps: PipelineDeps) => {
-  const calls = new AggregateRepository(deps.store, callDecider, callStreamId, { cache: deps.callStates, deferDurability: deps.deferDurability });
+  const calls = new AggregateRepository(deps.store, callDecider, callStreamId, {
+    cache: deps.callStates,
+    deferDurability: deps.deferDurability,
+  });
   const teamWrite = { deferDurability: deps.deferDurability };
   // A team's stream grows with every call: keep folded states and read only newer events.
   const teams = deps.teams ?? createTeamWriter(deps.store).repository;
   const now = () => (deps.now ?? (() => new Date()))().toISOString();
 
   /** Appends a step's outcome; a step that lost a race (call finished or moved on) changes nothing. */
-  const record = async (call: { callId: string; submitted: { teamId: string } }, command: CallCommand): Promise<CallEvent[]> => {
+  const record = async (
+    call: { callId: string; submitted: { teamId: string } },
+    command: CallCommand,
+  ): Promise<CallEvent[]> => {
     try {
       // The team rides along in metadata so downstream consumers of any call event know it, and
       // the step's trace context so the projections continue the call's trace.
@@ -95,17 +102,27 @@ export const createCallPipeline = (deps: PipelineDeps) => {
       countFinishedCalls(events);
       return events;
     } catch (error) {
-      if (isDomainError(error) && ['CALL_ALREADY_FINISHED', 'CALL_STEP_OUT_OF_ORDER', 'CALL_ERASED'].includes(error.code)) return [];
+      if (
+        isDomainError(error) &&
+        ['CALL_ALREADY_FINISHED', 'CALL_STEP_OUT_OF_ORDER', 'CALL_ERASED'].includes(error.code)
+      )
+        return [];
       throw error;
     }
   };
 
   const settleCapacity = (call: PendingCall, seconds: number | null) =>
-    teams.handle(call.submitted.teamId, {
-      type: 'SettleCapacity',
-      callId: call.callId,
-      actualMinutes: seconds === null ? call.submitted.capacity.reservedMinutes : Math.max(1, minutesForSeconds(seconds)),
-    }, undefined, teamWrite);
+    teams.handle(
+      call.submitted.teamId,
+      {
+        type: 'SettleCapacity',
+        callId: call.callId,
+        actualMinutes:
+          seconds === null ? call.submitted.capacity.reservedMinutes : Math.max(1, minutesForSeconds(seconds)),
+      },
+      undefined,
+      teamWrite,
+    );
   const releaseCapacity = (call: { callId: string; submitted: { teamId: string } }) =>
     teams.handle(call.submitted.teamId, { type: 'ReleaseCapacity', callId: call.callId }, undefined, teamWrite);
 
@@ -125,7 +142,12 @@ export const createCallPipeline = (deps: PipelineDeps) => {
    */
   const fetchAudio = async (url: string, spent: { ms: number }, signal: AbortSignal): Promise<FetchedAudio> => {
     const budgetMs = deps.audioFetchBudgetMs;
-    if (spent.ms >= budgetMs) throw new StepError('audio_timeout', `Fetching the audio took more than ${seconds(budgetMs)} over all attempts.`, false);
+    if (spent.ms >= budgetMs)
+      throw new StepError(
+        'audio_timeout',
+        `Fetching the audio took more than ${seconds(budgetMs)} over all attempts.`,
+        false,
+      );
     const started = Date.now();
     const attempt = await deps.audio.fetch(url, { signal, timeoutMs: budgetMs - spent.ms }).then(
       (fetched) => ({ fetched }),
@@ -135,7 +157,12 @@ export const createCallPipeline = (deps: PipelineDeps) => {
     if ('fetched' in attempt) return attempt.fetched;
     const { error } = attempt;
     if (error instanceof StepError && error.retriable && spent.ms >= budgetMs) {
-      throw new StepError(error.code, `${error.message} Gave up: fetching the audio took more than ${seconds(budgetMs)} over all attempts.`, false, { cause: error });
+      throw new StepError(
+        error.code,
+        `${error.message} Gave up: fetching the audio took more than ${seconds(budgetMs)} over all attempts.`,
+        false,
+        { cause: error },
+      );
     }
     throw error;
   };
@@ -150,7 +177,8 @@ export const createCallPipeline = (deps: PipelineDeps) => {
         return;
       case 'record_inline_transcript': {
         const transcript = submission.transcript;
-        if (!transcript) throw new StepError('transcript_missing', 'The call has neither a recording nor a transcript.', false);
+        if (!transcript)
+          throw new StepError('transcript_missing', 'The call has neither a recording nor a transcript.', false);
         await record(call, {
           type: 'RecordTranscript',
           source: 'inline',
@@ -164,11 +192,30 @@ export const createCallPipeline = (deps: PipelineDeps) => {
         return;
       }
       case 'fetch_and_transcribe': {
-        const fetched = await actor.outsideSlot(() => deps.downloadSlot(teamId, () => timeStep('fetch', () => fetchAudio(submission.audioUrl!, spent, signal)), signal));
+        const fetched = await actor.outsideSlot(() =>
+          deps.downloadSlot(
+            teamId,
+            () => timeStep('fetch', () => fetchAudio(submission.audioUrl!, spent, signal)),
+            signal,
+          ),
+        );
         try {
-          if (!call.audio) await record(call, { type: 'RecordAudioFetched', bytes: fetched.bytes, contentType: fetched.contentType, now: now() });
+          if (!call.audio)
+            await record(call, {
+              type: 'RecordAudioFetched',
+              bytes: fetched.bytes,
+              contentType: fetched.contentType,
+              now: now(),
+            });
           const transcription = await actor.outsideSlot(() =>
-            deps.transcriptionSlot(teamId, () => timeStep('transcribe', () => deps.transcriber.transcribe({ audioPath: fetched.path, contentType: fetched.contentType, signal })), signal),
+            deps.transcriptionSlot(
+              teamId,
+              () =>
+                timeStep('transcribe', () =>
+                  deps.transcriber.transcribe({ audioPath: fetched.path, contentType: fetched.contentType, signal }),
+                ),
+              signal,
+            ),
           );
           await record(call, {
             type: 'RecordTranscript',
@@ -188,12 +235,23 @@ export const createCallPipeline = (deps: PipelineDeps) => {
       case 'analyse': {
         const analysis = await timeStep('analyse', () =>
           deps.analyser.analyse(
-            { transcript: call.transcript!.text, segments: call.transcript!.segments, repName: submission.repName, repEmail: submission.repEmail, callDate: submission.callDate, callTitle: submission.callTitle },
+            {
+              transcript: call.transcript!.text,
+              segments: call.transcript!.segments,
+              repName: submission.repName,
+              repEmail: submission.repEmail,
+              callDate: submission.callDate,
+              callTitle: submission.callTitle,
+            },
             { signal },
           ),
         );
         const { title, summary, score, components, insights, engine } = analysis;
-        await record(call, { type: 'RecordAnalysis', analysis: storable({ title, summary, score, components, insights, engine }), now: now() });
+        await record(call, {
+          type: 'RecordAnalysis',
+          analysis: storable({ title, summary, score, components, insights, engine }),
+          now: now(),
+        });
         return;
       }
       case 'record_deal':
@@ -224,7 +282,11 @@ export const createCallPipeline = (deps: PipelineDeps) => {
       const pause = (ms: number) => actor.outsideSlot(() => sleep(ms, signal));
       const spentFetching = { ms: 0 };
       // Each step is a span of the call's trace, which began at the ingest request.
-      const trace = tracingEnabled() ? traceContextFrom((await deps.store.readStream(callStreamId(callId), { maxCount: 1 }).catch(() => []))[0]?.metadata) : undefined;
+      const trace = tracingEnabled()
+        ? traceContextFrom(
+            (await deps.store.readStream(callStreamId(callId), { maxCount: 1 }).catch(() => []))[0]?.metadata,
+          )
+        : undefined;
       for (;;) {
         if (signal.aborted) return;
         // An outage while loading is retried like a step's; past the policy the actor ends and the
@@ -243,17 +305,36 @@ export const createCallPipeline = (deps: PipelineDeps) => {
         const step = nextStep(state);
         try {
           await retrying(
-            () => inSpan(`step ${step}`, { parent: trace, attributes: { 'call.id': callId, 'call.step': step } }, () => runStep(state, actor, spentFetching)),
+            () =>
+              inSpan(`step ${step}`, { parent: trace, attributes: { 'call.id': callId, 'call.step': step } }, () =>
+                runStep(state, actor, spentFetching),
+              ),
             deps.retry,
             signal,
-            (error, attempt, delayMs) => log.warn({ step, attempt, delayMs, code: (error as StepError).code, err: loggable(error) }, 'step failed; retrying'),
+            (error, attempt, delayMs) =>
+              log.warn(
+                { step, attempt, delayMs, code: (error as StepError).code, err: loggable(error) },
+                'step failed; retrying',
+              ),
             pause,
           );
         } catch (error) {
           if (signal.aborted) return;
-          const terminal = error instanceof StepError ? error : new StepError('internal_error', 'Processing failed unexpectedly; the error was logged.', false, { cause: error });
+          const terminal =
+            error instanceof StepError
+              ? error
+              : new StepError('internal_error', 'Processing failed unexpectedly; the error was logged.', false, {
+                  cause: error,
+                });
           log.warn({ step, code: terminal.code, err: loggable(error) }, 'call failed');
-          await inSpan('fail call', { parent: trace, attributes: { 'call.id': callId, 'call.step': step, 'call.processing_error': terminal.code } }, () => fail(state, terminal.code, terminal.message));
+          await inSpan(
+            'fail call',
+            {
+              parent: trace,
+              attributes: { 'call.id': callId, 'call.step': step, 'call.processing_error': terminal.code },
+            },
+            () => fail(state, terminal.code, terminal.message),
+          );
           return;
         }
         log.debug({ step }, 'step done');
@@ -263,9 +344,17 @@ export const createCallPipeline = (deps: PipelineDeps) => {
     /** Fails a pending call whose deadline has passed; nothing for a finished one. */
     async timeOut(callId: string): Promise<CallState> {
       const { state } = await calls.load(callId);
-      if (state.status === 'pending' && Date.parse(deadlineOf(state, deps.processingTimeoutMs)) <= Date.parse(now())) await releaseCapacity(state);
-      const metadata = state.status === 'absent' ? undefined : { teamId: state.status === 'erased' ? state.teamId : state.submitted.teamId };
-      const result = await calls.handle(callId, { type: 'TimeOut', now: now(), timeoutMs: deps.processingTimeoutMs }, metadata);
+      if (state.status === 'pending' && Date.parse(deadlineOf(state, deps.processingTimeoutMs)) <= Date.parse(now()))
+        await releaseCapacity(state);
+      const metadata =
+        state.status === 'absent'
+          ? undefined
+          : { teamId: state.status === 'erased' ? state.teamId : state.submitted.teamId };
+      const result = await calls.handle(
+        callId,
+        { type: 'TimeOut', now: now(), timeoutMs: deps.processingTimeoutMs },
+        metadata,
+      );
       countFinishedCalls(result.events);
       return result.state;
     },

@@ -23,7 +23,11 @@ const CallSubmittedRecordSchema = Type.Object({
     transcript: Type.Optional(Type.Object({ text: Type.String(), truncated: Type.Boolean() })),
     audioUrl: Type.Optional(Type.String()),
   }),
-  attributedTo: Type.Object({ kind: Type.Union([Type.Literal('member'), Type.Literal('owner')]), email: Type.String(), name: Type.String() }),
+  attributedTo: Type.Object({
+    kind: Type.Union([Type.Literal('member'), Type.Literal('owner')]),
+    email: Type.String(),
+    name: Type.String(),
+  }),
   capacity: Type.Object({ reservedMinutes: Type.Number(), autoRechargedMinutes: Type.Number() }),
   warnings: Type.Array(Type.String()),
 });
@@ -46,7 +50,10 @@ export const parseCallSubmitted = (record: Pick<LogRecord, 'key' | 'value' | 'he
  * is opened; docs/decisions/0014-erasure-crypto-shredding.md). `erased`: the record is sealed and
  * its call's key destroyed, so there is nothing to process.
  */
-export const readCallSubmitted = async (record: Pick<LogRecord, 'key' | 'value' | 'headers'>, personalData: PersonalData | undefined): Promise<ParsedCallSubmitted | { ok: false; erased: true }> => {
+export const readCallSubmitted = async (
+  record: Pick<LogRecord, 'key' | 'value' | 'headers'>,
+  personalData: PersonalData | undefined,
+): Promise<ParsedCallSubmitted | { ok: false; erased: true }> => {
   let event;
   try {
     event = fromRecord<Json>(record);
@@ -62,11 +69,14 @@ export const readCallSubmitted = async (record: Pick<LogRecord, 'key' | 'value' 
 };
 
 const checked = (record: Pick<LogRecord, 'key'>, event: CloudEvent<unknown>): ParsedCallSubmitted => {
-  if (event.type !== CALL_SUBMITTED_TYPE) return { ok: false, reason: `unexpected event type ${event.type} (expected ${CALL_SUBMITTED_TYPE})` };
+  if (event.type !== CALL_SUBMITTED_TYPE)
+    return { ok: false, reason: `unexpected event type ${event.type} (expected ${CALL_SUBMITTED_TYPE})` };
   const first = Value.Errors(CallSubmittedRecordSchema, event.data).First();
   if (first) return { ok: false, reason: `invalid CallSubmitted: ${first.path || '/'} ${first.message}` };
   const data = event.data as Checked;
-  if (!data.submission.transcript && !data.submission.audioUrl) return { ok: false, reason: 'invalid CallSubmitted: neither transcript nor audioUrl' };
-  if (data.callId !== record.key) return { ok: false, reason: `record key ${record.key} differs from callId ${data.callId}` };
+  if (!data.submission.transcript && !data.submission.audioUrl)
+    return { ok: false, reason: 'invalid CallSubmitted: neither transcript nor audioUrl' };
+  if (data.callId !== record.key)
+    return { ok: false, reason: `record key ${record.key} differs from callId ${data.callId}` };
   return { ok: true, data: event.data as CallSubmittedData };
 };

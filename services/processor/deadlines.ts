@@ -8,7 +8,10 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 export class Deadlines {
   private readonly timers = new Map<string, NodeJS.Timeout>();
 
-  constructor(private readonly onDue: (callId: string) => void, private readonly now: () => number = Date.now) {}
+  constructor(
+    private readonly onDue: (callId: string) => void,
+    private readonly now: () => number = Date.now,
+  ) {}
 
   arm(callId: string, deadline: string): void {
     this.disarm(callId);

@@ -25,8 +25,12 @@ export class FairQueue {
     /** Most permits one team holds at once; default all of them. */
     readonly perTeam: number = capacity,
   ) {
-    for (const [name, value] of [['capacity', capacity], ['perTeam', perTeam]] as const) {
-      if (!Number.isSafeInteger(value) || value < 1) throw new RangeError(`${name} must be an integer ≥ 1, got ${value}`);
+    for (const [name, value] of [
+      ['capacity', capacity],
+      ['perTeam', perTeam],
+    ] as const) {
+      if (!Number.isSafeInteger(value) || value < 1)
+        throw new RangeError(`${name} must be an integer ≥ 1, got ${value}`);
     }
   }
 

@@ -18,7 +18,17 @@ runUntilSignal('processor', async () => {
   const backends = await openBackends(config, logger);
   const health = new Health(config.readyRetryThresholdMs);
   const processor = await startProcessorService(config, backends, logger, health);
-  const healthServer = config.healthPort === undefined ? undefined : await serveHealth(config.healthPort, config.host, backends, health, logger, [config.metricsToken, config.adminToken].filter((token) => token !== undefined));
+  const healthServer =
+    config.healthPort === undefined
+      ? undefined
+      : await serveHealth(
+          config.healthPort,
+          config.host,
+          backends,
+          health,
+          logger,
+          [config.metricsToken, config.adminToken].filter((token) => token !== undefined),
+        );
   logger.info({ ...backends.description }, 'processor running');
   return {
     logger,

@@ -4,7 +4,13 @@
  * resumes the open calls it owns and re-arms their deadlines from here, so a deadline survives
  * any restart. An operator's CallRetried opens a failed call again (`reopened`).
  */
-import type { EventStore, Json, RecordedEvent, Subscription, SubscriptionStatus } from '../../shared/ports/event-store.ts';
+import type {
+  EventStore,
+  Json,
+  RecordedEvent,
+  Subscription,
+  SubscriptionStatus,
+} from '../../shared/ports/event-store.ts';
 
 export interface OpenCall {
   callId: string;
@@ -31,7 +37,10 @@ const decodeSnapshot = (data: Json): OpenCall[] | undefined => {
   if (!Array.isArray(calls)) return undefined;
   const valid = calls.every(
     (c: Partial<OpenCall> | null) =>
-      typeof c?.callId === 'string' && typeof c.teamId === 'string' && typeof c.submittedAt === 'string' && (c.deadline === undefined || typeof c.deadline === 'string'),
+      typeof c?.callId === 'string' &&
+      typeof c.teamId === 'string' &&
+      typeof c.submittedAt === 'string' &&
+      (c.deadline === undefined || typeof c.deadline === 'string'),
   );
   return valid ? (calls as OpenCall[]) : undefined;
 };
@@ -46,7 +55,10 @@ export class OpenCalls {
   private store?: EventStore;
 
   constructor(
-    private readonly onChange: (call: OpenCall, change: 'opened' | 'reopened' | 'closed' | 'updated' | 'erased') => void = () => {},
+    private readonly onChange: (
+      call: OpenCall,
+      change: 'opened' | 'reopened' | 'closed' | 'updated' | 'erased',
+    ) => void = () => {},
     private readonly options: { snapshotEveryMs?: number } = {},
   ) {}
 
@@ -76,7 +88,10 @@ export class OpenCalls {
       },
     });
     await this.subscription.caughtUp();
-    this.snapshotTimer = setInterval(() => void this.snapshot(), this.options.snapshotEveryMs ?? DEFAULT_SNAPSHOT_EVERY_MS);
+    this.snapshotTimer = setInterval(
+      () => void this.snapshot(),
+      this.options.snapshotEveryMs ?? DEFAULT_SNAPSHOT_EVERY_MS,
+    );
     this.snapshotTimer.unref();
   }
 
@@ -90,7 +105,12 @@ export class OpenCalls {
   async snapshot(): Promise<void> {
     const position = this.position;
     if (!this.store || position <= this.snapshotted) return;
-    const calls: Json[] = [...this.open.values()].map(({ callId, teamId, submittedAt, deadline }) => ({ callId, teamId, submittedAt, ...(deadline ? { deadline } : {}) }));
+    const calls: Json[] = [...this.open.values()].map(({ callId, teamId, submittedAt, deadline }) => ({
+      callId,
+      teamId,
+      submittedAt,
+      ...(deadline ? { deadline } : {}),
+    }));
     try {
       await this.store.storeSnapshot(OPEN_CALLS_SNAPSHOT, { position, data: { calls } });
       this.snapshotted = position;

@@ -95,7 +95,8 @@ export const PROCESSOR_GROUP = 'call-processor';
 export const DEFAULT_AUDIO_FETCH_BUDGET_MS = 15 * 60_000;
 
 /** A fair queue of `capacity` permits, of which one team holds at most `share` (default half). */
-const fairQueue = (capacity: number, share: number | undefined) => new FairQueue(capacity, Math.min(capacity, share ?? Math.ceil(capacity / 2)));
+const fairQueue = (capacity: number, share: number | undefined) =>
+  new FairQueue(capacity, Math.min(capacity, share ?? Math.ceil(capacity / 2)));
 
 export const startProcessor = async (options: ProcessorOptions): Promise<Processor> => {
   const log = options.logger.child({ component: 'processor' });
@@ -104,10 +105,12 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
   const slots = fairQueue(concurrency, options.teamShare);
   const downloads = fairQueue(concurrency, options.teamShare);
   const transcriptions = fairQueue(options.transcriptionConcurrency ?? 1, options.teamShare);
-  const swept = await Promise.all([options.audio.sweepStale?.(), options.transcriber.sweepStale?.()]).catch((error: unknown) => {
-    log.warn({ err: error }, 'temp files of dead processes could not be swept');
-    return [];
-  });
+  const swept = await Promise.all([options.audio.sweepStale?.(), options.transcriber.sweepStale?.()]).catch(
+    (error: unknown) => {
+      log.warn({ err: error }, 'temp files of dead processes could not be swept');
+      return [];
+    },
+  );
   const sweptFiles = swept.reduce<number>((sum, count) => sum + (count ?? 0), 0);
   if (sweptFiles > 0) log.warn({ removed: sweptFiles }, 'removed temp audio files left by processes that died');
   const callStates = new BoundedStateCache<CallState>(1000);
@@ -127,8 +130,15 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
     now: options.now,
     deferDurability: options.deferDurability,
   });
-  const calls = new AggregateRepository(options.eventStore, callDecider, callStreamId, { cache: callStates, deferDurability: options.deferDurability });
-  const actors = new ActorSystem((context) => pipeline.run(context), slots, (callId, error) => log.error({ callId, err: error }, 'call actor failed'));
+  const calls = new AggregateRepository(options.eventStore, callDecider, callStreamId, {
+    cache: callStates,
+    deferDurability: options.deferDurability,
+  });
+  const actors = new ActorSystem(
+    (context) => pipeline.run(context),
+    slots,
+    (callId, error) => log.error({ callId, err: error }, 'call actor failed'),
+  );
 
   const owned = new Set<number>();
   const owns = (callId: string) => owned.has(partitionForKey(callId, options.topicPartitions));
@@ -168,7 +178,15 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
   const intake = (record: LogRecord) =>
     inSpan(
       `process ${topics.callsSubmitted}`,
-      { kind: SpanKind.CONSUMER, parent: traceContextFrom(record.headers), attributes: { 'messaging.destination.name': record.topic, 'messaging.kafka.offset': Number(record.offset), 'call.id': record.key } },
+      {
+        kind: SpanKind.CONSUMER,
+        parent: traceContextFrom(record.headers),
+        attributes: {
+          'messaging.destination.name': record.topic,
+          'messaging.kafka.offset': Number(record.offset),
+          'call.id': record.key,
+        },
+      },
       () => intakeRecord(record),
     );
   const intakeRecord = async (record: LogRecord) => {
@@ -178,15 +196,26 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
     if (!parsed.ok) throw new PoisonRecordError(parsed.reason);
     // Appending with "no stream" makes a redelivered record harmless. The record's trace context
     // goes into the call's first event, where each later step finds it.
-    await calls.handle(parsed.data.callId, { type: 'SubmitCall', data: parsed.data }, { teamId: parsed.data.teamId, ...traceHeaders() });
+    await calls.handle(
+      parsed.data.callId,
+      { type: 'SubmitCall', data: parsed.data },
+      { teamId: parsed.data.teamId, ...traceHeaders() },
+    );
     if (partitionForKey(parsed.data.callId, options.topicPartitions) !== record.partition && !warnedPartitions) {
       warnedPartitions = true;
-      log.error({ topicPartitions: options.topicPartitions, partition: record.partition }, `${topics.callsSubmitted} has another partition count than TOPIC_PARTITIONS: calls may not be resumed after a restart`);
+      log.error(
+        { topicPartitions: options.topicPartitions, partition: record.partition },
+        `${topics.callsSubmitted} has another partition count than TOPIC_PARTITIONS: calls may not be resumed after a restart`,
+      );
     }
     actors.wake(parsed.data.callId, parsed.data.teamId);
   };
   const stopping = new AbortController();
-  const records = resilientHandler(intake, { deadLetter: { eventLog: options.eventLog, topic: topics.deadLetter }, log, signal: stopping.signal });
+  const records = resilientHandler(intake, {
+    deadLetter: { eventLog: options.eventLog, topic: topics.deadLetter },
+    log,
+    signal: stopping.signal,
+  });
 
   const inPartitions = (partitions: PartitionRef[]) => {
     const set = new Set(partitions.filter((p) => p.topic === topics.callsSubmitted).map((p) => p.partition));
@@ -279,30 +308,60 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
     return Promise.all(
       ends.map(async ({ partition, offset }) => ({
         labels: { group: groupId, topic: topics.callsSubmitted, partition },
-        value: Number(offset - ((await options.eventLog.committedOffset(groupId, topics.callsSubmitted, partition)) ?? 0n)),
+        value: Number(
+          offset - ((await options.eventLog.committedOffset(groupId, topics.callsSubmitted, partition)) ?? 0n),
+        ),
       })),
     );
   };
-  const unregisterGauges = [openCallsGauge.register(() => [{ labels: { group: groupId }, value: openCalls.all().length }]), consumerLagGauge.register(lag)];
+  const unregisterGauges = [
+    openCallsGauge.register(() => [{ labels: { group: groupId }, value: openCalls.all().length }]),
+    consumerLagGauge.register(lag),
+  ];
 
   const unregister = options.health?.register('processor', () => {
     const status = consumer.status();
     const retrying = records.retrying();
-    const detail = { consumer: status.state, since: status.since.toISOString(), partitions: status.partitions, activeCalls: actors.size, openCalls: openCalls.all().length, deadLettered: records.deadLettered };
-    if (status.state === 'failed' || status.state === 'stopped') return { ready: false, reason: `consumer ${status.state}${status.error ? `: ${status.error}` : ''}`, ...detail };
+    const detail = {
+      consumer: status.state,
+      since: status.since.toISOString(),
+      partitions: status.partitions,
+      activeCalls: actors.size,
+      openCalls: openCalls.all().length,
+      deadLettered: records.deadLettered,
+    };
+    if (status.state === 'failed' || status.state === 'stopped')
+      return { ready: false, reason: `consumer ${status.state}${status.error ? `: ${status.error}` : ''}`, ...detail };
     if (status.state === 'retrying' && options.health!.retryingTooLong(status.since)) {
-      return { ready: false, reason: `consumer retrying since ${status.since.toISOString()}: ${status.error}`, ...detail };
+      return {
+        ready: false,
+        reason: `consumer retrying since ${status.since.toISOString()}: ${status.error}`,
+        ...detail,
+      };
     }
     const feed = openCalls.status();
-    if (feed.state === 'failed' || feed.state === 'stopped') return { ready: false, reason: `open-calls feed ${feed.state}: ${feed.error ?? ''}`, ...detail };
+    if (feed.state === 'failed' || feed.state === 'stopped')
+      return { ready: false, reason: `open-calls feed ${feed.state}: ${feed.error ?? ''}`, ...detail };
     if (feed.state === 'retrying' && options.health!.retryingTooLong(feed.since)) {
-      return { ready: false, reason: `open-calls feed retrying since ${feed.since.toISOString()}: ${feed.error}`, ...detail };
+      return {
+        ready: false,
+        reason: `open-calls feed retrying since ${feed.since.toISOString()}: ${feed.error}`,
+        ...detail,
+      };
     }
     if (options.health!.retryingTooLong(withoutPartitionsSince)) {
-      return { ready: false, reason: `owns no partition of ${topics.callsSubmitted} since ${withoutPartitionsSince!.toISOString()} (more processors than partitions, or not in the group)`, ...detail };
+      return {
+        ready: false,
+        reason: `owns no partition of ${topics.callsSubmitted} since ${withoutPartitionsSince!.toISOString()} (more processors than partitions, or not in the group)`,
+        ...detail,
+      };
     }
     if (options.health!.retryingTooLong(retrying.since)) {
-      return { ready: false, reason: `${retrying.count} record(s) retrying since ${retrying.since!.toISOString()}: ${retrying.lastError}`, ...detail };
+      return {
+        ready: false,
+        reason: `${retrying.count} record(s) retrying since ${retrying.since!.toISOString()}: ${retrying.lastError}`,
+        ...detail,
+      };
     }
     return { ready: true, ...detail };
   });

@@ -18,7 +18,12 @@ const CALL_STREAM = /^call-(.+)$/;
 /** The category of call streams (`call-<callId>`): the only events it reads. */
 const CALL_CATEGORY = 'call';
 
-export const startCallEventsRelay = (deps: { eventStore: EventStore; eventLog: EventLog; topics: Topics; logger: Logger }): Subscription =>
+export const startCallEventsRelay = (deps: {
+  eventStore: EventStore;
+  eventLog: EventLog;
+  topics: Topics;
+  logger: Logger;
+}): Subscription =>
   deps.eventStore.subscribeToAll({
     checkpointId: CALL_EVENTS_RELAY,
     categories: [CALL_CATEGORY],
@@ -47,8 +52,12 @@ export const startCallEventsRelay = (deps: { eventStore: EventStore; eventLog: E
         ];
       });
       if (records.length > 0) {
-        await inSpansPerItem(`publish ${deps.topics.callEvents}`, events, (event) => event.metadata, (event) => ({ 'event.type': event.type, 'event.stream': event.streamId }), () =>
-          deps.eventLog.publish(deps.topics.callEvents, records),
+        await inSpansPerItem(
+          `publish ${deps.topics.callEvents}`,
+          events,
+          (event) => event.metadata,
+          (event) => ({ 'event.type': event.type, 'event.stream': event.streamId }),
+          () => deps.eventLog.publish(deps.topics.callEvents, records),
         );
       }
       deps.logger.debug({ relayed: records.length }, 'call events relayed');

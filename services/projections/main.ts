@@ -18,7 +18,17 @@ runUntilSignal('projections', async () => {
   const backends = await openBackends(config, logger);
   const health = new Health(config.readyRetryThresholdMs);
   const projections = startProjectionsService(config, backends, logger, health);
-  const healthServer = config.healthPort === undefined ? undefined : await serveHealth(config.healthPort, config.host, backends, health, logger, [config.metricsToken, config.adminToken].filter((token) => token !== undefined));
+  const healthServer =
+    config.healthPort === undefined
+      ? undefined
+      : await serveHealth(
+          config.healthPort,
+          config.host,
+          backends,
+          health,
+          logger,
+          [config.metricsToken, config.adminToken].filter((token) => token !== undefined),
+        );
   logger.info({ ...backends.description }, 'projections running');
   return {
     logger,

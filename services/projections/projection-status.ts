@@ -51,7 +51,11 @@ export interface ProjectionStatus {
 }
 
 /** Records that a projection stopped on an event; every process reads it from the store. */
-export const recordStopped = async (store: EventStore, error: ProjectionEventError, now = new Date()): Promise<void> => {
+export const recordStopped = async (
+  store: EventStore,
+  error: ProjectionEventError,
+  now = new Date(),
+): Promise<void> => {
   const data: ProjectionStopped = {
     projection: error.projection,
     position: error.event.position.toString(),
@@ -66,11 +70,16 @@ export const recordStopped = async (store: EventStore, error: ProjectionEventErr
 /** The latest recorded stop of each projection. */
 const latestStops = async (store: EventStore): Promise<Map<string, ProjectionStopped>> => {
   const latest = new Map<string, ProjectionStopped>();
-  for (let from = 0; ; ) {
+  for (let from = 0; ;) {
     const events = await store.readStream(PROJECTION_STATUS_STREAM, { fromRevision: from, maxCount: 1000 });
     for (const event of events) {
       const data = event.data as Partial<ProjectionStopped> | null;
-      if (event.type === PROJECTION_STOPPED && typeof data?.projection === 'string' && typeof data.position === 'string' && /^[0-9]+$/.test(data.position)) {
+      if (
+        event.type === PROJECTION_STOPPED &&
+        typeof data?.projection === 'string' &&
+        typeof data.position === 'string' &&
+        /^[0-9]+$/.test(data.position)
+      ) {
         latest.set(data.projection, data as ProjectionStopped);
       }
     }
@@ -79,9 +88,17 @@ const latestStops = async (store: EventStore): Promise<Map<string, ProjectionSto
   }
 };
 
-export const projectionStatuses = async (deps: { eventStore: EventStore; readModels?: ReadModels; health?: Health }): Promise<ProjectionStatus[]> => {
+export const projectionStatuses = async (deps: {
+  eventStore: EventStore;
+  readModels?: ReadModels;
+  health?: Health;
+}): Promise<ProjectionStatus[]> => {
   const { eventStore, readModels } = deps;
-  const [head, stops, relayCheckpoint] = await Promise.all([eventStore.headPosition(), latestStops(eventStore), eventStore.readCheckpoint(CALL_EVENTS_RELAY)]);
+  const [head, stops, relayCheckpoint] = await Promise.all([
+    eventStore.headPosition(),
+    latestStops(eventStore),
+    eventStore.readCheckpoint(CALL_EVENTS_RELAY),
+  ]);
   const measured: { name: ProjectionName; checkpoint: bigint; version: number | null }[] = [];
   if (readModels) {
     const [history, version, deals, webhooks] = await Promise.all([
@@ -91,7 +108,11 @@ export const projectionStatuses = async (deps: { eventStore: EventStore; readMod
       readModels.webhooks.checkpoint(),
     ]);
     // Deal records and webhooks are never rebuilt: their one version is 1.
-    measured.push({ name: 'call-history', checkpoint: history, version }, { name: 'deals', checkpoint: deals, version: 1 }, { name: 'webhooks', checkpoint: webhooks, version: 1 });
+    measured.push(
+      { name: 'call-history', checkpoint: history, version },
+      { name: 'deals', checkpoint: deals, version: 1 },
+      { name: 'webhooks', checkpoint: webhooks, version: 1 },
+    );
   }
   measured.push({ name: 'call-events-relay', checkpoint: relayCheckpoint ?? 0n, version: null });
   const live = deps.health?.report().components ?? {};
@@ -99,14 +120,25 @@ export const projectionStatuses = async (deps: { eventStore: EventStore; readMod
   return measured.map(({ name, checkpoint, version }) => {
     const thisProcess = live[`projection:${name}`];
     const stop = stops.get(name);
-    const base = { name, checkpoint: checkpoint.toString(), head: head.toString(), lag: Number(head > checkpoint ? head - checkpoint : 0n), version };
+    const base = {
+      name,
+      checkpoint: checkpoint.toString(),
+      head: head.toString(),
+      lag: Number(head > checkpoint ? head - checkpoint : 0n),
+      version,
+    };
     if (stop && checkpoint < BigInt(stop.position)) {
       const { projection: _projection, ...stoppedOn } = stop;
       return { ...base, state: 'stopped', stoppedOn, ...(thisProcess ? { thisProcess } : {}) };
     }
     // Stopped here but not (yet) recorded: this process's word is first-hand.
     if (thisProcess && !thisProcess.ready && typeof thisProcess.position === 'string') {
-      const stoppedOn = { position: thisProcess.position, streamId: String(thisProcess.streamId), eventType: String(thisProcess.eventType), error: thisProcess.reason ?? '' };
+      const stoppedOn = {
+        position: thisProcess.position,
+        streamId: String(thisProcess.streamId),
+        eventType: String(thisProcess.eventType),
+        error: thisProcess.reason ?? '',
+      };
       return { ...base, state: 'stopped', stoppedOn, thisProcess };
     }
     return thisProcess ? { ...base, state: 'running', thisProcess } : { ...base, state: 'unknown' };

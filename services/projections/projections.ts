@@ -83,7 +83,8 @@ const followFromCheckpoint = (
   let inner: Subscription | undefined;
   const ready = Promise.all([writer.checkpoint(), skippedPositions(store, name)]).then(([checkpoint, skipped]) => {
     let position = checkpoint;
-    const passes = (error: unknown) => isBackendUnavailable(error) || (error as { code?: string }).code === 'CHECKPOINT_MISMATCH';
+    const passes = (error: unknown) =>
+      isBackendUnavailable(error) || (error as { code?: string }).code === 'CHECKPOINT_MISMATCH';
     inner = store.subscribeToAll({
       batchSize: 1000,
       after: checkpoint,
@@ -97,8 +98,12 @@ const followFromCheckpoint = (
         const kept = skipped.size === 0 ? events : events.filter((event) => !skipped.has(event.position));
         try {
           // One span per call event, in that call's trace (its context rides in the event's metadata).
-          await inSpansPerItem(`project ${name}`, kept, (event) => event.metadata, (event) => ({ 'event.type': event.type, 'event.stream': event.streamId }), () =>
-            writer.apply(kept, last, { expectedCheckpoint: position }),
+          await inSpansPerItem(
+            `project ${name}`,
+            kept,
+            (event) => event.metadata,
+            (event) => ({ 'event.type': event.type, 'event.stream': event.streamId }),
+            () => writer.apply(kept, last, { expectedCheckpoint: position }),
           );
         } catch (error) {
           if (passes(error)) throw error;
@@ -152,35 +157,83 @@ export const startProjections = (options: ProjectionsOptions): Projections => {
   const { eventStore, eventLog, readModels, topics } = options;
 
   const publisher = new DealOutcomePublisher(readModels, eventLog, topics, log, options.personalData);
-  const webhookDelivery = new WebhookDeliveryWorker(readModels.webhooks, eventStore, log.child({ component: 'webhook-delivery' }), options.webhookDelivery);
-  const isSkipped = (projection: SkippableProjection) => async (position: bigint) => (await skippedPositions(eventStore, projection)).has(position);
+  const webhookDelivery = new WebhookDeliveryWorker(
+    readModels.webhooks,
+    eventStore,
+    log.child({ component: 'webhook-delivery' }),
+    options.webhookDelivery,
+  );
+  const isSkipped = (projection: SkippableProjection) => async (position: bigint) =>
+    (await skippedPositions(eventStore, projection)).has(position);
   // A stop is recorded in the store, so every process's GET /api/admin/projections reports it.
-  const onHalted = (error: ProjectionEventError) => void recordStopped(eventStore, error).catch((e: unknown) => log.warn({ err: e }, 'the stop could not be recorded in the event store'));
+  const onHalted = (error: ProjectionEventError) =>
+    void recordStopped(eventStore, error).catch((e: unknown) =>
+      log.warn({ err: e }, 'the stop could not be recorded in the event store'),
+    );
   const running: [string, Supervised][] = [
-    ['call-history', supervised('call-history projection', () => followFromCheckpoint('call-history', eventStore, readModels.callHistory, [CALL_CATEGORY]), log, { isSkipped: isSkipped('call-history'), onHalted })],
-    ['deals', supervised('deal projection', () => followFromCheckpoint('deals', eventStore, readModels.deals, [CALL_CATEGORY], () => publisher.wake()), log, { isSkipped: isSkipped('deals'), onHalted })],
+    [
+      'call-history',
+      supervised(
+        'call-history projection',
+        () => followFromCheckpoint('call-history', eventStore, readModels.callHistory, [CALL_CATEGORY]),
+        log,
+        { isSkipped: isSkipped('call-history'), onHalted },
+      ),
+    ],
+    [
+      'deals',
+      supervised(
+        'deal projection',
+        () => followFromCheckpoint('deals', eventStore, readModels.deals, [CALL_CATEGORY], () => publisher.wake()),
+        log,
+        { isSkipped: isSkipped('deals'), onHalted },
+      ),
+    ],
     [
       'webhooks',
-      supervised('webhook projection', () => followFromCheckpoint('webhooks', eventStore, webhookWriter(readModels.webhooks, eventStore, () => webhookDelivery.wake()), WEBHOOK_CATEGORIES), log, {
-        isSkipped: isSkipped('webhooks'),
-        onHalted,
-      }),
+      supervised(
+        'webhook projection',
+        () =>
+          followFromCheckpoint(
+            'webhooks',
+            eventStore,
+            webhookWriter(readModels.webhooks, eventStore, () => webhookDelivery.wake()),
+            WEBHOOK_CATEGORIES,
+          ),
+        log,
+        {
+          isSkipped: isSkipped('webhooks'),
+          onHalted,
+        },
+      ),
     ],
   ];
   if (options.relayCallEvents !== false) {
     const storedEvents = options.storedEvents ?? eventStore;
-    running.push(['call-events-relay', supervised('call-events relay', () => startCallEventsRelay({ eventStore: storedEvents, eventLog, topics, logger: log }), log)]);
+    running.push([
+      'call-events-relay',
+      supervised(
+        'call-events relay',
+        () => startCallEventsRelay({ eventStore: storedEvents, eventLog, topics, logger: log }),
+        log,
+      ),
+    ]);
   }
   const { personalData } = options;
   if (personalData) {
     const storedEvents = options.storedEvents ?? eventStore;
-    running.push(['erased-data-keys', supervised('erased data keys', () => startErasedKeyShredder({ eventStore: storedEvents, personalData }), log)]);
+    running.push([
+      'erased-data-keys',
+      supervised('erased data keys', () => startErasedKeyShredder({ eventStore: storedEvents, personalData }), log),
+    ]);
   }
   publisher.start();
   webhookDelivery.start();
   const tooLong = (since: Date) => options.health!.retryingTooLong(since);
   const unregister = [
-    ...running.map(([name, projection]) => options.health?.register(`projection:${name}`, () => projection.report(tooLong))),
+    ...running.map(([name, projection]) =>
+      options.health?.register(`projection:${name}`, () => projection.report(tooLong)),
+    ),
     options.health?.register('deal-outcome-publisher', () => publisher.report(tooLong)),
     options.health?.register('webhook-delivery', () => webhookDelivery.report(tooLong)),
     // Lag from the durable checkpoints: what a projection has not yet applied of the feed.
@@ -190,9 +243,14 @@ export const startProjections = (options: ProjectionsOptions): Projections => {
         ['call-history', await readModels.callHistory.checkpoint()],
         ['deals', await readModels.deals.checkpoint()],
         ['webhooks', await readModels.webhooks.checkpoint()],
-        ...(options.relayCallEvents !== false ? [['call-events-relay', await eventStore.readCheckpoint(CALL_EVENTS_RELAY)] as [string, bigint | undefined]] : []),
+        ...(options.relayCallEvents !== false
+          ? [['call-events-relay', await eventStore.readCheckpoint(CALL_EVENTS_RELAY)] as [string, bigint | undefined]]
+          : []),
       ];
-      return checkpoints.map(([projection, checkpoint]) => ({ labels: { projection }, value: Number(head - (checkpoint ?? 0n)) }));
+      return checkpoints.map(([projection, checkpoint]) => ({
+        labels: { projection },
+        value: Number(head - (checkpoint ?? 0n)),
+      }));
     }),
   ];
 
@@ -235,7 +293,11 @@ class DealOutcomePublisher {
   }
 
   report(retryingTooLong: (since: Date) => boolean): ComponentReport {
-    if (this.failing && retryingTooLong(this.failing.since)) return { ready: false, reason: `publishing failing since ${this.failing.since.toISOString()}: ${this.failing.error}` };
+    if (this.failing && retryingTooLong(this.failing.since))
+      return {
+        ready: false,
+        reason: `publishing failing since ${this.failing.since.toISOString()}: ${this.failing.error}`,
+      };
     return { ready: true, ...(this.failing ? { retryingSince: this.failing.since.toISOString() } : {}) };
   }
 
@@ -249,12 +311,16 @@ class DealOutcomePublisher {
     this.running = this.publishAll()
       .then(() => {
         if (!this.failing) return;
-        this.log.info({ failedForMs: Date.now() - this.failing.since.getTime() }, 'deal.outcome.updated publishing recovered');
+        this.log.info(
+          { failedForMs: Date.now() - this.failing.since.getTime() },
+          'deal.outcome.updated publishing recovered',
+        );
         this.failing = undefined;
       })
       .catch((error: unknown) => {
         // Logged once per outage; the outbox keeps every entry until it is published.
-        if (!this.failing) this.log.error({ err: error }, 'deal.outcome.updated publishing failed; retrying every second');
+        if (!this.failing)
+          this.log.error({ err: error }, 'deal.outcome.updated publishing failed; retrying every second');
         this.failing = { since: this.failing?.since ?? new Date(), error: (error as Error)?.message ?? String(error) };
       })
       .finally(() => {
@@ -293,7 +359,11 @@ class DealOutcomePublisher {
       if (entries.length === 0) return;
       const { personalData } = this;
       const sealed = personalData
-        ? await Promise.all(entries.map((entry) => personalData.seal(entry.callId, DEAL_OUTCOME_UPDATED, entry.payload as unknown as Json)))
+        ? await Promise.all(
+            entries.map((entry) =>
+              personalData.seal(entry.callId, DEAL_OUTCOME_UPDATED, entry.payload as unknown as Json),
+            ),
+          )
         : entries.map((entry) => entry.payload);
       await this.eventLog.publish(
         this.topics.dealOutcomeUpdated,

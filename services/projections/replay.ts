@@ -19,7 +19,8 @@ export interface ReplayProgress {
 export const REPLAYABLE = ['call-history'] as const;
 export type ReplayableProjection = (typeof REPLAYABLE)[number];
 
-export const isReplayable = (name: string): name is ReplayableProjection => (REPLAYABLE as readonly string[]).includes(name);
+export const isReplayable = (name: string): name is ReplayableProjection =>
+  (REPLAYABLE as readonly string[]).includes(name);
 
 export async function* replayProjection(
   name: ReplayableProjection,
@@ -35,7 +36,14 @@ export async function* replayProjection(
   let lastReport = started;
   const progress = (phase: ReplayProgress['phase']): ReplayProgress => {
     const elapsedMs = Math.round(performance.now() - started);
-    return { projection: name, phase, events, position: position.toString(), elapsedMs, eventsPerSecond: Math.round(events / Math.max(elapsedMs / 1000, 0.001)) };
+    return {
+      projection: name,
+      phase,
+      events,
+      position: position.toString(),
+      elapsedMs,
+      eventsPerSecond: Math.round(events / Math.max(elapsedMs / 1000, 0.001)),
+    };
   };
   const read = (after: bigint) => {
     // Call history folds call events only: the other categories are never read.

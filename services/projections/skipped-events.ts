@@ -12,7 +12,8 @@ export const PROJECTION_EVENT_SKIPPED = 'ProjectionEventSkipped';
 /** Projections that stop on a bad event and can be told to skip it. */
 export const SKIPPABLE = ['call-history', 'deals', 'webhooks'] as const;
 export type SkippableProjection = (typeof SKIPPABLE)[number];
-export const isSkippable = (name: string): name is SkippableProjection => (SKIPPABLE as readonly string[]).includes(name);
+export const isSkippable = (name: string): name is SkippableProjection =>
+  (SKIPPABLE as readonly string[]).includes(name);
 
 export interface SkippedEvent {
   projection: SkippableProjection;
@@ -25,7 +26,7 @@ export interface SkippedEvent {
 /** Positions of the events `projection` must skip. */
 export const skippedPositions = async (store: EventStore, projection: SkippableProjection): Promise<Set<bigint>> => {
   const skipped = new Set<bigint>();
-  for (let from = 0; ; ) {
+  for (let from = 0; ;) {
     const events = await store.readStream(SKIPPED_EVENTS_STREAM, { fromRevision: from, maxCount: 1000 });
     for (const event of events) {
       const data = event.data as unknown as SkippedEvent;
@@ -37,7 +38,11 @@ export const skippedPositions = async (store: EventStore, projection: SkippableP
 };
 
 /** Records that `projection` skips the event at `position`. */
-export const skipEvent = async (store: EventStore, skip: Omit<SkippedEvent, 'skippedAt'>, now = new Date()): Promise<SkippedEvent> => {
+export const skipEvent = async (
+  store: EventStore,
+  skip: Omit<SkippedEvent, 'skippedAt'>,
+  now = new Date(),
+): Promise<SkippedEvent> => {
   const data: SkippedEvent = { ...skip, skippedAt: now.toISOString() };
   await store.append(SKIPPED_EVENTS_STREAM, [{ type: PROJECTION_EVENT_SKIPPED, data: { ...data } }]);
   return data;

@@ -22,9 +22,18 @@ export class ProjectionEventError extends Error {
     event: Pick<RecordedEvent, 'position' | 'streamId' | 'revision' | 'type' | 'id'>,
     cause: unknown,
   ) {
-    super(`${projection} cannot project event ${event.type} at position ${event.position} (stream ${event.streamId}, revision ${event.revision}): ${(cause as Error)?.message ?? String(cause)}`, { cause });
+    super(
+      `${projection} cannot project event ${event.type} at position ${event.position} (stream ${event.streamId}, revision ${event.revision}): ${(cause as Error)?.message ?? String(cause)}`,
+      { cause },
+    );
     this.name = 'ProjectionEventError';
-    this.event = { position: event.position, streamId: event.streamId, revision: event.revision, type: event.type, id: event.id };
+    this.event = {
+      position: event.position,
+      streamId: event.streamId,
+      revision: event.revision,
+      type: event.type,
+      id: event.id,
+    };
   }
 }
 
@@ -45,7 +54,12 @@ export interface SupervisedOptions {
   onHalted?: (error: ProjectionEventError) => void;
 }
 
-export const supervised = (name: string, start: () => Subscription, logger: Logger, options: SupervisedOptions = {}): Supervised => {
+export const supervised = (
+  name: string,
+  start: () => Subscription,
+  logger: Logger,
+  options: SupervisedOptions = {},
+): Supervised => {
   let current = start();
   let startedAt = Date.now();
   let stopped = false;
@@ -71,7 +85,10 @@ export const supervised = (name: string, start: () => Subscription, logger: Logg
     if (stopped) return;
     const skipped = await options.isSkipped!(error.event.position).catch(() => false);
     if (!skipped) return waitForSkip(error);
-    logger.warn({ subscription: name, position: error.event.position.toString() }, `${name}: event skipped by an operator; resuming`);
+    logger.warn(
+      { subscription: name, position: error.event.position.toString() },
+      `${name}: event skipped by an operator; resuming`,
+    );
     halted = undefined;
     restart(0);
   };
@@ -89,7 +106,13 @@ export const supervised = (name: string, start: () => Subscription, logger: Logg
         if (error instanceof ProjectionEventError && options.isSkipped) {
           halted = error;
           logger.error(
-            { err: error, subscription: name, position: error.event.position.toString(), streamId: error.event.streamId, eventType: error.event.type },
+            {
+              err: error,
+              subscription: name,
+              position: error.event.position.toString(),
+              streamId: error.event.streamId,
+              eventType: error.event.type,
+            },
             `${name} stopped on an event it cannot project; skip it with: npm run admin -- skip ${error.projection} ${error.event.position}`,
           );
           options.onHalted?.(error);
@@ -99,7 +122,10 @@ export const supervised = (name: string, start: () => Subscription, logger: Logg
         failures++;
         const delayMs = Math.min(30_000, 1000 * 2 ** Math.min(failures - 1, 5));
         restarting = { since: restarting?.since ?? new Date(), error: (error as Error)?.message ?? String(error) };
-        logger.error({ err: error, subscription: name, retryInMs: delayMs, failures }, `${name} failed; restarting from its checkpoint`);
+        logger.error(
+          { err: error, subscription: name, retryInMs: delayMs, failures },
+          `${name} failed; restarting from its checkpoint`,
+        );
         restart(delayMs);
       },
     );
@@ -110,12 +136,20 @@ export const supervised = (name: string, start: () => Subscription, logger: Logg
     caughtUp: () => current.caughtUp(),
     report(retryingTooLong) {
       if (halted) {
-        return { ready: false, reason: halted.message, position: halted.event.position.toString(), streamId: halted.event.streamId, eventType: halted.event.type };
+        return {
+          ready: false,
+          reason: halted.message,
+          position: halted.event.position.toString(),
+          streamId: halted.event.streamId,
+          eventType: halted.event.type,
+        };
       }
       const status = current.status();
       if (status.state === 'live' && restarting && Date.now() - startedAt > 60_000) restarting = undefined;
-      if (status.state === 'retrying' && retryingTooLong(status.since)) return { ready: false, reason: `retrying since ${status.since.toISOString()}: ${status.error}` };
-      if (restarting && status.state !== 'live') return { ready: false, reason: `restarting since ${restarting.since.toISOString()}: ${restarting.error}` };
+      if (status.state === 'retrying' && retryingTooLong(status.since))
+        return { ready: false, reason: `retrying since ${status.since.toISOString()}: ${status.error}` };
+      if (restarting && status.state !== 'live')
+        return { ready: false, reason: `restarting since ${restarting.since.toISOString()}: ${restarting.error}` };
       return { ready: true, state: status.state };
     },
     async stop() {

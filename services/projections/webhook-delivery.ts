@@ -21,9 +21,19 @@ import { AggregateRepository } from '../runtime/aggregate-repository.ts';
 import { webhookAttempts } from '../../shared/observability/metrics.ts';
 import type { ComponentReport } from '../runtime/health.ts';
 
-
 /** The Standard Webhooks retry schedule of the issue: 5s,30s,2m,10m,30m,1h,3h,6h,12h,24h. */
-export const DEFAULT_WEBHOOK_RETRY_SCHEDULE_MS = [5e3, 30e3, 120e3, 600e3, 1800e3, 3600e3, 3 * 3600e3, 6 * 3600e3, 12 * 3600e3, 24 * 3600e3];
+export const DEFAULT_WEBHOOK_RETRY_SCHEDULE_MS = [
+  5e3,
+  30e3,
+  120e3,
+  600e3,
+  1800e3,
+  3600e3,
+  3 * 3600e3,
+  6 * 3600e3,
+  12 * 3600e3,
+  24 * 3600e3,
+];
 export const WEBHOOK_TIMEOUT_MS = 10_000;
 export const WEBHOOK_MAX_RESPONSE_BYTES = 64 * 1024;
 
@@ -66,7 +76,13 @@ export class WebhookDeliveryWorker {
   ) {
     this.schedule = options.retryScheduleMs ?? DEFAULT_WEBHOOK_RETRY_SCHEDULE_MS;
     const timeoutMs = options.timeoutMs ?? WEBHOOK_TIMEOUT_MS;
-    this.send = options.send ?? createWebhookSender({ timeoutMs, maxResponseBytes: WEBHOOK_MAX_RESPONSE_BYTES, allowPrivate: options.allowPrivate ?? false });
+    this.send =
+      options.send ??
+      createWebhookSender({
+        timeoutMs,
+        maxResponseBytes: WEBHOOK_MAX_RESPONSE_BYTES,
+        allowPrivate: options.allowPrivate ?? false,
+      });
     this.concurrency = options.concurrency ?? 64;
     this.perTeam = options.perTeam ?? 4;
     // Longer than an attempt can take, so a lease outlives its attempt; a killed process's lease lapses.
@@ -79,7 +95,11 @@ export class WebhookDeliveryWorker {
   }
 
   report(retryingTooLong: (since: Date) => boolean): ComponentReport {
-    if (this.failing && retryingTooLong(this.failing.since)) return { ready: false, reason: `webhook delivery failing since ${this.failing.since.toISOString()}: ${this.failing.error}` };
+    if (this.failing && retryingTooLong(this.failing.since))
+      return {
+        ready: false,
+        reason: `webhook delivery failing since ${this.failing.since.toISOString()}: ${this.failing.error}`,
+      };
     return { ready: true, ...(this.failing ? { retryingSince: this.failing.since.toISOString() } : {}) };
   }
 
@@ -93,12 +113,14 @@ export class WebhookDeliveryWorker {
     clearTimeout(this.timer);
     this.running = this.claimAndSend()
       .then((nextDue) => {
-        if (this.failing) this.log.info({ failedForMs: Date.now() - this.failing.since.getTime() }, 'webhook delivery recovered');
+        if (this.failing)
+          this.log.info({ failedForMs: Date.now() - this.failing.since.getTime() }, 'webhook delivery recovered');
         this.failing = undefined;
         return nextDue;
       })
       .catch((error: unknown) => {
-        if (!this.failing) this.log.error({ err: error }, 'webhook delivery cannot read its outbox; retrying every second');
+        if (!this.failing)
+          this.log.error({ err: error }, 'webhook delivery cannot read its outbox; retrying every second');
         this.failing = { since: this.failing?.since ?? new Date(), error: (error as Error)?.message ?? String(error) };
         return undefined;
       })
@@ -133,7 +155,12 @@ export class WebhookDeliveryWorker {
     const inFlight = [...this.inFlight.values()].reduce((a, b) => a + b, 0);
     const room = this.concurrency - inFlight;
     if (room <= 0) return undefined; // an attempt that ends wakes the worker
-    const claimed = await this.store.claim(now, { limit: room, perTeam: this.perTeam, leaseMs: this.leaseMs, inFlight: Object.fromEntries(this.inFlight) });
+    const claimed = await this.store.claim(now, {
+      limit: room,
+      perTeam: this.perTeam,
+      leaseMs: this.leaseMs,
+      inFlight: Object.fromEntries(this.inFlight),
+    });
     for (const delivery of claimed) {
       this.inFlight.set(delivery.teamId, (this.inFlight.get(delivery.teamId) ?? 0) + 1);
       const attempt = this.attempt(delivery).finally(() => {
@@ -162,23 +189,38 @@ export class WebhookDeliveryWorker {
     let outcome: AttemptOutcome;
     try {
       const answer = await this.send(delivery.url, headers, delivery.body, this.stopping.signal);
-      if (answer.statusCode >= 200 && answer.statusCode <= 299) outcome = { kind: 'delivered', statusCode: answer.statusCode };
-      else if (answer.statusCode === 410) outcome = { kind: 'gone', statusCode: 410, error: 'the receiver answered 410 Gone: webhook disabled' };
+      if (answer.statusCode >= 200 && answer.statusCode <= 299)
+        outcome = { kind: 'delivered', statusCode: answer.statusCode };
+      else if (answer.statusCode === 410)
+        outcome = { kind: 'gone', statusCode: 410, error: 'the receiver answered 410 Gone: webhook disabled' };
       else outcome = this.retry(delivery, answer.statusCode, `the receiver answered ${answer.statusCode}`);
     } catch (error) {
       outcome = this.retry(delivery, null, (error as Error).message);
     }
-    const log = this.log.child({ webhookId: delivery.webhookId, deliveryId: delivery.deliveryId, teamId: delivery.teamId });
+    const log = this.log.child({
+      webhookId: delivery.webhookId,
+      deliveryId: delivery.deliveryId,
+      teamId: delivery.teamId,
+    });
     // Abandoned by a stop: nothing is recorded, its lease lapses, another start attempts it again.
     if (this.stopping.signal.aborted && outcome.kind !== 'delivered') return;
     try {
       await this.store.recordAttempt(delivery.deliveryId, outcome, new Date());
-      webhookAttempts.inc({ outcome: outcome.kind === 'retry' && outcome.nextAttemptAt === null ? 'failed' : outcome.kind });
+      webhookAttempts.inc({
+        outcome: outcome.kind === 'retry' && outcome.nextAttemptAt === null ? 'failed' : outcome.kind,
+      });
       if (outcome.kind === 'gone') {
-        await this.webhooks.handle(delivery.webhookId, { type: 'DisableWebhook', reason: 'the receiver answered 410 Gone', now: new Date().toISOString() });
+        await this.webhooks.handle(delivery.webhookId, {
+          type: 'DisableWebhook',
+          reason: 'the receiver answered 410 Gone',
+          now: new Date().toISOString(),
+        });
         log.warn('webhook disabled: its receiver answered 410 Gone');
       } else if (outcome.kind === 'retry') {
-        log.info({ error: outcome.error, nextAttemptAt: outcome.nextAttemptAt?.toISOString() ?? null }, outcome.nextAttemptAt ? 'webhook delivery will be retried' : 'webhook delivery failed: retry schedule spent');
+        log.info(
+          { error: outcome.error, nextAttemptAt: outcome.nextAttemptAt?.toISOString() ?? null },
+          outcome.nextAttemptAt ? 'webhook delivery will be retried' : 'webhook delivery failed: retry schedule spent',
+        );
       }
     } catch (error) {
       // The lease lapses and the delivery is attempted again: at least once.
@@ -188,6 +230,11 @@ export class WebhookDeliveryWorker {
 
   private retry(delivery: ClaimedDelivery, statusCode: number | null, error: string): AttemptOutcome {
     const pause = this.schedule[delivery.attempts];
-    return { kind: 'retry', statusCode, error, nextAttemptAt: pause === undefined ? null : new Date(Date.now() + pause) };
+    return {
+      kind: 'retry',
+      statusCode,
+      error,
+      nextAttemptAt: pause === undefined ? null : new Date(Date.now() + pause),
+    };
   }
 }

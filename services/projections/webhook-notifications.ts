@@ -40,18 +40,25 @@ export const WEBHOOK_NOTIFICATIONS: Readonly<Record<string, CallNotification>> =
     eventId: ({ callId, event }) => dealEventId(callId, event.revision),
     data: ({ events, event }) => {
       const submitted = events[0]!.data as unknown as CallSubmittedData;
-      return dealRecordOf(dealCallOf(submitted), { revision: event.revision, data: event.data } as unknown as RecordedDeal);
+      return dealRecordOf(dealCallOf(submitted), {
+        revision: event.revision,
+        data: event.data,
+      } as unknown as RecordedDeal);
     },
   },
 };
 
-const bodyOf = (type: string, event: RecordedEvent, data: unknown): string => JSON.stringify({ type, timestamp: event.recordedAt.toISOString(), data: data as Json });
+const bodyOf = (type: string, event: RecordedEvent, data: unknown): string =>
+  JSON.stringify({ type, timestamp: event.recordedAt.toISOString(), data: data as Json });
 
 /**
  * The notifications of a batch. Reads each notifying call's stream once (up to its last notifying
  * event) to fold the call as the read API shows it at that event.
  */
-export const webhookNotifications = async (store: EventStore, events: readonly RecordedEvent[]): Promise<WebhookNotification[]> => {
+export const webhookNotifications = async (
+  store: EventStore,
+  events: readonly RecordedEvent[],
+): Promise<WebhookNotification[]> => {
   const notifications: WebhookNotification[] = [];
   const streams = new Map<string, Promise<RecordedEvent[]>>();
   for (const event of events) {
@@ -65,7 +72,11 @@ export const webhookNotifications = async (store: EventStore, events: readonly R
         type: 'webhook.test',
         subject: webhookId,
         webhookId,
-        body: bodyOf('webhook.test', event, { webhookId, teamId: data.teamId, message: 'A test delivery requested by an operator.' }),
+        body: bodyOf('webhook.test', event, {
+          webhookId,
+          teamId: data.teamId,
+          message: 'A test delivery requested by an operator.',
+        }),
       });
       continue;
     }
@@ -73,7 +84,8 @@ export const webhookNotifications = async (store: EventStore, events: readonly R
       // No personal data: the call's id, when and why. The store drops the call's earlier deliveries
       // (their bodies hold what the erasure destroys) and queues this one.
       const callId = callIdOfStream(event.streamId);
-      const submitted = callId === undefined ? undefined : (await store.readStream(callStreamId(callId), { maxCount: 1 }))[0];
+      const submitted =
+        callId === undefined ? undefined : (await store.readStream(callStreamId(callId), { maxCount: 1 }))[0];
       if (callId === undefined || submitted?.type !== 'CallSubmitted') continue;
       const teamId = (submitted.data as unknown as CallSubmittedData).teamId;
       const data = event.data as unknown as CallErased['data'];

@@ -152,10 +152,21 @@ export class AggregateRepository<Command, State, Event extends DomainEvent> {
    * Decides `command` against the current state and appends the result; resolves with the events
    * and the state right after them. DomainErrors from `decide` reject unchanged.
    */
-  handle(id: string, command: Command, metadata?: Record<string, Json>, options: HandleOptions = {}): Promise<Versioned<State> & { events: Event[] }> {
+  handle(
+    id: string,
+    command: Command,
+    metadata?: Record<string, Json>,
+    options: HandleOptions = {},
+  ): Promise<Versioned<State> & { events: Event[] }> {
     return new Promise((resolve, reject) => {
       const queue = this.pending.get(id);
-      const entry = { command, metadata, resolve, reject, deferDurability: options.deferDurability ?? this.options.deferDurability };
+      const entry = {
+        command,
+        metadata,
+        resolve,
+        reject,
+        deferDurability: options.deferDurability ?? this.options.deferDurability,
+      };
       if (queue) {
         queue.push(entry);
         return;
@@ -198,7 +209,13 @@ export class AggregateRepository<Command, State, Event extends DomainEvent> {
         }
       });
       const toAppend = outcomes.flatMap((o, i) =>
-        'produced' in o ? o.produced.map((e) => ({ type: e.type, data: e.data as Json, ...(batch[i]!.metadata ? { metadata: batch[i]!.metadata } : {}) })) : [],
+        'produced' in o
+          ? o.produced.map((e) => ({
+              type: e.type,
+              data: e.data as Json,
+              ...(batch[i]!.metadata ? { metadata: batch[i]!.metadata } : {}),
+            }))
+          : [],
       );
       if (cached && outcomes.some((o) => 'error' in o || o.produced.length === 0)) {
         // Only an append checks a cached state: read what the stream holds past it.

@@ -81,7 +81,11 @@ export const openBackends = async (config: Config, log: Logger): Promise<Backend
       config.kafkaBrokers.length > 0
         ? await createKafkaEventLog({ brokers: config.kafkaBrokers, publishTimeoutMs: config.kafkaPublishTimeoutMs })
         : config.databaseUrl
-          ? await createPostgresEventLog({ connectionString: config.databaseUrl, schema: config.databaseSchema, retentionMs: config.logRetentionHours * 3_600_000 })
+          ? await createPostgresEventLog({
+              connectionString: config.databaseUrl,
+              schema: config.databaseSchema,
+              retentionMs: config.logRetentionHours * 3_600_000,
+            })
           : createSqliteEventLog(sqlite!.db, { retentionMs: config.logRetentionHours * 3_600_000 });
     const readModels = config.databaseUrl
       ? await createPostgresReadModels({ connectionString: config.databaseUrl, schema: config.databaseSchema })
@@ -114,7 +118,11 @@ export const openBackends = async (config: Config, log: Logger): Promise<Backend
       publishCoversStore: !config.databaseUrl && config.kafkaBrokers.length === 0,
       description,
       async check() {
-        const probe = async (fn: () => Promise<unknown>) => fn().then(() => true, () => false);
+        const probe = async (fn: () => Promise<unknown>) =>
+          fn().then(
+            () => true,
+            () => false,
+          );
         const [store, events] = await Promise.all([
           probe(() => eventStore.readAll({ maxCount: 1 })),
           probe(() => eventLog.committedOffset('readiness-probe', topics.callsSubmitted, 0)),

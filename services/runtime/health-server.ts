@@ -24,26 +24,45 @@ const tokenCheck = (tokens: readonly string[]) => {
   };
 };
 
-export const serveHealth = async (port: number, host: string, backends: Pick<Backends, 'check'>, health: Health, logger: Logger, metricsTokens: readonly string[] = []) => {
+export const serveHealth = async (
+  port: number,
+  host: string,
+  backends: Pick<Backends, 'check'>,
+  health: Health,
+  logger: Logger,
+  metricsTokens: readonly string[] = [],
+) => {
   const ready = readiness(() => backends.check(), health, logger);
   const mayScrape = tokenCheck(metricsTokens);
   const server = createServer((request, response) => {
     const path = (request.url ?? '').split('?')[0];
-    const send = (status: number, body: unknown) => response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+    const send = (status: number, body: unknown) =>
+      response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
     if (path === '/healthz') return send(200, { status: 'ok' });
     if (path === '/readyz') {
       ready().then(
         (report) => send(report.status === 'ready' ? 200 : 503, report),
-        (error: unknown) => send(503, { status: 'unavailable', reasons: [`readiness check failed: ${(error as Error).message}`] }),
+        (error: unknown) =>
+          send(503, { status: 'unavailable', reasons: [`readiness check failed: ${(error as Error).message}`] }),
       );
       return;
     }
     if (path === '/metrics') {
-      if (metricsTokens.length === 0) return send(401, { status: 401, detail: 'Set METRICS_TOKEN (or ADMIN_TOKEN) for this process, then scrape with Authorization: Bearer <token>.' });
-      if (!mayScrape(request.headers.authorization)) return send(401, { status: 401, detail: 'Send METRICS_TOKEN or ADMIN_TOKEN as Authorization: Bearer <token>.' });
+      if (metricsTokens.length === 0)
+        return send(401, {
+          status: 401,
+          detail:
+            'Set METRICS_TOKEN (or ADMIN_TOKEN) for this process, then scrape with Authorization: Bearer <token>.',
+        });
+      if (!mayScrape(request.headers.authorization))
+        return send(401, {
+          status: 401,
+          detail: 'Send METRICS_TOKEN or ADMIN_TOKEN as Authorization: Bearer <token>.',
+        });
       renderMetrics().then(
         (text) => response.writeHead(200, { 'content-type': METRICS_CONTENT_TYPE }).end(text),
-        (error: unknown) => send(500, { status: 500, detail: `metrics could not be collected: ${(error as Error).message}` }),
+        (error: unknown) =>
+          send(500, { status: 500, detail: `metrics could not be collected: ${(error as Error).message}` }),
       );
       return;
     }

@@ -64,12 +64,21 @@ export const createLogger = (level: string, destination?: DestinationStream): Lo
       level,
       base: { service: 'calls' },
       redact: {
-        paths: ['req.headers["x-api-key"]', 'req.headers.authorization', 'headers["x-api-key"]', 'headers.authorization'],
+        paths: [
+          'req.headers["x-api-key"]',
+          'req.headers.authorization',
+          'headers["x-api-key"]',
+          'headers.authorization',
+        ],
         censor: '[redacted]',
       },
       serializers: {
         err: pino.stdSerializers.err,
-        req: (req: { method?: string; url?: string; ip?: string; id?: string }) => ({ method: req.method, url: redactUrl(req.url ?? ''), remoteAddress: req.ip }),
+        req: (req: { method?: string; url?: string; ip?: string; id?: string }) => ({
+          method: req.method,
+          url: redactUrl(req.url ?? ''),
+          remoteAddress: req.ip,
+        }),
         res: (res: { statusCode?: number }) => ({ statusCode: res.statusCode }),
       },
     },

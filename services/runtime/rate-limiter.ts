@@ -11,7 +11,10 @@ import type { RateLimiter } from '../../shared/ports/rate-limiter.ts';
 
 export const openRateLimiter = (config: Config, logger: Logger): RateLimiter => {
   if (!config.redisUrl) return createMemoryRateLimiter();
-  return createFallbackRateLimiter(createRedisRateLimiter({ url: config.redisUrl, connectionName: `call-ingestion-${process.pid}` }), createMemoryRateLimiter(), (error) =>
-    logger.warn({ err: error }, 'Redis unreachable: rate limits are enforced per process until it answers again'),
+  return createFallbackRateLimiter(
+    createRedisRateLimiter({ url: config.redisUrl, connectionName: `call-ingestion-${process.pid}` }),
+    createMemoryRateLimiter(),
+    (error) =>
+      logger.warn({ err: error }, 'Redis unreachable: rate limits are enforced per process until it answers again'),
   );
 };

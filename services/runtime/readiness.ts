@@ -14,7 +14,11 @@ export interface ReadinessReport {
   reasons?: string[];
 }
 
-export const readiness = (check: () => Promise<Record<string, boolean>>, health: Health | undefined, logger: Logger) => {
+export const readiness = (
+  check: () => Promise<Record<string, boolean>>,
+  health: Health | undefined,
+  logger: Logger,
+) => {
   let lastReasons = '';
   return async (): Promise<ReadinessReport> => {
     const backends = await check();
@@ -33,6 +37,11 @@ export const readiness = (check: () => Promise<Record<string, boolean>>, health:
       else logger.info('ready again');
       lastReasons = key;
     }
-    return { status: reasons.length === 0 ? 'ready' : 'unavailable', backends, components: own.components, ...(reasons.length > 0 ? { reasons } : {}) };
+    return {
+      status: reasons.length === 0 ? 'ready' : 'unavailable',
+      backends,
+      components: own.components,
+      ...(reasons.length > 0 ? { reasons } : {}),
+    };
   };
 };

@@ -30,15 +30,25 @@ const fromFile = (path: string): string => {
  */
 export const checkSecrets = (config: Config): void => {
   if (!config.databaseUrl) return;
-  for (const [value, variable] of [[config.adminToken, 'ADMIN_TOKEN'], [config.apiKeySecret, 'API_KEY_SECRET'], [config.dataKeySecret, 'DATA_KEY_SECRET']] as const) {
-    if (!value) throw new ConfigError(`${variable} must be set when the service runs on a shared database (DATABASE_URL): every process needs the same value`);
+  for (const [value, variable] of [
+    [config.adminToken, 'ADMIN_TOKEN'],
+    [config.apiKeySecret, 'API_KEY_SECRET'],
+    [config.dataKeySecret, 'DATA_KEY_SECRET'],
+  ] as const) {
+    if (!value)
+      throw new ConfigError(
+        `${variable} must be set when the service runs on a shared database (DATABASE_URL): every process needs the same value`,
+      );
   }
 };
 
 export const resolveSecrets = (config: Config, dataDir: string | undefined): Secrets => {
   const resolve = (value: string | undefined, variable: string, file: string): [string, string | undefined] => {
     if (value) return [value, undefined];
-    if (!dataDir) throw new ConfigError(`${variable} must be set when the service runs on a shared database (DATABASE_URL): every process needs the same value`);
+    if (!dataDir)
+      throw new ConfigError(
+        `${variable} must be set when the service runs on a shared database (DATABASE_URL): every process needs the same value`,
+      );
     const path = join(dataDir, file);
     return [fromFile(path), path];
   };
@@ -52,9 +62,15 @@ export const resolveSecrets = (config: Config, dataDir: string | undefined): Sec
  * DATA_KEY_SECRET, else on the embedded default DATA_DIR/data-key-secret, generated once (mode 0600).
  * Losing it makes every stored personal field unreadable.
  */
-export const resolveDataKeySecret = (config: Config, dataDir: string | undefined): { secret: string; file?: string } => {
+export const resolveDataKeySecret = (
+  config: Config,
+  dataDir: string | undefined,
+): { secret: string; file?: string } => {
   if (config.dataKeySecret) return { secret: config.dataKeySecret };
-  if (!dataDir) throw new ConfigError('DATA_KEY_SECRET must be set when the service runs on a shared database (DATABASE_URL): every process needs the same value');
+  if (!dataDir)
+    throw new ConfigError(
+      'DATA_KEY_SECRET must be set when the service runs on a shared database (DATABASE_URL): every process needs the same value',
+    );
   const path = join(dataDir, 'data-key-secret');
   return { secret: fromFile(path), file: path };
 };

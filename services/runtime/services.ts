@@ -18,9 +18,15 @@ export interface Service {
 }
 
 /** The HTTP API, listening on HOST:PORT. */
-export const startIngressService = async (config: Config, backends: Backends, logger: Logger, health?: Health): Promise<Service & { address: string }> => {
+export const startIngressService = async (
+  config: Config,
+  backends: Backends,
+  logger: Logger,
+  health?: Health,
+): Promise<Service & { address: string }> => {
   const secrets = resolveSecrets(config, backends.sqlite?.dataDir);
-  if (secrets.files.adminToken) logger.info({ path: secrets.files.adminToken }, `admin token in ${secrets.files.adminToken}`);
+  if (secrets.files.adminToken)
+    logger.info({ path: secrets.files.adminToken }, `admin token in ${secrets.files.adminToken}`);
   const limiter = openRateLimiter(config, logger);
   const ingress = await createIngress({
     eventStore: backends.eventStore,
@@ -53,10 +59,19 @@ export const startIngressService = async (config: Config, backends: Backends, lo
 };
 
 /** The call processor with the configured steps. */
-export const startProcessorService = async (config: Config, backends: Backends, logger: Logger, health?: Health): Promise<Service> => {
+export const startProcessorService = async (
+  config: Config,
+  backends: Backends,
+  logger: Logger,
+  health?: Health,
+): Promise<Service> => {
   const steps = openSteps(config);
   const transcription = await steps.transcriber.available();
-  if (!transcription.ok) logger.warn({ reason: transcription.reason }, 'no transcription engine: audio calls will fail with transcription_unavailable');
+  if (!transcription.ok)
+    logger.warn(
+      { reason: transcription.reason },
+      'no transcription engine: audio calls will fail with transcription_unavailable',
+    );
   logger.info({ transcriber: steps.transcriber.describe(), analyser: steps.analyser.describe() }, 'processing steps');
   return startProcessor({
     eventStore: backends.eventStore,

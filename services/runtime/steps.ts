@@ -19,7 +19,21 @@ export interface Steps {
 }
 
 export const openSteps = (config: Config): Steps => ({
-  audio: createHttpAudioSource({ maxBytes: config.audioMaxBytes, timeoutMs: config.audioFetchTimeoutMs, allowPrivate: config.audioFetchAllowPrivate, allowedPorts: config.audioAllowedPorts }),
-  transcriber: selectTranscriber({ transcribeUrl: config.transcribeUrl, transcribeApiKey: config.transcribeApiKey, transcribeModel: config.transcribeModel, maxSeconds: config.audioMaxSeconds }),
-  analyser: selectAnalyser({ analyseUrl: config.analyseUrl, analyseApiKey: config.analyseApiKey, analyseModel: config.analyseModel }),
+  audio: createHttpAudioSource({
+    maxBytes: config.audioMaxBytes,
+    timeoutMs: config.audioFetchTimeoutMs,
+    allowPrivate: config.audioFetchAllowPrivate,
+    allowedPorts: config.audioAllowedPorts,
+  }),
+  transcriber: selectTranscriber({
+    transcribeUrl: config.transcribeUrl,
+    transcribeApiKey: config.transcribeApiKey,
+    transcribeModel: config.transcribeModel,
+    maxSeconds: config.audioMaxSeconds,
+  }),
+  analyser: selectAnalyser({
+    analyseUrl: config.analyseUrl,
+    analyseApiKey: config.analyseApiKey,
+    analyseModel: config.analyseModel,
+  }),
 });

@@ -34,5 +34,12 @@ export const createTeamWriter = (store: EventStore): TeamWriter => {
   const directory = new TeamDirectory();
   // The directory follows the feed, so it is rarely behind: a reservation or settlement decides on it
   // without reading the team's stream, and the append's expected version catches the rare time it is.
-  return { directory, repository: new AggregateRepository(store, teamDecider, teamStreamId, { cache: directory, decideOnCachedState: true, ...TEAM_CONFLICT_RETRIES }) };
+  return {
+    directory,
+    repository: new AggregateRepository(store, teamDecider, teamStreamId, {
+      cache: directory,
+      decideOnCachedState: true,
+      ...TEAM_CONFLICT_RETRIES,
+    }),
+  };
 };

@@ -16,6 +16,9 @@ export const startTelemetry = (config: Config, processName: string, logger: Logg
   const tracing = startTracing(config.otelExporterOtlpEndpoint, serviceName);
   logger.info({ endpoint: config.otelExporterOtlpEndpoint, serviceName }, 'exporting traces over OTLP/HTTP');
   return {
-    stop: () => tracing.shutdown().catch((error: unknown) => logger.warn({ err: error }, 'the last traces could not be exported')),
+    stop: () =>
+      tracing
+        .shutdown()
+        .catch((error: unknown) => logger.warn({ err: error }, 'the last traces could not be exported')),
   };
 };

@@ -17,8 +17,10 @@ import { StepError } from '../ports/step-error.ts';
  */
 export const openAiEndpoint = (url: string, path: string, what: string): { origin: string; endpoint: URL } => {
   const parsed = new URL(url);
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new TypeError(`${what} URL must be http(s), got ${parsed.protocol}`);
-  if (parsed.username || parsed.password) throw new TypeError(`${what} URL must not carry credentials; pass the key as apiKey`);
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
+    throw new TypeError(`${what} URL must be http(s), got ${parsed.protocol}`);
+  if (parsed.username || parsed.password)
+    throw new TypeError(`${what} URL must not carry credentials; pass the key as apiKey`);
   const prefix = parsed.pathname.replace(/\/+$/, '').replace(/\/v1$/, '');
   return { origin: parsed.origin, endpoint: new URL(`${parsed.origin}${prefix}/v1/${path}`) };
 };
@@ -65,10 +67,17 @@ export interface ServerMessageOptions {
  * The server's error message from an error body, as `: <message>` scrubbed, or '' when there is
  * none: `error` (a string) or `error.message`, else `message` (else `detail`, when asked).
  */
-export const serverMessage = (body: string, scrub: (text: string) => string, options: ServerMessageOptions = {}): string => {
+export const serverMessage = (
+  body: string,
+  scrub: (text: string) => string,
+  options: ServerMessageOptions = {},
+): string => {
   try {
     const parsed = JSON.parse(body) as { error?: { message?: unknown } | string; message?: unknown; detail?: unknown };
-    const message = typeof parsed.error === 'string' ? parsed.error : (parsed.error?.message ?? parsed.message ?? (options.detail ? parsed.detail : undefined));
+    const message =
+      typeof parsed.error === 'string'
+        ? parsed.error
+        : (parsed.error?.message ?? parsed.message ?? (options.detail ? parsed.detail : undefined));
     return typeof message === 'string' && message.trim() ? `: ${scrub(message.trim())}` : '';
   } catch {
     if (!options.plainText) return '';
@@ -100,14 +109,28 @@ export const httpStatusError = (service: ServiceFailures, response: Response, sa
   const status = `HTTP ${response.status}`;
   if (response.status === 429) {
     const retryAfter = response.headers.get('retry-after');
-    return new StepError(service.rateLimited, `The ${what} service at ${where} is rate limiting (${status}${retryAfter ? `, Retry-After ${service.scrub(retryAfter)}` : ''})${said}.`, true);
+    return new StepError(
+      service.rateLimited,
+      `The ${what} service at ${where} is rate limiting (${status}${retryAfter ? `, Retry-After ${service.scrub(retryAfter)}` : ''})${said}.`,
+      true,
+    );
   }
-  if (response.status === 408) return new StepError(service.timeout, `The ${what} service at ${where} timed out (${status})${said}.`, true);
-  if (response.status >= 500) return new StepError(service.unavailable, `The ${what} service at ${where} failed (${status})${said}.`, true);
+  if (response.status === 408)
+    return new StepError(service.timeout, `The ${what} service at ${where} timed out (${status})${said}.`, true);
+  if (response.status >= 500)
+    return new StepError(service.unavailable, `The ${what} service at ${where} failed (${status})${said}.`, true);
   if (response.status >= 300 && response.status < 400) {
-    return new StepError(service.rejected, `The ${what} service at ${where} answered with a redirect (${status}); configure the final URL.`, false);
+    return new StepError(
+      service.rejected,
+      `The ${what} service at ${where} answered with a redirect (${status}); configure the final URL.`,
+      false,
+    );
   }
-  return new StepError(service.rejected, `The ${what} service at ${where} refused the request (${status})${said}.`, false);
+  return new StepError(
+    service.rejected,
+    `The ${what} service at ${where} refused the request (${status})${said}.`,
+    false,
+  );
 };
 
 export interface ServiceRequest {
@@ -139,16 +162,33 @@ export const postToService = async (service: ServiceFailures, request: ServiceRe
   const headers = { ...request.headers };
   if (request.apiKey) headers.authorization = `Bearer ${request.apiKey}`;
   try {
-    const response = await fetch(request.endpoint, { method: 'POST', headers, body: request.body, signal, redirect: 'manual' });
+    const response = await fetch(request.endpoint, {
+      method: 'POST',
+      headers,
+      body: request.body,
+      signal,
+      redirect: 'manual',
+    });
     if (!response.ok) throw await request.httpError(response);
     return await request.read(response);
   } catch (error) {
     if (caller?.aborted) throw caller.reason;
     if (error instanceof StepError) throw error;
     if (deadline.aborted) {
-      throw new StepError(service.timeout, `The ${what} service at ${where} did not answer within ${request.timeoutMs} ms.`, true, { cause: error });
+      throw new StepError(
+        service.timeout,
+        `The ${what} service at ${where} did not answer within ${request.timeoutMs} ms.`,
+        true,
+        { cause: error },
+      );
     }
-    const reason = error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error);
-    throw new StepError(service.unavailable, `The ${what} service at ${where} could not be reached: ${service.scrub(reason)}`, true, { cause: error });
+    const reason =
+      error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error);
+    throw new StepError(
+      service.unavailable,
+      `The ${what} service at ${where} could not be reached: ${service.scrub(reason)}`,
+      true,
+      { cause: error },
+    );
   }
 };

@@ -3,4 +3,5 @@
  * Callers decide the rest: a title trims it (`nonBlank(name)?.trim()`), a stored row keeps it as
  * sent and writes null for blank (`nonBlank(name) ?? null`).
  */
-export const nonBlank = (text: string | undefined): string | undefined => (text !== undefined && text.trim() !== '' ? text : undefined);
+export const nonBlank = (text: string | undefined): string | undefined =>
+  text !== undefined && text.trim() !== '' ? text : undefined;

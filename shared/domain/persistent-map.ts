@@ -64,7 +64,10 @@ export class PersistentMap<V> {
   set(key: string, value: V): PersistentMap<V> {
     const { top, mid, leaf } = this.leaf(key);
     const next = new Map(leaf).set(key, value);
-    return new PersistentMap(replaced(this.root, top, replaced(this.root[top], mid, next)), this.size + (leaf?.has(key) ? 0 : 1));
+    return new PersistentMap(
+      replaced(this.root, top, replaced(this.root[top], mid, next)),
+      this.size + (leaf?.has(key) ? 0 : 1),
+    );
   }
 
   delete(key: string): PersistentMap<V> {
@@ -72,7 +75,10 @@ export class PersistentMap<V> {
     if (!leaf?.has(key)) return this;
     const next = new Map(leaf);
     next.delete(key);
-    return new PersistentMap(replaced(this.root, top, replaced(this.root[top], mid, next.size > 0 ? next : undefined)), this.size - 1);
+    return new PersistentMap(
+      replaced(this.root, top, replaced(this.root[top], mid, next.size > 0 ? next : undefined)),
+      this.size - 1,
+    );
   }
 
   *entries(): IterableIterator<[string, V]> {

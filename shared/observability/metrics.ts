@@ -131,7 +131,11 @@ const sourcedGauge = (name: string, help: string, labelNames: readonly string[])
   };
 };
 
-export const openCallsGauge = sourcedGauge('pipeline_open_calls', 'Calls accepted and not finished, as the processor of this consumer group sees them (the pipeline backlog).', ['group']);
+export const openCallsGauge = sourcedGauge(
+  'pipeline_open_calls',
+  'Calls accepted and not finished, as the processor of this consumer group sees them (the pipeline backlog).',
+  ['group'],
+);
 
 export const consumerLagGauge = sourcedGauge(
   'event_log_consumer_lag_records',
@@ -139,7 +143,11 @@ export const consumerLagGauge = sourcedGauge(
   ['group', 'topic', 'partition'],
 );
 
-export const projectionLagGauge = sourcedGauge('projection_lag_events', 'Events in the event store a projection has not handled yet (head position minus its checkpoint).', ['projection']);
+export const projectionLagGauge = sourcedGauge(
+  'projection_lag_events',
+  'Events in the event store a projection has not handled yet (head position minus its checkpoint).',
+  ['projection'],
+);
 
 /** The text exposition of every metric of this process. */
 export const renderMetrics = (): Promise<string> => registry.metrics();
@@ -173,6 +181,7 @@ export const timeStep = async <T>(step: 'fetch' | 'transcribe' | 'analyse', work
 export const countFinishedCalls = (events: readonly { type: string; data: unknown }[]): void => {
   for (const event of events) {
     if (event.type === 'CallCompleted') callsFinished.inc({ status: 'completed', processing_error: 'none' });
-    else if (event.type === 'CallFailed') callsFinished.inc({ status: 'failed', processing_error: String((event.data as { code?: unknown }).code) });
+    else if (event.type === 'CallFailed')
+      callsFinished.inc({ status: 'failed', processing_error: String((event.data as { code?: unknown }).code) });
   }
 };

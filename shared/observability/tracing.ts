@@ -7,7 +7,18 @@
  * distributed-tracing extension `ce_traceparent`); the processor stores it in the metadata of every
  * event it appends to the call's stream, where the projections and the call-events relay find it.
  */
-import { type Attributes, type Context, context, INVALID_SPAN_CONTEXT, propagation, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import {
+  type Attributes,
+  type Context,
+  context,
+  INVALID_SPAN_CONTEXT,
+  propagation,
+  ROOT_CONTEXT,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+} from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
@@ -30,7 +41,10 @@ export interface Tracing {
 
 /** Installs a provider with these span processors as the process's global one. */
 export const installTracing = (spanProcessors: SpanProcessor[], serviceName = TRACER): Tracing => {
-  const provider = new BasicTracerProvider({ resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: serviceName }), spanProcessors });
+  const provider = new BasicTracerProvider({
+    resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: serviceName }),
+    spanProcessors,
+  });
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   trace.setGlobalTracerProvider(provider);
@@ -48,7 +62,10 @@ export const installTracing = (spanProcessors: SpanProcessor[], serviceName = TR
 
 /** Exports spans over OTLP/HTTP to `endpoint` (the collector's base URL, `/v1/traces` is added). */
 export const startTracing = (endpoint: string, serviceName: string): Tracing =>
-  installTracing([new BatchSpanProcessor(new OTLPTraceExporter({ url: `${endpoint.replace(/\/+$/, '')}/v1/traces` }))], serviceName);
+  installTracing(
+    [new BatchSpanProcessor(new OTLPTraceExporter({ url: `${endpoint.replace(/\/+$/, '')}/v1/traces` }))],
+    serviceName,
+  );
 
 const tracer = () => trace.getTracer(TRACER);
 
@@ -82,17 +99,22 @@ export interface SpanOptions {
 export const inSpan = async <T>(name: string, options: SpanOptions, work: (span: Span) => Promise<T>): Promise<T> => {
   if (!enabled) return work(trace.wrapSpanContext(INVALID_SPAN_CONTEXT));
   const parent = options.parent ?? context.active();
-  return tracer().startActiveSpan(name, { kind: options.kind ?? SpanKind.INTERNAL, attributes: options.attributes }, parent, async (span) => {
-    try {
-      return await work(span);
-    } catch (error) {
-      span.recordException(error as Error);
-      span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
-      throw error;
-    } finally {
-      span.end();
-    }
-  });
+  return tracer().startActiveSpan(
+    name,
+    { kind: options.kind ?? SpanKind.INTERNAL, attributes: options.attributes },
+    parent,
+    async (span) => {
+      try {
+        return await work(span);
+      } catch (error) {
+        span.recordException(error as Error);
+        span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+        throw error;
+      } finally {
+        span.end();
+      }
+    },
+  );
 };
 
 /**
@@ -110,7 +132,9 @@ export const inSpansPerItem = async <I, T>(
   if (!enabled) return work();
   const spans = items.flatMap((item) => {
     const parent = traceContextFrom(carrierOf(item));
-    return trace.getSpanContext(parent) ? [tracer().startSpan(name, { kind: SpanKind.CONSUMER, attributes: attributesOf(item) }, parent)] : [];
+    return trace.getSpanContext(parent)
+      ? [tracer().startSpan(name, { kind: SpanKind.CONSUMER, attributes: attributesOf(item) }, parent)]
+      : [];
   });
   try {
     return await work();

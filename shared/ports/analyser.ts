@@ -38,8 +38,16 @@ export const ScoreComponentSchema = Type.Object(
     name: Type.String({ minLength: 1, maxLength: 64, description: 'Stable snake_case name, e.g. `talk_ratio`.' }),
     value: Type.Number({ description: 'The raw measure, e.g. 72.5 (% of words) or 4 (questions).' }),
     score: Type.Integer({ minimum: 0, maximum: 100, description: 'This component on a 0–100 scale.' }),
-    weight: Type.Number({ minimum: 0, maximum: 1, description: 'Share of the overall score; the weights of one analysis sum to 1.' }),
-    explanation: Type.String({ minLength: 1, maxLength: 500, description: 'How the value was measured and scored, for a person.' }),
+    weight: Type.Number({
+      minimum: 0,
+      maximum: 1,
+      description: 'Share of the overall score; the weights of one analysis sum to 1.',
+    }),
+    explanation: Type.String({
+      minLength: 1,
+      maxLength: 500,
+      description: 'How the value was measured and scored, for a person.',
+    }),
   },
   { additionalProperties: false },
 );
@@ -48,9 +56,18 @@ export type ScoreComponent = Static<typeof ScoreComponentSchema>;
 export const InsightSchema = Type.Object(
   {
     kind: Type.Union([Type.Literal('strength'), Type.Literal('improvement')]),
-    code: Type.String({ minLength: 1, maxLength: 64, pattern: '^[a-z][a-z0-9_]*$', description: 'Stable snake_case code, e.g. `talk_ratio_high`.' }),
+    code: Type.String({
+      minLength: 1,
+      maxLength: 64,
+      pattern: '^[a-z][a-z0-9_]*$',
+      description: 'Stable snake_case code, e.g. `talk_ratio_high`.',
+    }),
     message: Type.String({ minLength: 1, maxLength: 500, description: 'The coaching advice, for the rep.' }),
-    evidence: Type.String({ minLength: 1, maxLength: 300, description: 'The transcript line the insight rests on, quoted verbatim (may be shortened with a trailing "…").' }),
+    evidence: Type.String({
+      minLength: 1,
+      maxLength: 300,
+      description: 'The transcript line the insight rests on, quoted verbatim (may be shortened with a trailing "…").',
+    }),
   },
   { additionalProperties: false },
 );
@@ -69,13 +86,35 @@ export type Speaker = Static<typeof SpeakerSchema>;
 /** The analysis of one call, as stored and shown in call history. */
 export const AnalysisSchema = Type.Object(
   {
-    title: Type.String({ minLength: 1, maxLength: 120, description: 'Generated from the transcript, never the integrator\'s callTitle.' }),
-    summary: Type.String({ minLength: 1, maxLength: 1000, description: '1–3 sentences: who spoke, topics, objections, next steps.' }),
-    score: Type.Integer({ minimum: 0, maximum: 100, description: 'Overall call score: the weighted mean of the component scores, rounded.' }),
+    title: Type.String({
+      minLength: 1,
+      maxLength: 120,
+      description: "Generated from the transcript, never the integrator's callTitle.",
+    }),
+    summary: Type.String({
+      minLength: 1,
+      maxLength: 1000,
+      description: '1–3 sentences: who spoke, topics, objections, next steps.',
+    }),
+    score: Type.Integer({
+      minimum: 0,
+      maximum: 100,
+      description: 'Overall call score: the weighted mean of the component scores, rounded.',
+    }),
     components: Type.Array(ScoreComponentSchema, { minItems: 1, maxItems: 12 }),
-    insights: Type.Array(InsightSchema, { minItems: 2, maxItems: 6, description: 'Coaching insights, most important first.' }),
-    speakers: Type.Optional(Type.Array(SpeakerSchema, { maxItems: 50, description: 'Absent when the transcript carries no speaker labels.' })),
-    engine: Type.String({ minLength: 1, maxLength: 200, description: 'Which analyser produced this, e.g. `conversation-analyser/1` or `openai-compatible:gpt-4o-mini`.' }),
+    insights: Type.Array(InsightSchema, {
+      minItems: 2,
+      maxItems: 6,
+      description: 'Coaching insights, most important first.',
+    }),
+    speakers: Type.Optional(
+      Type.Array(SpeakerSchema, { maxItems: 50, description: 'Absent when the transcript carries no speaker labels.' }),
+    ),
+    engine: Type.String({
+      minLength: 1,
+      maxLength: 200,
+      description: 'Which analyser produced this, e.g. `conversation-analyser/1` or `openai-compatible:gpt-4o-mini`.',
+    }),
   },
   { additionalProperties: false, $id: 'Analysis' },
 );

@@ -239,10 +239,13 @@ export const categoryOf = (streamId: string): string | undefined => {
  */
 export const checkCategories = (categories: readonly string[] | undefined): readonly string[] | undefined => {
   if (categories === undefined) return undefined;
-  if (categories.length === 0) throw new TypeError('categories: give at least one category, or leave it out for every stream');
+  if (categories.length === 0)
+    throw new TypeError('categories: give at least one category, or leave it out for every stream');
   for (const category of categories) {
     if (typeof category !== 'string' || category === '' || category.includes('-') || category.startsWith('$')) {
-      throw new TypeError(`categories: ${JSON.stringify(category)} is not a category (a non-empty name without '-' that does not start with '$')`);
+      throw new TypeError(
+        `categories: ${JSON.stringify(category)} is not a category (a non-empty name without '-' that does not start with '$')`,
+      );
     }
   }
   return [...new Set(categories)];

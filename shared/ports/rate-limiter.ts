@@ -64,7 +64,10 @@ export class RateLimiterUnavailableError extends unavailableError('RATE_LIMITER_
 
 /** Throws a RangeError unless `rule` holds two positive integers and `now`, when given, is finite. Every adapter calls it first. */
 export const assertValidHit = (rule: RateLimitRule, now: number | undefined): void => {
-  if (!Number.isSafeInteger(rule.limit) || rule.limit < 1) throw new RangeError(`rate limit must be an integer ≥ 1, got ${rule.limit}`);
-  if (!Number.isSafeInteger(rule.windowMs) || rule.windowMs < 1) throw new RangeError(`rate limit window must be an integer ≥ 1 ms, got ${rule.windowMs}`);
-  if (now !== undefined && !Number.isFinite(now)) throw new RangeError(`rate limit clock must be a finite number of ms, got ${now}`);
+  if (!Number.isSafeInteger(rule.limit) || rule.limit < 1)
+    throw new RangeError(`rate limit must be an integer ≥ 1, got ${rule.limit}`);
+  if (!Number.isSafeInteger(rule.windowMs) || rule.windowMs < 1)
+    throw new RangeError(`rate limit window must be an integer ≥ 1 ms, got ${rule.windowMs}`);
+  if (now !== undefined && !Number.isFinite(now))
+    throw new RangeError(`rate limit clock must be a finite number of ms, got ${now}`);
 };

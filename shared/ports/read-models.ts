@@ -181,7 +181,8 @@ export class InvalidQueryError extends Error {
   readonly code = 'INVALID_QUERY';
   readonly retriable = false;
   constructor(
-    readonly field: 'limit' | 'status' | 'cursor' | 'tags' | 'search' | 'from' | 'to' | 'repEmail' | 'updatedSince' | 'order',
+    readonly field:
+      'limit' | 'status' | 'cursor' | 'tags' | 'search' | 'from' | 'to' | 'repEmail' | 'updatedSince' | 'order',
     message: string,
   ) {
     super(message);

@@ -37,7 +37,8 @@ export const unavailableError = (code: string) =>
   };
 
 /** Whether `error` is a backend's transient unavailability (of any backend). */
-export const isBackendUnavailable = (error: unknown): error is BackendUnavailableError => error instanceof BackendUnavailableError;
+export const isBackendUnavailable = (error: unknown): error is BackendUnavailableError =>
+  error instanceof BackendUnavailableError;
 
 /**
  * Whether an error is worth retrying in place: a backend outage, or an error that says so itself

@@ -79,7 +79,12 @@ export type AttemptOutcome =
 
 export interface WebhookStore {
   /** See the file comment. Idempotent per event. @throws CheckpointMismatchError as ProjectionWriter.apply. */
-  apply(events: readonly RecordedEvent[], notifications: readonly WebhookNotification[], checkpoint: bigint, options?: ApplyOptions): Promise<void>;
+  apply(
+    events: readonly RecordedEvent[],
+    notifications: readonly WebhookNotification[],
+    checkpoint: bigint,
+    options?: ApplyOptions,
+  ): Promise<void>;
   checkpoint(): Promise<bigint>;
   /** Whether any webhook was ever registered (when none, the feed's notifications need not be prepared). */
   anyWebhook(): Promise<boolean>;
@@ -91,11 +96,17 @@ export interface WebhookStore {
    * delivery of the same webhook and subject, not leased), at most `perTeam` of one team less the
    * attempts it has `inFlight` already, leasing each until `now + leaseMs`.
    */
-  claim(now: Date, options: { limit: number; perTeam: number; leaseMs: number; inFlight: Readonly<Record<string, number>> }): Promise<ClaimedDelivery[]>;
+  claim(
+    now: Date,
+    options: { limit: number; perTeam: number; leaseMs: number; inFlight: Readonly<Record<string, number>> },
+  ): Promise<ClaimedDelivery[]>;
   /** Records an attempt's outcome and ends the lease. */
   recordAttempt(deliveryId: string, outcome: AttemptOutcome, at: Date): Promise<void>;
   /** The webhook's deliveries, newest first. @throws InvalidQueryError for a cursor it did not issue. */
-  deliveries(webhookId: string, query: { status?: WebhookDeliveryStatus; limit: number; cursor?: string }): Promise<{ deliveries: WebhookDeliveryView[]; nextCursor: string | null }>;
+  deliveries(
+    webhookId: string,
+    query: { status?: WebhookDeliveryStatus; limit: number; cursor?: string },
+  ): Promise<{ deliveries: WebhookDeliveryView[]; nextCursor: string | null }>;
   /** Queues the delivery again now, its attempts counted from zero; false when the webhook has no such delivery. */
   redeliver(webhookId: string, deliveryId: string, now: Date): Promise<boolean>;
   /**

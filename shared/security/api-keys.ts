@@ -60,7 +60,8 @@ const checksum = (head: string): string => {
 
 /** Builds a key from exactly API_KEY_RANDOM_BYTES random bytes (an argument, so tests can fix them). */
 export const formatApiKey = (random: Uint8Array): string => {
-  if (random.length !== API_KEY_RANDOM_BYTES) throw new RangeError(`an API key needs ${API_KEY_RANDOM_BYTES} random bytes, got ${random.length}`);
+  if (random.length !== API_KEY_RANDOM_BYTES)
+    throw new RangeError(`an API key needs ${API_KEY_RANDOM_BYTES} random bytes, got ${random.length}`);
   const head = API_KEY_PREFIX + base62(random, BODY_CHARS);
   return head + checksum(head);
 };
@@ -87,7 +88,8 @@ export const parseApiKey = (raw: unknown): ParsedApiKey => {
 };
 
 /** The stored form of a key: HMAC-SHA256(secret, key) as 64 lower-case hex characters. */
-export const hashApiKey = (key: string, secret: string | Uint8Array): string => createHmac('sha256', secret).update(key, 'utf8').digest('hex');
+export const hashApiKey = (key: string, secret: string | Uint8Array): string =>
+  createHmac('sha256', secret).update(key, 'utf8').digest('hex');
 
 const HEX = /^(?:[0-9a-fA-F]{2})*$/;
 

@@ -12,7 +12,15 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
-const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '25' }, from: { type: 'string', default: '0' }, to: { type: 'string', default: '1e9' }, callers: { type: 'string' } } });
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    top: { type: 'string', default: '25' },
+    from: { type: 'string', default: '0' },
+    to: { type: 'string', default: '1e9' },
+    callers: { type: 'string' },
+  },
+});
 const file = positionals[0];
 if (!file) {
   console.error('usage: cpu-profile-summary.ts <file.cpuprofile> [--top 25]');
@@ -24,7 +32,11 @@ interface ProfileNode {
   callFrame: { functionName: string; url: string; lineNumber: number };
   children?: number[];
 }
-const profile = JSON.parse(readFileSync(file, 'utf8')) as { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] };
+const profile = JSON.parse(readFileSync(file, 'utf8')) as {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+};
 const byId = new Map(profile.nodes.map((node) => [node.id, node]));
 const parent = new Map<number, number>();
 for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
@@ -42,8 +54,13 @@ profile.samples.forEach((id, i) => {
   total += dt;
 });
 
-const short = (url: string) => url.replace(/^file:\/\//, '').replace(/^.*\/node_modules\//, 'node_modules/').replace(/^.*\/(dist|services|shared|tests)\//, '$1/');
-const label = (node: ProfileNode) => `${node.callFrame.functionName || '(anonymous)'} ${short(node.callFrame.url)}${node.callFrame.url ? `:${node.callFrame.lineNumber + 1}` : ''}`;
+const short = (url: string) =>
+  url
+    .replace(/^file:\/\//, '')
+    .replace(/^.*\/node_modules\//, 'node_modules/')
+    .replace(/^.*\/(dist|services|shared|tests)\//, '$1/');
+const label = (node: ProfileNode) =>
+  `${node.callFrame.functionName || '(anonymous)'} ${short(node.callFrame.url)}${node.callFrame.url ? `:${node.callFrame.lineNumber + 1}` : ''}`;
 
 const fns = new Map<string, number>();
 const files = new Map<string, number>();
@@ -52,13 +69,17 @@ const inclusive = new Map<string, number>();
 for (const [id, time] of selfTime) {
   const node = byId.get(id)!;
   fns.set(label(node), (fns.get(label(node)) ?? 0) + time);
-  const where = node.callFrame.url ? short(node.callFrame.url).replace(/^(node_modules\/(@[^/]+\/)?[^/]+)\/.*$/, '$1') : node.callFrame.functionName;
+  const where = node.callFrame.url
+    ? short(node.callFrame.url).replace(/^(node_modules\/(@[^/]+\/)?[^/]+)\/.*$/, '$1')
+    : node.callFrame.functionName;
   files.set(where, (files.get(where) ?? 0) + time);
   // Inclusive time by file: each file once per sample along the stack.
   const seen = new Set<string>();
   for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
     const frame = byId.get(at)!;
-    const f = frame.callFrame.url ? short(frame.callFrame.url).replace(/^(node_modules\/(@[^/]+\/)?[^/]+)\/.*$/, '$1') : '';
+    const f = frame.callFrame.url
+      ? short(frame.callFrame.url).replace(/^(node_modules\/(@[^/]+\/)?[^/]+)\/.*$/, '$1')
+      : '';
     if (f && !seen.has(f)) {
       seen.add(f);
       inclusive.set(f, (inclusive.get(f) ?? 0) + time);
@@ -82,7 +103,8 @@ if (values.callers) {
   for (const [id, time] of selfTime) {
     if (!label(byId.get(id)!).includes(values.callers)) continue;
     const frames: string[] = [];
-    for (let at: number | undefined = id; at !== undefined && frames.length < 6; at = parent.get(at)) frames.push(label(byId.get(at)!));
+    for (let at: number | undefined = id; at !== undefined && frames.length < 6; at = parent.get(at))
+      frames.push(label(byId.get(at)!));
     const key = frames.join('\n        ← ');
     stacks.set(key, (stacks.get(key) ?? 0) + time);
   }

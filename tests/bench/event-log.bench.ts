@@ -71,7 +71,11 @@ const recordOf = (i: number): OutgoingRecord => {
     seq: i,
     transcript: 'Rep: thanks for joining today. Prospect: we are evaluating call tools this quarter.',
   });
-  return { key, value, headers: { ce_specversion: '1.0', ce_id: `${key}-${i}`, ce_type: 'call.submitted', ce_source: '/bench' } };
+  return {
+    key,
+    value,
+    headers: { ce_specversion: '1.0', ce_id: `${key}-${i}`, ce_type: 'call.submitted', ce_source: '/bench' },
+  };
 };
 const SAMPLE = recordOf(0);
 
@@ -95,10 +99,18 @@ const tally = (expected: number) => {
 };
 
 /** `promise`, or an error naming `what` after `PHASE_TIMEOUT_MS` or when `failed` rejects first. */
-const within = async <T>(what: string, promise: Promise<T>, progress: () => string, failed?: Promise<unknown>): Promise<T> => {
+const within = async <T>(
+  what: string,
+  promise: Promise<T>,
+  progress: () => string,
+  failed?: Promise<unknown>,
+): Promise<T> => {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: not finished after ${PHASE_TIMEOUT_MS} ms (${progress()})`)), PHASE_TIMEOUT_MS);
+    timer = setTimeout(
+      () => reject(new Error(`${what}: not finished after ${PHASE_TIMEOUT_MS} ms (${progress()})`)),
+      PHASE_TIMEOUT_MS,
+    );
   });
   const stopped = failed?.then(() => {
     throw new Error(`${what}: the consumer stopped early (${progress()})`);
@@ -173,7 +185,8 @@ const describe = `${RECORDS.toLocaleString('en-US')} records of ~${SAMPLE.value.
 
 // ---- SQLite -----------------------------------------------------------------------------------
 
-const LOG_TABLE = 'topic TEXT NOT NULL, partition INTEGER NOT NULL, record_offset BIGINT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, headers TEXT NOT NULL, timestamp_ms BIGINT NOT NULL, PRIMARY KEY (topic, partition, record_offset)';
+const LOG_TABLE =
+  'topic TEXT NOT NULL, partition INTEGER NOT NULL, record_offset BIGINT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, headers TEXT NOT NULL, timestamp_ms BIGINT NOT NULL, PRIMARY KEY (topic, partition, record_offset)';
 
 const sqliteRows = async (): Promise<Row[]> => {
   const base = tempDir('event-log-bench-');
@@ -181,10 +194,20 @@ const sqliteRows = async (): Promise<Row[]> => {
   raw.pragma('journal_mode = WAL');
   raw.pragma('synchronous = FULL');
   raw.exec(`CREATE TABLE log_records (${LOG_TABLE})`);
-  const insert = raw.prepare('INSERT INTO log_records (topic, partition, record_offset, key, value, headers, timestamp_ms) VALUES (?, ?, ?, ?, ?, ?, ?)');
+  const insert = raw.prepare(
+    'INSERT INTO log_records (topic, partition, record_offset, key, value, headers, timestamp_ms) VALUES (?, ?, ?, ?, ?, ?, ?)',
+  );
   const insertRate = await drive(BASELINE_RECORDS, 1, async (i) => {
     const record = recordOf(i);
-    insert.run('bench', i % PARTITIONS, Math.floor(i / PARTITIONS), record.key, record.value, JSON.stringify(record.headers), Date.now());
+    insert.run(
+      'bench',
+      i % PARTITIONS,
+      Math.floor(i / PARTITIONS),
+      record.key,
+      record.value,
+      JSON.stringify(record.headers),
+      Date.now(),
+    );
   });
   raw.close();
   base.remove();
@@ -196,11 +219,13 @@ const sqliteRows = async (): Promise<Row[]> => {
   await log.close();
 
   // The ceiling of consumption: the adapter's rows read back by the bare driver, pages of 500 per partition.
-  const select = opened.db.prepare('SELECT partition, record_offset, key, value, headers, timestamp_ms FROM log_records WHERE topic = ? AND partition = ? AND record_offset >= ? ORDER BY record_offset LIMIT 500');
+  const select = opened.db.prepare(
+    'SELECT partition, record_offset, key, value, headers, timestamp_ms FROM log_records WHERE topic = ? AND partition = ? AND record_offset >= ? ORDER BY record_offset LIMIT 500',
+  );
   let read = 0;
   const started = performance.now();
   for (let partition = 0; partition < PARTITIONS; partition++) {
-    for (let from = 0; ; ) {
+    for (let from = 0; ;) {
       const rows = select.all(rates.topic, partition, from) as Array<{ headers: string }>;
       if (rows.length === 0) break;
       for (const row of rows) JSON.parse(row.headers);
@@ -212,11 +237,18 @@ const sqliteRows = async (): Promise<Row[]> => {
   opened.close();
   dir.remove();
   return [
-    { name: 'sqlite baseline: bare better-sqlite3, one autocommit INSERT per record', perSecond: insertRate, baseline: true },
+    {
+      name: 'sqlite baseline: bare better-sqlite3, one autocommit INSERT per record',
+      perSecond: insertRate,
+      baseline: true,
+    },
     { name: `sqlite event log: publish, ${CONCURRENCY} concurrent publishers`, perSecond: rates.publish },
     { name: 'sqlite event log: end-to-end (publish and consume at once)', perSecond: rates.endToEnd },
     { name: 'sqlite baseline: bare SELECT of the same rows, pages of 500', perSecond: selectRate, baseline: true },
-    { name: `sqlite event log: consume, one group member (concurrency ${CONSUME_CONCURRENCY})`, perSecond: rates.consume },
+    {
+      name: `sqlite event log: consume, one group member (concurrency ${CONSUME_CONCURRENCY})`,
+      perSecond: rates.consume,
+    },
   ];
 };
 
@@ -231,15 +263,18 @@ const postgresRows = async (url: string): Promise<Row[]> => {
     await client.query(`CREATE TABLE ${fresh.schema}.baseline (${LOG_TABLE})`);
     const insertRate = await drive(BASELINE_RECORDS, 1, (i) => {
       const record = recordOf(i);
-      return client.query(`INSERT INTO ${fresh.schema}.baseline (topic, partition, record_offset, key, value, headers, timestamp_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)`, [
-        'bench',
-        i % PARTITIONS,
-        Math.floor(i / PARTITIONS),
-        record.key,
-        record.value,
-        JSON.stringify(record.headers),
-        Date.now(),
-      ]);
+      return client.query(
+        `INSERT INTO ${fresh.schema}.baseline (topic, partition, record_offset, key, value, headers, timestamp_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+        [
+          'bench',
+          i % PARTITIONS,
+          Math.floor(i / PARTITIONS),
+          record.key,
+          record.value,
+          JSON.stringify(record.headers),
+          Date.now(),
+        ],
+      );
     });
 
     const log = await createPostgresEventLog({ connectionString: url, schema: fresh.schema });
@@ -249,7 +284,7 @@ const postgresRows = async (url: string): Promise<Row[]> => {
     let read = 0;
     const started = performance.now();
     for (let partition = 0; partition < PARTITIONS; partition++) {
-      for (let from = 0; ; ) {
+      for (let from = 0; ;) {
         const { rows } = await client.query<{ headers: string }>(
           `SELECT partition, record_offset, key, value, headers, timestamp_ms FROM ${fresh.schema}.log_records WHERE topic = $1 AND partition = $2 AND record_offset >= $3 ORDER BY record_offset LIMIT 500`,
           [rates.topic, partition, from],
@@ -262,11 +297,18 @@ const postgresRows = async (url: string): Promise<Row[]> => {
     }
     const selectRate = read / ((performance.now() - started) / 1000);
     return [
-      { name: 'postgres baseline: bare pg client, one autocommit INSERT per record', perSecond: insertRate, baseline: true },
+      {
+        name: 'postgres baseline: bare pg client, one autocommit INSERT per record',
+        perSecond: insertRate,
+        baseline: true,
+      },
       { name: `postgres event log: publish, ${CONCURRENCY} concurrent publishers`, perSecond: rates.publish },
       { name: 'postgres event log: end-to-end (publish and consume at once)', perSecond: rates.endToEnd },
       { name: 'postgres baseline: bare SELECT of the same rows, pages of 500', perSecond: selectRate, baseline: true },
-      { name: `postgres event log: consume, one group member (concurrency ${CONSUME_CONCURRENCY})`, perSecond: rates.consume },
+      {
+        name: `postgres event log: consume, one group member (concurrency ${CONSUME_CONCURRENCY})`,
+        perSecond: rates.consume,
+      },
     ];
   } finally {
     await client.end();
@@ -277,25 +319,53 @@ const postgresRows = async (url: string): Promise<Row[]> => {
 // ---- Kafka ------------------------------------------------------------------------------------
 
 /** The adapter's connection and producer settings, for the bare kafkajs baseline. */
-const RETRY: kafkajs.RetryOptions = { initialRetryTime: 100, maxRetryTime: 1000, retries: 4, factor: 0.2, multiplier: 2 };
+const RETRY: kafkajs.RetryOptions = {
+  initialRetryTime: 100,
+  maxRetryTime: 1000,
+  retries: 4,
+  factor: 0.2,
+  multiplier: 2,
+};
 
 const bareProducer = async (kafka: kafkajs.Kafka) => {
-  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false, createPartitioner: kafkajs.Partitioners.DefaultPartitioner, retry: RETRY });
+  const producer = kafka.producer({
+    idempotent: true,
+    maxInFlightRequests: 1,
+    allowAutoTopicCreation: false,
+    createPartitioner: kafkajs.Partitioners.DefaultPartitioner,
+    retry: RETRY,
+  });
   await producer.connect();
   return producer;
 };
 
 const sendOne = (producer: kafkajs.Producer, topic: string, i: number) => {
   const record = recordOf(i);
-  return producer.send({ topic, acks: -1, messages: [{ key: record.key, value: record.value, headers: record.headers! }] });
+  return producer.send({
+    topic,
+    acks: -1,
+    messages: [{ key: record.key, value: record.value, headers: record.headers! }],
+  });
 };
 
 /**
  * A bare kafkajs consumer (`eachMessage`, auto-commit) with the adapter's group timing; `whenJoined`
  * runs once it has joined, before anything is fetched. Resolves with the time the `expected`-th record arrived.
  */
-const bareConsume = async (kafka: kafkajs.Kafka, topic: string, expected: number, whenJoined: () => Promise<void> | void) => {
-  const consumer = kafka.consumer({ groupId: `bench-${randomUUID()}`, sessionTimeout: 10_000, heartbeatInterval: 500, rebalanceTimeout: 30_000, maxWaitTimeInMs: 500, retry: RETRY });
+const bareConsume = async (
+  kafka: kafkajs.Kafka,
+  topic: string,
+  expected: number,
+  whenJoined: () => Promise<void> | void,
+) => {
+  const consumer = kafka.consumer({
+    groupId: `bench-${randomUUID()}`,
+    sessionTimeout: 10_000,
+    heartbeatInterval: 500,
+    rebalanceTimeout: 30_000,
+    maxWaitTimeInMs: 500,
+    retry: RETRY,
+  });
   const count = tally(expected);
   let joinedAt: number | undefined;
   let joined: () => void = () => {};
@@ -306,7 +376,10 @@ const bareConsume = async (kafka: kafkajs.Kafka, topic: string, expected: number
   });
   await consumer.connect();
   await consumer.subscribe({ topics: [topic], fromBeginning: true });
-  await consumer.run({ partitionsConsumedConcurrently: 8, eachMessage: async ({ partition, message }) => count.saw(partition, message.offset) });
+  await consumer.run({
+    partitionsConsumedConcurrently: 8,
+    eachMessage: async ({ partition, message }) => count.saw(partition, message.offset),
+  });
   try {
     await within(`bare join ${topic}`, join, () => 'not joined');
     await whenJoined();
@@ -318,7 +391,14 @@ const bareConsume = async (kafka: kafkajs.Kafka, topic: string, expected: number
 };
 
 const kafkaRows = async (brokers: string[]): Promise<Row[]> => {
-  const kafka = new kafkajs.Kafka({ clientId: 'bench-bare', brokers, logLevel: kafkajs.logLevel.ERROR, connectionTimeout: 1000, requestTimeout: 10_000, retry: RETRY });
+  const kafka = new kafkajs.Kafka({
+    clientId: 'bench-bare',
+    brokers,
+    logLevel: kafkajs.logLevel.ERROR,
+    connectionTimeout: 1000,
+    requestTimeout: 10_000,
+    retry: RETRY,
+  });
   const admin = kafka.admin({ retry: RETRY });
   await admin.connect();
   const created: string[] = [];
@@ -358,15 +438,32 @@ const kafkaRows = async (brokers: string[]): Promise<Row[]> => {
     const consumeRateBare = RECORDS / ((bare.end - bare.joinedAt) / 1000);
 
     return [
-      { name: `kafka baseline: bare kafkajs, 1 record per send, ${CONCURRENCY} concurrent senders`, perSecond: produceRate, baseline: true },
+      {
+        name: `kafka baseline: bare kafkajs, 1 record per send, ${CONCURRENCY} concurrent senders`,
+        perSecond: produceRate,
+        baseline: true,
+      },
       { name: `kafka event log: publish, ${CONCURRENCY} concurrent publishers`, perSecond: rates.publish },
-      { name: 'kafka baseline: bare kafkajs, produce and eachMessage consume at once', perSecond: e2eRate, baseline: true },
+      {
+        name: 'kafka baseline: bare kafkajs, produce and eachMessage consume at once',
+        perSecond: e2eRate,
+        baseline: true,
+      },
       { name: 'kafka event log: end-to-end (publish and consume at once)', perSecond: rates.endToEnd },
-      { name: 'kafka baseline: bare kafkajs eachMessage consumer, same records', perSecond: consumeRateBare, baseline: true },
-      { name: `kafka event log: consume, one group member (concurrency ${CONSUME_CONCURRENCY})`, perSecond: rates.consume },
+      {
+        name: 'kafka baseline: bare kafkajs eachMessage consumer, same records',
+        perSecond: consumeRateBare,
+        baseline: true,
+      },
+      {
+        name: `kafka event log: consume, one group member (concurrency ${CONSUME_CONCURRENCY})`,
+        perSecond: rates.consume,
+      },
     ];
   } finally {
-    await admin.deleteTopics({ topics: created }).catch((error: unknown) => console.log(`(could not delete bench topics: ${(error as Error).message})`));
+    await admin
+      .deleteTopics({ topics: created })
+      .catch((error: unknown) => console.log(`(could not delete bench topics: ${(error as Error).message})`));
     await admin.disconnect();
   }
 };
@@ -381,9 +478,15 @@ if (ONLY.has('postgres')) {
   else skipped.push('postgres (DATABASE_URL is unset)');
 }
 if (ONLY.has('kafka')) {
-  const brokers = (process.env.KAFKA_BROKERS ?? '').split(',').map((b) => b.trim()).filter(Boolean);
+  const brokers = (process.env.KAFKA_BROKERS ?? '')
+    .split(',')
+    .map((b) => b.trim())
+    .filter(Boolean);
   if (brokers.length > 0) rows.push(...(await kafkaRows(brokers)));
   else skipped.push('kafka (KAFKA_BROKERS is unset)');
 }
-report(`event log throughput (${describe}; bare one-per-request baselines: ${BASELINE_RECORDS.toLocaleString('en-US')} records)`, rows);
+report(
+  `event log throughput (${describe}; bare one-per-request baselines: ${BASELINE_RECORDS.toLocaleString('en-US')} records)`,
+  rows,
+);
 if (skipped.length > 0) console.log(`(skipped: ${skipped.join(', ')})`);

@@ -18,23 +18,40 @@ import { freshSchema } from '../support/postgres.ts';
 import { tempDir } from '../support/temp-dir.ts';
 import { drive, report, type Row } from './report.ts';
 
-const { values } = parseArgs({ options: { events: { type: 'string', default: '20000' }, concurrency: { type: 'string', default: '64' } } });
+const { values } = parseArgs({
+  options: { events: { type: 'string', default: '20000' }, concurrency: { type: 'string', default: '64' } },
+});
 const EVENTS = Number(values.events);
 const CONCURRENCY = Number(values.concurrency);
 const payload = { transcript: 'x'.repeat(200), repName: 'Dana Reyes', tags: ['demo', 'inbound'] };
 
 const appendRate = (store: EventStore) =>
-  drive(EVENTS, CONCURRENCY, (i) => store.append(`call-${randomUUID()}`, [{ type: 'CallSubmitted', data: { i, ...payload } }], { expectedVersion: 'no_stream' }));
+  drive(EVENTS, CONCURRENCY, (i) =>
+    store.append(`call-${randomUUID()}`, [{ type: 'CallSubmitted', data: { i, ...payload } }], {
+      expectedVersion: 'no_stream',
+    }),
+  );
 
 const sqliteRows = async (): Promise<Row[]> => {
   const base = tempDir();
   const raw = new Database(`${base.path}/baseline.sqlite`);
   raw.pragma('journal_mode = WAL');
   raw.pragma('synchronous = FULL');
-  raw.exec('CREATE TABLE events (position INTEGER PRIMARY KEY AUTOINCREMENT, stream_id TEXT, revision INTEGER, id TEXT, type TEXT, data TEXT, metadata TEXT, recorded_at INTEGER, UNIQUE (stream_id, revision))');
-  const insert = raw.prepare('INSERT INTO events (stream_id, revision, id, type, data, metadata, recorded_at) VALUES (?, 0, ?, ?, ?, ?, ?)');
+  raw.exec(
+    'CREATE TABLE events (position INTEGER PRIMARY KEY AUTOINCREMENT, stream_id TEXT, revision INTEGER, id TEXT, type TEXT, data TEXT, metadata TEXT, recorded_at INTEGER, UNIQUE (stream_id, revision))',
+  );
+  const insert = raw.prepare(
+    'INSERT INTO events (stream_id, revision, id, type, data, metadata, recorded_at) VALUES (?, 0, ?, ?, ?, ?, ?)',
+  );
   const baseline = await drive(Math.min(EVENTS, 5000), 1, async (i) =>
-    insert.run(`call-${randomUUID()}`, randomUUID(), 'CallSubmitted', JSON.stringify({ i, ...payload }), '{}', Date.now()),
+    insert.run(
+      `call-${randomUUID()}`,
+      randomUUID(),
+      'CallSubmitted',
+      JSON.stringify({ i, ...payload }),
+      '{}',
+      Date.now(),
+    ),
   );
   raw.close();
   base.remove();
@@ -47,7 +64,11 @@ const sqliteRows = async (): Promise<Row[]> => {
   opened.close();
   dir.remove();
   return [
-    { name: 'sqlite baseline: bare better-sqlite3, one autocommit INSERT per event', perSecond: baseline, baseline: true },
+    {
+      name: 'sqlite baseline: bare better-sqlite3, one autocommit INSERT per event',
+      perSecond: baseline,
+      baseline: true,
+    },
     { name: `sqlite event store: append, ${CONCURRENCY} concurrent appenders`, perSecond: rate },
   ];
 };
@@ -57,13 +78,14 @@ const postgresRows = async (url: string): Promise<Row[]> => {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   await client.query(`CREATE SCHEMA ${fresh.schema}`);
-  await client.query(`CREATE TABLE ${fresh.schema}.baseline (position BIGSERIAL PRIMARY KEY, stream_id TEXT, revision INT, id UUID, type TEXT, data JSONB, metadata JSONB, recorded_at TIMESTAMPTZ DEFAULT now(), UNIQUE (stream_id, revision))`);
+  await client.query(
+    `CREATE TABLE ${fresh.schema}.baseline (position BIGSERIAL PRIMARY KEY, stream_id TEXT, revision INT, id UUID, type TEXT, data JSONB, metadata JSONB, recorded_at TIMESTAMPTZ DEFAULT now(), UNIQUE (stream_id, revision))`,
+  );
   const baseline = await drive(Math.min(EVENTS, 5000), 1, (i) =>
-    client.query(`INSERT INTO ${fresh.schema}.baseline (stream_id, revision, id, type, data, metadata) VALUES ($1, 0, $2, 'CallSubmitted', $3, '{}')`, [
-      `call-${randomUUID()}`,
-      randomUUID(),
-      JSON.stringify({ i, ...payload }),
-    ]),
+    client.query(
+      `INSERT INTO ${fresh.schema}.baseline (stream_id, revision, id, type, data, metadata) VALUES ($1, 0, $2, 'CallSubmitted', $3, '{}')`,
+      [`call-${randomUUID()}`, randomUUID(), JSON.stringify({ i, ...payload })],
+    ),
   );
   await client.end();
   const store = await createPostgresEventStore({ connectionString: url, schema: fresh.schema });

@@ -66,10 +66,14 @@ const KEYS = Number(values.keys);
 type Mode = 'all-in-one' | 'ingress';
 const MODES = values.mode.split(',') as Mode[];
 const DRAIN_SECONDS = Number(values['drain-seconds']);
-for (const mode of MODES) if (mode !== 'all-in-one' && mode !== 'ingress') throw new Error(`--mode is all-in-one, ingress or both (comma-separated), not ${mode}`);
+for (const mode of MODES)
+  if (mode !== 'all-in-one' && mode !== 'ingress')
+    throw new Error(`--mode is all-in-one, ingress or both (comma-separated), not ${mode}`);
 
 if (spawnSync('wrk', ['--version']).error) {
-  console.error('wrk is not installed: apt-get install -y wrk (the load must come from a native client in its own process)');
+  console.error(
+    'wrk is not installed: apt-get install -y wrk (the load must come from a native client in its own process)',
+  );
   process.exit(2);
 }
 
@@ -94,14 +98,22 @@ const freePort = async (): Promise<number> => {
 const waitFor = async (url: string, what: string, timeoutMs = 60_000) => {
   const until = Date.now() + timeoutMs;
   while (Date.now() < until) {
-    if (await fetch(url).then((r) => r.ok, () => false)) return;
+    if (
+      await fetch(url).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return;
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`${what} did not answer ${url} within ${timeoutMs} ms`);
 };
 
 const rssMb = (pid: number): number => {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmRSS:'));
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('VmRSS:'));
   return Math.round(Number(line?.replace(/\D+/g, '') ?? 0) / 1024);
 };
 
@@ -124,12 +136,21 @@ await app.listen({ port: Number(process.env.PORT), host: '127.0.0.1' });
 
 const startBare = async (): Promise<{ url: string; child: ChildProcess }> => {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--input-type=module', '-e', BARE_ROUTE], { cwd: root, env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const child = spawn(process.execPath, ['--input-type=module', '-e', BARE_ROUTE], {
+    cwd: root,
+    env: { ...process.env, PORT: String(port) },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   children.push(child);
   const url = `http://127.0.0.1:${port}`;
   const until = Date.now() + 30_000;
   // The bare route has no GET; any HTTP answer means it listens.
-  while (!(await fetch(url).then(() => true, () => false))) {
+  while (
+    !(await fetch(url).then(
+      () => true,
+      () => false,
+    ))
+  ) {
     if (Date.now() > until) throw new Error('the bare Fastify route did not start');
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -146,7 +167,18 @@ const startService = async (MODE: Mode, serviceRoot = root): Promise<{ url: stri
   const profile = values['cpu-prof'] ? ['--cpu-prof', '--cpu-prof-dir', resolve(values['cpu-prof'])] : [];
   const child = spawn(process.execPath, [...(serviceRoot === root ? profile : []), entry], {
     cwd: serviceRoot,
-    env: { ...process.env, DATA_DIR: join(dir.path, `data-${MODE}${serviceRoot === root ? '' : '-baseline'}`), PORT: String(port), HOST: '127.0.0.1', ADMIN_TOKEN, API_KEY_SECRET: 'ingest-wrk-bench-key-secret-0123456789abcdef', LOG_LEVEL: 'warn', DATABASE_URL: '', KAFKA_BROKERS: '', REDIS_URL: '' },
+    env: {
+      ...process.env,
+      DATA_DIR: join(dir.path, `data-${MODE}${serviceRoot === root ? '' : '-baseline'}`),
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      ADMIN_TOKEN,
+      API_KEY_SECRET: 'ingest-wrk-bench-key-secret-0123456789abcdef',
+      LOG_LEVEL: 'warn',
+      DATABASE_URL: '',
+      KAFKA_BROKERS: '',
+      REDIS_URL: '',
+    },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   serviceStartedAt = Date.now();
@@ -157,7 +189,11 @@ const startService = async (MODE: Mode, serviceRoot = root): Promise<{ url: stri
 };
 
 const admin = async (base: string, path: string, body: unknown): Promise<Record<string, string>> => {
-  const res = await fetch(`${base}${path}`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await fetch(`${base}${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
   return (await res.json()) as Record<string, string>;
 };
@@ -165,12 +201,23 @@ const admin = async (base: string, path: string, body: unknown): Promise<Record<
 /** `--teams` teams with ample capacity and `--keys` keys spread over them, made through the admin API. */
 const issueKeys = async (base: string): Promise<string[]> => {
   const teams: string[] = [];
-  for (let t = 0; t < TEAMS; t++) teams.push((await admin(base, '/api/admin/teams', { name: `Bench team ${t}`, ownerEmail: `owner${t}@bench.test`, capacityHours: 1_000_000 })).teamId!);
+  for (let t = 0; t < TEAMS; t++)
+    teams.push(
+      (
+        await admin(base, '/api/admin/teams', {
+          name: `Bench team ${t}`,
+          ownerEmail: `owner${t}@bench.test`,
+          capacityHours: 1_000_000,
+        })
+      ).teamId!,
+    );
   const keys: string[] = [];
   const perBatch = 20;
   for (let k = 0; k < KEYS; k += perBatch) {
     const batch = await Promise.all(
-      Array.from({ length: Math.min(perBatch, KEYS - k) }, (_, i) => admin(base, `/api/admin/teams/${teams[(k + i) % TEAMS]}/keys`, { label: `bench ${k + i}` })),
+      Array.from({ length: Math.min(perBatch, KEYS - k) }, (_, i) =>
+        admin(base, `/api/admin/teams/${teams[(k + i) % TEAMS]}/keys`, { label: `bench ${k + i}` }),
+      ),
     );
     keys.push(...batch.map((issued) => issued.key!));
   }
@@ -178,7 +225,11 @@ const issueKeys = async (base: string): Promise<string[]> => {
 };
 
 const BODY = JSON.stringify({
-  transcript: Array.from({ length: 12 }, (_, i) => (i % 2 ? 'Dana: We use a spreadsheet today and it breaks at month end.' : 'Rep: Thanks for joining, what does your process look like?')).join('\n'),
+  transcript: Array.from({ length: 12 }, (_, i) =>
+    i % 2
+      ? 'Dana: We use a spreadsheet today and it breaks at month end.'
+      : 'Rep: Thanks for joining, what does your process look like?',
+  ).join('\n'),
   repName: 'Sam Seller',
   repEmail: 'sam@bench.test',
   tags: ['bench'],
@@ -198,10 +249,14 @@ request = function()
   i = i + 1
   return wrk.format("POST", ${luaString(INGEST_PATH)}, { ["Content-Type"] = "application/json", ["X-API-Key"] = keys[(i % #keys) + 1] }, body)
 end
-${delayMs === undefined ? '' : `delay = function()
+${
+  delayMs === undefined
+    ? ''
+    : `delay = function()
   return ${Math.max(1, Math.round(delayMs))}
 end
-`}`,
+`
+}`,
   );
   return path;
 };
@@ -217,7 +272,11 @@ interface WrkResult {
 }
 
 const runWrk = (url: string, script: string): WrkResult => {
-  const run = spawnSync('wrk', ['-t1', `-c${CONNECTIONS}`, `-d${SECONDS}s`, '--latency', '-s', script, `${url}${INGEST_PATH}`], { encoding: 'utf8' });
+  const run = spawnSync(
+    'wrk',
+    ['-t1', `-c${CONNECTIONS}`, `-d${SECONDS}s`, '--latency', '-s', script, `${url}${INGEST_PATH}`],
+    { encoding: 'utf8' },
+  );
   if (run.status !== 0) throw new Error(`wrk failed: ${run.stderr}`);
   const out = run.stdout;
   const number = (re: RegExp) => Number(re.exec(out)?.[1] ?? 0);
@@ -252,7 +311,12 @@ const finishedCalls = async (base: string): Promise<number> => {
  * `target` (what wrk counted, plus the requests still in flight when it stopped) and has not moved
  * for two seconds, or `--drain-seconds` passed.
  */
-const drain = async (base: string, before: number, target: number, startedAt: number): Promise<{ finished: number; perSecond: number; drainedAfterSeconds: number }> => {
+const drain = async (
+  base: string,
+  before: number,
+  target: number,
+  startedAt: number,
+): Promise<{ finished: number; perSecond: number; drainedAfterSeconds: number }> => {
   const until = Date.now() + DRAIN_SECONDS * 1000;
   let finished = (await finishedCalls(base)) - before;
   let lastMove = Date.now();
@@ -266,13 +330,16 @@ const drain = async (base: string, before: number, target: number, startedAt: nu
   return { finished, perSecond: finished / seconds, drainedAfterSeconds: seconds };
 };
 
-console.log(`building (npm run build), then per mode (${MODES.join(', ')}) ${ROUNDS} alternating rounds of ${SECONDS} s, wrk -t1 -c${CONNECTIONS}, ${TEAMS} teams, ${KEYS} keys`);
+console.log(
+  `building (npm run build), then per mode (${MODES.join(', ')}) ${ROUNDS} alternating rounds of ${SECONDS} s, wrk -t1 -c${CONNECTIONS}, ${TEAMS} teams, ${KEYS} keys`,
+);
 const built = spawnSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio: 'inherit' });
 if (built.status !== 0) throw new Error('npm run build failed');
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 const bare = await startBare();
-const command = (mode: Mode) => `npx tsx tests/bench/ingest-wrk.bench.ts --mode ${mode} --rounds ${ROUNDS} --seconds ${SECONDS}`;
+const command = (mode: Mode) =>
+  `npx tsx tests/bench/ingest-wrk.bench.ts --mode ${mode} --rounds ${ROUNDS} --seconds ${SECONDS}`;
 
 const measure = async (MODE: Mode) => {
   const service = await startService(MODE);
@@ -296,7 +363,11 @@ const measure = async (MODE: Mode) => {
       const then = runWrk(earlier.url, earlierScript!);
       const thenRate = (then.requests - then.non2xx) / SECONDS;
       const thenCpuPer = ((cpuSeconds(earlier.child.pid!) - earlierCpu) * 1000) / Math.max(1, then.requests);
-      rows.push({ name: `round ${round}: earlier build ${MODE}, 201s (p50 ${then.p50}, p99 ${then.p99}, CPU/request ${thenCpuPer.toFixed(3)} ms)`, perSecond: thenRate, baseline: true });
+      rows.push({
+        name: `round ${round}: earlier build ${MODE}, 201s (p50 ${then.p50}, p99 ${then.p99}, CPU/request ${thenCpuPer.toFixed(3)} ms)`,
+        perSecond: thenRate,
+        baseline: true,
+      });
       versusEarlier.push(thenRate);
       if (MODE === 'all-in-one') await drain(earlier.url, 0, 0, Date.now());
     }
@@ -313,32 +384,53 @@ const measure = async (MODE: Mode) => {
     // CPU during the load only (the backlog an all-in-one round leaves is processed after it).
     const ourCpuPer = ((cpuSeconds(service.child.pid!) - serviceCpu) * 1000) / Math.max(1, ours.requests);
     cpuRatios.push(bareCpuPer / ourCpuPer);
-    console.log(`round ${round}: CPU per request during the load: bare route ${bareCpuPer.toFixed(3)} ms, service ${ourCpuPer.toFixed(3)} ms (${(bareCpuPer / ourCpuPer).toFixed(3)}×: the accept-rate ratio an idle machine would allow)`);
+    console.log(
+      `round ${round}: CPU per request during the load: bare route ${bareCpuPer.toFixed(3)} ms, service ${ourCpuPer.toFixed(3)} ms (${(bareCpuPer / ourCpuPer).toFixed(3)}×: the accept-rate ratio an idle machine would allow)`,
+    );
     const peak = rssMb(service.child.pid!);
     peakRss = Math.max(peakRss, peak);
     const accepted = ours.requests - ours.non2xx;
-    rows.push({ name: `round ${round}: bare Fastify route (p50 ${base.p50}, p99 ${base.p99})`, perSecond: base.perSecond, baseline: true });
-    rows.push({ name: `round ${round}: service ${MODE}, 201s (p50 ${ours.p50}, p99 ${ours.p99}, non-201 ${ours.non2xx}, socket errors ${ours.errors})`, perSecond: ours.perSecond });
+    rows.push({
+      name: `round ${round}: bare Fastify route (p50 ${base.p50}, p99 ${base.p99})`,
+      perSecond: base.perSecond,
+      baseline: true,
+    });
+    rows.push({
+      name: `round ${round}: service ${MODE}, 201s (p50 ${ours.p50}, p99 ${ours.p99}, non-201 ${ours.non2xx}, socket errors ${ours.errors})`,
+      perSecond: ours.perSecond,
+    });
     ratios.push(ours.perSecond / base.perSecond);
     rates.push(ours.perSecond);
     console.log(`round ${round}: ${accepted} accepted; service RSS after the load ${peak} MB`);
     if (MODE === 'all-in-one') {
       const e2e = await drain(service.url, before, accepted, startedAt);
       e2eRates.push(e2e.perSecond);
-      console.log(`round ${round}: ${e2e.finished} calls finished (wrk counted ${accepted} 201s; up to ${CONNECTIONS} more were in flight when it stopped), the last ${e2e.drainedAfterSeconds.toFixed(1)} s after the round began: ${Math.round(e2e.perSecond)} finished calls/s end to end`);
+      console.log(
+        `round ${round}: ${e2e.finished} calls finished (wrk counted ${accepted} 201s; up to ${CONNECTIONS} more were in flight when it stopped), the last ${e2e.drainedAfterSeconds.toFixed(1)} s after the round began: ${Math.round(e2e.perSecond)} finished calls/s end to end`,
+      );
     }
   }
   if (earlier) {
     const ours = rows.filter((row) => row.name.includes(`service ${MODE}`)).map((row) => row.perSecond);
     const ratios = ours.map((rate, i) => rate / versusEarlier[i]!);
-    console.log(`[${MODE}] this build / the earlier build, 201s/s per round: ${ratios.map((r) => `${r.toFixed(2)}×`).join(', ')} (median ${median(ratios).toFixed(2)}×)`);
+    console.log(
+      `[${MODE}] this build / the earlier build, 201s/s per round: ${ratios.map((r) => `${r.toFixed(2)}×`).join(', ')} (median ${median(ratios).toFixed(2)}×)`,
+    );
     earlier.child.kill('SIGTERM');
   }
-  report(`[${MODE}] ingest, wrk -t1 -c${CONNECTIONS}, ~${BODY.length} B transcript-only body (ratio: service / bare route of the same round)`, rows);
+  report(
+    `[${MODE}] ingest, wrk -t1 -c${CONNECTIONS}, ~${BODY.length} B transcript-only body (ratio: service / bare route of the same round)`,
+    rows,
+  );
   const sorted = [...ratios].sort((a, b) => a - b);
-  console.log(`\nmedian ratio ${median(ratios).toFixed(3)}× over ${ROUNDS} rounds (min ${sorted[0]!.toFixed(3)}×, max ${sorted.at(-1)!.toFixed(3)}×)`);
+  console.log(
+    `\nmedian ratio ${median(ratios).toFixed(3)}× over ${ROUNDS} rounds (min ${sorted[0]!.toFixed(3)}×, max ${sorted.at(-1)!.toFixed(3)}×)`,
+  );
   const bareRates = rows.filter((row) => row.baseline).map((row) => row.perSecond);
-  const what = MODE === 'all-in-one' ? '1 accept rate, all-in-one embedded' : '1 accept rate, ingress alone embedded (not a target; for comparison)';
+  const what =
+    MODE === 'all-in-one'
+      ? '1 accept rate, all-in-one embedded'
+      : '1 accept rate, ingress alone embedded (not a target; for comparison)';
   recordTarget({
     target: `${what}: CPU per request during the load`,
     figure: `service ${(1 / median(cpuRatios)).toFixed(1)}× the bare route's CPU per request`,
@@ -362,7 +454,9 @@ const measure = async (MODE: Mode) => {
   const half = median(rates) / 2;
   const paced = runWrk(service.url, writeScript(keys, 'paced.lua', (CONNECTIONS * 1000) / half));
   const pacedRate = (paced.requests - paced.non2xx) / SECONDS;
-  console.log(`[${MODE}] at half the accept rate (${Math.round(half)}/s asked, ${Math.round(pacedRate)}/s answered 201): p50 ${paced.p50}, p99 ${paced.p99}`);
+  console.log(
+    `[${MODE}] at half the accept rate (${Math.round(half)}/s asked, ${Math.round(pacedRate)}/s answered 201): p50 ${paced.p50}, p99 ${paced.p99}`,
+  );
   if (MODE === 'all-in-one') {
     recordTarget({
       target: '2 POST → 201 p99 at half the accept rate, all-in-one embedded',
@@ -406,4 +500,6 @@ const measure = async (MODE: Mode) => {
 
 for (const mode of MODES) await measure(mode);
 for (const child of children) child.kill('SIGTERM');
-await Promise.all(children.filter((child) => child.exitCode === null && child.signalCode === null).map((child) => once(child, 'exit')));
+await Promise.all(
+  children.filter((child) => child.exitCode === null && child.signalCode === null).map((child) => once(child, 'exit')),
+);

@@ -109,7 +109,14 @@ interface Answer {
 const post = (agent: Agent, port: number, path: string, headers: Record<string, string>): Promise<Answer> =>
   new Promise((resolve, reject) => {
     const req = request(
-      { agent, host: '127.0.0.1', port, path, method: 'POST', headers: { 'content-type': 'application/json', 'content-length': String(BODY.length), ...headers } },
+      {
+        agent,
+        host: '127.0.0.1',
+        port,
+        path,
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'content-length': String(BODY.length), ...headers },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -121,7 +128,8 @@ const post = (agent: Agent, port: number, path: string, headers: Record<string, 
     req.end(BODY);
   });
 
-const percentile = (sorted: Float64Array, p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? NaN;
+const percentile = (sorted: Float64Array, p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? NaN;
 
 interface LoadResult {
   perSecond: number;
@@ -136,7 +144,13 @@ interface LoadResult {
  * `count` requests over `CONNECTIONS` keep-alive connections, each connection sending its next
  * request when the previous answer arrived. Request n (counted from `first`) gets `headersFor(n)`.
  */
-const load = async (port: number, path: string, first: number, count: number, headersFor: (n: number) => Record<string, string>): Promise<LoadResult> => {
+const load = async (
+  port: number,
+  path: string,
+  first: number,
+  count: number,
+  headersFor: (n: number) => Record<string, string>,
+): Promise<LoadResult> => {
   const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS });
   const latencies = new Float64Array(count);
   const other = new Map<number, number>();
@@ -156,7 +170,13 @@ const load = async (port: number, path: string, first: number, count: number, he
   const seconds = (performance.now() - started) / 1000;
   agent.destroy();
   latencies.sort();
-  return { perSecond: count / seconds, p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99), max: latencies[count - 1] ?? NaN, other };
+  return {
+    perSecond: count / seconds,
+    p50: percentile(latencies, 0.5),
+    p99: percentile(latencies, 0.99),
+    max: latencies[count - 1] ?? NaN,
+    other,
+  };
 };
 
 /** `result` with the non-201 answers of `warm` added. */
@@ -165,7 +185,8 @@ const withOther = (result: LoadResult, warm: LoadResult): LoadResult => {
   return result;
 };
 
-const describeOther = (other: Map<number, number>) => (other.size === 0 ? '0' : [...other].map(([status, n]) => `${n} × ${status}`).join(', '));
+const describeOther = (other: Map<number, number>) =>
+  other.size === 0 ? '0' : [...other].map(([status, n]) => `${n} × ${status}`).join(', ');
 
 // ---- the ingress on the embedded backends ------------------------------------------------------
 
@@ -181,7 +202,16 @@ const embedded = async () => {
   await eventLog.ensureTopics(allTopics(TOPICS).map((name) => ({ name, partitions: PARTITIONS })));
   const limiter = createMemoryRateLimiter();
   const logger = benchLogger();
-  const ingress = await createIngress({ eventStore, eventLog, limiter, logger, adminToken: ADMIN_TOKEN, apiKeySecret: API_KEY_SECRET, readModels, topics: TOPICS });
+  const ingress = await createIngress({
+    eventStore,
+    eventLog,
+    limiter,
+    logger,
+    adminToken: ADMIN_TOKEN,
+    apiKeySecret: API_KEY_SECRET,
+    readModels,
+    topics: TOPICS,
+  });
   await ingress.app.listen({ port: 0, host: '127.0.0.1' });
   const port = (ingress.app.server.address() as AddressInfo).port;
   return {
@@ -206,14 +236,22 @@ const embedded = async () => {
 /** `teams` teams with ample capacity and enough keys for `requests` requests; key n belongs to team n % teams. */
 const keysFor = async (ingress: Ingress, teams: number, requests: number) => {
   const teamIds = await Promise.all(
-    Array.from({ length: teams }, (_, t) => ingress.teams.createTeam({ name: `Bench team ${t}`, ownerEmail: `owner${t}@acme.test`, ownerName: 'Olive Owner', capacityHours: 1_000_000 })),
+    Array.from({ length: teams }, (_, t) =>
+      ingress.teams.createTeam({
+        name: `Bench team ${t}`,
+        ownerEmail: `owner${t}@acme.test`,
+        ownerName: 'Olive Owner',
+        capacityHours: 1_000_000,
+      }),
+    ),
   );
   const count = Math.max(teams, Math.ceil(requests / PER_KEY));
   const keys: Array<{ teamId: string; key: string }> = new Array(count);
   // Commands on one team run one at a time anyway; teams go in parallel.
   await Promise.all(
     teamIds.map(async (teamId, t) => {
-      for (let n = t; n < count; n += teams) keys[n] = { teamId, key: (await ingress.teams.issueKey(teamId, `bench ${n}`)).key };
+      for (let n = t; n < count; n += teams)
+        keys[n] = { teamId, key: (await ingress.teams.issueKey(teamId, `bench ${n}`)).key };
     }),
   );
   return keys;
@@ -242,13 +280,24 @@ const throughput = async () => {
     report(
       `ingest throughput (${REQUESTS.toLocaleString('en-US')} requests after ${WARMUP.toLocaleString('en-US')} warm-up, ${CONNECTIONS} keep-alive connections, ${BODY.length}-byte JSON body, client in this process; budget ≥ 0.50× baseline)`,
       [
-        { name: 'baseline: bare Fastify, one POST route parsing the body, 201 + small JSON', perSecond: baseline.perSecond, baseline: true },
-        { name: `full ingest path: ingress on embedded SQLite (${label}, log ${LOG_LEVEL})`, perSecond: full.perSecond },
+        {
+          name: 'baseline: bare Fastify, one POST route parsing the body, 201 + small JSON',
+          perSecond: baseline.perSecond,
+          baseline: true,
+        },
+        {
+          name: `full ingest path: ingress on embedded SQLite (${label}, log ${LOG_LEVEL})`,
+          perSecond: full.perSecond,
+        },
       ],
     );
     const line = (name: string, r: LoadResult) =>
-      console.log(`  ${name.padEnd(40)} ${r.p50.toFixed(2).padStart(8)} ${r.p99.toFixed(2).padStart(8)} ${r.max.toFixed(2).padStart(8)}   ${describeOther(r.other)}`);
-    console.log(`  ${'request latency (ms)'.padEnd(40)} ${'p50'.padStart(8)} ${'p99'.padStart(8)} ${'max'.padStart(8)}   non-201 answers (warm-up included)`);
+      console.log(
+        `  ${name.padEnd(40)} ${r.p50.toFixed(2).padStart(8)} ${r.p99.toFixed(2).padStart(8)} ${r.max.toFixed(2).padStart(8)}   ${describeOther(r.other)}`,
+      );
+    console.log(
+      `  ${'request latency (ms)'.padEnd(40)} ${'p50'.padStart(8)} ${'p99'.padStart(8)} ${'max'.padStart(8)}   non-201 answers (warm-up included)`,
+    );
     line('bare Fastify', baseline);
     line('full ingest path', full);
   } finally {
@@ -261,7 +310,15 @@ const throughput = async () => {
 const latency = async () => {
   const backends = await embedded();
   const { eventStore, eventLog, readModels, logger } = backends;
-  const processor = await startProcessor({ eventStore, eventLog, ...localSteps(), logger, processingTimeoutMs: 60 * 60_000, topicPartitions: PARTITIONS, topics: TOPICS });
+  const processor = await startProcessor({
+    eventStore,
+    eventLog,
+    ...localSteps(),
+    logger,
+    processingTimeoutMs: 60 * 60_000,
+    topicPartitions: PARTITIONS,
+    topics: TOPICS,
+  });
   const projections = startProjections({ eventStore, eventLog, readModels, topics: TOPICS, logger });
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   try {
@@ -284,7 +341,8 @@ const latency = async () => {
           failures.push(`${callId}: ${row.statusReason}`);
           break;
         }
-        if (performance.now() > deadline) throw new Error(`call ${callId} not completed in the history after 30 s (${row?.status ?? 'no row'})`);
+        if (performance.now() > deadline)
+          throw new Error(`call ${callId} not completed in the history after 30 s (${row?.status ?? 'no row'})`);
         await sleep(POLL_MS);
       }
       if (n >= LATENCY_WARMUP) {
@@ -302,7 +360,9 @@ const latency = async () => {
       ['POST → 201', accepted],
       ['POST → completed in callHistory.get', visible],
     ] as const) {
-      console.log(`  ${name.padEnd(40)} ${percentile(sorted, 0.5).toFixed(2).padStart(8)} ${percentile(sorted, 0.99).toFixed(2).padStart(8)} ${sorted[sorted.length - 1]!.toFixed(2).padStart(8)}`);
+      console.log(
+        `  ${name.padEnd(40)} ${percentile(sorted, 0.5).toFixed(2).padStart(8)} ${percentile(sorted, 0.99).toFixed(2).padStart(8)} ${sorted[sorted.length - 1]!.toFixed(2).padStart(8)}`,
+      );
     }
     if (failures.length > 0) console.log(`  ${failures.length} calls failed: ${failures.slice(0, 3).join('; ')}`);
   } finally {

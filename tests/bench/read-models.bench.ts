@@ -56,13 +56,15 @@ const recordedOf = (callId: string, event: CallEvent, revision: number, position
   recordedAt: new Date(0),
 });
 
-const TRANSCRIPT = 'Rep: thanks for joining today, how is the quarter going? Prospect: busy, we are evaluating tools. '.repeat(8);
+const TRANSCRIPT =
+  'Rep: thanks for joining today, how is the quarter going? Prospect: busy, we are evaluating tools. '.repeat(8);
 
 /** `count` events of count/5 calls, interleaved as a live feed is: call i's step k sits near i + 1000k. */
 const liveFeed = (count: number, teamId: string): RecordedEvent[] => {
   const calls = Math.ceil(count / 5);
   const slots: Array<{ key: number; callId: string; step: number }> = [];
-  for (let i = 0; i < calls; i++) for (let step = 0; step < 5; step++) slots.push({ key: i + step * 1000 + step / 10, callId: `bench-${i}`, step });
+  for (let i = 0; i < calls; i++)
+    for (let step = 0; step < 5; step++) slots.push({ key: i + step * 1000 + step / 10, callId: `bench-${i}`, step });
   slots.sort((a, b) => a.key - b.key);
   return slots.slice(0, count).map((slot, n) => {
     const i = Number(slot.callId.slice(6));
@@ -70,12 +72,26 @@ const liveFeed = (count: number, teamId: string): RecordedEvent[] => {
       callId: slot.callId,
       teamId,
       submittedAt: at(i),
-      submission: { repName: `Rep ${i % 50}`, tags: i % 10 === 0 ? ['inbound'] : [], transcript: { text: TRANSCRIPT, truncated: false, originalBytes: TRANSCRIPT.length } },
+      submission: {
+        repName: `Rep ${i % 50}`,
+        tags: i % 10 === 0 ? ['inbound'] : [],
+        transcript: { text: TRANSCRIPT, truncated: false, originalBytes: TRANSCRIPT.length },
+      },
     });
     const event: CallEvent = [
       { type: 'CallSubmitted', data } as CallEvent,
       { type: 'ProcessingStarted', data: { mode: 'transcript', deadline: at(i + 3600), at: at(i + 1) } } as CallEvent,
-      { type: 'TranscriptRecorded', data: { source: 'inline', text: TRANSCRIPT, truncated: false, durationSeconds: 300, engine: null, at: at(i + 2) } } as CallEvent,
+      {
+        type: 'TranscriptRecorded',
+        data: {
+          source: 'inline',
+          text: TRANSCRIPT,
+          truncated: false,
+          durationSeconds: 300,
+          engine: null,
+          at: at(i + 2),
+        },
+      } as CallEvent,
       { type: 'CallAnalysed', data: { ...analysis(`Quarterly review ${i}`), at: at(i + 3) } } as CallEvent,
       { type: 'CallCompleted', data: { durationSeconds: 300, at: at(i + 4) } } as CallEvent,
     ][slot.step]!;
@@ -83,7 +99,12 @@ const liveFeed = (count: number, teamId: string): RecordedEvent[] => {
   });
 };
 
-const applyRate = async (writer: ProjectionWriter, feed: RecordedEvent[], batch: number, then?: () => Promise<void>): Promise<number> => {
+const applyRate = async (
+  writer: ProjectionWriter,
+  feed: RecordedEvent[],
+  batch: number,
+  then?: () => Promise<void>,
+): Promise<number> => {
   const started = performance.now();
   for (let i = 0; i < feed.length; i += batch) {
     const slice = feed.slice(i, i + batch);
@@ -95,10 +116,49 @@ const applyRate = async (writer: ProjectionWriter, feed: RecordedEvent[], batch:
 
 // ---- search corpus ----------------------------------------------------------------------------
 
-const SYLLABLES = ['ka', 'lo', 'mi', 'ne', 'ru', 'sa', 'to', 'vi', 'ze', 'da', 'fe', 'gu', 'ha', 'jo', 'pe', 'qu', 'ri', 'so', 'tu', 'wa'];
-const TOPICS = ['Discovery', 'Demo', 'Pricing review', 'Renewal', 'Onboarding', 'Check-in', 'Negotiation', 'Kickoff', 'Support escalation', 'Upsell'];
+const SYLLABLES = [
+  'ka',
+  'lo',
+  'mi',
+  'ne',
+  'ru',
+  'sa',
+  'to',
+  'vi',
+  'ze',
+  'da',
+  'fe',
+  'gu',
+  'ha',
+  'jo',
+  'pe',
+  'qu',
+  'ri',
+  'so',
+  'tu',
+  'wa',
+];
+const TOPICS = [
+  'Discovery',
+  'Demo',
+  'Pricing review',
+  'Renewal',
+  'Onboarding',
+  'Check-in',
+  'Negotiation',
+  'Kickoff',
+  'Support escalation',
+  'Upsell',
+];
 const COMPANIES = Array.from({ length: 100 }, (_, i) => `Company${String(i).padStart(3, '0')}`);
-const REPS = ['Dana Reyes', 'Jörg Müller', 'Ana Lima', 'Sam Okafor', 'Priya Natarajan', ...Array.from({ length: 45 }, (_, i) => `Rep Number${i}`)];
+const REPS = [
+  'Dana Reyes',
+  'Jörg Müller',
+  'Ana Lima',
+  'Sam Okafor',
+  'Priya Natarajan',
+  ...Array.from({ length: 45 }, (_, i) => `Rep Number${i}`),
+];
 
 const corpus = (rows: number, teamId: string, otherTeams: number): RecordedEvent[] => {
   const next = random(42);
@@ -107,7 +167,10 @@ const corpus = (rows: number, teamId: string, otherTeams: number): RecordedEvent
   const total = rows + otherTeams;
   for (let i = 0; i < total; i++) {
     const prospect = `${pick(SYLLABLES)}${pick(SYLLABLES)}${pick(SYLLABLES)}`;
-    const title = i === Math.floor(rows / 2) ? 'Unique Xylophone Summit' : `${pick(TOPICS)} with ${prospect[0]!.toUpperCase()}${prospect.slice(1)} (${pick(COMPANIES)})`;
+    const title =
+      i === Math.floor(rows / 2)
+        ? 'Unique Xylophone Summit'
+        : `${pick(TOPICS)} with ${prospect[0]!.toUpperCase()}${prospect.slice(1)} (${pick(COMPANIES)})`;
     const data = submittedData({
       callId: `row-${i}`,
       teamId: i < rows ? teamId : `other-${i % 7}`,
@@ -154,7 +217,9 @@ const latency = async (models: ReadModels, teamId: string) => {
       rows = page.calls.length;
     }
     times.sort((a, b) => a - b);
-    console.log(`  ${name.padEnd(40)} ${String(rows).padStart(5)} ${times[Math.floor(times.length / 2)]!.toFixed(2).padStart(8)} ${times[times.length - 1]!.toFixed(2).padStart(8)}`);
+    console.log(
+      `  ${name.padEnd(40)} ${String(rows).padStart(5)} ${times[Math.floor(times.length / 2)]!.toFixed(2).padStart(8)} ${times[times.length - 1]!.toFixed(2).padStart(8)}`,
+    );
   }
   // Deep pagination: the 40th page through cursors.
   let cursor: string | undefined;
@@ -166,31 +231,42 @@ const latency = async (models: ReadModels, teamId: string) => {
     cursor = result.nextCursor ?? undefined;
   }
   pageTimes.sort((a, b) => a - b);
-  console.log(`  ${'next page (limit 100), 40 pages deep'.padEnd(40)} ${'100'.padStart(5)} ${pageTimes[20]!.toFixed(2).padStart(8)} ${pageTimes[39]!.toFixed(2).padStart(8)}`);
+  console.log(
+    `  ${'next page (limit 100), 40 pages deep'.padEnd(40)} ${'100'.padStart(5)} ${pageTimes[20]!.toFixed(2).padStart(8)} ${pageTimes[39]!.toFixed(2).padStart(8)}`,
+  );
 };
 
-const run = async (name: string, open: () => Promise<{ models: ReadModels; analyse?: () => Promise<void>; close: () => Promise<void> }>) => {
+const run = async (
+  name: string,
+  open: () => Promise<{ models: ReadModels; analyse?: () => Promise<void>; close: () => Promise<void> }>,
+) => {
   console.log(`\n${name}`);
   const feed = liveFeed(EVENTS, 'team-apply');
   const described = `${feed.length.toLocaleString('en-US')} events (interleaved, ${feed.length / 5} calls)`;
   for (const batch of BATCHES) {
     const { models, close } = await open();
     const rate = await applyRate(models.callHistory, feed, batch);
-    console.log(`  live apply: ${described}, batches of ${batch}: ${Math.round(rate).toLocaleString('en-US')} events/s`);
+    console.log(
+      `  live apply: ${described}, batches of ${batch}: ${Math.round(rate).toLocaleString('en-US')} events/s`,
+    );
     await close();
   }
   {
     const { models, close } = await open();
     const target = await models.callHistory.beginRebuild();
     const rate = await applyRate(target, feed, BATCHES[0]!, () => target.activate());
-    console.log(`  rebuild (beginRebuild → apply → activate): ${described}, batches of ${BATCHES[0]}: ${Math.round(rate).toLocaleString('en-US')} events/s`);
+    console.log(
+      `  rebuild (beginRebuild → apply → activate): ${described}, batches of ${BATCHES[0]}: ${Math.round(rate).toLocaleString('en-US')} events/s`,
+    );
     await close();
   }
   {
     const { models, analyse, close } = await open();
     const rows = corpus(ROWS, 'team-search', Math.floor(ROWS / 10));
     const rate = await applyRate(models.callHistory, rows, 1000);
-    console.log(`  load: ${rows.length.toLocaleString('en-US')} submitted calls (${ROWS.toLocaleString('en-US')} in one team) at ${Math.round(rate).toLocaleString('en-US')} rows/s`);
+    console.log(
+      `  load: ${rows.length.toLocaleString('en-US')} submitted calls (${ROWS.toLocaleString('en-US')} in one team) at ${Math.round(rate).toLocaleString('en-US')} rows/s`,
+    );
     await analyse?.();
     await latency(models, 'team-search');
     await close();

@@ -87,9 +87,22 @@ const eventOf = (i: number, step: number): { callId: string; event: CallEvent } 
       case 1:
         return { type: 'ProcessingStarted', data: { mode: 'transcript', deadline: at(t + 3600), at: at(t + 1) } };
       case 2:
-        return { type: 'TranscriptRecorded', data: { source: 'inline', text: TRANSCRIPT, truncated: false, durationSeconds: 312, engine: null, at: at(t + 2) } };
+        return {
+          type: 'TranscriptRecorded',
+          data: {
+            source: 'inline',
+            text: TRANSCRIPT,
+            truncated: false,
+            durationSeconds: 312,
+            engine: null,
+            at: at(t + 2),
+          },
+        };
       case 3:
-        return { type: 'CallAnalysed', data: { ...analysis(`${TOPICS[i % TOPICS.length]}: pilot for forty seats`, 40 + (i % 60)), at: at(t + 3) } };
+        return {
+          type: 'CallAnalysed',
+          data: { ...analysis(`${TOPICS[i % TOPICS.length]}: pilot for forty seats`, 40 + (i % 60)), at: at(t + 3) },
+        };
       default:
         return { type: 'CallCompleted', data: { durationSeconds: 312, at: at(t + 4) } };
     }
@@ -109,7 +122,9 @@ const fill = async (store: EventStore): Promise<number> => {
       while (next < slots.length) {
         const [i, step] = slots[next++]!;
         const { callId, event } = eventOf(i, step);
-        await store.append(`call-${callId}`, [{ type: event.type, data: event.data as unknown as Json }], { expectedVersion: step === 0 ? 'no_stream' : step - 1 });
+        await store.append(`call-${callId}`, [{ type: event.type, data: event.data as unknown as Json }], {
+          expectedVersion: step === 0 ? 'no_stream' : step - 1,
+        });
       }
     }),
   );
@@ -121,7 +136,7 @@ const readFeed = async (store: EventStore): Promise<{ pages: RecordedEvent[][]; 
   const pages: RecordedEvent[][] = [];
   let count = 0;
   const started = performance.now();
-  for (let after = 0n; ; ) {
+  for (let after = 0n; ;) {
     const page = await store.readAll({ after, maxCount: BATCH });
     if (page.length === 0) break;
     pages.push(page);
@@ -144,21 +159,32 @@ const applyRate = async (models: ReadModels, pages: RecordedEvent[][]): Promise<
 const replayRate = async (eventStore: EventStore, readModels: ReadModels): Promise<number> => {
   const started = performance.now();
   let events = 0;
-  for await (const progress of replayProjection('call-history', { eventStore, readModels }, { batchSize: BATCH, progressEveryMs: 60_000 })) events = progress.events;
+  for await (const progress of replayProjection(
+    'call-history',
+    { eventStore, readModels },
+    { batchSize: BATCH, progressEveryMs: 60_000 },
+  ))
+    events = progress.events;
   const rate = events / ((performance.now() - started) / 1000);
   if (events !== EVENTS) throw new Error(`the replay took ${events} events, ${EVENTS} were appended`);
   // The rebuilt history has to show the calls, or the number above measures nothing.
   const last = eventOf(CALLS - 1, 0).callId;
   const row = await readModels.callHistory.get(TEAMS[(CALLS - 1) % TEAMS.length]!, last);
-  if (row?.status !== 'completed') throw new Error(`after the replay, call ${last} reads as ${row?.status ?? 'missing'}`);
+  if (row?.status !== 'completed')
+    throw new Error(`after the replay, call ${last} reads as ${row?.status ?? 'missing'}`);
   return rate;
 };
 
-const run = async (name: string, open: () => Promise<{ eventStore: EventStore; readModels: ReadModels; close: () => Promise<void> }>) => {
+const run = async (
+  name: string,
+  open: () => Promise<{ eventStore: EventStore; readModels: ReadModels; close: () => Promise<void> }>,
+) => {
   const { eventStore, readModels, close } = await open();
   try {
     const fillRate = await fill(eventStore);
-    console.log(`  (${name}: filled ${EVENTS.toLocaleString('en-US')} events at ${Math.round(fillRate).toLocaleString('en-US')} events/s, ${CONCURRENCY} concurrent single-event appends)`);
+    console.log(
+      `  (${name}: filled ${EVENTS.toLocaleString('en-US')} events at ${Math.round(fillRate).toLocaleString('en-US')} events/s, ${CONCURRENCY} concurrent single-event appends)`,
+    );
     const { pages, rate: readRate } = await readFeed(eventStore);
     const apply = await applyRate(readModels, pages);
     pages.length = 0;
@@ -173,7 +199,9 @@ const run = async (name: string, open: () => Promise<{ eventStore: EventStore; r
   }
 };
 
-console.log(`\nreplay of the call-history projection: ${CALLS.toLocaleString('en-US')} calls × ${STEPS} events (budget ≥ 50,000 events/s)`);
+console.log(
+  `\nreplay of the call-history projection: ${CALLS.toLocaleString('en-US')} calls × ${STEPS} events (budget ≥ 50,000 events/s)`,
+);
 const rows = [];
 if (values.only !== 'postgres') {
   rows.push(

@@ -1,7 +1,11 @@
 /** Bench helpers: driving a load, and printing rows as rates and ratios. */
 
 /** Runs `count` operations with at most `concurrency` in flight; returns operations per second. */
-export const drive = async (count: number, concurrency: number, op: (i: number) => Promise<unknown>): Promise<number> => {
+export const drive = async (
+  count: number,
+  concurrency: number,
+  op: (i: number) => Promise<unknown>,
+): Promise<number> => {
   let next = 0;
   const started = performance.now();
   await Promise.all(
@@ -27,6 +31,8 @@ export const report = (title: string, rows: Row[]): void => {
   for (const row of rows) {
     if (row.baseline) base = row.perSecond;
     const ratio = row.baseline || base === undefined ? 'baseline' : `${(row.perSecond / base).toFixed(2)}× baseline`;
-    console.log(`  ${row.name.padEnd(72)} ${Math.round(row.perSecond).toLocaleString('en-US').padStart(10)} /s   ${ratio}`);
+    console.log(
+      `  ${row.name.padEnd(72)} ${Math.round(row.perSecond).toLocaleString('en-US').padStart(10)} /s   ${ratio}`,
+    );
   }
 };

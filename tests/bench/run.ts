@@ -71,7 +71,10 @@ rmSync(targetsFile, { force: true });
 
 const run = (file: string, flags: string[]) =>
   new Promise<number>((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(here, file), ...flags], { stdio: 'inherit', env: { ...process.env, BENCH_TARGETS_FILE: targetsFile } });
+    const child = spawn(process.execPath, ['--import', 'tsx', join(here, file), ...flags], {
+      stdio: 'inherit',
+      env: { ...process.env, BENCH_TARGETS_FILE: targetsFile },
+    });
     child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)));
   });
 
@@ -81,11 +84,16 @@ for (const file of selected) {
   console.log(`\n=== ${nameOf(file)}${flags.length > 0 ? ` ${flags.join(' ')}` : ''}`);
   const started = performance.now();
   const code = await run(file, flags);
-  console.log(`=== ${nameOf(file)}: ${code === 0 ? 'done' : `failed (exit ${code})`} in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  console.log(
+    `=== ${nameOf(file)}: ${code === 0 ? 'done' : `failed (exit ${code})`} in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+  );
   if (code !== 0) failed.push(nameOf(file));
 }
 const targets: TargetRow[] = existsSync(targetsFile)
-  ? readFileSync(targetsFile, 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line) as TargetRow)
+  ? readFileSync(targetsFile, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as TargetRow)
   : [];
 rmSync(targetsFile, { force: true });
 if (targets.length > 0) {
@@ -94,7 +102,9 @@ if (targets.length > 0) {
   console.log('| Target | Figure | Baseline | Ratio | Goal | Met | Command |');
   console.log('|---|---|---|---|---|---|---|');
   for (const t of targets) {
-    console.log(`| ${cell(t.target)} | ${cell(t.figure)} | ${cell(t.baseline)} | ${t.ratio === undefined ? '—' : `${t.ratio.toFixed(3)}×`} | ${cell(t.goal)} | ${t.met === undefined ? '—' : t.met ? 'yes' : 'no'} | \`${t.command}\` |`);
+    console.log(
+      `| ${cell(t.target)} | ${cell(t.figure)} | ${cell(t.baseline)} | ${t.ratio === undefined ? '—' : `${t.ratio.toFixed(3)}×`} | ${cell(t.goal)} | ${t.met === undefined ? '—' : t.met ? 'yes' : 'no'} | \`${t.command}\` |`,
+    );
   }
   const json = join(outDir, 'bench-targets.json');
   writeFileSync(json, `${JSON.stringify({ at: new Date().toISOString(), targets }, null, 2)}\n`);

@@ -25,5 +25,8 @@ export interface TargetRow {
 export const recordTarget = (row: TargetRow): void => {
   const file = process.env.BENCH_TARGETS_FILE;
   if (file) appendFileSync(file, `${JSON.stringify(row)}\n`);
-  else console.log(`target ${row.target}: ${row.figure} vs ${row.baseline}${row.ratio === undefined ? '' : ` (${row.ratio.toFixed(3)}×)`}, goal ${row.goal}: ${row.met === undefined ? 'not measured' : row.met ? 'met' : 'not met'}`);
+  else
+    console.log(
+      `target ${row.target}: ${row.figure} vs ${row.baseline}${row.ratio === undefined ? '' : ` (${row.ratio.toFixed(3)}×)`}, goal ${row.goal}: ${row.met === undefined ? 'not measured' : row.met ? 'met' : 'not met'}`,
+    );
 };

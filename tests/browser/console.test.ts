@@ -22,8 +22,11 @@ import { type EmbeddedPipeline, openEmbeddedPipeline } from '../support/embedded
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const browserRequired = process.env.REQUIRE_BROWSER === '1' || Boolean(process.env.REQUIRE_BACKENDS);
-const missing = existsSync(CHROMIUM) ? undefined : `no Chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`;
-if (missing && browserRequired) throw new Error(`the browser suite is required (REQUIRE_BROWSER / REQUIRE_BACKENDS) but ${missing}`);
+const missing = existsSync(CHROMIUM)
+  ? undefined
+  : `no Chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`;
+if (missing && browserRequired)
+  throw new Error(`the browser suite is required (REQUIRE_BROWSER / REQUIRE_BACKENDS) but ${missing}`);
 if (missing) console.log(`# skipping browser suites: ${missing}`);
 
 const shots = process.env.CONSOLE_SCREENSHOT_DIR ?? join(tmpdir(), 'console-screenshots');
@@ -68,7 +71,16 @@ describe('call console in Chromium', { skip: missing, timeout: 180_000 }, () => 
     key = (await h.team()).key;
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     page.setDefaultTimeout(15_000);
@@ -97,7 +109,9 @@ describe('call console in Chromium', { skip: missing, timeout: 180_000 }, () => 
 
     // Through the page's form: held in analysis until released.
     await page.getByRole('link', { name: 'Submit a call' }).click();
-    await page.getByLabel('Transcript (Speaker: text lines)').fill('Rep: HOLD this one, Dana. What do you use today?\nDana: Spreadsheets, and the price worries me.');
+    await page
+      .getByLabel('Transcript (Speaker: text lines)')
+      .fill('Rep: HOLD this one, Dana. What do you use today?\nDana: Spreadsheets, and the price worries me.');
     await page.getByLabel('Rep name').fill('Sam Seller');
     await page.getByLabel('Title').fill('Pricing follow-up with Dana');
     await page.getByLabel('Tags (comma-separated)').fill('demo, pricing');
@@ -107,7 +121,15 @@ describe('call console in Chromium', { skip: missing, timeout: 180_000 }, () => 
     assert.equal(answer.status, 'pending');
 
     // Through the API.
-    const viaApi = await h.ingest({ key, body: { transcript: 'Rep: Hi Lee, shall we book the demo?\nLee: Yes, Friday works.', repName: 'Ana Agent', callTitle: 'Demo booking with Lee', tags: ['api'] } });
+    const viaApi = await h.ingest({
+      key,
+      body: {
+        transcript: 'Rep: Hi Lee, shall we book the demo?\nLee: Yes, Friday works.',
+        repName: 'Ana Agent',
+        callTitle: 'Demo booking with Lee',
+        tags: ['api'],
+      },
+    });
     assert.equal(viaApi.statusCode, 201);
 
     await page.getByRole('link', { name: 'Call list' }).click();
@@ -120,7 +142,10 @@ describe('call console in Chromium', { skip: missing, timeout: 180_000 }, () => 
     await page.locator('#live', { hasText: 'Up to date' }).waitFor();
     assert.equal(await page.evaluate('window.marker'), 'same document', 'the page was not reloaded');
     assert.ok(!sent.some((r) => r.url.includes(key)), 'the key never appears in a URL');
-    assert.ok(sent.filter((r) => r.url.includes('/api/')).every((r) => r.key === key), 'every API request carries the key in X-API-Key');
+    assert.ok(
+      sent.filter((r) => r.url.includes('/api/')).every((r) => r.key === key),
+      'every API request carries the key in X-API-Key',
+    );
     await shot('list-desktop');
   });
 
@@ -128,7 +153,10 @@ describe('call console in Chromium', { skip: missing, timeout: 180_000 }, () => 
     await page.getByLabel('Search title or rep').fill('ana agent');
     await page.getByRole('button', { name: 'Apply' }).click();
     await page.locator('#calls li.call', { hasText: 'Sam Seller' }).waitFor({ state: 'detached' });
-    const reps = async () => (await page.locator('#calls li.call').allInnerTexts()).map((row) => (row.includes('Ana Agent') ? 'Ana Agent' : row.includes('Sam Seller') ? 'Sam Seller' : row));
+    const reps = async () =>
+      (await page.locator('#calls li.call').allInnerTexts()).map((row) =>
+        row.includes('Ana Agent') ? 'Ana Agent' : row.includes('Sam Seller') ? 'Sam Seller' : row,
+      );
     assert.deepEqual(await reps(), ['Ana Agent']);
 
     await page.getByLabel('Search title or rep').fill('');
@@ -158,7 +186,10 @@ describe('call console in Chromium', { skip: missing, timeout: 180_000 }, () => 
     assert.ok((await page.locator('section[aria-label="Score"] tbody tr').count()) > 0, 'score components');
     assert.ok((await page.locator('#insights li').count()) > 0, 'insights');
     const timeline = await page.locator('#timeline li').allInnerTexts();
-    assert.ok(timeline[0]!.endsWith('CallSubmitted') && timeline.at(-1)!.endsWith('CallCompleted'), timeline.join(' | '));
+    assert.ok(
+      timeline[0]!.endsWith('CallSubmitted') && timeline.at(-1)!.endsWith('CallCompleted'),
+      timeline.join(' | '),
+    );
     assert.match(await page.locator('section[aria-label="Attribution"]').innerText(), /owner/);
     await shot('call-desktop');
   });
@@ -172,7 +203,11 @@ describe('call console in Chromium', { skip: missing, timeout: 180_000 }, () => 
     assert.equal(answer.code, 'VALIDATION_FAILED');
     assert.match(await page.locator('#e-repEmail').innerText(), /repEmail/);
     assert.equal(await page.getByLabel('Rep e-mail').getAttribute('aria-invalid'), 'true');
-    assert.notEqual(await page.locator('#e-transcript').innerText(), '', 'the missing transcript or recording is named next to the transcript');
+    assert.notEqual(
+      await page.locator('#e-transcript').innerText(),
+      '',
+      'the missing transcript or recording is named next to the transcript',
+    );
     await shot('form-errors-desktop');
   });
 
@@ -180,12 +215,18 @@ describe('call console in Chromium', { skip: missing, timeout: 180_000 }, () => 
     await page.setViewportSize({ width: 375, height: 812 });
     await page.getByRole('link', { name: 'Call list' }).click();
     await page.locator('#calls li.call').nth(1).waitFor();
-    const overflow = await page.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth');
+    const overflow = await page.evaluate<number>(
+      'document.documentElement.scrollWidth - document.documentElement.clientWidth',
+    );
     assert.ok(overflow <= 0, `the page scrolls sideways by ${overflow} px at 375 px`);
     await page.reload();
     await page.locator('#calls li.call').nth(1).waitFor();
     await page.keyboard.press('Tab');
-    assert.equal(await page.evaluate('document.activeElement?.textContent'), 'Skip to content', 'the first Tab reaches the skip link');
+    assert.equal(
+      await page.evaluate('document.activeElement?.textContent'),
+      'Skip to content',
+      'the first Tab reaches the skip link',
+    );
     await shot('list-phone');
     await page.setViewportSize({ width: 1280, height: 900 });
   });
@@ -196,7 +237,10 @@ describe('call console in Chromium', { skip: missing, timeout: 180_000 }, () => 
     await page.getByRole('button', { name: 'Show projections' }).click();
     await page.locator('#projections tbody tr').first().waitFor();
     const rows = await page.locator('#projections tbody tr').allInnerTexts();
-    assert.ok(rows.some((row) => row.startsWith('call-history')), rows.join(' | '));
+    assert.ok(
+      rows.some((row) => row.startsWith('call-history')),
+      rows.join(' | '),
+    );
     await shot('operator-desktop');
   });
 });

@@ -16,11 +16,18 @@ after(async () => {
 // Each instance is its own pool on the same schema, like two processes.
 eventLogConformance(
   'postgres',
-  async () => ({ log: await createPostgresEventLog({ connectionString: b.url!, schema: schema!.schema, sessionTimeoutMs: 1000 }) }),
+  async () => ({
+    log: await createPostgresEventLog({ connectionString: b.url!, schema: schema!.schema, sessionTimeoutMs: 1000 }),
+  }),
   { skip: b.skip },
 );
 
-void sqlLogPruning('postgres', async (retentionMs) => createPostgresEventLog({ connectionString: b.url!, schema: schema!.schema, sessionTimeoutMs: 1000, retentionMs }), { skip: b.skip });
+void sqlLogPruning(
+  'postgres',
+  async (retentionMs) =>
+    createPostgresEventLog({ connectionString: b.url!, schema: schema!.schema, sessionTimeoutMs: 1000, retentionMs }),
+  { skip: b.skip },
+);
 
 describe('PostgreSQL event log: server unreachable', () => {
   test('opening the log fails with EventLogUnavailableError (retriable)', { timeout: 20_000 }, async () => {

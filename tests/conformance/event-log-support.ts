@@ -50,7 +50,11 @@ export const openSession = async (t: TestContext, factory: () => Promise<EventLo
 };
 
 /** Polls `probe` until it holds; fails naming `what` after `timeoutMs`. */
-export const eventually = async (probe: () => boolean | Promise<boolean>, what: string, timeoutMs: number): Promise<void> => {
+export const eventually = async (
+  probe: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs: number,
+): Promise<void> => {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (await probe()) return;
@@ -66,7 +70,13 @@ export interface Published {
 }
 
 /** Publishes `count` records over `keys` keys (`k-0`…), ten per call, in order. */
-export const published = async (log: EventLog, topic: string, count: number, keys: number, tag = 'first'): Promise<Published> => {
+export const published = async (
+  log: EventLog,
+  topic: string,
+  count: number,
+  keys: number,
+  tag = 'first',
+): Promise<Published> => {
   const records = Array.from({ length: count }, (_, i) => ({ key: `k-${i % keys}`, value: `${tag}-${i}` }));
   const positions: RecordPosition[] = [];
   for (let i = 0; i < records.length; i += 10) positions.push(...(await log.publish(topic, records.slice(i, i + 10))));

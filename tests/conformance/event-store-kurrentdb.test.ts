@@ -9,7 +9,11 @@
  */
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
-import { createKurrentDbEventStore, openKurrentDbEventStore, translateKurrentDbError } from '../../shared/adapters/event-store/kurrentdb-event-store.ts';
+import {
+  createKurrentDbEventStore,
+  openKurrentDbEventStore,
+  translateKurrentDbError,
+} from '../../shared/adapters/event-store/kurrentdb-event-store.ts';
 import { EventStoreUnavailableError, ExpectedVersionConflictError } from '../../shared/ports/event-store.ts';
 import { UnavailableError, WrongExpectedVersionError } from '@kurrent/kurrentdb-client';
 import { backend, stopContainers } from '../support/backends.ts';
@@ -22,7 +26,11 @@ eventStoreConformance(
   'kurrentdb',
   {
     async fresh(options) {
-      const store = createKurrentDbEventStore({ connectionString: kurrentdb.url!, pollMs: 100, beforeCommit: options?.beforeCommit });
+      const store = createKurrentDbEventStore({
+        connectionString: kurrentdb.url!,
+        pollMs: 100,
+        beforeCommit: options?.beforeCommit,
+      });
       return { store, cleanup: () => store.close() };
     },
     async sameStorage() {
@@ -35,13 +43,19 @@ eventStoreConformance(
 
 // No server needed: the one translation of client errors.
 test('kurrentdb: client errors become the port errors (wrong expected version, unavailable, raw gRPC 14)', () => {
-  const conflict = translateKurrentDbError(new WrongExpectedVersionError(undefined, { streamName: 'call-1', expected: 0n, current: 3n }), { streamId: 'call-1', expected: 0 });
+  const conflict = translateKurrentDbError(
+    new WrongExpectedVersionError(undefined, { streamName: 'call-1', expected: 0n, current: 3n }),
+    { streamId: 'call-1', expected: 0 },
+  );
   assert.ok(conflict instanceof ExpectedVersionConflictError);
   assert.equal(conflict.actual, 3);
-  const noStream = translateKurrentDbError(new WrongExpectedVersionError(undefined, { streamName: 'call-2', expected: 'stream_exists', current: 'no_stream' }), {
-    streamId: 'call-2',
-    expected: 'stream_exists',
-  });
+  const noStream = translateKurrentDbError(
+    new WrongExpectedVersionError(undefined, { streamName: 'call-2', expected: 'stream_exists', current: 'no_stream' }),
+    {
+      streamId: 'call-2',
+      expected: 'stream_exists',
+    },
+  );
   assert.ok(noStream instanceof ExpectedVersionConflictError);
   assert.equal(noStream.actual, -1);
   assert.ok(translateKurrentDbError(new UnavailableError()) instanceof EventStoreUnavailableError);
@@ -64,5 +78,8 @@ test('kurrentdb: a server that does not answer is an EventStoreUnavailableError 
     await store.close();
   }
   // Opened for the service, it says so at once.
-  await assert.rejects(openKurrentDbEventStore({ connectionString: 'kurrentdb://127.0.0.1:9?tls=false' }), EventStoreUnavailableError);
+  await assert.rejects(
+    openKurrentDbEventStore({ connectionString: 'kurrentdb://127.0.0.1:9?tls=false' }),
+    EventStoreUnavailableError,
+  );
 });

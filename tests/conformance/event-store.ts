@@ -33,12 +33,20 @@ export interface EventStoreConformanceOptions {
   skip?: string;
 }
 
-const event = (type: string, n: number): NewEvent => ({ type, data: { n, text: `héllo ${n}` }, metadata: { by: 'test' } });
+const event = (type: string, n: number): NewEvent => ({
+  type,
+  data: { n, text: `héllo ${n}` },
+  metadata: { by: 'test' },
+});
 const stream = (prefix = 'call') => `${prefix}-${randomUUID()}`;
 /** A category no other test (or earlier run on a shared server) has used. */
 const category = () => `c${randomUUID().replaceAll('-', '')}`;
 
-export const eventStoreConformance = (name: string, factory: EventStoreFactory, options: EventStoreConformanceOptions = {}) => {
+export const eventStoreConformance = (
+  name: string,
+  factory: EventStoreFactory,
+  options: EventStoreConformanceOptions = {},
+) => {
   describe(`event store conformance: ${name}`, { skip: options.skip }, () => {
     const handles: StoreHandle[] = [];
     const open = async (o?: { beforeCommit?: () => Promise<void> }) => {
@@ -57,11 +65,14 @@ export const eventStoreConformance = (name: string, factory: EventStoreFactory, 
       assert.equal(result.nextExpectedVersion, 1);
       await store.append(id, [event('C', 3)], { expectedVersion: 1 });
       const read = await store.readStream(id);
-      assert.deepEqual(read.map((e) => [e.type, e.revision, e.data]), [
-        ['A', 0, { n: 1, text: 'héllo 1' }],
-        ['B', 1, { n: 2, text: 'héllo 2' }],
-        ['C', 2, { n: 3, text: 'héllo 3' }],
-      ]);
+      assert.deepEqual(
+        read.map((e) => [e.type, e.revision, e.data]),
+        [
+          ['A', 0, { n: 1, text: 'héllo 1' }],
+          ['B', 1, { n: 2, text: 'héllo 2' }],
+          ['C', 2, { n: 3, text: 'héllo 3' }],
+        ],
+      );
       assert.deepEqual(read[0]!.metadata, { by: 'test' });
       assert.ok(read[0]!.recordedAt instanceof Date && !Number.isNaN(read[0]!.recordedAt.getTime()));
       assert.ok(read[0]!.position < read[1]!.position && read[1]!.position < read[2]!.position);
@@ -76,9 +87,15 @@ export const eventStoreConformance = (name: string, factory: EventStoreFactory, 
     test('readStream honours fromRevision and maxCount', async () => {
       const { store } = await open();
       const id = stream();
-      await store.append(id, [1, 2, 3, 4, 5].map((n) => event('E', n)));
+      await store.append(
+        id,
+        [1, 2, 3, 4, 5].map((n) => event('E', n)),
+      );
       const read = await store.readStream(id, { fromRevision: 1, maxCount: 3 });
-      assert.deepEqual(read.map((e) => e.revision), [1, 2, 3]);
+      assert.deepEqual(
+        read.map((e) => e.revision),
+        [1, 2, 3],
+      );
     });
 
     test('the given event id is kept; a missing one is generated', async () => {
@@ -94,10 +111,15 @@ export const eventStoreConformance = (name: string, factory: EventStoreFactory, 
     test('expected version: no_stream, exact, stream_exists and any', async () => {
       const { store } = await open();
       const id = stream();
-      await assert.rejects(store.append(id, [event('A', 1)], { expectedVersion: 'stream_exists' }), ExpectedVersionConflictError);
+      await assert.rejects(
+        store.append(id, [event('A', 1)], { expectedVersion: 'stream_exists' }),
+        ExpectedVersionConflictError,
+      );
       await assert.rejects(store.append(id, [event('A', 1)], { expectedVersion: 0 }), ExpectedVersionConflictError);
       await store.append(id, [event('A', 1)], { expectedVersion: 'no_stream' });
-      const conflict = await store.append(id, [event('A', 1)], { expectedVersion: 'no_stream' }).catch((e: unknown) => e);
+      const conflict = await store
+        .append(id, [event('A', 1)], { expectedVersion: 'no_stream' })
+        .catch((e: unknown) => e);
       assert.ok(conflict instanceof ExpectedVersionConflictError);
       assert.equal(conflict.streamId, id);
       assert.equal(conflict.actual, 0);
@@ -106,7 +128,10 @@ export const eventStoreConformance = (name: string, factory: EventStoreFactory, 
       await store.append(id, [event('B', 2)], { expectedVersion: 0 });
       await store.append(id, [event('C', 3)], { expectedVersion: 'stream_exists' });
       await store.append(id, [event('D', 4)], { expectedVersion: 'any' });
-      assert.deepEqual((await store.readStream(id)).map((e) => e.type), ['A', 'B', 'C', 'D']);
+      assert.deepEqual(
+        (await store.readStream(id)).map((e) => e.type),
+        ['A', 'B', 'C', 'D'],
+      );
     });
 
     test('a conflicting append writes nothing', async () => {
@@ -114,14 +139,19 @@ export const eventStoreConformance = (name: string, factory: EventStoreFactory, 
       const id = stream();
       await store.append(id, [event('A', 1)]);
       await assert.rejects(store.append(id, [event('X', 2), event('Y', 3)], { expectedVersion: 'no_stream' }));
-      assert.deepEqual((await store.readStream(id)).map((e) => e.type), ['A']);
+      assert.deepEqual(
+        (await store.readStream(id)).map((e) => e.type),
+        ['A'],
+      );
     });
 
     test('concurrent appends with the same expected version: exactly one wins, the others conflict', async () => {
       const { store } = await open();
       const id = stream();
       await store.append(id, [event('A', 0)]);
-      const results = await Promise.allSettled(Array.from({ length: 20 }, (_, n) => store.append(id, [event('B', n)], { expectedVersion: 0 })));
+      const results = await Promise.allSettled(
+        Array.from({ length: 20 }, (_, n) => store.append(id, [event('B', n)], { expectedVersion: 0 })),
+      );
       assert.equal(results.filter((r) => r.status === 'fulfilled').length, 1);
       for (const r of results) if (r.status === 'rejected') assert.ok(r.reason instanceof ExpectedVersionConflictError);
       assert.equal((await store.readStream(id)).length, 2);
@@ -130,7 +160,9 @@ export const eventStoreConformance = (name: string, factory: EventStoreFactory, 
     test('many concurrent appends to different streams all land (group commit keeps each check)', async () => {
       const { store } = await open();
       const ids = Array.from({ length: 200 }, () => stream());
-      const results = await Promise.all(ids.map((id, n) => store.append(id, [event('A', n)], { expectedVersion: 'no_stream' })));
+      const results = await Promise.all(
+        ids.map((id, n) => store.append(id, [event('A', n)], { expectedVersion: 'no_stream' })),
+      );
       assert.equal(new Set(results.map((r) => r.position)).size, 200);
       for (const id of ids.slice(0, 10)) assert.equal((await store.readStream(id)).length, 1);
     });
@@ -143,9 +175,15 @@ export const eventStoreConformance = (name: string, factory: EventStoreFactory, 
       await store.append(s1, [event('C', 3)]);
       const all = await store.readAll({ maxCount: 10_000 });
       const mine = all.filter((e) => e.streamId === s1 || e.streamId === s2);
-      assert.deepEqual(mine.map((e) => e.type), ['A', 'B', 'C']);
+      assert.deepEqual(
+        mine.map((e) => e.type),
+        ['A', 'B', 'C'],
+      );
       const afterFirst = await store.readAll({ after: mine[0]!.position, maxCount: 10_000 });
-      assert.deepEqual(afterFirst.filter((e) => e.streamId === s1 || e.streamId === s2).map((e) => e.type), ['B', 'C']);
+      assert.deepEqual(
+        afterFirst.filter((e) => e.streamId === s1 || e.streamId === s2).map((e) => e.type),
+        ['B', 'C'],
+      );
       assert.equal((await store.readAll({ maxCount: 1 })).length, 1);
     });
 
@@ -157,7 +195,12 @@ export const eventStoreConformance = (name: string, factory: EventStoreFactory, 
       const sub = store.subscribeToAll({ batchSize: 1, handler: async (events) => void seen.push(...events) });
       await sub.caughtUp();
       await store.append(id, [event('C', 3)]);
-      await eventually(() => assert.deepEqual(seen.filter((e) => e.streamId === id).map((e) => e.type), ['A', 'B', 'C']));
+      await eventually(() =>
+        assert.deepEqual(
+          seen.filter((e) => e.streamId === id).map((e) => e.type),
+          ['A', 'B', 'C'],
+        ),
+      );
       await sub.stop();
       assertStrictlyIncreasing(seen);
     });
@@ -170,7 +213,11 @@ export const eventStoreConformance = (name: string, factory: EventStoreFactory, 
       await store.storeSnapshot(name, { position: 10n, data });
       assert.deepEqual(await store.readSnapshot(name), { position: 10n, data });
       await store.storeSnapshot(name, { position: 7n, data: { stale: true } });
-      assert.deepEqual(await store.readSnapshot(name), { position: 10n, data }, 'an older snapshot was stored over a newer one');
+      assert.deepEqual(
+        await store.readSnapshot(name),
+        { position: 10n, data },
+        'an older snapshot was stored over a newer one',
+      );
       await store.storeSnapshot(name, { position: 12n, data: { calls: [] } });
       assert.deepEqual(await store.readSnapshot(name), { position: 12n, data: { calls: [] } });
     });
@@ -189,14 +236,20 @@ export const eventStoreConformance = (name: string, factory: EventStoreFactory, 
       const checkpointId = `cp-${randomUUID()}`;
       await store.append(id, [event('A', 1), event('B', 2)]);
       const first: string[] = [];
-      const sub1 = store.subscribeToAll({ checkpointId, handler: async (events) => void first.push(...events.filter((e) => e.streamId === id).map((e) => e.type)) });
+      const sub1 = store.subscribeToAll({
+        checkpointId,
+        handler: async (events) => void first.push(...events.filter((e) => e.streamId === id).map((e) => e.type)),
+      });
       await sub1.caughtUp();
       await sub1.stop();
       assert.deepEqual(first, ['A', 'B']);
       assert.equal(await store.readCheckpoint(checkpointId), sub1.position);
       await store.append(id, [event('C', 3)]);
       const second: string[] = [];
-      const sub2 = store.subscribeToAll({ checkpointId, handler: async (events) => void second.push(...events.filter((e) => e.streamId === id).map((e) => e.type)) });
+      const sub2 = store.subscribeToAll({
+        checkpointId,
+        handler: async (events) => void second.push(...events.filter((e) => e.streamId === id).map((e) => e.type)),
+      });
       await sub2.caughtUp();
       await sub2.stop();
       assert.deepEqual(second, ['C']);
@@ -205,14 +258,23 @@ export const eventStoreConformance = (name: string, factory: EventStoreFactory, 
     test('a handler error stops the subscription and is reported through done', async () => {
       const { store } = await open();
       await store.append(stream(), [event('A', 1)]);
-      const sub = store.subscribeToAll({ handler: async () => { throw new Error('projection broke'); } });
+      const sub = store.subscribeToAll({
+        handler: async () => {
+          throw new Error('projection broke');
+        },
+      });
       await assert.rejects(sub.done, /projection broke/);
     });
 
     test('readAll with categories returns only those categories, in feed order with their global positions', async () => {
       const { store } = await open();
       const [a, b, c] = [category(), category(), category()];
-      const [a1, b1, c1, a2] = [`${a}-${randomUUID()}`, `${b}-${randomUUID()}`, `${c}-${randomUUID()}`, `${a}-${randomUUID()}`];
+      const [a1, b1, c1, a2] = [
+        `${a}-${randomUUID()}`,
+        `${b}-${randomUUID()}`,
+        `${c}-${randomUUID()}`,
+        `${a}-${randomUUID()}`,
+      ];
       await store.append(a1, [event('A1', 1)]);
       await store.append(b1, [event('B1', 2)]);
       await store.append(c1, [event('C1', 3)]);
@@ -220,13 +282,26 @@ export const eventStoreConformance = (name: string, factory: EventStoreFactory, 
       await store.append(`${a}x-${randomUUID()}`, [event('NOT_A', 6)]); // a longer category sharing the prefix
       const whole = await store.readAll({ maxCount: 100_000 });
       const onlyA = await store.readAll({ categories: [a], maxCount: 100_000 });
-      assert.deepEqual(onlyA.map((e) => e.type), ['A1', 'A2', 'A3']);
+      assert.deepEqual(
+        onlyA.map((e) => e.type),
+        ['A1', 'A2', 'A3'],
+      );
       const positionOf = new Map(whole.map((e) => [e.id, e.position]));
-      for (const e of onlyA) assert.equal(e.position, positionOf.get(e.id), 'a category read gives the global position');
-      assert.deepEqual((await store.readAll({ categories: [c, a], maxCount: 100_000 })).map((e) => e.type), ['A1', 'C1', 'A2', 'A3']);
-      assert.deepEqual((await store.readAll({ categories: [a], after: onlyA[0]!.position, maxCount: 1 })).map((e) => e.type), ['A2']);
+      for (const e of onlyA)
+        assert.equal(e.position, positionOf.get(e.id), 'a category read gives the global position');
+      assert.deepEqual(
+        (await store.readAll({ categories: [c, a], maxCount: 100_000 })).map((e) => e.type),
+        ['A1', 'C1', 'A2', 'A3'],
+      );
+      assert.deepEqual(
+        (await store.readAll({ categories: [a], after: onlyA[0]!.position, maxCount: 1 })).map((e) => e.type),
+        ['A2'],
+      );
       assert.deepEqual(await store.readAll({ categories: [category()] }), []);
-      assert.deepEqual((await store.readStream(a2)).map((e) => e.type), ['A2', 'A3']);
+      assert.deepEqual(
+        (await store.readStream(a2)).map((e) => e.type),
+        ['A2', 'A3'],
+      );
     });
 
     test('categories must name categories: an empty list or a name with a dash is refused', async () => {
@@ -253,13 +328,24 @@ export const eventStoreConformance = (name: string, factory: EventStoreFactory, 
         handler: async (events) => void seen.push(...events),
       });
       await sub.caughtUp();
-      assert.deepEqual(seen.map((e) => e.type), ['M1']);
+      assert.deepEqual(
+        seen.map((e) => e.type),
+        ['M1'],
+      );
       await store.append(`${other}-${randomUUID()}`, [event('O2', 3)]);
       await store.append(mineId, [event('M2', 4)]);
       const last = await store.append(`${other}-${randomUUID()}`, [event('O3', 5)]);
-      await eventually(() => assert.deepEqual(seen.map((e) => e.type), ['M1', 'M2']));
+      await eventually(() =>
+        assert.deepEqual(
+          seen.map((e) => e.type),
+          ['M1', 'M2'],
+        ),
+      );
       await sub.caughtUp();
-      assert.ok(seen.every((e) => e.streamId === mineId), 'an event of another category was handed');
+      assert.ok(
+        seen.every((e) => e.streamId === mineId),
+        'an event of another category was handed',
+      );
       assertStrictlyIncreasing(seen);
       // Caught up, it stands at the head of the whole feed, though the last events were not its own.
       await eventually(async () => assert.equal(await store.readCheckpoint(checkpointId), last.position));
@@ -270,7 +356,11 @@ export const eventStoreConformance = (name: string, factory: EventStoreFactory, 
       // Resumed from the checkpoint, it hands only what came after.
       await store.append(mineId, [event('M3', 6)]);
       const resumed: string[] = [];
-      const again = store.subscribeToAll({ categories: [mine], checkpointId, handler: async (events) => void resumed.push(...events.map((e) => e.type)) });
+      const again = store.subscribeToAll({
+        categories: [mine],
+        checkpointId,
+        handler: async (events) => void resumed.push(...events.map((e) => e.type)),
+      });
       await again.caughtUp();
       await again.stop();
       assert.deepEqual(resumed, ['M3']);
@@ -307,8 +397,15 @@ export const eventStoreConformance = (name: string, factory: EventStoreFactory, 
       // caughtUp() wakes it and resolves after a read that started after the call.
       for (let polls = 0; polls < 3; polls++) await sub.caughtUp();
       const whileHeld = [...seen];
-      const feedWhileHeld = [...(await slow.store.readAll({ maxCount: 10_000 })), ...(await other.store.readAll({ maxCount: 10_000 }))];
-      assert.equal(feedWhileHeld.filter((e) => e.streamId === early).length, 0, 'readAll returned an uncommitted event');
+      const feedWhileHeld = [
+        ...(await slow.store.readAll({ maxCount: 10_000 })),
+        ...(await other.store.readAll({ maxCount: 10_000 })),
+      ];
+      assert.equal(
+        feedWhileHeld.filter((e) => e.streamId === early).length,
+        0,
+        'readAll returned an uncommitted event',
+      );
       release();
       await Promise.all([first, second]);
       await eventually(() => assert.equal(seen.filter((e) => e.streamId === early || e.streamId === late).length, 2));
@@ -318,14 +415,23 @@ export const eventStoreConformance = (name: string, factory: EventStoreFactory, 
       assert.equal(whileHeld.filter((e) => e.streamId === early).length, 0, 'an uncommitted event was delivered');
       assert.deepEqual(new Set(mine.map((e) => e.type)), new Set(['EARLY', 'LATE']), 'each event exactly once');
       assertStrictlyIncreasing(seen);
-      const feed = (await slow.store.readAll({ maxCount: 10_000 })).filter((e) => e.streamId === early || e.streamId === late);
-      assert.deepEqual(feed.map((e) => e.type), mine.map((e) => e.type), 'subscription order equals feed order');
+      const feed = (await slow.store.readAll({ maxCount: 10_000 })).filter(
+        (e) => e.streamId === early || e.streamId === late,
+      );
+      assert.deepEqual(
+        feed.map((e) => e.type),
+        mine.map((e) => e.type),
+        'subscription order equals feed order',
+      );
     });
   });
 };
 
 const assertStrictlyIncreasing = (events: RecordedEvent[]) => {
   for (let i = 1; i < events.length; i++) {
-    assert.ok(events[i]!.position > events[i - 1]!.position, `position ${events[i]!.position} after ${events[i - 1]!.position}`);
+    assert.ok(
+      events[i]!.position > events[i - 1]!.position,
+      `position ${events[i]!.position} after ${events[i - 1]!.position}`,
+    );
   }
 };

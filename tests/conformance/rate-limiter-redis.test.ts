@@ -92,59 +92,73 @@ describe('redis rate limiter: unreachable Redis', () => {
   };
 
   // The per-test timeout turns a hang into a failure; the times themselves are only reported.
-  test('refused connection: every call rejects with RateLimiterUnavailableError, no hang', { timeout: 10_000 }, async (t) => {
-    const limiter = createRedisRateLimiter({ url: 'redis://127.0.0.1:1' });
-    try {
-      for (let i = 0; i < 3; i++) {
-        const { error, ms } = await timed(limiter.hit('k', rule, i));
-        assert.ok(error instanceof RateLimiterUnavailableError, String(error));
-        assert.equal(error.retriable, true);
-        t.diagnostic(`call ${i} rejected after ${ms.toFixed(0)} ms`);
+  test(
+    'refused connection: every call rejects with RateLimiterUnavailableError, no hang',
+    { timeout: 10_000 },
+    async (t) => {
+      const limiter = createRedisRateLimiter({ url: 'redis://127.0.0.1:1' });
+      try {
+        for (let i = 0; i < 3; i++) {
+          const { error, ms } = await timed(limiter.hit('k', rule, i));
+          assert.ok(error instanceof RateLimiterUnavailableError, String(error));
+          assert.equal(error.retriable, true);
+          t.diagnostic(`call ${i} rejected after ${ms.toFixed(0)} ms`);
+        }
+      } finally {
+        await limiter.close();
       }
-    } finally {
-      await limiter.close();
-    }
-  });
+    },
+  );
 
-  test('a server that accepts connections but never answers: the call rejects after timeoutMs, not a hang', { timeout: 10_000 }, async (t) => {
-    const sockets = new Set<Socket>();
-    const silent = createServer((socket) => {
-      sockets.add(socket);
-      socket.on('close', () => sockets.delete(socket));
-    });
-    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
-    const { port } = silent.address() as { port: number };
-    const limiter = createRedisRateLimiter({ url: `redis://127.0.0.1:${port}`, timeoutMs: 200 });
-    try {
-      const { error, ms } = await timed(limiter.hit('k', rule, 0));
-      assert.ok(error instanceof RateLimiterUnavailableError, String(error));
-      t.diagnostic(`rejected after ${ms.toFixed(0)} ms (timeoutMs 200)`);
-    } finally {
-      await limiter.close();
-      for (const socket of sockets) socket.destroy();
-      await new Promise((resolve) => silent.close(resolve));
-    }
-  });
+  test(
+    'a server that accepts connections but never answers: the call rejects after timeoutMs, not a hang',
+    { timeout: 10_000 },
+    async (t) => {
+      const sockets = new Set<Socket>();
+      const silent = createServer((socket) => {
+        sockets.add(socket);
+        socket.on('close', () => sockets.delete(socket));
+      });
+      await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+      const { port } = silent.address() as { port: number };
+      const limiter = createRedisRateLimiter({ url: `redis://127.0.0.1:${port}`, timeoutMs: 200 });
+      try {
+        const { error, ms } = await timed(limiter.hit('k', rule, 0));
+        assert.ok(error instanceof RateLimiterUnavailableError, String(error));
+        t.diagnostic(`rejected after ${ms.toFixed(0)} ms (timeoutMs 200)`);
+      } finally {
+        await limiter.close();
+        for (const socket of sockets) socket.destroy();
+        await new Promise((resolve) => silent.close(resolve));
+      }
+    },
+  );
 
-  test('behind the fallback wrapper, the in-process limiter answers and the outage is reported once', { timeout: 10_000 }, async (t) => {
-    const reported: unknown[] = [];
-    const limiter = createFallbackRateLimiter(createRedisRateLimiter({ url: 'redis://127.0.0.1:1' }), createMemoryRateLimiter(), (error) =>
-      reported.push(error),
-    );
-    try {
-      const { value, ms } = await timed(limiter.hit('k', rule, 0));
-      t.diagnostic(`answered after ${ms.toFixed(0)} ms`);
-      const decisions = [value, await limiter.hit('k', rule, 1), await limiter.hit('k', rule, 2)];
-      assert.deepEqual(
-        decisions.map((d) => d?.allowed),
-        [true, true, false],
+  test(
+    'behind the fallback wrapper, the in-process limiter answers and the outage is reported once',
+    { timeout: 10_000 },
+    async (t) => {
+      const reported: unknown[] = [];
+      const limiter = createFallbackRateLimiter(
+        createRedisRateLimiter({ url: 'redis://127.0.0.1:1' }),
+        createMemoryRateLimiter(),
+        (error) => reported.push(error),
       );
-      assert.equal(reported.length, 1);
-      assert.ok(reported[0] instanceof RateLimiterUnavailableError);
-    } finally {
-      await limiter.close();
-    }
-  });
+      try {
+        const { value, ms } = await timed(limiter.hit('k', rule, 0));
+        t.diagnostic(`answered after ${ms.toFixed(0)} ms`);
+        const decisions = [value, await limiter.hit('k', rule, 1), await limiter.hit('k', rule, 2)];
+        assert.deepEqual(
+          decisions.map((d) => d?.allowed),
+          [true, true, false],
+        );
+        assert.equal(reported.length, 1);
+        assert.ok(reported[0] instanceof RateLimiterUnavailableError);
+      } finally {
+        await limiter.close();
+      }
+    },
+  );
 });
 
 describe('redis rate limiter: its connection killed on the server', { skip: redis.skip }, () => {
@@ -162,41 +176,53 @@ describe('redis rate limiter: its connection killed on the server', { skip: redi
     return ids.length;
   };
 
-  test('CLIENT KILL mid-traffic: every hit behind the fallback is decided (none throws), the outage is reported once, and Redis counts again after the reconnection', { timeout: 20_000 }, async (t) => {
-    const name = `rl-kill-${randomUUID().slice(0, 8)}`;
-    const keyPrefix = `${runPrefix}${randomUUID()}:`;
-    const reported: unknown[] = [];
-    const limiter = createFallbackRateLimiter(createRedisRateLimiter({ url: redis.url!, keyPrefix, connectionName: name }), createMemoryRateLimiter(), (error) =>
-      reported.push(error),
-    );
-    const zcard = () => adminClient().zcard(`${keyPrefix}k`);
-    try {
-      await limiter.hit('k', rule);
-      assert.equal(await zcard(), 1, 'the first hit is counted in Redis');
-
-      // Hits in flight while the connection is killed, and right after it.
-      const inFlight = Array.from({ length: 20 }, () => limiter.hit('k', rule));
-      assert.equal(await killConnection(name), 1, 'exactly the limiter connection carries the name');
-      const after = Array.from({ length: 20 }, () => limiter.hit('k', rule));
-      const settled = await Promise.allSettled([...inFlight, ...after]);
-      const thrown = settled.filter((s) => s.status === 'rejected');
-      assert.deepEqual(thrown.map((s) => String((s).reason)), [], 'no hit throws');
-      assert.ok(settled.every((s) => s.status === 'fulfilled' && s.value.allowed));
-
-      // Once reconnected, hits are counted in Redis again.
-      const before = await zcard();
-      await eventually(
-        async () => {
-          await limiter.hit('k', rule);
-          assert.ok((await zcard()) > before, 'a hit after the reconnection is counted in Redis');
-        },
-        { timeoutMs: 10_000, intervalMs: 100 },
+  test(
+    'CLIENT KILL mid-traffic: every hit behind the fallback is decided (none throws), the outage is reported once, and Redis counts again after the reconnection',
+    { timeout: 20_000 },
+    async (t) => {
+      const name = `rl-kill-${randomUUID().slice(0, 8)}`;
+      const keyPrefix = `${runPrefix}${randomUUID()}:`;
+      const reported: unknown[] = [];
+      const limiter = createFallbackRateLimiter(
+        createRedisRateLimiter({ url: redis.url!, keyPrefix, connectionName: name }),
+        createMemoryRateLimiter(),
+        (error) => reported.push(error),
       );
-      assert.ok(reported.length <= 1, `the outage is reported at most once (${reported.length})`);
-      assert.ok(reported.every((e) => e instanceof RateLimiterUnavailableError));
-      t.diagnostic(`outage reports: ${reported.length}; hits counted in Redis before the kill's aftermath: ${before}`);
-    } finally {
-      await limiter.close();
-    }
-  });
+      const zcard = () => adminClient().zcard(`${keyPrefix}k`);
+      try {
+        await limiter.hit('k', rule);
+        assert.equal(await zcard(), 1, 'the first hit is counted in Redis');
+
+        // Hits in flight while the connection is killed, and right after it.
+        const inFlight = Array.from({ length: 20 }, () => limiter.hit('k', rule));
+        assert.equal(await killConnection(name), 1, 'exactly the limiter connection carries the name');
+        const after = Array.from({ length: 20 }, () => limiter.hit('k', rule));
+        const settled = await Promise.allSettled([...inFlight, ...after]);
+        const thrown = settled.filter((s) => s.status === 'rejected');
+        assert.deepEqual(
+          thrown.map((s) => String(s.reason)),
+          [],
+          'no hit throws',
+        );
+        assert.ok(settled.every((s) => s.status === 'fulfilled' && s.value.allowed));
+
+        // Once reconnected, hits are counted in Redis again.
+        const before = await zcard();
+        await eventually(
+          async () => {
+            await limiter.hit('k', rule);
+            assert.ok((await zcard()) > before, 'a hit after the reconnection is counted in Redis');
+          },
+          { timeoutMs: 10_000, intervalMs: 100 },
+        );
+        assert.ok(reported.length <= 1, `the outage is reported at most once (${reported.length})`);
+        assert.ok(reported.every((e) => e instanceof RateLimiterUnavailableError));
+        t.diagnostic(
+          `outage reports: ${reported.length}; hits counted in Redis before the kill's aftermath: ${before}`,
+        );
+      } finally {
+        await limiter.close();
+      }
+    },
+  );
 });

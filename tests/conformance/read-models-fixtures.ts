@@ -10,7 +10,8 @@ import type { EventStore, Json, RecordedEvent } from '../../shared/ports/event-s
 import type { ProjectionWriter } from '../../shared/ports/read-models.ts';
 
 /** 2026-11-20T10:00:00Z plus `seconds`. */
-export const at = (seconds: number): string => new Date(Date.UTC(2026, 10, 20, 10, 0, 0) + seconds * 1000).toISOString();
+export const at = (seconds: number): string =>
+  new Date(Date.UTC(2026, 10, 20, 10, 0, 0) + seconds * 1000).toISOString();
 
 export interface CallSpec {
   callId?: string;
@@ -42,23 +43,37 @@ export const analysis = (title: string, score = 72): CallAnalysis => ({
   summary: `Summary of ${title}`,
   score,
   components: [{ name: 'talk_ratio', value: 0.5, score: 80, weight: 1, explanation: 'balanced' }],
-  insights: [{ kind: 'strength', code: 'questions', message: 'Asked good questions', evidence: 'Rep: what matters to you?' }],
+  insights: [
+    { kind: 'strength', code: 'questions', message: 'Asked good questions', evidence: 'Rep: what matters to you?' },
+  ],
   engine: 'built-in',
 });
 
 /** The events of each step of processing. */
 export const events = {
   submitted: (data: CallSubmittedData): CallEvent => ({ type: 'CallSubmitted', data }),
-  started: (mode: 'audio' | 'transcript' = 'transcript', t = 1): CallEvent => ({ type: 'ProcessingStarted', data: { mode, deadline: at(3600), at: at(t) } }),
-  audioFetched: (t = 2): CallEvent => ({ type: 'AudioFetched', data: { bytes: 1000, contentType: 'audio/wav', at: at(t) } }),
+  started: (mode: 'audio' | 'transcript' = 'transcript', t = 1): CallEvent => ({
+    type: 'ProcessingStarted',
+    data: { mode, deadline: at(3600), at: at(t) },
+  }),
+  audioFetched: (t = 2): CallEvent => ({
+    type: 'AudioFetched',
+    data: { bytes: 1000, contentType: 'audio/wav', at: at(t) },
+  }),
   transcript: (text: string, source: 'audio' | 'inline' = 'inline', t = 3): CallEvent => ({
     type: 'TranscriptRecorded',
     data: { source, text, truncated: false, durationSeconds: 95, engine: null, at: at(t) },
   }),
-  analysed: (title: string, score = 72, t = 4): CallEvent => ({ type: 'CallAnalysed', data: { ...analysis(title, score), at: at(t) } }),
+  analysed: (title: string, score = 72, t = 4): CallEvent => ({
+    type: 'CallAnalysed',
+    data: { ...analysis(title, score), at: at(t) },
+  }),
   dealRecorded: (deal: Deal, t = 5): CallEvent => ({ type: 'DealRecorded', data: { deal, at: at(t) } }),
   completed: (t = 6): CallEvent => ({ type: 'CallCompleted', data: { durationSeconds: 95, at: at(t) } }),
-  failed: (code: string, reason: string, t = 6): CallEvent => ({ type: 'CallFailed', data: { code, reason, at: at(t) } }),
+  failed: (code: string, reason: string, t = 6): CallEvent => ({
+    type: 'CallFailed',
+    data: { code, reason, at: at(t) },
+  }),
   erased: (t = 7): CallEvent => ({ type: 'CallErased', data: { cause: 'deleted', at: at(t) } }),
 };
 
@@ -71,7 +86,11 @@ export const appendCall = async (store: EventStore, callId: string, callEvents: 
 };
 
 /** A submitted call, optionally taken through more steps; returns its data. */
-export const submitCall = async (store: EventStore, spec: CallSpec, then: CallEvent[] = []): Promise<CallSubmittedData> => {
+export const submitCall = async (
+  store: EventStore,
+  spec: CallSpec,
+  then: CallEvent[] = [],
+): Promise<CallSubmittedData> => {
   const data = submittedData(spec);
   await appendCall(store, data.callId, [events.submitted(data), ...then]);
   return data;
@@ -80,7 +99,7 @@ export const submitCall = async (store: EventStore, spec: CallSpec, then: CallEv
 /** Every event of the feed after `after`, in batches of `batchSize`. */
 export const readFeed = async (store: EventStore, after = 0n, batchSize = 500): Promise<RecordedEvent[][]> => {
   const batches: RecordedEvent[][] = [];
-  for (let from = after; ; ) {
+  for (let from = after; ;) {
     const batch = await store.readAll({ after: from, maxCount: batchSize });
     if (batch.length === 0) return batches;
     batches.push(batch);

@@ -14,7 +14,12 @@ readModelsConformance(
       const connectionString = postgres.url!;
       const fresh = freshSchema(connectionString);
       const store = await createPostgresEventStore({ connectionString, schema: fresh.schema, pollMs: 50, max: 2 });
-      const models = await createPostgresReadModels({ connectionString, schema: fresh.schema, max: 2, rebuildLimits: options?.rebuildLimits });
+      const models = await createPostgresReadModels({
+        connectionString,
+        schema: fresh.schema,
+        max: 2,
+        rebuildLimits: options?.rebuildLimits,
+      });
       return {
         models,
         store,
@@ -22,7 +27,10 @@ readModelsConformance(
           const client = new pg.Client({ connectionString });
           await client.connect();
           try {
-            const { rows } = await client.query<{ tablename: string }>('SELECT tablename FROM pg_tables WHERE schemaname = $1', [fresh.schema]);
+            const { rows } = await client.query<{ tablename: string }>(
+              'SELECT tablename FROM pg_tables WHERE schemaname = $1',
+              [fresh.schema],
+            );
             return rows.map((r) => r.tablename);
           } finally {
             await client.end();

@@ -15,7 +15,9 @@ const factory = (searchOptions: { commonTermMatches?: number }): ReadModelsFacto
       store,
       async tables() {
         return opened.db
-          .prepare<[], { name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+          .prepare<[], { name: string }>(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
+          )
           .all()
           .map((r) => r.name);
       },

@@ -11,7 +11,12 @@ import { after, describe, test } from 'node:test';
 import { type CallHistoryRow, historySubmission, matchesSearch } from '../../shared/domain/call/call-history.ts';
 import { dealEventId } from '../../shared/domain/call/deal-record.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
-import { CheckpointMismatchError, InvalidQueryError, type CallHistoryQuery, type ReadModels } from '../../shared/ports/read-models.ts';
+import {
+  CheckpointMismatchError,
+  InvalidQueryError,
+  type CallHistoryQuery,
+  type ReadModels,
+} from '../../shared/ports/read-models.ts';
 import type { RebuildLimits } from '../../shared/adapters/read-models/rebuild-buffer.ts';
 import { appendCall, at, catchUp, events, readFeed, submitCall } from './read-models-fixtures.ts';
 
@@ -40,18 +45,38 @@ const team = () => `team-${randomUUID()}`;
 const fillMixedHistory = async (store: EventStore, teamId: string): Promise<void> => {
   const calls = [];
   for (let i = 0; i < 8; i++) {
-    calls.push(await submitCall(store, { teamId, submittedAt: at(i), submission: { repName: `Rep ${i}`, tags: i % 2 ? ['a', 'b'] : ['b'], deal: i % 3 ? undefined : { dealSize: i } } }));
+    calls.push(
+      await submitCall(store, {
+        teamId,
+        submittedAt: at(i),
+        submission: {
+          repName: `Rep ${i}`,
+          tags: i % 2 ? ['a', 'b'] : ['b'],
+          deal: i % 3 ? undefined : { dealSize: i },
+        },
+      }),
+    );
   }
   for (const [i, call] of calls.entries()) if (i % 4 !== 0) await appendCall(store, call.callId, [events.started()]);
-  for (const [i, call] of calls.entries()) if (i % 4 !== 0) await appendCall(store, call.callId, [events.transcript(`text ${i}`)]);
+  for (const [i, call] of calls.entries())
+    if (i % 4 !== 0) await appendCall(store, call.callId, [events.transcript(`text ${i}`)]);
   for (const [i, call] of calls.entries()) {
     if (i % 4 === 1) await appendCall(store, call.callId, [events.failed('analysis_failed', 'The analyser gave up')]);
-    if (i % 4 >= 2) await appendCall(store, call.callId, [events.analysed(`Title ${i}`), ...(i % 3 ? [] : [events.dealRecorded({ dealSize: i })]), events.completed()]);
+    if (i % 4 >= 2)
+      await appendCall(store, call.callId, [
+        events.analysed(`Title ${i}`),
+        ...(i % 3 ? [] : [events.dealRecorded({ dealSize: i })]),
+        events.completed(),
+      ]);
   }
 };
 
 /** Every page of a query, following the cursors. */
-const allPages = async (models: ReadModels, teamId: string, query: CallHistoryQuery = {}): Promise<CallHistoryRow[][]> => {
+const allPages = async (
+  models: ReadModels,
+  teamId: string,
+  query: CallHistoryQuery = {},
+): Promise<CallHistoryRow[][]> => {
   const pages: CallHistoryRow[][] = [];
   let cursor: string | undefined;
   do {
@@ -66,7 +91,11 @@ const ids = (rows: CallHistoryRow[]) => rows.map((r) => r.callId);
 const found = async (models: ReadModels, teamId: string, search: string, query: CallHistoryQuery = {}) =>
   ids((await models.callHistory.list(teamId, { ...query, search, limit: 100 })).calls).sort();
 
-export const readModelsConformance = (name: string, factory: ReadModelsFactory, options: ReadModelsConformanceOptions = {}) => {
+export const readModelsConformance = (
+  name: string,
+  factory: ReadModelsFactory,
+  options: ReadModelsConformanceOptions = {},
+) => {
   describe(`read models conformance: ${name}`, { skip: options.skip }, () => {
     const handles: ReadModelsHandle[] = [];
     const open = async (o?: { rebuildLimits?: RebuildLimits }) => {
@@ -88,7 +117,14 @@ export const readModelsConformance = (name: string, factory: ReadModelsFactory, 
         const teamId = team();
         const call = await submitCall(h.store, {
           teamId,
-          submission: { repName: 'Dana Reyes', repEmail: 'dana@acme.test', callTitle: 'Discovery with Lee', tags: ['demo'], notes: 'n', metadata: { source: 'aircall' } },
+          submission: {
+            repName: 'Dana Reyes',
+            repEmail: 'dana@acme.test',
+            callTitle: 'Discovery with Lee',
+            tags: ['demo'],
+            notes: 'n',
+            metadata: { source: 'aircall' },
+          },
         });
         await sync(h);
         const row = await h.models.callHistory.get(teamId, call.callId);
@@ -104,7 +140,11 @@ export const readModelsConformance = (name: string, factory: ReadModelsFactory, 
         assert.deepEqual(row.metadata, { source: 'aircall' });
         assert.deepEqual(row.attributedTo, { kind: 'owner', email: 'owner@acme.test', name: 'Olive Owner' });
         assert.deepEqual(row.submission, historySubmission(call.submission));
-        assert.equal(row.submission.transcript && 'text' in row.submission.transcript, false, 'the inline text is kept once, as the transcript');
+        assert.equal(
+          row.submission.transcript && 'text' in row.submission.transcript,
+          false,
+          'the inline text is kept once, as the transcript',
+        );
         assert.equal(row.transcript, null);
         assert.equal(row.analysis, null);
       });
@@ -117,10 +157,21 @@ export const readModelsConformance = (name: string, factory: ReadModelsFactory, 
           h.store,
           {
             teamId,
-            submission: { repName: 'Dana Reyes', repEmail: 'dana@acme.test', audioUrl: 'https://rec.test/a.mp3', deal, callDate: '2026-11-19T09:00:00.000Z' },
+            submission: {
+              repName: 'Dana Reyes',
+              repEmail: 'dana@acme.test',
+              audioUrl: 'https://rec.test/a.mp3',
+              deal,
+              callDate: '2026-11-19T09:00:00.000Z',
+            },
             attributedTo: { kind: 'member', memberId: 'm1', email: 'dana@acme.test', name: 'Dana Reyes' },
           },
-          [events.started('audio'), events.audioFetched(), events.transcript('Rep: pricing', 'audio'), events.analysed('Pricing with Lee', 81)],
+          [
+            events.started('audio'),
+            events.audioFetched(),
+            events.transcript('Rep: pricing', 'audio'),
+            events.analysed('Pricing with Lee', 81),
+          ],
         );
         await sync(h);
         const analysed = await h.models.callHistory.get(teamId, call.callId);
@@ -167,7 +218,10 @@ export const readModelsConformance = (name: string, factory: ReadModelsFactory, 
       test('a failed call: status failed, statusReason is the reason, processingError the code; a late result does not revive it', async () => {
         const h = await open();
         const teamId = team();
-        const call = await submitCall(h.store, { teamId }, [events.started(), events.failed('processing_timeout', 'processing_timeout')]);
+        const call = await submitCall(h.store, { teamId }, [
+          events.started(),
+          events.failed('processing_timeout', 'processing_timeout'),
+        ]);
         await appendCall(h.store, call.callId, [events.analysed('Late title')]);
         await sync(h);
         const row = await h.models.callHistory.get(teamId, call.callId);
@@ -197,12 +251,15 @@ export const readModelsConformance = (name: string, factory: ReadModelsFactory, 
       test('title rule 2 through search: with AI titles disabled the supplied title is displayed and found; with AI titles on it is neither', async () => {
         const h = await open();
         const teamId = team();
-        const shown = await submitCall(h.store, { teamId, submission: { aiTitleEnabled: false, callTitle: 'Renewal with Priya' } });
-        const hidden = await submitCall(h.store, { teamId, submission: { aiTitleEnabled: true, callTitle: 'Renewal with Priya' } }, [
-          events.started(),
-          events.transcript('x'),
-          events.analysed('Quarterly check-in'),
-        ]);
+        const shown = await submitCall(h.store, {
+          teamId,
+          submission: { aiTitleEnabled: false, callTitle: 'Renewal with Priya' },
+        });
+        const hidden = await submitCall(
+          h.store,
+          { teamId, submission: { aiTitleEnabled: true, callTitle: 'Renewal with Priya' } },
+          [events.started(), events.transcript('x'), events.analysed('Quarterly check-in')],
+        );
         const generic = await submitCall(h.store, { teamId, submission: { aiTitleEnabled: false, repName: 'Sam' } });
         await sync(h);
         assert.equal((await h.models.callHistory.get(teamId, shown.callId))?.title, 'Renewal with Priya');
@@ -215,9 +272,15 @@ export const readModelsConformance = (name: string, factory: ReadModelsFactory, 
       test('rule 1: "Search matches only the displayed call title and the rep name."', async () => {
         const h = await open();
         const teamId = team();
-        const byTitle = await submitCall(h.store, { teamId, submission: { aiTitleEnabled: false, callTitle: 'Onboarding Northwind' } });
+        const byTitle = await submitCall(h.store, {
+          teamId,
+          submission: { aiTitleEnabled: false, callTitle: 'Onboarding Northwind' },
+        });
         const byRep = await submitCall(h.store, { teamId, submission: { repName: 'Northwind Nora' } });
-        const byEmail = await submitCall(h.store, { teamId, submission: { repEmail: 'northwind@acme.test', repName: 'Kim' } });
+        const byEmail = await submitCall(h.store, {
+          teamId,
+          submission: { repEmail: 'northwind@acme.test', repName: 'Kim' },
+        });
         const byMetadata = await submitCall(h.store, { teamId, submission: { metadata: { account: 'Northwind' } } });
         await sync(h);
         assert.deepEqual(await found(h.models, teamId, 'northwind'), [byTitle.callId, byRep.callId].sort());
@@ -228,11 +291,18 @@ export const readModelsConformance = (name: string, factory: ReadModelsFactory, 
       test('rule 2: "exact, case-insensitive substring match. It is not fuzzy, so a longer name does not match a shorter title."', async () => {
         const h = await open();
         const teamId = team();
-        const call = await submitCall(h.store, { teamId, submission: { aiTitleEnabled: false, callTitle: 'Demo with Jon' } });
+        const call = await submitCall(h.store, {
+          teamId,
+          submission: { aiTitleEnabled: false, callTitle: 'Demo with Jon' },
+        });
         await sync(h);
         assert.deepEqual(await found(h.models, teamId, 'DEMO WITH JON'), [call.callId]);
         assert.deepEqual(await found(h.models, teamId, 'o with j'), [call.callId]);
-        assert.deepEqual(await found(h.models, teamId, 'Demo with Jonathan'), [], 'a longer name does not match a shorter title');
+        assert.deepEqual(
+          await found(h.models, teamId, 'Demo with Jonathan'),
+          [],
+          'a longer name does not match a shorter title',
+        );
         assert.deepEqual(await found(h.models, teamId, 'Demo with John'), [], 'not fuzzy');
         assert.deepEqual(await found(h.models, teamId, 'demo  with'), [], 'whitespace inside the term is exact');
       });
@@ -261,7 +331,10 @@ export const readModelsConformance = (name: string, factory: ReadModelsFactory, 
       test('rule 4: "To find a call by the person spoken with, that name goes in the call title."', async () => {
         const h = await open();
         const teamId = team();
-        const call = await submitCall(h.store, { teamId, submission: { aiTitleEnabled: false, callTitle: 'Discovery – Marisol Ortega (Globex)' } });
+        const call = await submitCall(h.store, {
+          teamId,
+          submission: { aiTitleEnabled: false, callTitle: 'Discovery – Marisol Ortega (Globex)' },
+        });
         await submitCall(h.store, { teamId, submission: { metadata: { contact: 'Marisol Ortega' } } });
         await sync(h);
         assert.deepEqual(await found(h.models, teamId, 'marisol ortega'), [call.callId]);
@@ -288,8 +361,14 @@ export const readModelsConformance = (name: string, factory: ReadModelsFactory, 
         const h = await open();
         const teamId = team();
         const muller = await submitCall(h.store, { teamId, submission: { repName: 'Jörg Müller' } });
-        const decomposed = await submitCall(h.store, { teamId, submission: { aiTitleEnabled: false, callTitle: 'Treffen mit Mu\u0308ller' } });
-        const strasse = await submitCall(h.store, { teamId, submission: { aiTitleEnabled: false, callTitle: 'Hauptstraße Büro' } });
+        const decomposed = await submitCall(h.store, {
+          teamId,
+          submission: { aiTitleEnabled: false, callTitle: 'Treffen mit Mu\u0308ller' },
+        });
+        const strasse = await submitCall(h.store, {
+          teamId,
+          submission: { aiTitleEnabled: false, callTitle: 'Hauptstraße Büro' },
+        });
         const greek = await submitCall(h.store, { teamId, submission: { repName: 'ΟΔΥΣΣΕΑΣ' } });
         await sync(h);
         assert.deepEqual(await found(h.models, teamId, 'MÜLLER'), [muller.callId, decomposed.callId].sort());
@@ -303,11 +382,26 @@ export const readModelsConformance = (name: string, factory: ReadModelsFactory, 
       test('%, _ and \\ in a search are literal characters', async () => {
         const h = await open();
         const teamId = team();
-        const percent = await submitCall(h.store, { teamId, submission: { aiTitleEnabled: false, callTitle: '100% renewal' } });
-        const underscore = await submitCall(h.store, { teamId, submission: { aiTitleEnabled: false, callTitle: 'deal_desk review' } });
-        const backslash = await submitCall(h.store, { teamId, submission: { aiTitleEnabled: false, callTitle: 'path C:\\deals' } });
-        const quote = await submitCall(h.store, { teamId, submission: { aiTitleEnabled: false, callTitle: 'the "big" one' } });
-        await submitCall(h.store, { teamId, submission: { aiTitleEnabled: false, callTitle: '100 renewals, dealXdesk' } });
+        const percent = await submitCall(h.store, {
+          teamId,
+          submission: { aiTitleEnabled: false, callTitle: '100% renewal' },
+        });
+        const underscore = await submitCall(h.store, {
+          teamId,
+          submission: { aiTitleEnabled: false, callTitle: 'deal_desk review' },
+        });
+        const backslash = await submitCall(h.store, {
+          teamId,
+          submission: { aiTitleEnabled: false, callTitle: 'path C:\\deals' },
+        });
+        const quote = await submitCall(h.store, {
+          teamId,
+          submission: { aiTitleEnabled: false, callTitle: 'the "big" one' },
+        });
+        await submitCall(h.store, {
+          teamId,
+          submission: { aiTitleEnabled: false, callTitle: '100 renewals, dealXdesk' },
+        });
         await sync(h);
         assert.deepEqual(await found(h.models, teamId, '0% r'), [percent.callId]);
         assert.deepEqual(await found(h.models, teamId, '%'), [percent.callId]);
@@ -321,18 +415,52 @@ export const readModelsConformance = (name: string, factory: ReadModelsFactory, 
       test('search agrees with the reference rule on a mixed corpus, with a blank search meaning no search', async () => {
         const h = await open();
         const teamId = team();
-        const titles = ['Call with Ana', 'ANA review', 'Banana split', 'Pricing – Zoë', 'zoe pricing', 'ÉCOLE visit', 'école', 'Q3 plan', 'q3_plan', 'Ann-Marie'];
+        const titles = [
+          'Call with Ana',
+          'ANA review',
+          'Banana split',
+          'Pricing – Zoë',
+          'zoe pricing',
+          'ÉCOLE visit',
+          'école',
+          'Q3 plan',
+          'q3_plan',
+          'Ann-Marie',
+        ];
         const reps = ['Ana Lima', 'Anastasia', 'Zoë Kravitz', 'Ed', 'ANNE', undefined];
         const rows: Array<{ callId: string; title: string; repName: string | null }> = [];
         for (let i = 0; i < 40; i++) {
           const title = titles[i % titles.length]!;
           const repName = reps[i % reps.length];
-          const call = await submitCall(h.store, { teamId, submittedAt: at(i), submission: { aiTitleEnabled: false, callTitle: title, ...(repName ? { repName } : {}) } });
+          const call = await submitCall(h.store, {
+            teamId,
+            submittedAt: at(i),
+            submission: { aiTitleEnabled: false, callTitle: title, ...(repName ? { repName } : {}) },
+          });
           rows.push({ callId: call.callId, title, repName: repName ?? null });
         }
         await sync(h);
-        for (const query of ['ana', 'AN', 'a', 'zoë', 'ZOE', 'école', 'ECOLE', 'q3_', 'ann', 'anne', 'ana lima', 'pricing – z', ' Ana ', '   ', '']) {
-          const expected = rows.filter((r) => matchesSearch(r, query)).map((r) => r.callId).sort();
+        for (const query of [
+          'ana',
+          'AN',
+          'a',
+          'zoë',
+          'ZOE',
+          'école',
+          'ECOLE',
+          'q3_',
+          'ann',
+          'anne',
+          'ana lima',
+          'pricing – z',
+          ' Ana ',
+          '   ',
+          '',
+        ]) {
+          const expected = rows
+            .filter((r) => matchesSearch(r, query))
+            .map((r) => r.callId)
+            .sort();
           assert.deepEqual(await found(h.models, teamId, query), expected, `search ${JSON.stringify(query)}`);
         }
       });
@@ -343,10 +471,21 @@ export const readModelsConformance = (name: string, factory: ReadModelsFactory, 
         const h = await open();
         const teamId = team();
         const pending = await submitCall(h.store, { teamId });
-        const completed = await submitCall(h.store, { teamId }, [events.started(), events.transcript('x'), events.analysed('T'), events.completed()]);
-        const failed = await submitCall(h.store, { teamId }, [events.failed('audio_fetch_blocked', 'The recording link points to a private address')]);
+        const completed = await submitCall(h.store, { teamId }, [
+          events.started(),
+          events.transcript('x'),
+          events.analysed('T'),
+          events.completed(),
+        ]);
+        const failed = await submitCall(h.store, { teamId }, [
+          events.failed('audio_fetch_blocked', 'The recording link points to a private address'),
+        ]);
         await sync(h);
-        for (const [status, call] of [['pending', pending], ['completed', completed], ['failed', failed]] as const) {
+        for (const [status, call] of [
+          ['pending', pending],
+          ['completed', completed],
+          ['failed', failed],
+        ] as const) {
           assert.deepEqual(ids((await h.models.callHistory.list(teamId, { status })).calls), [call.callId]);
         }
       });
@@ -365,32 +504,61 @@ export const readModelsConformance = (name: string, factory: ReadModelsFactory, 
           made.push({ callId: call.callId, createdAt: call.submittedAt });
         }
         await sync(h);
-        const order = [...made].sort((a, b) => (a.createdAt === b.createdAt ? (a.callId < b.callId ? 1 : -1) : a.createdAt < b.createdAt ? 1 : -1)).map((c) => c.callId);
+        const order = [...made]
+          .sort((a, b) =>
+            a.createdAt === b.createdAt ? (a.callId < b.callId ? 1 : -1) : a.createdAt < b.createdAt ? 1 : -1,
+          )
+          .map((c) => c.callId);
 
         const pages = await allPages(h.models, teamId, { limit: 10 });
-        assert.deepEqual(pages.map((p) => p.length), [10, 10, 10, 10, 10, 7]);
-        assert.deepEqual(pages.flat().map((r) => r.callId), order);
+        assert.deepEqual(
+          pages.map((p) => p.length),
+          [10, 10, 10, 10, 10, 7],
+        );
+        assert.deepEqual(
+          pages.flat().map((r) => r.callId),
+          order,
+        );
 
         const first = await h.models.callHistory.list(teamId);
         assert.equal(first.calls.length, 25, 'default limit 25');
 
         const exact = await allPages(h.models, teamId, { limit: 19 });
-        assert.deepEqual(exact.map((p) => p.length), [19, 19, 19], 'no empty page after an exact multiple');
+        assert.deepEqual(
+          exact.map((p) => p.length),
+          [19, 19, 19],
+          'no empty page after an exact multiple',
+        );
 
         const filtered = await allPages(h.models, teamId, { limit: 4, search: 'third', tags: ['even'] });
         const expected = order.filter((id) => {
           const i = made.findIndex((c) => c.callId === id);
           return i % 3 === 0 && i % 2 === 0;
         });
-        assert.deepEqual(filtered.flat().map((r) => r.callId), expected);
+        assert.deepEqual(
+          filtered.flat().map((r) => r.callId),
+          expected,
+        );
 
         const even = order.filter((id) => made.findIndex((c) => c.callId === id) % 2 === 0);
         const byTag = await allPages(h.models, teamId, { limit: 7, tags: ['even'] });
-        assert.deepEqual(byTag.flat().map((r) => r.callId), even, 'tag filter across pages');
+        assert.deepEqual(
+          byTag.flat().map((r) => r.callId),
+          even,
+          'tag filter across pages',
+        );
         const shortTerm = await allPages(h.models, teamId, { limit: 3, tags: ['even'], search: 'rd' });
-        assert.deepEqual(shortTerm.flat().map((r) => r.callId), expected, 'a 2-character term with a tag across pages');
+        assert.deepEqual(
+          shortTerm.flat().map((r) => r.callId),
+          expected,
+          'a 2-character term with a tag across pages',
+        );
         const withStatus = await allPages(h.models, teamId, { limit: 9, status: 'pending' });
-        assert.deepEqual(withStatus.flat().map((r) => r.callId), order, 'status filter across pages');
+        assert.deepEqual(
+          withStatus.flat().map((r) => r.callId),
+          order,
+          'status filter across pages',
+        );
       });
 
       test('a page ends early, with a cursor, once its rows pass about a megabyte; following it gives every row once', async () => {
@@ -398,7 +566,8 @@ export const readModelsConformance = (name: string, factory: ReadModelsFactory, 
         const teamId = team();
         // 60 calls of about 40 KB each (metadata at its bounds, in 2-byte characters): 2.4 MB.
         const metadata = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`key${i}`, 'é'.repeat(1000)]));
-        for (let i = 0; i < 60; i++) await submitCall(handle.store, { teamId, submittedAt: at(i), submission: { metadata } });
+        for (let i = 0; i < 60; i++)
+          await submitCall(handle.store, { teamId, submittedAt: at(i), submission: { metadata } });
         await catchUp(handle.store, handle.models.callHistory);
         const first = await handle.models.callHistory.list(teamId, { limit: 100 });
         assert.ok(first.calls.length > 0 && first.calls.length < 60, `first page ${first.calls.length} rows`);
@@ -420,26 +589,59 @@ export const readModelsConformance = (name: string, factory: ReadModelsFactory, 
             await submitCall(h.store, {
               teamId,
               submittedAt: at(i),
-              submission: { callDate: `2026-03-${day}T12:00:00.000Z`, repEmail: i % 2 ? 'Dana.Seller@Example.com' : 'sam@example.com', tags: ['t'] },
+              submission: {
+                callDate: `2026-03-${day}T12:00:00.000Z`,
+                repEmail: i % 2 ? 'Dana.Seller@Example.com' : 'sam@example.com',
+                tags: ['t'],
+              },
             }),
           );
         }
         // No callDate: it is the submission time (2026-11-20).
-        const undated = await submitCall(h.store, { teamId, submittedAt: at(100), submission: { repEmail: 'sam@example.com' } });
+        const undated = await submitCall(h.store, {
+          teamId,
+          submittedAt: at(100),
+          submission: { repEmail: 'sam@example.com' },
+        });
         await sync(h);
         const newestFirst = (rows: typeof dated) => rows.map((c) => c.callId).reverse();
-        const list = async (query: CallHistoryQuery) => (await allPages(h.models, teamId, { limit: 3, ...query })).flat().map((r) => r.callId);
+        const list = async (query: CallHistoryQuery) =>
+          (await allPages(h.models, teamId, { limit: 3, ...query })).flat().map((r) => r.callId);
 
-        assert.deepEqual(await list({ from: '2026-03-02', to: '2026-03-03' }), newestFirst(dated.slice(2, 6)), 'bare dates: 2 March 00:00 through 3 March 23:59:59.999');
-        assert.deepEqual(await list({ from: '2026-03-05T12:00:00Z' }), [undated.callId, ...newestFirst(dated.slice(8))], 'from is inclusive');
-        assert.deepEqual(await list({ to: '2026-03-01T12:00:00.000+00:00' }), newestFirst(dated.slice(0, 2)), 'to is inclusive');
+        assert.deepEqual(
+          await list({ from: '2026-03-02', to: '2026-03-03' }),
+          newestFirst(dated.slice(2, 6)),
+          'bare dates: 2 March 00:00 through 3 March 23:59:59.999',
+        );
+        assert.deepEqual(
+          await list({ from: '2026-03-05T12:00:00Z' }),
+          [undated.callId, ...newestFirst(dated.slice(8))],
+          'from is inclusive',
+        );
+        assert.deepEqual(
+          await list({ to: '2026-03-01T12:00:00.000+00:00' }),
+          newestFirst(dated.slice(0, 2)),
+          'to is inclusive',
+        );
         assert.deepEqual(await list({ to: '2026-03-01T11:59:59.999Z' }), [], 'one millisecond before');
-        assert.deepEqual(await list({ from: '2026-03-01T13:00:00+02:00', to: '2026-03-01T14:00:00+02:00' }), newestFirst(dated.slice(0, 2)), 'offsets are instants');
+        assert.deepEqual(
+          await list({ from: '2026-03-01T13:00:00+02:00', to: '2026-03-01T14:00:00+02:00' }),
+          newestFirst(dated.slice(0, 2)),
+          'offsets are instants',
+        );
         const dana = dated.filter((_, i) => i % 2);
         assert.deepEqual(await list({ repEmail: 'dana.seller@example.com' }), newestFirst(dana));
-        assert.deepEqual(await list({ repEmail: ' DANA.SELLER@EXAMPLE.COM ' }), newestFirst(dana), 'trimmed, ASCII case folded');
+        assert.deepEqual(
+          await list({ repEmail: ' DANA.SELLER@EXAMPLE.COM ' }),
+          newestFirst(dana),
+          'trimmed, ASCII case folded',
+        );
         assert.deepEqual(await list({ repEmail: 'dana.seller@example' }), [], 'exact, not a substring');
-        assert.deepEqual(await list({ repEmail: 'sam@example.com', from: '2026-03-06', tags: ['t'] }), [dated[10]!.callId], 'with a tag and a date');
+        assert.deepEqual(
+          await list({ repEmail: 'sam@example.com', from: '2026-03-06', tags: ['t'] }),
+          [dated[10]!.callId],
+          'with a tag and a date',
+        );
         assert.deepEqual(await list({ repEmail: 'sam@example.com', from: '2026-11-01' }), [undated.callId]);
       });
 
@@ -450,37 +652,84 @@ export const readModelsConformance = (name: string, factory: ReadModelsFactory, 
         const calls = [];
         for (let i = 0; i < 4; i++) calls.push(await submitCall(h.store, { teamId, submittedAt: at(i) }));
         // Two more sharing one submission time: the callId tiebreak.
-        const twins = [await submitCall(h.store, { teamId, submittedAt: at(5) }), await submitCall(h.store, { teamId, submittedAt: at(5) })].sort((a, b) => (a.callId < b.callId ? -1 : 1));
-        await appendCall(h.store, calls[1]!.callId, [events.started('transcript', 10), events.transcript('x', 'inline', 10), events.analysed('T', 70, 10), events.completed(10)]);
+        const twins = [
+          await submitCall(h.store, { teamId, submittedAt: at(5) }),
+          await submitCall(h.store, { teamId, submittedAt: at(5) }),
+        ].sort((a, b) => (a.callId < b.callId ? -1 : 1));
+        await appendCall(h.store, calls[1]!.callId, [
+          events.started('transcript', 10),
+          events.transcript('x', 'inline', 10),
+          events.analysed('T', 70, 10),
+          events.completed(10),
+        ]);
         await appendCall(h.store, calls[3]!.callId, [events.failed('analysis_failed', 'no', 20)]);
         await sync(h);
         const byUpdate = [calls[0]!, calls[2]!, ...twins, calls[1]!, calls[3]!].map((c) => c.callId);
         const pages = await allPages(h.models, teamId, { order: 'updated_asc', limit: 4 });
-        assert.deepEqual(pages.map((p) => p.length), [4, 2]);
-        assert.deepEqual(pages.flat().map((r) => r.callId), byUpdate);
-        assert.deepEqual(pages.flat().map((r) => r.updatedAt), [at(0), at(2), at(5), at(5), at(10), at(20)]);
+        assert.deepEqual(
+          pages.map((p) => p.length),
+          [4, 2],
+        );
+        assert.deepEqual(
+          pages.flat().map((r) => r.callId),
+          byUpdate,
+        );
+        assert.deepEqual(
+          pages.flat().map((r) => r.updatedAt),
+          [at(0), at(2), at(5), at(5), at(10), at(20)],
+        );
 
         // A sync: everything changed at or after t=5, two at a time.
-        assert.deepEqual((await allPages(h.models, teamId, { order: 'updated_asc', updatedSince: at(5), limit: 2 })).flat().map((r) => r.callId), byUpdate.slice(2));
-        assert.deepEqual((await allPages(h.models, teamId, { order: 'updated_asc', updatedSince: at(21), limit: 2 })).flat(), []);
+        assert.deepEqual(
+          (await allPages(h.models, teamId, { order: 'updated_asc', updatedSince: at(5), limit: 2 }))
+            .flat()
+            .map((r) => r.callId),
+          byUpdate.slice(2),
+        );
+        assert.deepEqual(
+          (await allPages(h.models, teamId, { order: 'updated_asc', updatedSince: at(21), limit: 2 })).flat(),
+          [],
+        );
         // Filters combine with the sync order; updatedSince also filters the default order.
-        assert.deepEqual(ids((await h.models.callHistory.list(teamId, { order: 'updated_asc', status: 'pending' })).calls), [calls[0]!, calls[2]!, ...twins].map((c) => c.callId));
-        assert.deepEqual(ids((await h.models.callHistory.list(teamId, { updatedSince: at(10) })).calls), [calls[3]!.callId, calls[1]!.callId]);
+        assert.deepEqual(
+          ids((await h.models.callHistory.list(teamId, { order: 'updated_asc', status: 'pending' })).calls),
+          [calls[0]!, calls[2]!, ...twins].map((c) => c.callId),
+        );
+        assert.deepEqual(ids((await h.models.callHistory.list(teamId, { updatedSince: at(10) })).calls), [
+          calls[3]!.callId,
+          calls[1]!.callId,
+        ]);
         // A later change moves a call to the end of the sync order.
         await appendCall(h.store, calls[0]!.callId, [events.failed('processing_timeout', 'late', 30)]);
         await sync(h);
-        assert.deepEqual(ids((await h.models.callHistory.list(teamId, { order: 'updated_asc', updatedSince: at(20) })).calls), [calls[3]!.callId, calls[0]!.callId]);
+        assert.deepEqual(
+          ids((await h.models.callHistory.list(teamId, { order: 'updated_asc', updatedSince: at(20) })).calls),
+          [calls[3]!.callId, calls[0]!.callId],
+        );
         // A cursor of one order is refused by the other.
         const created = await h.models.callHistory.list(teamId, { limit: 1 });
-        await assert.rejects(h.models.callHistory.list(teamId, { order: 'updated_asc', cursor: created.nextCursor! }), (e: unknown) => e instanceof InvalidQueryError && e.field === 'cursor');
+        await assert.rejects(
+          h.models.callHistory.list(teamId, { order: 'updated_asc', cursor: created.nextCursor! }),
+          (e: unknown) => e instanceof InvalidQueryError && e.field === 'cursor',
+        );
         const updated = await h.models.callHistory.list(teamId, { order: 'updated_asc', limit: 1 });
-        await assert.rejects(h.models.callHistory.list(teamId, { cursor: updated.nextCursor! }), (e: unknown) => e instanceof InvalidQueryError && e.field === 'cursor');
+        await assert.rejects(
+          h.models.callHistory.list(teamId, { cursor: updated.nextCursor! }),
+          (e: unknown) => e instanceof InvalidQueryError && e.field === 'cursor',
+        );
       });
 
       test('invalid queries are refused with InvalidQueryError', async () => {
         const h = await open();
         const teamId = team();
-        for (const query of [{ limit: 0 }, { limit: 101 }, { limit: 2.5 }, { cursor: 'nope' }, { cursor: Buffer.from('{"a":1}').toString('base64url') }, { status: 'done' as never }]) {
+        for (const query of [
+          { limit: 0 },
+          { limit: 101 },
+          { limit: 2.5 },
+          { cursor: 'nope' },
+          { cursor: Buffer.from('{"a":1}').toString('base64url') },
+          { status: 'done' as never },
+        ]) {
           await assert.rejects(h.models.callHistory.list(teamId, query), InvalidQueryError, JSON.stringify(query));
         }
         const refused: Array<[CallHistoryQuery, string]> = [
@@ -493,7 +742,11 @@ export const readModelsConformance = (name: string, factory: ReadModelsFactory, 
           [{ order: 'newest' as never }, 'order'],
         ];
         for (const [query, field] of refused) {
-          await assert.rejects(h.models.callHistory.list(teamId, query), (e: unknown) => e instanceof InvalidQueryError && e.field === field, JSON.stringify(query));
+          await assert.rejects(
+            h.models.callHistory.list(teamId, query),
+            (e: unknown) => e instanceof InvalidQueryError && e.field === field,
+            JSON.stringify(query),
+          );
         }
         assert.equal((await h.models.callHistory.list(teamId, { limit: 100 })).calls.length, 0);
       });
@@ -504,7 +757,11 @@ export const readModelsConformance = (name: string, factory: ReadModelsFactory, 
         const h = await open();
         const teamId = team();
         assert.equal(await h.models.callHistory.checkpoint(), 0n);
-        const a = await submitCall(h.store, { teamId, submission: { repName: 'A' } }, [events.started(), events.transcript('x'), events.analysed('Alpha')]);
+        const a = await submitCall(h.store, { teamId, submission: { repName: 'A' } }, [
+          events.started(),
+          events.transcript('x'),
+          events.analysed('Alpha'),
+        ]);
         const b = await submitCall(h.store, { teamId, submission: { repName: 'B', tags: ['t'] } });
         const [batch] = await readFeed(h.store, 0n, 10_000);
         const head = batch![batch!.length - 1]!.position;
@@ -556,7 +813,9 @@ export const readModelsConformance = (name: string, factory: ReadModelsFactory, 
         const call = await submitCall(h.store, { teamId });
         const [batch] = await readFeed(h.store);
         const head = batch![batch!.length - 1]!.position;
-        const error = await h.models.callHistory.apply(batch!, head, { expectedCheckpoint: 7n }).catch((e: unknown) => e);
+        const error = await h.models.callHistory
+          .apply(batch!, head, { expectedCheckpoint: 7n })
+          .catch((e: unknown) => e);
         assert.ok(error instanceof CheckpointMismatchError);
         assert.equal(error.stored, 0n);
         assert.equal(await h.models.callHistory.get(teamId, call.callId), undefined);
@@ -583,22 +842,42 @@ export const readModelsConformance = (name: string, factory: ReadModelsFactory, 
         assert.equal(await target.checkpoint(), liveCheckpoint);
         await catchUp(h.store, h.models.callHistory, 1);
         const liveHead = await h.models.callHistory.checkpoint();
-        assert.deepEqual(ids((await h.models.callHistory.list(teamId)).calls).sort(), [first.callId, late.callId].sort(), 'reads still use the old version');
+        assert.deepEqual(
+          ids((await h.models.callHistory.list(teamId)).calls).sort(),
+          [first.callId, late.callId].sort(),
+          'reads still use the old version',
+        );
         const during = await h.tables();
         assert.ok(during.length > tablesBefore.length, 'the new version has its own tables');
 
         await target.activate();
-        assert.deepEqual(ids((await h.models.callHistory.list(teamId)).calls), [first.callId], 'reads come from the new version');
+        assert.deepEqual(
+          ids((await h.models.callHistory.list(teamId)).calls),
+          [first.callId],
+          'reads come from the new version',
+        );
         assert.equal(await h.models.callHistory.checkpoint(), liveCheckpoint);
-        assert.deepEqual((await h.tables()).sort(), tablesBefore.sort().map((t) => t.replace(/_v1(?=$|_)/, `_v${target.version}`)).sort(), 'the old version is dropped');
+        assert.deepEqual(
+          (await h.tables()).sort(),
+          tablesBefore
+            .sort()
+            .map((t) => t.replace(/_v1(?=$|_)/, `_v${target.version}`))
+            .sort(),
+          'the old version is dropped',
+        );
 
         // The live runner still believes in its own checkpoint: it is told where to resume.
         const [tail] = await readFeed(h.store, liveCheckpoint);
-        const mismatch = await h.models.callHistory.apply(tail!, liveHead, { expectedCheckpoint: liveHead }).catch((e: unknown) => e);
+        const mismatch = await h.models.callHistory
+          .apply(tail!, liveHead, { expectedCheckpoint: liveHead })
+          .catch((e: unknown) => e);
         assert.ok(mismatch instanceof CheckpointMismatchError);
         assert.equal(mismatch.stored, liveCheckpoint);
         await catchUp(h.store, h.models.callHistory);
-        assert.deepEqual(ids((await h.models.callHistory.list(teamId)).calls).sort(), [first.callId, late.callId].sort());
+        assert.deepEqual(
+          ids((await h.models.callHistory.list(teamId)).calls).sort(),
+          [first.callId, late.callId].sort(),
+        );
 
         // An abandoned rebuild cannot write or activate once a newer one began.
         const abandoned = await h.models.callHistory.beginRebuild();
@@ -621,11 +900,15 @@ export const readModelsConformance = (name: string, factory: ReadModelsFactory, 
           const live = await allPages(h.models, teamId, { limit: 5 });
           const tagged = await allPages(h.models, teamId, { tags: ['b'], search: 'rep' });
           const target = await h.models.callHistory.beginRebuild();
-          for (const batch of await readFeed(h.store, 0n, 2)) await target.apply(batch, batch[batch.length - 1]!.position);
+          for (const batch of await readFeed(h.store, 0n, 2))
+            await target.apply(batch, batch[batch.length - 1]!.position);
           await target.activate();
           assert.deepEqual(await allPages(h.models, teamId, { limit: 5 }), live);
           assert.deepEqual(await allPages(h.models, teamId, { tags: ['b'], search: 'rep' }), tagged);
-          assert.equal(await h.models.callHistory.checkpoint(), (await readFeed(h.store, 0n, 100_000))[0]!.at(-1)!.position);
+          assert.equal(
+            await h.models.callHistory.checkpoint(),
+            (await readFeed(h.store, 0n, 100_000))[0]!.at(-1)!.position,
+          );
         });
       }
     });
@@ -635,21 +918,42 @@ export const readModelsConformance = (name: string, factory: ReadModelsFactory, 
         const h = await open();
         const teamId = team();
         const deal = { dealSize: 10, notes: 'n' };
-        const done = await submitCall(h.store, { teamId, submission: { repName: 'Erin Done', tags: ['x'], deal } }, [events.started(), events.transcript('t'), events.analysed('Erin title'), events.dealRecorded(deal), events.completed()]);
-        const pending = await submitCall(h.store, { teamId, submittedAt: at(1), submission: { repName: 'Erin Pending', tags: ['x'] } }, [events.started()]);
-        const kept = await submitCall(h.store, { teamId, submittedAt: at(2), submission: { repName: 'Kim Kept', tags: ['x'] } });
+        const done = await submitCall(h.store, { teamId, submission: { repName: 'Erin Done', tags: ['x'], deal } }, [
+          events.started(),
+          events.transcript('t'),
+          events.analysed('Erin title'),
+          events.dealRecorded(deal),
+          events.completed(),
+        ]);
+        const pending = await submitCall(
+          h.store,
+          { teamId, submittedAt: at(1), submission: { repName: 'Erin Pending', tags: ['x'] } },
+          [events.started()],
+        );
+        const kept = await submitCall(h.store, {
+          teamId,
+          submittedAt: at(2),
+          submission: { repName: 'Kim Kept', tags: ['x'] },
+        });
         await sync(h);
         assert.ok(await h.models.deals.get(done.callId));
         await appendCall(h.store, done.callId, [events.erased()]);
         await appendCall(h.store, pending.callId, [events.erased()]);
-        const brief = await submitCall(h.store, { teamId, submittedAt: at(3), submission: { repName: 'Erin Brief', deal } }, [events.erased()]);
+        const brief = await submitCall(
+          h.store,
+          { teamId, submittedAt: at(3), submission: { repName: 'Erin Brief', deal } },
+          [events.erased()],
+        );
         await sync(h);
-        for (const callId of [done.callId, pending.callId, brief.callId]) assert.equal(await h.models.callHistory.get(teamId, callId), undefined, callId);
+        for (const callId of [done.callId, pending.callId, brief.callId])
+          assert.equal(await h.models.callHistory.get(teamId, callId), undefined, callId);
         assert.deepEqual(ids((await h.models.callHistory.list(teamId)).calls), [kept.callId]);
         assert.deepEqual(ids((await h.models.callHistory.list(teamId, { tags: ['x'] })).calls), [kept.callId]);
         assert.deepEqual(await found(h.models, teamId, 'erin'), []);
         assert.equal(await h.models.deals.get(done.callId), undefined);
-        assert.ok(!(await h.models.deals.unpublished(100)).some((e) => e.callId === done.callId || e.callId === brief.callId));
+        assert.ok(
+          !(await h.models.deals.unpublished(100)).some((e) => e.callId === done.callId || e.callId === brief.callId),
+        );
         assert.deepEqual(await h.models.callHistory.submittedBefore(teamId, at(100), 10), [kept.callId]);
       });
 
@@ -658,14 +962,19 @@ export const readModelsConformance = (name: string, factory: ReadModelsFactory, 
           const h = await open({ rebuildLimits: { events: window, bytes: Number.MAX_SAFE_INTEGER } });
           const teamId = team();
           await fillMixedHistory(h.store, teamId);
-          const erased = await submitCall(h.store, { teamId, submittedAt: at(50), submission: { repName: 'Erin', tags: ['b'] } }, [events.started(), events.transcript('t')]);
+          const erased = await submitCall(
+            h.store,
+            { teamId, submittedAt: at(50), submission: { repName: 'Erin', tags: ['b'] } },
+            [events.started(), events.transcript('t')],
+          );
           await catchUp(h.store, h.models.callHistory, 2);
           await appendCall(h.store, erased.callId, [events.erased()]);
           await catchUp(h.store, h.models.callHistory, 2);
           const live = await allPages(h.models, teamId, { limit: 5 });
           assert.ok(!ids(live.flat()).includes(erased.callId));
           const target = await h.models.callHistory.beginRebuild();
-          for (const batch of await readFeed(h.store, 0n, 2)) await target.apply(batch, batch[batch.length - 1]!.position);
+          for (const batch of await readFeed(h.store, 0n, 2))
+            await target.apply(batch, batch[batch.length - 1]!.position);
           await target.activate();
           assert.deepEqual(await allPages(h.models, teamId, { limit: 5 }), live);
           assert.equal(await h.models.callHistory.get(teamId, erased.callId), undefined);
@@ -675,13 +984,32 @@ export const readModelsConformance = (name: string, factory: ReadModelsFactory, 
       test('the calls of an e-mail (rep e-mail or attributed member, ASCII case-insensitive) and the calls submitted before an instant, oldest first', async () => {
         const h = await open();
         const teamId = team();
-        const byRep = await submitCall(h.store, { teamId, submittedAt: at(1), submission: { repEmail: 'Dana@Acme.test' } });
-        const byMember = await submitCall(h.store, { teamId, submittedAt: at(2), submission: { repEmail: 'other@acme.test' }, attributedTo: { kind: 'member', memberId: 'm1', email: 'dana@acme.test', name: 'Dana' } });
-        const owner = await submitCall(h.store, { teamId, submittedAt: at(3), attributedTo: { kind: 'owner', email: 'dana@acme.test', name: 'Dana' } });
+        const byRep = await submitCall(h.store, {
+          teamId,
+          submittedAt: at(1),
+          submission: { repEmail: 'Dana@Acme.test' },
+        });
+        const byMember = await submitCall(h.store, {
+          teamId,
+          submittedAt: at(2),
+          submission: { repEmail: 'other@acme.test' },
+          attributedTo: { kind: 'member', memberId: 'm1', email: 'dana@acme.test', name: 'Dana' },
+        });
+        const owner = await submitCall(h.store, {
+          teamId,
+          submittedAt: at(3),
+          attributedTo: { kind: 'owner', email: 'dana@acme.test', name: 'Dana' },
+        });
         await submitCall(h.store, { teamId: team(), submission: { repEmail: 'dana@acme.test' } });
         await sync(h);
-        assert.deepEqual((await h.models.callHistory.callsOfEmail(teamId, 'DANA@acme.test')).sort(), [byRep.callId, byMember.callId].sort());
-        assert.deepEqual(await h.models.callHistory.submittedBefore(teamId, at(3), 10), [byRep.callId, byMember.callId]);
+        assert.deepEqual(
+          (await h.models.callHistory.callsOfEmail(teamId, 'DANA@acme.test')).sort(),
+          [byRep.callId, byMember.callId].sort(),
+        );
+        assert.deepEqual(await h.models.callHistory.submittedBefore(teamId, at(3), 10), [
+          byRep.callId,
+          byMember.callId,
+        ]);
         assert.deepEqual(await h.models.callHistory.submittedBefore(teamId, at(4), 1), [byRep.callId]);
         assert.ok(owner);
       });
@@ -699,7 +1027,13 @@ export const readModelsConformance = (name: string, factory: ReadModelsFactory, 
             submission: { repName: 'Dana Reyes', repEmail: 'dana@acme.test', deal },
             attributedTo: { kind: 'member', memberId: 'm1', email: 'dana@acme.test', name: 'Dana Reyes' },
           },
-          [events.started(), events.transcript('x'), events.analysed('T'), events.dealRecorded(deal), events.completed()],
+          [
+            events.started(),
+            events.transcript('x'),
+            events.analysed('T'),
+            events.dealRecorded(deal),
+            events.completed(),
+          ],
         );
         await submitCall(h.store, { teamId }, [events.started()]); // no deal
         await sync(h);
@@ -720,16 +1054,20 @@ export const readModelsConformance = (name: string, factory: ReadModelsFactory, 
         assert.deepEqual(await h.models.deals.get(call.callId), expected);
         assert.deepEqual(await h.models.deals.listByTeam(teamId), [expected]);
         const outbox = await h.models.deals.unpublished(10);
-        assert.deepEqual(outbox, [{ eventId: expected.eventId, callId: call.callId, payload: expected, createdAt: at(5), publishedAt: null }]);
+        assert.deepEqual(outbox, [
+          { eventId: expected.eventId, callId: call.callId, payload: expected, createdAt: at(5), publishedAt: null },
+        ]);
 
         // Replays (whole feed, one event at a time) neither add an entry nor change the id.
-        for (const batch of await readFeed(h.store, 0n, 10_000)) await h.models.deals.apply(batch, batch[batch.length - 1]!.position);
+        for (const batch of await readFeed(h.store, 0n, 10_000))
+          await h.models.deals.apply(batch, batch[batch.length - 1]!.position);
         for (const batch of await readFeed(h.store, 0n, 1)) await h.models.deals.apply(batch, batch[0]!.position);
         assert.deepEqual(await h.models.deals.unpublished(10), outbox);
 
         await h.models.deals.markPublished([expected.eventId, randomUUID()], new Date('2026-11-21T10:00:00.000Z'));
         assert.deepEqual(await h.models.deals.unpublished(10), []);
-        for (const batch of await readFeed(h.store, 0n, 10_000)) await h.models.deals.apply(batch, batch[batch.length - 1]!.position);
+        for (const batch of await readFeed(h.store, 0n, 10_000))
+          await h.models.deals.apply(batch, batch[batch.length - 1]!.position);
         assert.deepEqual(await h.models.deals.unpublished(10), [], 'a replay does not publish again');
         assert.deepEqual(await h.models.deals.get(call.callId), expected);
       });
@@ -739,20 +1077,37 @@ export const readModelsConformance = (name: string, factory: ReadModelsFactory, 
         const teamId = team();
         const calls = [];
         for (let i = 0; i < 3; i++) {
-          calls.push(await submitCall(h.store, { teamId, submission: { repName: `Rep ${i}`, deal: { dealSize: i * 100 } } }, [events.started()]));
+          calls.push(
+            await submitCall(h.store, { teamId, submission: { repName: `Rep ${i}`, deal: { dealSize: i * 100 } } }, [
+              events.started(),
+            ]),
+          );
         }
         await catchUp(h.store, h.models.deals, 1);
         const checkpoint = await h.models.deals.checkpoint();
         assert.equal(await h.models.deals.get(calls[0]!.callId), undefined, 'no record before the deal is written');
-        for (const call of [...calls].reverse()) await appendCall(h.store, call.callId, [events.transcript('x'), events.analysed('T'), events.dealRecorded({ dealSize: 7 })]);
+        for (const call of [...calls].reverse())
+          await appendCall(h.store, call.callId, [
+            events.transcript('x'),
+            events.analysed('T'),
+            events.dealRecorded({ dealSize: 7 }),
+          ]);
         const [tail] = await readFeed(h.store, checkpoint);
-        const mismatch = await h.models.deals.apply(tail!, tail![tail!.length - 1]!.position, { expectedCheckpoint: 0n }).catch((e: unknown) => e);
+        const mismatch = await h.models.deals
+          .apply(tail!, tail![tail!.length - 1]!.position, { expectedCheckpoint: 0n })
+          .catch((e: unknown) => e);
         assert.ok(mismatch instanceof CheckpointMismatchError);
         await h.models.deals.apply(tail!, tail![tail!.length - 1]!.position, { expectedCheckpoint: checkpoint });
         assert.equal(await h.models.deals.checkpoint(), tail![tail!.length - 1]!.position);
         const outbox = await h.models.deals.unpublished(10);
-        assert.deepEqual(outbox.map((e) => e.callId), [...calls].reverse().map((c) => c.callId));
-        assert.deepEqual(outbox.map((e) => e.payload.repName), ['Rep 2', 'Rep 1', 'Rep 0']);
+        assert.deepEqual(
+          outbox.map((e) => e.callId),
+          [...calls].reverse().map((c) => c.callId),
+        );
+        assert.deepEqual(
+          outbox.map((e) => e.payload.repName),
+          ['Rep 2', 'Rep 1', 'Rep 0'],
+        );
         assert.deepEqual((await h.models.deals.unpublished(2)).length, 2);
         assert.equal((await h.models.deals.listByTeam(teamId)).length, 3);
         assert.equal((await h.models.deals.listByTeam(team())).length, 0);

@@ -11,34 +11,58 @@ import { eventually } from './event-log-support.ts';
 
 const MINUTE = 60_000;
 
-export const sqlLogPruning = (name: string, open: (retentionMs: number) => Promise<SqlEventLog>, options: { skip?: string } = {}) =>
-  test(`SQL event log pruning (${name}): old records every group committed past go; the rest stay`, { skip: options.skip, timeout: 30_000 }, async (t) => {
-    const log = await open(MINUTE);
-    t.after(() => log.close());
-    const consumed = `t-${randomUUID()}`;
-    const unconsumed = `t-${randomUUID()}`;
-    const group = `g-${randomUUID()}`;
-    await log.ensureTopics([
-      { name: consumed, partitions: 1 },
-      { name: unconsumed, partitions: 1 },
-    ]);
-    await log.publish(consumed, Array.from({ length: 5 }, (_, i) => ({ key: 'k', value: `early ${i}` })));
-    await log.publish(unconsumed, [{ key: 'k', value: 'nobody reads me' }]);
-    let handled = 0;
-    const consumer = await log.consume({ groupId: group, topics: [consumed], handler: async () => void handled++ });
-    await eventually(async () => (await log.committedOffset(group, consumed, 0)) === 5n, 'the group committed its five records', 15_000);
-    await consumer.stop();
-    await log.publish(consumed, [{ key: 'k', value: 'late 5' }, { key: 'k', value: 'late 6' }]);
+export const sqlLogPruning = (
+  name: string,
+  open: (retentionMs: number) => Promise<SqlEventLog>,
+  options: { skip?: string } = {},
+) =>
+  test(
+    `SQL event log pruning (${name}): old records every group committed past go; the rest stay`,
+    { skip: options.skip, timeout: 30_000 },
+    async (t) => {
+      const log = await open(MINUTE);
+      t.after(() => log.close());
+      const consumed = `t-${randomUUID()}`;
+      const unconsumed = `t-${randomUUID()}`;
+      const group = `g-${randomUUID()}`;
+      await log.ensureTopics([
+        { name: consumed, partitions: 1 },
+        { name: unconsumed, partitions: 1 },
+      ]);
+      await log.publish(
+        consumed,
+        Array.from({ length: 5 }, (_, i) => ({ key: 'k', value: `early ${i}` })),
+      );
+      await log.publish(unconsumed, [{ key: 'k', value: 'nobody reads me' }]);
+      let handled = 0;
+      const consumer = await log.consume({ groupId: group, topics: [consumed], handler: async () => void handled++ });
+      await eventually(
+        async () => (await log.committedOffset(group, consumed, 0)) === 5n,
+        'the group committed its five records',
+        15_000,
+      );
+      await consumer.stop();
+      await log.publish(consumed, [
+        { key: 'k', value: 'late 5' },
+        { key: 'k', value: 'late 6' },
+      ]);
 
-    assert.equal(await log.prune(new Date()), 0, 'nothing is older than the retention yet');
-    // The storage is shared with other tests' topics: at least the five committed records and the unconsumed one.
-    assert.ok((await log.prune(new Date(Date.now() + 2 * MINUTE))) >= 6);
-    assert.deepEqual((await log.read(consumed, { limit: 100 })).map((r) => [r.offset, r.value]), [[5n, 'late 5'], [6n, 'late 6']]);
-    assert.deepEqual(await log.read(unconsumed, { limit: 100 }), []);
-    assert.deepEqual(await log.endOffsets(consumed), [{ partition: 0, offset: 7n }]);
-    assert.deepEqual(await log.endOffsets(unconsumed), [{ partition: 0, offset: 1n }]);
-    assert.equal(handled, 5);
-    // Publishing goes on after the pruned offsets.
-    const [position] = await log.publish(unconsumed, [{ key: 'k', value: 'next' }]);
-    assert.equal(position!.offset, 1n);
-  });
+      assert.equal(await log.prune(new Date()), 0, 'nothing is older than the retention yet');
+      // The storage is shared with other tests' topics: at least the five committed records and the unconsumed one.
+      assert.ok((await log.prune(new Date(Date.now() + 2 * MINUTE))) >= 6);
+      assert.deepEqual(
+        (await log.read(consumed, { limit: 100 })).map((r) => [r.offset, r.value]),
+        [
+          [5n, 'late 5'],
+          [6n, 'late 6'],
+        ],
+      );
+      assert.deepEqual(await log.read(unconsumed, { limit: 100 }), []);
+      assert.deepEqual(await log.endOffsets(consumed), [{ partition: 0, offset: 7n }]);
+      assert.deepEqual(await log.endOffsets(unconsumed), [{ partition: 0, offset: 1n }]);
+      assert.equal(handled, 5);
+      // Publishing goes on after the pruned offsets.
+      const [position] = await log.publish(unconsumed, [{ key: 'k', value: 'next' }]);
+      assert.equal(position!.offset, 1n);
+    },
+  );

@@ -25,18 +25,59 @@ class Feed {
 
   webhook(webhookId: string, event: WebhookEvent): this {
     this.position++;
-    this.events.push({ id: `e${this.position}`, streamId: `webhook-${webhookId}`, revision: 0, position: this.position, type: event.type, data: event.data, metadata: {}, recordedAt: new Date(AT) });
+    this.events.push({
+      id: `e${this.position}`,
+      streamId: `webhook-${webhookId}`,
+      revision: 0,
+      position: this.position,
+      type: event.type,
+      data: event.data,
+      metadata: {},
+      recordedAt: new Date(AT),
+    });
     return this;
   }
 
   register(webhookId: string, teamId: string, events: string[], n = 1): this {
-    return this.webhook(webhookId, { type: 'WebhookRegistered', data: { webhookId, teamId, url: `https://hooks.example.com/${webhookId}`, events: events as never, secret: secret(n), at: AT } });
+    return this.webhook(webhookId, {
+      type: 'WebhookRegistered',
+      data: {
+        webhookId,
+        teamId,
+        url: `https://hooks.example.com/${webhookId}`,
+        events: events as never,
+        secret: secret(n),
+        at: AT,
+      },
+    });
   }
 
-  notify(teamId: string, subject: string, type: WebhookNotification['type'] = 'call.completed', webhookId?: string): this {
+  notify(
+    teamId: string,
+    subject: string,
+    type: WebhookNotification['type'] = 'call.completed',
+    webhookId?: string,
+  ): this {
     this.position++;
-    this.events.push({ id: `n${this.position}`, streamId: `call-${subject}`, revision: 0, position: this.position, type: 'CallCompleted', data: {}, metadata: {}, recordedAt: new Date(AT) });
-    this.notifications.push({ position: this.position, eventId: `event-${this.position}`, teamId, type, subject, body: JSON.stringify({ type, n: Number(this.position) }), ...(webhookId ? { webhookId } : {}) });
+    this.events.push({
+      id: `n${this.position}`,
+      streamId: `call-${subject}`,
+      revision: 0,
+      position: this.position,
+      type: 'CallCompleted',
+      data: {},
+      metadata: {},
+      recordedAt: new Date(AT),
+    });
+    this.notifications.push({
+      position: this.position,
+      eventId: `event-${this.position}`,
+      teamId,
+      type,
+      subject,
+      body: JSON.stringify({ type, n: Number(this.position) }),
+      ...(webhookId ? { webhookId } : {}),
+    });
     return this;
   }
 
@@ -57,8 +98,10 @@ export const webhookStoreConformance = (name: string, factory: WebhookStoreFacto
     after(async () => {
       await cleanup?.();
     });
-    const claim = (now: Date, over: Partial<{ limit: number; perTeam: number; leaseMs: number; inFlight: Record<string, number> }> = {}) =>
-      store.claim(now, { limit: 50, perTeam: 10, leaseMs: 60_000, inFlight: {}, ...over });
+    const claim = (
+      now: Date,
+      over: Partial<{ limit: number; perTeam: number; leaseMs: number; inFlight: Record<string, number> }> = {},
+    ) => store.claim(now, { limit: 50, perTeam: 10, leaseMs: 60_000, inFlight: {}, ...over });
     let feed: Feed;
 
     test('a batch folds registrations and queues one delivery per subscribed webhook as they stood at that point; applying it again queues nothing', async () => {
@@ -76,49 +119,105 @@ export const webhookStoreConformance = (name: string, factory: WebhookStoreFacto
       assert.equal(await store.anyWebhook(), true);
       await store.apply(events, notifications, feed.position);
       const w1 = await store.deliveries('w1', { limit: 10 });
-      assert.deepEqual(w1.deliveries.map((d) => [d.eventId, d.type, d.status, d.attempts]), [['event-5', 'call.completed', 'pending', 0]]);
-      assert.equal((await store.deliveries('w2', { limit: 10 })).deliveries.length, 0, 'not subscribed to call.completed');
+      assert.deepEqual(
+        w1.deliveries.map((d) => [d.eventId, d.type, d.status, d.attempts]),
+        [['event-5', 'call.completed', 'pending', 0]],
+      );
+      assert.equal(
+        (await store.deliveries('w2', { limit: 10 })).deliveries.length,
+        0,
+        'not subscribed to call.completed',
+      );
       assert.equal((await store.deliveries('w3', { limit: 10 })).deliveries.length, 0, 'another team');
-      assert.deepEqual((await store.list('t1')).map((w) => [w.webhookId, w.status, w.events]), [
-        ['w1', 'active', ['call.completed']],
-        ['w2', 'active', ['call.failed']],
-      ]);
-      await assert.rejects(new Feed().applyTo(store, { expectedCheckpoint: 1n }), (error: unknown) => (error as { code?: string }).code === 'CHECKPOINT_MISMATCH');
+      assert.deepEqual(
+        (await store.list('t1')).map((w) => [w.webhookId, w.status, w.events]),
+        [
+          ['w1', 'active', ['call.completed']],
+          ['w2', 'active', ['call.failed']],
+        ],
+      );
+      await assert.rejects(
+        new Feed().applyTo(store, { expectedCheckpoint: 1n }),
+        (error: unknown) => (error as { code?: string }).code === 'CHECKPOINT_MISMATCH',
+      );
     });
 
     test('claims: one subject in order, the per-team bound less what is in flight, a lease held', async () => {
       const last = await store.checkpoint();
       feed.position = last;
-      feed.register('w4', 't2', ['call.completed']).notify('t1', 'c1').notify('t1', 'c2').notify('t1', 'c3').notify('t2', 'c9');
+      feed
+        .register('w4', 't2', ['call.completed'])
+        .notify('t1', 'c1')
+        .notify('t1', 'c2')
+        .notify('t1', 'c3')
+        .notify('t2', 'c9');
       await feed.applyTo(store, { expectedCheckpoint: last });
       const now = new Date(Date.now() + 1000);
-      assert.deepEqual((await claim(now, { inFlight: { t1: 10, t2: 8 } })).map((c) => c.webhookId).sort(), ['w3', 'w4'], "t1 has no room; t2 room for both of its");
+      assert.deepEqual(
+        (await claim(now, { inFlight: { t1: 10, t2: 8 } })).map((c) => c.webhookId).sort(),
+        ['w3', 'w4'],
+        't1 has no room; t2 room for both of its',
+      );
       const claimed = await claim(now, { perTeam: 3, inFlight: { t1: 2 } });
       assert.equal(claimed.length, 1, 't2 is leased; t1 gives one');
       const first = claimed[0]!;
-      assert.deepEqual([first.webhookId, first.eventId, first.url, first.secrets, first.attempts], ['w1', 'event-5', 'https://hooks.example.com/w1', [secret(1)], 0]);
+      assert.deepEqual(
+        [first.webhookId, first.eventId, first.url, first.secrets, first.attempts],
+        ['w1', 'event-5', 'https://hooks.example.com/w1', [secret(1)], 0],
+      );
       const more = await claim(now);
-      assert.deepEqual(more.map((c) => c.eventId).sort(), [`event-${Number(last) + 3}`, `event-${Number(last) + 4}`], 'c1 waits for its earlier delivery; c2 and c3 go');
+      assert.deepEqual(
+        more.map((c) => c.eventId).sort(),
+        [`event-${Number(last) + 3}`, `event-${Number(last) + 4}`],
+        'c1 waits for its earlier delivery; c2 and c3 go',
+      );
       // A retry later: the subject stays blocked until it is delivered or failed.
-      await store.recordAttempt(first.deliveryId, { kind: 'retry', statusCode: 500, error: 'the receiver answered 500', nextAttemptAt: new Date(now.getTime() + 60_000) }, now);
+      await store.recordAttempt(
+        first.deliveryId,
+        {
+          kind: 'retry',
+          statusCode: 500,
+          error: 'the receiver answered 500',
+          nextAttemptAt: new Date(now.getTime() + 60_000),
+        },
+        now,
+      );
       assert.deepEqual(await claim(now), [], 'the retry is not due, c1 waits behind it, the rest are leased');
       const later = new Date(now.getTime() + 61_000);
       const retried = await claim(later);
-      assert.ok(retried.some((c) => c.deliveryId === first.deliveryId && c.attempts === 1), 'due again after its pause');
+      assert.ok(
+        retried.some((c) => c.deliveryId === first.deliveryId && c.attempts === 1),
+        'due again after its pause',
+      );
       await store.recordAttempt(first.deliveryId, { kind: 'delivered', statusCode: 204 }, later);
       const [view] = (await store.deliveries('w1', { limit: 100, status: 'delivered' })).deliveries;
-      assert.deepEqual([view?.deliveryId, view?.attempts, view?.lastStatusCode, view?.lastError, view?.nextAttemptAt, view?.deliveredAt], [
-        first.deliveryId,
-        2,
-        204,
-        null,
-        null,
-        later.toISOString(),
-      ]);
+      assert.deepEqual(
+        [
+          view?.deliveryId,
+          view?.attempts,
+          view?.lastStatusCode,
+          view?.lastError,
+          view?.nextAttemptAt,
+          view?.deliveredAt,
+        ],
+        [first.deliveryId, 2, 204, null, null, later.toISOString()],
+      );
       const afterLease = await claim(new Date(later.getTime() + 120_000));
-      assert.ok(afterLease.some((c) => c.webhookId === 'w1' && c.eventId === `event-${Number(last) + 2}`), 'the next of subject c1 once the first is delivered');
-      for (const c of afterLease) await store.recordAttempt(c.deliveryId, { kind: 'retry', statusCode: null, error: 'no answer within 10 s', nextAttemptAt: null }, later);
-      assert.ok((await store.deliveries('w1', { limit: 100, status: 'failed' })).deliveries.every((d) => d.lastError === 'no answer within 10 s' && d.nextAttemptAt === null));
+      assert.ok(
+        afterLease.some((c) => c.webhookId === 'w1' && c.eventId === `event-${Number(last) + 2}`),
+        'the next of subject c1 once the first is delivered',
+      );
+      for (const c of afterLease)
+        await store.recordAttempt(
+          c.deliveryId,
+          { kind: 'retry', statusCode: null, error: 'no answer within 10 s', nextAttemptAt: null },
+          later,
+        );
+      assert.ok(
+        (await store.deliveries('w1', { limit: 100, status: 'failed' })).deliveries.every(
+          (d) => d.lastError === 'no answer within 10 s' && d.nextAttemptAt === null,
+        ),
+      );
     });
 
     test('rotation signs with both secrets until the overlap ends; disabled and deleted webhooks get nothing; listing pages; redelivery', async () => {
@@ -127,7 +226,10 @@ export const webhookStoreConformance = (name: string, factory: WebhookStoreFacto
       const future = new Date(Date.now() + 3_600_000).toISOString();
       feed
         .register('r1', 't3', ['call.completed'], 7)
-        .webhook('r1', { type: 'WebhookSecretRotated', data: { secret: secret(8), previousSecret: secret(7), previousValidUntil: future, at: AT } })
+        .webhook('r1', {
+          type: 'WebhookSecretRotated',
+          data: { secret: secret(8), previousSecret: secret(7), previousValidUntil: future, at: AT },
+        })
         .notify('t3', 'x1')
         .register('g1', 't3', ['call.failed'])
         .webhook('g1', { type: 'WebhookDisabled', data: { reason: 'gone', at: AT } })
@@ -136,13 +238,24 @@ export const webhookStoreConformance = (name: string, factory: WebhookStoreFacto
       await feed.applyTo(store);
       const now = new Date(Date.now() + 5 * 60_000);
       const claimed = await claim(now, { inFlight: { t1: 10, t2: 10 } });
-      assert.deepEqual(claimed.map((c) => [c.webhookId, c.secrets]), [
-        ['r1', [secret(8), secret(7)]],
-        ['r1', [secret(8), secret(7)]],
-      ]);
-      assert.equal((await store.deliveries('g1', { limit: 10 })).deliveries.length, 0, 'a disabled webhook is not queued to');
+      assert.deepEqual(
+        claimed.map((c) => [c.webhookId, c.secrets]),
+        [
+          ['r1', [secret(8), secret(7)]],
+          ['r1', [secret(8), secret(7)]],
+        ],
+      );
+      assert.equal(
+        (await store.deliveries('g1', { limit: 10 })).deliveries.length,
+        0,
+        'a disabled webhook is not queued to',
+      );
       assert.equal((await store.get('g1'))?.status, 'disabled');
-      assert.equal((await claim(new Date(Date.parse(future) + 120_000), { inFlight: { t1: 10, t2: 10 } }))[0]?.secrets.length, 1, 'after the overlap, the new secret alone');
+      assert.equal(
+        (await claim(new Date(Date.parse(future) + 120_000), { inFlight: { t1: 10, t2: 10 } }))[0]?.secrets.length,
+        1,
+        'after the overlap, the new secret alone',
+      );
 
       const page1 = await store.deliveries('r1', { limit: 1 });
       assert.equal(page1.deliveries[0]?.type, 'webhook.test', 'newest first');
@@ -154,14 +267,27 @@ export const webhookStoreConformance = (name: string, factory: WebhookStoreFacto
       await store.recordAttempt(page2.deliveries[0].deliveryId, { kind: 'gone', statusCode: 410, error: 'gone' }, now);
       assert.equal((await store.deliveries('r1', { limit: 10, status: 'failed' })).deliveries.length, 1);
       assert.equal(await store.redeliver('r1', page2.deliveries[0].deliveryId, now), true);
-      const [again] = (await store.deliveries('r1', { limit: 10, status: 'pending' })).deliveries.filter((d) => d.type === 'call.completed');
+      const [again] = (await store.deliveries('r1', { limit: 10, status: 'pending' })).deliveries.filter(
+        (d) => d.type === 'call.completed',
+      );
       assert.deepEqual([again?.attempts, again?.nextAttemptAt], [0, now.toISOString()]);
-      assert.equal(await store.redeliver('g1', page2.deliveries[0].deliveryId, now), false, "another webhook's delivery");
+      assert.equal(
+        await store.redeliver('g1', page2.deliveries[0].deliveryId, now),
+        false,
+        "another webhook's delivery",
+      );
 
       feed.webhook('r1', { type: 'WebhookDeleted', data: { at: AT } });
       await feed.applyTo(store);
       assert.equal(await store.get('r1'), undefined);
-      assert.deepEqual((await store.list('t3')).map((w) => w.webhookId), ['g1']);
-      assert.equal((await claim(new Date(Date.parse(future) + 600_000), { inFlight: { t1: 10, t2: 10 } })).length, 0, 'nothing is sent to a deleted webhook');
+      assert.deepEqual(
+        (await store.list('t3')).map((w) => w.webhookId),
+        ['g1'],
+      );
+      assert.equal(
+        (await claim(new Date(Date.parse(future) + 600_000), { inFlight: { t1: 10, t2: 10 } })).length,
+        0,
+        'nothing is sent to a deleted webhook',
+      );
     });
   });

@@ -26,7 +26,11 @@ describe('GET /api/calls/:callId/events', () => {
     const { callId } = accepted.json<{ callId: string }>();
     const stored = await h.callEvents(callId);
     const timeline = await eventually(async () => {
-      const response = await h.ingress.app.inject({ method: 'GET', url: `/api/calls/${callId}/events`, headers: { 'x-api-key': team.key } });
+      const response = await h.ingress.app.inject({
+        method: 'GET',
+        url: `/api/calls/${callId}/events`,
+        headers: { 'x-api-key': team.key },
+      });
       if (response.statusCode !== 200) throw new Error(`${response.statusCode} ${response.body}`);
       const body = response.json<{ callId: string; events: { revision: number; type: string; at: string }[] }>();
       if (body.events.at(-1)?.type !== 'CallCompleted') throw new Error('not completed yet');
@@ -37,9 +41,17 @@ describe('GET /api/calls/:callId/events', () => {
       timeline.events.map((e) => [e.revision, e.type, e.at]),
       stored.map((e) => [e.revision, e.type, e.recordedAt.toISOString()]),
     );
-    const foreign = await h.ingress.app.inject({ method: 'GET', url: `/api/calls/${callId}/events`, headers: { 'x-api-key': other.key } });
+    const foreign = await h.ingress.app.inject({
+      method: 'GET',
+      url: `/api/calls/${callId}/events`,
+      headers: { 'x-api-key': other.key },
+    });
     assert.equal(foreign.statusCode, 404);
-    const unknown = await h.ingress.app.inject({ method: 'GET', url: `/api/calls/00000000-0000-4000-8000-000000000000/events`, headers: { 'x-api-key': team.key } });
+    const unknown = await h.ingress.app.inject({
+      method: 'GET',
+      url: `/api/calls/00000000-0000-4000-8000-000000000000/events`,
+      headers: { 'x-api-key': team.key },
+    });
     assert.equal(unknown.statusCode, 404);
     const anonymous = await h.ingress.app.inject({ method: 'GET', url: `/api/calls/${callId}/events` });
     assert.equal(anonymous.statusCode, 401);

@@ -15,7 +15,11 @@ import { eventually } from '../support/eventually.ts';
 const TRANSCRIPT = 'Rep: Hi Dana, thanks for joining.\nDana: Happy to be here, tell me about pricing.';
 const DAY_MS = 86_400_000;
 
-const erasureContract = (name: string, openPipeline: (options: PipelineOptions) => Promise<EmbeddedPipeline>, skip?: string) =>
+const erasureContract = (
+  name: string,
+  openPipeline: (options: PipelineOptions) => Promise<EmbeddedPipeline>,
+  skip?: string,
+) =>
   describe(`erasure and retention: ${name}`, { skip }, () => {
     let pipeline: EmbeddedPipeline;
     let h: PipelineHarness;
@@ -28,7 +32,8 @@ const erasureContract = (name: string, openPipeline: (options: PipelineOptions) 
       await pipeline?.close();
     });
 
-    const request = (method: 'GET' | 'DELETE', url: string, key?: string) => h.ingress.app.inject({ method, url, headers: key ? { 'x-api-key': key } : {} });
+    const request = (method: 'GET' | 'DELETE', url: string, key?: string) =>
+      h.ingress.app.inject({ method, url, headers: key ? { 'x-api-key': key } : {} });
     const submit = async (key: string, body: Record<string, unknown>) => {
       const accepted = await h.ingest({ key, body });
       assert.equal(accepted.statusCode, 201, accepted.body);
@@ -58,12 +63,18 @@ const erasureContract = (name: string, openPipeline: (options: PipelineOptions) 
     test('DELETE: 202 erased, then 404 for GET, the list and a second DELETE; only the call team may; the events are sealed and call.erased is published', async () => {
       const { key } = await h.team();
       const other = await h.team();
-      const callId = await submit(key, { transcript: TRANSCRIPT, notes: 'private note', repName: 'Dana Reyes', repEmail: 'dana@acme.test' });
+      const callId = await submit(key, {
+        transcript: TRANSCRIPT,
+        notes: 'private note',
+        repName: 'Dana Reyes',
+        repEmail: 'dana@acme.test',
+      });
       await h.callEvents(callId);
       assert.equal((await shown(key, callId)).status, 'completed');
       // What is stored holds no personal field in clear.
       const stored = JSON.stringify((await pipeline.storedEvents!.readStream(`call-${callId}`)).map((e) => e.data));
-      for (const secret of ['private note', 'dana@acme.test', 'thanks for joining']) assert.ok(!stored.includes(secret), secret);
+      for (const secret of ['private note', 'dana@acme.test', 'thanks for joining'])
+        assert.ok(!stored.includes(secret), secret);
 
       assert.equal((await request('DELETE', `/api/calls/${callId}`)).statusCode, 401);
       assert.equal((await request('DELETE', `/api/calls/${callId}`, other.key)).statusCode, 404);
@@ -90,7 +101,11 @@ const erasureContract = (name: string, openPipeline: (options: PipelineOptions) 
         { timeoutMs: 15_000, intervalMs: 50 },
       );
       assert.deepEqual(Object.keys(JSON.parse(relayed.record.value)).sort(), ['at', 'cause']);
-      for (const record of relayed.all) assert.ok(!record.value.includes('private note') && !record.value.includes('dana@acme.test'), record.headers.ce_type);
+      for (const record of relayed.all)
+        assert.ok(
+          !record.value.includes('private note') && !record.value.includes('dana@acme.test'),
+          record.headers.ce_type,
+        );
     });
 
     test('a call still processing is erased: it stops, nothing follows CallErased, and its capacity reservation is released', async () => {
@@ -99,11 +114,15 @@ const erasureContract = (name: string, openPipeline: (options: PipelineOptions) 
       try {
         const callId = await submit(key, { audioUrl: slow.url, repName: 'Pat Pending' });
         await h.callEvents(callId, (events) => events.some((e) => e.type === 'ProcessingStarted'));
-        const reserved = (await h.admin('GET', `/api/admin/teams/${teamId}`)).json<{ capacity: { remainingMinutes: number; reservedCalls: number } }>().capacity;
+        const reserved = (await h.admin('GET', `/api/admin/teams/${teamId}`)).json<{
+          capacity: { remainingMinutes: number; reservedCalls: number };
+        }>().capacity;
         assert.equal(reserved.reservedCalls, 1);
         const erased = await request('DELETE', `/api/calls/${callId}`, key);
         assert.equal(erased.statusCode, 202, erased.body);
-        const team = (await h.admin('GET', `/api/admin/teams/${teamId}`)).json<{ capacity: { remainingMinutes: number; reservedCalls: number } }>().capacity;
+        const team = (await h.admin('GET', `/api/admin/teams/${teamId}`)).json<{
+          capacity: { remainingMinutes: number; reservedCalls: number };
+        }>().capacity;
         assert.deepEqual(team, { ...team, remainingMinutes: 600, reservedCalls: 0 });
         await gone(key, callId);
         // The download finishes after the erasure: its result is refused, nothing is appended.
@@ -138,13 +157,18 @@ const erasureContract = (name: string, openPipeline: (options: PipelineOptions) 
       const callId = await submit(key, { transcript: TRANSCRIPT, notes: 'left behind' });
       await shown(key, callId);
       // As if the erasing request appended CallErased and died before destroying the key.
-      await h.eventStore.append(`call-${callId}`, [{ type: 'CallErased', data: { cause: 'deleted', at: new Date().toISOString() } }], { expectedVersion: 'stream_exists' });
+      await h.eventStore.append(
+        `call-${callId}`,
+        [{ type: 'CallErased', data: { cause: 'deleted', at: new Date().toISOString() } }],
+        { expectedVersion: 'stream_exists' },
+      );
       await gone(key, callId);
       await eventually(
         async () => {
           const [submitted] = await h.eventStore.readStream(`call-${callId}`, { maxCount: 1 });
           const data = submitted!.data as { submission: { notes?: string; transcript: { text: string } } };
-          if (data.submission.notes !== undefined || data.submission.transcript.text !== '') throw new Error('the key still opens the call');
+          if (data.submission.notes !== undefined || data.submission.transcript.text !== '')
+            throw new Error('the key still opens the call');
         },
         { timeoutMs: 15_000, intervalMs: 50 },
       );
@@ -186,13 +210,20 @@ const erasureContract = (name: string, openPipeline: (options: PipelineOptions) 
 
     test('an erasure request by e-mail erases the calls whose rep e-mail or attributed member is that address', async () => {
       const { key, teamId } = await h.team();
-      assert.equal((await h.admin('POST', `/api/admin/teams/${teamId}/members`, { email: 'dana@acme.test', name: 'Dana Reyes' })).statusCode, 201);
+      assert.equal(
+        (await h.admin('POST', `/api/admin/teams/${teamId}/members`, { email: 'dana@acme.test', name: 'Dana Reyes' }))
+          .statusCode,
+        201,
+      );
       const byRep = await submit(key, { transcript: TRANSCRIPT, repEmail: 'DANA@acme.test' });
       const other = await submit(key, { transcript: TRANSCRIPT, repEmail: 'sam@acme.test' });
       const noRep = await submit(key, { transcript: TRANSCRIPT });
       for (const callId of [byRep, other, noRep]) await shown(key, callId);
 
-      assert.equal((await h.admin('POST', `/api/admin/teams/${teamId}/erasures`, { email: 'not an address' })).statusCode, 400);
+      assert.equal(
+        (await h.admin('POST', `/api/admin/teams/${teamId}/erasures`, { email: 'not an address' })).statusCode,
+        400,
+      );
       const accepted = await h.admin('POST', `/api/admin/teams/${teamId}/erasures`, { email: 'dana@acme.test' });
       assert.equal(accepted.statusCode, 202, accepted.body);
       const { erasureId } = accepted.json<{ erasureId: string }>();
@@ -209,9 +240,15 @@ const erasureContract = (name: string, openPipeline: (options: PipelineOptions) 
       assert.deepEqual(done.calls, [byRep]);
       await gone(key, byRep);
       for (const callId of [other, noRep]) await shown(key, callId);
-      assert.equal((await h.admin('GET', `/api/admin/teams/${teamId}/erasures/00000000-0000-4000-8000-000000000000`)).statusCode, 404);
+      assert.equal(
+        (await h.admin('GET', `/api/admin/teams/${teamId}/erasures/00000000-0000-4000-8000-000000000000`)).statusCode,
+        404,
+      );
       const otherTeam = await h.team();
-      assert.equal((await h.admin('GET', `/api/admin/teams/${otherTeam.teamId}/erasures/${erasureId}`)).statusCode, 404);
+      assert.equal(
+        (await h.admin('GET', `/api/admin/teams/${otherTeam.teamId}/erasures/${erasureId}`)).statusCode,
+        404,
+      );
     });
   });
 

@@ -24,7 +24,10 @@ const readmeIngestExample = () => {
   const body = /push-api\/ingest \\\n[^\n]*\n\s*-d '(\{[^']*\})'/.exec(readme)?.[1];
   const answer = /# HTTP\/1\.1 201 Created\n# (\{[^\n]*)\n# ([^\n]*\})/.exec(readme);
   assert.ok(body && answer, 'the README has its ingest example');
-  return { body: JSON.parse(body) as unknown, answer: JSON.parse(`${answer[1]}${answer[2]}`.replaceAll('…', 'c0ffee00-0000-4000-8000-000000000000')) as unknown };
+  return {
+    body: JSON.parse(body) as unknown,
+    answer: JSON.parse(`${answer[1]}${answer[2]}`.replaceAll('…', 'c0ffee00-0000-4000-8000-000000000000')) as unknown,
+  };
 };
 
 describe('OpenAPI document', () => {
@@ -106,11 +109,32 @@ export const body: Body = { transcript: 'Rep: hi', tags: 'not-an-array' };
 `,
     );
     const tsc = (files: string[]) =>
-      promisify(execFile)(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '--noEmit', '--strict', '--target', 'ES2022', '--module', 'NodeNext', '--moduleResolution', 'NodeNext', '--allowImportingTsExtensions', '--skipLibCheck', ...files], { cwd: dir.path }).then(
+      promisify(execFile)(
+        process.execPath,
+        [
+          join(root, 'node_modules/typescript/bin/tsc'),
+          '--noEmit',
+          '--strict',
+          '--target',
+          'ES2022',
+          '--module',
+          'NodeNext',
+          '--moduleResolution',
+          'NodeNext',
+          '--allowImportingTsExtensions',
+          '--skipLibCheck',
+          ...files,
+        ],
+        { cwd: dir.path },
+      ).then(
         () => '',
         (error: Error & { stdout?: string }) => error.stdout ?? error.message,
       );
     assert.equal(await tsc(['examples.ts']), '', 'the README examples type-check against the generated client');
-    assert.match(await tsc(['broken.ts']), /broken\.ts\(3,\d+\): error TS2322/, 'a body breaking the contract does not type-check');
+    assert.match(
+      await tsc(['broken.ts']),
+      /broken\.ts\(3,\d+\): error TS2322/,
+      'a body breaking the contract does not type-check',
+    );
   });
 });

@@ -24,10 +24,19 @@ const TRANSCRIPT = 'Rep: Hi Dana, thanks for joining. What are you using today?\
 const MB = 1024 * 1024;
 
 type Json = Record<string, unknown>;
-const problemOf = (body: string) => JSON.parse(body) as { type: string; title: string; status: number; detail: string; code: string; errors?: { field: string; message: string }[] };
+const problemOf = (body: string) =>
+  JSON.parse(body) as {
+    type: string;
+    title: string;
+    status: number;
+    detail: string;
+    code: string;
+    errors?: { field: string; message: string }[];
+  };
 let addressCounter = 0;
 /** A client address of its own, so the failed-authentication throttle of one test never touches another. */
-const freshAddress = () => `10.${Math.floor(++addressCounter / 250) % 250}.${addressCounter % 250}.${Math.floor(Math.random() * 250)}`;
+const freshAddress = () =>
+  `10.${Math.floor(++addressCounter / 250) % 250}.${addressCounter % 250}.${Math.floor(Math.random() * 250)}`;
 
 export const pushApiContract = (name: string, factory: () => Promise<Backends>, options: { skip?: string } = {}) => {
   describe(`Push API contract: ${name}`, { skip: options.skip }, () => {
@@ -62,7 +71,10 @@ export const pushApiContract = (name: string, factory: () => Promise<Backends>, 
         for (const body of [{}, { repName: 'Dana' }, { transcript: '' }, { transcript: '   ', audio_url: '' }]) {
           const problem = await rejected(key, body);
           assert.equal(problem.code, 'VALIDATION_FAILED');
-          assert.ok(problem.errors?.some((e) => /transcript/.test(e.field) && /audioUrl/.test(e.message)), JSON.stringify(problem.errors));
+          assert.ok(
+            problem.errors?.some((e) => /transcript/.test(e.field) && /audioUrl/.test(e.message)),
+            JSON.stringify(problem.errors),
+          );
         }
       });
 
@@ -123,12 +135,16 @@ export const pushApiContract = (name: string, factory: () => Promise<Backends>, 
       test('rule 5: after auto-recharge is enabled the request can be retried', async () => {
         const { teamId, key } = await h.team({ capacityHours: 0 });
         await rejected(key, { transcript: TRANSCRIPT }, 402);
-        const set = await h.admin('POST', `/api/admin/teams/${teamId}/capacity`, { autoRecharge: { enabled: true, hours: 2 } });
+        const set = await h.admin('POST', `/api/admin/teams/${teamId}/capacity`, {
+          autoRecharge: { enabled: true, hours: 2 },
+        });
         assert.equal(set.statusCode, 200);
         assert.deepEqual(set.json<Json>().autoRecharge, { enabled: true, blockMinutes: 120 });
         const call = await accepted(key, { transcript: TRANSCRIPT, duration: 600, durationUnit: 'seconds' });
         assert.equal(call.capacity.autoRechargedMinutes, 120);
-        const team = (await h.admin('GET', `/api/admin/teams/${teamId}`)).json<{ capacity: { remainingMinutes: number } }>();
+        const team = (await h.admin('GET', `/api/admin/teams/${teamId}`)).json<{
+          capacity: { remainingMinutes: number };
+        }>();
         assert.equal(team.capacity.remainingMinutes, 110);
       });
 
@@ -146,13 +162,27 @@ export const pushApiContract = (name: string, factory: () => Promise<Backends>, 
         assert.ok(retryAfter >= 1 && retryAfter <= 60, `Retry-After ${retryAfter}`);
         assert.equal(limited.headers['ratelimit-limit'], '30');
         const other = await h.team();
-        assert.equal((await h.ingest({ key: other.key, body: { transcript: TRANSCRIPT } })).statusCode, 201, 'another key has its own limit');
+        assert.equal(
+          (await h.ingest({ key: other.key, body: { transcript: TRANSCRIPT } })).statusCode,
+          201,
+          'another key has its own limit',
+        );
       });
 
       test('rule 7: valid deal data travels with the call (aliases mapped into the deal)', async () => {
         const { key } = await h.team();
-        const call = await accepted(key, { transcript: TRANSCRIPT, deal: { deal_size: '1200.50', notes: 'Signed' }, revenue_collected: 300, dealDate: '2026-11-20' });
-        assert.deepEqual(call.submission.deal, { dealSize: 1200.5, revenueCollected: 300, dealDate: '2026-11-20T00:00:00.000Z', notes: 'Signed' });
+        const call = await accepted(key, {
+          transcript: TRANSCRIPT,
+          deal: { deal_size: '1200.50', notes: 'Signed' },
+          revenue_collected: 300,
+          dealDate: '2026-11-20',
+        });
+        assert.deepEqual(call.submission.deal, {
+          dealSize: 1200.5,
+          revenueCollected: 300,
+          dealDate: '2026-11-20T00:00:00.000Z',
+          notes: 'Signed',
+        });
       });
 
       test('201 body: callId and status context; the record is on the log when 201 is answered', async () => {
@@ -161,7 +191,17 @@ export const pushApiContract = (name: string, factory: () => Promise<Backends>, 
         assert.equal(res.statusCode, 201);
         const body = res.json<Json>();
         assert.match(String(body.callId), /^[0-9a-f-]{36}$/);
-        assert.deepEqual({ ...body, callId: 'x' }, { callId: 'x', status: 'pending', processingTriggered: true, processingError: null, statusReason: 'queued_for_processing', warnings: [] });
+        assert.deepEqual(
+          { ...body, callId: 'x' },
+          {
+            callId: 'x',
+            status: 'pending',
+            processingTriggered: true,
+            processingError: null,
+            statusReason: 'queued_for_processing',
+            warnings: [],
+          },
+        );
         const records = await h.eventLog.read('calls.submitted.v1', { limit: 100_000 });
         const record = records.find((r) => r.key === body.callId);
         assert.ok(record, 'CallSubmitted is durable before 201');
@@ -189,9 +229,15 @@ export const pushApiContract = (name: string, factory: () => Promise<Backends>, 
         assert.equal(again.statusCode, 201);
         assert.equal(again.headers['idempotent-replayed'], 'true');
         assert.deepEqual(again.json(), first.json());
-        const records = (await h.eventLog.read('calls.submitted.v1', { limit: 100_000 })).filter((r) => r.key === first.json<{ callId: string }>().callId);
+        const records = (await h.eventLog.read('calls.submitted.v1', { limit: 100_000 })).filter(
+          (r) => r.key === first.json<{ callId: string }>().callId,
+        );
         assert.equal(records.length, 1, 'one call on the log');
-        const other = await h.ingest({ key, body: { ...body, callTitle: 'Twice' }, headers: { 'idempotency-key': 'sync-42' } });
+        const other = await h.ingest({
+          key,
+          body: { ...body, callTitle: 'Twice' },
+          headers: { 'idempotency-key': 'sync-42' },
+        });
         assert.equal(other.statusCode, 422);
         assert.equal(problemOf(other.body).code, 'IDEMPOTENCY_KEY_REUSED');
         const otherKey = await h.ingest({ key, body, headers: { 'idempotency-key': 'sync-43' } });
@@ -204,8 +250,16 @@ export const pushApiContract = (name: string, factory: () => Promise<Backends>, 
         assert.equal(bad.statusCode, 400);
         const fixed = await h.ingest({ key, body: { transcript: '' }, headers: { 'idempotency-key': 'retry-me' } });
         assert.equal(fixed.statusCode, 400, 'the same failing body fails again rather than replaying');
-        assert.equal((await h.ingest({ key, body: { transcript: TRANSCRIPT }, headers: { 'idempotency-key': 'retry-me' } })).statusCode, 201);
-        const malformed = await h.ingest({ key, body: { transcript: TRANSCRIPT }, headers: { 'idempotency-key': 'has spaces in it' } });
+        assert.equal(
+          (await h.ingest({ key, body: { transcript: TRANSCRIPT }, headers: { 'idempotency-key': 'retry-me' } }))
+            .statusCode,
+          201,
+        );
+        const malformed = await h.ingest({
+          key,
+          body: { transcript: TRANSCRIPT },
+          headers: { 'idempotency-key': 'has spaces in it' },
+        });
         assert.equal(malformed.statusCode, 400);
         assert.equal(problemOf(malformed.body).errors![0]!.field, 'Idempotency-Key');
       });
@@ -213,21 +267,43 @@ export const pushApiContract = (name: string, factory: () => Promise<Backends>, 
       test('Idempotency-Key: concurrent requests with one key create one call', async () => {
         const { key } = await h.team();
         const body = { transcript: TRANSCRIPT };
-        const responses = await Promise.all(Array.from({ length: 5 }, () => h.ingest({ key, body, headers: { 'idempotency-key': 'burst' } })));
-        const created = new Set(responses.filter((r) => r.statusCode === 201).map((r) => r.json<{ callId: string }>().callId));
+        const responses = await Promise.all(
+          Array.from({ length: 5 }, () => h.ingest({ key, body, headers: { 'idempotency-key': 'burst' } })),
+        );
+        const created = new Set(
+          responses.filter((r) => r.statusCode === 201).map((r) => r.json<{ callId: string }>().callId),
+        );
         assert.equal(created.size, 1, `one call id: ${responses.map((r) => r.statusCode)}`);
-        for (const r of responses) assert.ok(r.statusCode === 201 || (r.statusCode === 409 && problemOf(r.body).code === 'CONFLICT'), r.body);
+        for (const r of responses)
+          assert.ok(r.statusCode === 201 || (r.statusCode === 409 && problemOf(r.body).code === 'CONFLICT'), r.body);
       });
 
-      test('GET /api/usage: capacity left and reserved, and the key\'s ingest limit as it stands, reading it spends nothing', async () => {
+      test("GET /api/usage: capacity left and reserved, and the key's ingest limit as it stands, reading it spends nothing", async () => {
         const { key } = await h.team({ capacityHours: 10 });
         const usage = async () => {
           const res = await h.ingress.app.inject({ method: 'GET', url: '/api/usage', headers: { 'x-api-key': key } });
           assert.equal(res.statusCode, 200, res.body);
-          return res.json<{ teamId: string; remainingMinutes: number; reservedMinutes: number; usedMinutes: number; autoRecharge: unknown; rateLimit: { limit: number; remaining: number; resetSeconds: number } }>();
+          return res.json<{
+            teamId: string;
+            remainingMinutes: number;
+            reservedMinutes: number;
+            usedMinutes: number;
+            autoRecharge: unknown;
+            rateLimit: { limit: number; remaining: number; resetSeconds: number };
+          }>();
         };
         const fresh = await usage();
-        assert.deepEqual({ ...fresh, teamId: undefined }, { teamId: undefined, remainingMinutes: 600, reservedMinutes: 0, usedMinutes: 0, autoRecharge: { enabled: false, hours: 0 }, rateLimit: { limit: 30, remaining: 30, resetSeconds: 0 } });
+        assert.deepEqual(
+          { ...fresh, teamId: undefined },
+          {
+            teamId: undefined,
+            remainingMinutes: 600,
+            reservedMinutes: 0,
+            usedMinutes: 0,
+            autoRecharge: { enabled: false, hours: 0 },
+            rateLimit: { limit: 30, remaining: 30, resetSeconds: 0 },
+          },
+        );
         const first = await accepted(key, { transcript: TRANSCRIPT });
         const second = await accepted(key, { transcript: TRANSCRIPT, duration: 1800 });
         const reserved = first.capacity.reservedMinutes + second.capacity.reservedMinutes;
@@ -258,14 +334,22 @@ export const pushApiContract = (name: string, factory: () => Promise<Backends>, 
       });
 
       test('503 with Retry-After when the log cannot take the call, and the reservation is released', async () => {
-        const broken = await createHarness({ eventStore: backends.eventStore, eventLog: await backends.brokenEventLog() });
+        const broken = await createHarness({
+          eventStore: backends.eventStore,
+          eventLog: await backends.brokenEventLog(),
+        });
         try {
           const { teamId, key } = await broken.team({ capacityHours: 1 });
-          const res = await broken.ingest({ key, body: { transcript: TRANSCRIPT, duration: 10, durationUnit: 'minutes' } });
+          const res = await broken.ingest({
+            key,
+            body: { transcript: TRANSCRIPT, duration: 10, durationUnit: 'minutes' },
+          });
           assert.equal(res.statusCode, 503, res.body);
           assert.ok(Number(res.headers['retry-after']) > 0);
           assert.equal(problemOf(res.body).code, 'SERVICE_UNAVAILABLE');
-          const team = (await broken.admin('GET', `/api/admin/teams/${teamId}`)).json<{ capacity: { remainingMinutes: number; reservedCalls: number } }>();
+          const team = (await broken.admin('GET', `/api/admin/teams/${teamId}`)).json<{
+            capacity: { remainingMinutes: number; reservedCalls: number };
+          }>();
           assert.deepEqual([team.capacity.remainingMinutes, team.capacity.reservedCalls], [60, 0]);
         } finally {
           await broken.close();
@@ -275,7 +359,11 @@ export const pushApiContract = (name: string, factory: () => Promise<Backends>, 
 
     describe('order of checks: 401 → 429 → 413 → 400 → 402 → 201', () => {
       test('an invalid key with a huge, invalid body gets 401', async () => {
-        const res = await h.ingest({ key: 'pk_wrong', payload: JSON.stringify({ x: 'a'.repeat(11 * MB) }), remoteAddress: freshAddress() });
+        const res = await h.ingest({
+          key: 'pk_wrong',
+          payload: JSON.stringify({ x: 'a'.repeat(11 * MB) }),
+          remoteAddress: freshAddress(),
+        });
         assert.equal(res.statusCode, 401);
       });
 
@@ -299,20 +387,40 @@ export const pushApiContract = (name: string, factory: () => Promise<Backends>, 
 
       test('more than 100 failed authentications from one address in a minute give 429', async () => {
         const remoteAddress = freshAddress();
-        for (let i = 0; i < 100; i++) assert.equal((await h.ingest({ key: `pk_bad${i}`, body: {}, remoteAddress })).statusCode, 401);
+        for (let i = 0; i < 100; i++)
+          assert.equal((await h.ingest({ key: `pk_bad${i}`, body: {}, remoteAddress })).statusCode, 401);
         const throttled = await h.ingest({ key: 'pk_bad', body: {}, remoteAddress });
         assert.equal(throttled.statusCode, 429);
         assert.ok(Number(throttled.headers['retry-after']) >= 1);
         const { key } = await h.team();
-        assert.equal((await h.ingest({ key, body: { transcript: TRANSCRIPT }, remoteAddress })).statusCode, 201, 'a valid key from that address still works');
+        assert.equal(
+          (await h.ingest({ key, body: { transcript: TRANSCRIPT }, remoteAddress })).statusCode,
+          201,
+          'a valid key from that address still works',
+        );
       });
     });
 
     describe('title rule inputs', () => {
       const cases: [string, Json, boolean, string | undefined][] = [
-        ['by default AI titles are on and callTitle is kept but not displayed', { callTitle: 'Intro with Dana' }, true, 'Intro with Dana'],
-        ['disableAiTitleGeneration true turns AI titles off', { disableAiTitleGeneration: true, callTitle: 'Intro' }, false, 'Intro'],
-        ['disable_ai_title_generation true turns AI titles off', { disable_ai_title_generation: true, call_title: 'Intro' }, false, 'Intro'],
+        [
+          'by default AI titles are on and callTitle is kept but not displayed',
+          { callTitle: 'Intro with Dana' },
+          true,
+          'Intro with Dana',
+        ],
+        [
+          'disableAiTitleGeneration true turns AI titles off',
+          { disableAiTitleGeneration: true, callTitle: 'Intro' },
+          false,
+          'Intro',
+        ],
+        [
+          'disable_ai_title_generation true turns AI titles off',
+          { disable_ai_title_generation: true, call_title: 'Intro' },
+          false,
+          'Intro',
+        ],
         ['useAiCallTitle false turns AI titles off', { useAiCallTitle: false, callTitle: 'Intro' }, false, 'Intro'],
         ['use_ai_call_title true keeps AI titles on', { use_ai_call_title: true }, true, undefined],
         ['AI off without callTitle (generic title later)', { disableAiTitleGeneration: true }, false, undefined],
@@ -327,7 +435,11 @@ export const pushApiContract = (name: string, factory: () => Promise<Backends>, 
       }
       test('disableAiTitleGeneration and useAiCallTitle that contradict each other: 400 naming both', async () => {
         const { key } = await h.team();
-        const problem = await rejected(key, { transcript: TRANSCRIPT, disableAiTitleGeneration: true, useAiCallTitle: true });
+        const problem = await rejected(key, {
+          transcript: TRANSCRIPT,
+          disableAiTitleGeneration: true,
+          useAiCallTitle: true,
+        });
         const text = JSON.stringify(problem.errors);
         assert.match(text, /disableAiTitleGeneration/);
         assert.match(text, /useAiCallTitle/);
@@ -347,14 +459,25 @@ export const pushApiContract = (name: string, factory: () => Promise<Backends>, 
 
       test('4: the key is accepted in X-API-Key and in Authorization: Bearer', async () => {
         const { key } = await h.team();
-        assert.equal((await h.ingest({ headers: { 'x-api-key': key }, body: { transcript: TRANSCRIPT } })).statusCode, 201);
-        assert.equal((await h.ingest({ headers: { authorization: `Bearer ${key}` }, body: { transcript: TRANSCRIPT } })).statusCode, 201);
+        assert.equal(
+          (await h.ingest({ headers: { 'x-api-key': key }, body: { transcript: TRANSCRIPT } })).statusCode,
+          201,
+        );
+        assert.equal(
+          (await h.ingest({ headers: { authorization: `Bearer ${key}` }, body: { transcript: TRANSCRIPT } }))
+            .statusCode,
+          201,
+        );
       });
 
       test('5: a key in the URL query (apiKey) or in the body does not authenticate', async () => {
         const { key } = await h.team();
         const remoteAddress = freshAddress();
-        const inQuery = await h.ingest({ url: `/api/integrations/push-api/ingest?apiKey=${key}`, body: { transcript: TRANSCRIPT }, remoteAddress });
+        const inQuery = await h.ingest({
+          url: `/api/integrations/push-api/ingest?apiKey=${key}`,
+          body: { transcript: TRANSCRIPT },
+          remoteAddress,
+        });
         assert.equal(inQuery.statusCode, 401);
         const inBody = await h.ingest({ body: { transcript: TRANSCRIPT, apiKey: key, api_key: key }, remoteAddress });
         assert.equal(inBody.statusCode, 401);
@@ -373,16 +496,31 @@ export const pushApiContract = (name: string, factory: () => Promise<Backends>, 
         const { teamId, key, keyId } = await h.team();
         assert.equal((await h.ingest({ key, body: { transcript: TRANSCRIPT } })).statusCode, 201);
         assert.equal((await h.admin('DELETE', `/api/admin/teams/${teamId}/keys/${keyId}`)).statusCode, 204);
-        assert.equal((await h.ingest({ key, body: { transcript: TRANSCRIPT }, remoteAddress: freshAddress() })).statusCode, 401);
-        assert.equal((await h.admin('DELETE', `/api/admin/teams/${teamId}/keys/${keyId}`)).statusCode, 409, 'revoking twice is a conflict');
+        assert.equal(
+          (await h.ingest({ key, body: { transcript: TRANSCRIPT }, remoteAddress: freshAddress() })).statusCode,
+          401,
+        );
+        assert.equal(
+          (await h.admin('DELETE', `/api/admin/teams/${teamId}/keys/${keyId}`)).statusCode,
+          409,
+          'revoking twice is a conflict',
+        );
       });
 
       test('a key never appears in a log line', async () => {
         const { key } = await h.team();
         await h.ingest({ key, body: { transcript: TRANSCRIPT } });
         await h.ingest({ headers: { authorization: `Bearer ${key}` }, body: { transcript: TRANSCRIPT } });
-        await h.ingest({ url: `/api/integrations/push-api/ingest?apiKey=${key}&x=1`, body: {}, remoteAddress: freshAddress() });
-        await h.ingest({ url: `/api/integrations/push-api/ingest?foo=${key}`, body: {}, remoteAddress: freshAddress() });
+        await h.ingest({
+          url: `/api/integrations/push-api/ingest?apiKey=${key}&x=1`,
+          body: {},
+          remoteAddress: freshAddress(),
+        });
+        await h.ingest({
+          url: `/api/integrations/push-api/ingest?foo=${key}`,
+          body: {},
+          remoteAddress: freshAddress(),
+        });
         await h.ingest({ body: { transcript: TRANSCRIPT, apiKey: key }, remoteAddress: freshAddress() });
         assert.ok(h.logLines.length > 5, 'requests were logged');
         const leaking = h.logLines.filter((line) => line.includes(key) || line.includes(key.slice(3)));
@@ -397,7 +535,10 @@ export const pushApiContract = (name: string, factory: () => Promise<Backends>, 
         const res = await h.ingest({ key, body: { transcript } });
         assert.equal(res.statusCode, 201);
         const warnings = res.json<{ warnings: string[] }>().warnings;
-        assert.ok(warnings.some((w) => /truncated/i.test(w)), JSON.stringify(warnings));
+        assert.ok(
+          warnings.some((w) => /truncated/i.test(w)),
+          JSON.stringify(warnings),
+        );
         const call = fromRecord<CallSubmittedData>(await h.submitted(res.json<{ callId: string }>().callId)).data;
         assert.equal(call.submission.transcript!.truncated, true);
         assert.equal(Buffer.byteLength(call.submission.transcript!.text), 512_000);
@@ -405,7 +546,11 @@ export const pushApiContract = (name: string, factory: () => Promise<Backends>, 
       });
 
       const edges: [string, Json, Json][] = [
-        ['tags: 20 accepted, 21 rejected', { tags: Array.from({ length: 20 }, (_, i) => `t${i}`) }, { tags: Array.from({ length: 21 }, (_, i) => `t${i}`) }],
+        [
+          'tags: 20 accepted, 21 rejected',
+          { tags: Array.from({ length: 20 }, (_, i) => `t${i}`) },
+          { tags: Array.from({ length: 21 }, (_, i) => `t${i}`) },
+        ],
         ['tags: 50 characters accepted, 51 rejected', { tags: ['x'.repeat(50)] }, { tags: ['x'.repeat(51)] }],
         ['notes: 2000 characters accepted, 2001 rejected', { notes: 'n'.repeat(2000) }, { notes: 'n'.repeat(2001) }],
         [
@@ -413,7 +558,11 @@ export const pushApiContract = (name: string, factory: () => Promise<Backends>, 
           { metadata: Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`k${i}`, i])) },
           { metadata: Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`k${i}`, i])) },
         ],
-        ['metadata: flat accepted, nested rejected', { metadata: { source: 'aircall', direction: 'inbound' } }, { metadata: { source: { name: 'aircall' } } }],
+        [
+          'metadata: flat accepted, nested rejected',
+          { metadata: { source: 'aircall', direction: 'inbound' } },
+          { metadata: { source: { name: 'aircall' } } },
+        ],
       ];
       for (const [label, ok, tooMuch] of edges) {
         test(label, async () => {
@@ -421,27 +570,47 @@ export const pushApiContract = (name: string, factory: () => Promise<Backends>, 
           assert.equal((await h.ingest({ key, body: { transcript: TRANSCRIPT, ...ok } })).statusCode, 201);
           const problem = await rejected(key, { transcript: TRANSCRIPT, ...tooMuch });
           const field = Object.keys(tooMuch)[0]!;
-          assert.ok(problem.errors!.some((e) => e.field.startsWith(field)), JSON.stringify(problem.errors));
+          assert.ok(
+            problem.errors!.some((e) => e.field.startsWith(field)),
+            JSON.stringify(problem.errors),
+          );
         });
       }
 
       test('live call capacity: concurrent submissions never overdraw by more than one call', async () => {
         const { teamId, key } = await h.team({ capacityHours: 0.5 });
         const responses = await Promise.all(
-          Array.from({ length: 20 }, () => h.ingest({ key, body: { transcript: TRANSCRIPT, duration: 10, durationUnit: 'minutes' } })),
+          Array.from({ length: 20 }, () =>
+            h.ingest({ key, body: { transcript: TRANSCRIPT, duration: 10, durationUnit: 'minutes' } }),
+          ),
         );
         const codes = responses.map((r) => r.statusCode);
         assert.equal(codes.filter((c) => c === 201).length, 3, `30 minutes admit three 10-minute calls: ${codes}`);
         assert.equal(codes.filter((c) => c === 402).length, 17);
-        const team = (await h.admin('GET', `/api/admin/teams/${teamId}`)).json<{ capacity: { remainingMinutes: number } }>();
-        assert.ok(team.capacity.remainingMinutes >= -10, `overdrawn by at most one call: ${team.capacity.remainingMinutes}`);
+        const team = (await h.admin('GET', `/api/admin/teams/${teamId}`)).json<{
+          capacity: { remainingMinutes: number };
+        }>();
+        assert.ok(
+          team.capacity.remainingMinutes >= -10,
+          `overdrawn by at most one call: ${team.capacity.remainingMinutes}`,
+        );
       });
     });
 
     describe('aliases', () => {
       const aliasCases: [string, Json, (c: CallSubmittedData) => unknown, unknown][] = [
-        ['audioUrl', { audioUrl: 'https://calls.example/a.mp3' }, (c) => c.submission.audioUrl, 'https://calls.example/a.mp3'],
-        ['audio_url', { audio_url: 'https://calls.example/a.mp3' }, (c) => c.submission.audioUrl, 'https://calls.example/a.mp3'],
+        [
+          'audioUrl',
+          { audioUrl: 'https://calls.example/a.mp3' },
+          (c) => c.submission.audioUrl,
+          'https://calls.example/a.mp3',
+        ],
+        [
+          'audio_url',
+          { audio_url: 'https://calls.example/a.mp3' },
+          (c) => c.submission.audioUrl,
+          'https://calls.example/a.mp3',
+        ],
         ['repName', { repName: 'Dana Reyes' }, (c) => c.submission.repName, 'Dana Reyes'],
         ['rep_name', { rep_name: 'Dana Reyes' }, (c) => c.submission.repName, 'Dana Reyes'],
         ['repEmail', { repEmail: 'dana@acme.test' }, (c) => c.submission.repEmail, 'dana@acme.test'],
@@ -466,7 +635,12 @@ export const pushApiContract = (name: string, factory: () => Promise<Backends>, 
         ['deal_notes', { deal_notes: 'won' }, (c) => c.submission.deal?.notes, 'won'],
         ['deal.deal_size', { deal: { deal_size: 7 } }, (c) => c.submission.deal?.dealSize, 7],
         ['deal.revenue_collected', { deal: { revenue_collected: 7 } }, (c) => c.submission.deal?.revenueCollected, 7],
-        ['deal.deal_date', { deal: { deal_date: '2026-01-02' } }, (c) => c.submission.deal?.dealDate, '2026-01-02T00:00:00.000Z'],
+        [
+          'deal.deal_date',
+          { deal: { deal_date: '2026-01-02' } },
+          (c) => c.submission.deal?.dealDate,
+          '2026-01-02T00:00:00.000Z',
+        ],
       ];
       test('every alias maps to its field (one team, one call per alias)', async () => {
         const { key } = await h.team();
@@ -487,19 +661,37 @@ export const pushApiContract = (name: string, factory: () => Promise<Backends>, 
         ] as [Json, Json][]) {
           const problem = await rejected(key, { transcript: TRANSCRIPT, ...a, ...b });
           const text = JSON.stringify(problem.errors);
-          for (const name of [...Object.keys(a), ...Object.keys(b)].filter((n) => n !== 'deal')) assert.match(text, new RegExp(name), text);
+          for (const name of [...Object.keys(a), ...Object.keys(b)].filter((n) => n !== 'deal'))
+            assert.match(text, new RegExp(name), text);
         }
-        assert.equal((await h.ingest({ key, body: { transcript: TRANSCRIPT, repName: 'Same', rep_name: 'Same' } })).statusCode, 201, 'equal values are fine');
+        assert.equal(
+          (await h.ingest({ key, body: { transcript: TRANSCRIPT, repName: 'Same', rep_name: 'Same' } })).statusCode,
+          201,
+          'equal values are fine',
+        );
       });
     });
 
     describe('teams: attribution of tags and notes', () => {
       test('repEmail matches a member case-insensitively; no match attaches to the team owner', async () => {
         const { teamId, key } = await h.team({ ownerEmail: 'olive@acme.test', ownerName: 'Olive Owner' });
-        const added = await h.admin('POST', `/api/admin/teams/${teamId}/members`, { email: 'Dana.Reyes@Acme.test', name: 'Dana Reyes' });
+        const added = await h.admin('POST', `/api/admin/teams/${teamId}/members`, {
+          email: 'Dana.Reyes@Acme.test',
+          name: 'Dana Reyes',
+        });
         assert.equal(added.statusCode, 201);
-        const member = await accepted(key, { transcript: TRANSCRIPT, repEmail: 'dana.reyes@ACME.TEST', tags: ['demo'], notes: 'n' });
-        assert.deepEqual(member.attributedTo, { kind: 'member', memberId: added.json<{ memberId: string }>().memberId, email: 'Dana.Reyes@Acme.test', name: 'Dana Reyes' });
+        const member = await accepted(key, {
+          transcript: TRANSCRIPT,
+          repEmail: 'dana.reyes@ACME.TEST',
+          tags: ['demo'],
+          notes: 'n',
+        });
+        assert.deepEqual(member.attributedTo, {
+          kind: 'member',
+          memberId: added.json<{ memberId: string }>().memberId,
+          email: 'Dana.Reyes@Acme.test',
+          name: 'Dana Reyes',
+        });
         const owner = await accepted(key, { transcript: TRANSCRIPT, repEmail: 'someone@else.test', tags: ['demo'] });
         assert.deepEqual(owner.attributedTo, { kind: 'owner', email: 'olive@acme.test', name: 'Olive Owner' });
       });
@@ -507,7 +699,11 @@ export const pushApiContract = (name: string, factory: () => Promise<Backends>, 
 
     describe('admin API and documentation', () => {
       test('admin routes need the admin token', async () => {
-        const res = await h.ingress.app.inject({ method: 'POST', url: '/api/admin/teams', payload: { name: 'x', ownerEmail: 'a@b.c' } });
+        const res = await h.ingress.app.inject({
+          method: 'POST',
+          url: '/api/admin/teams',
+          payload: { name: 'x', ownerEmail: 'a@b.c' },
+        });
         assert.equal(res.statusCode, 401);
         assert.equal(problemOf(res.body).code, 'ADMIN_TOKEN_INVALID');
       });
@@ -523,17 +719,28 @@ export const pushApiContract = (name: string, factory: () => Promise<Backends>, 
       test('the OpenAPI document at /docs/json describes the ingest endpoint with every alias', async () => {
         const res = await h.ingress.app.inject({ method: 'GET', url: '/docs/json' });
         assert.equal(res.statusCode, 200);
-        const doc = res.json<{ paths: Record<string, Record<string, { requestBody: { content: Record<string, { schema: { properties: Json } }> }; responses: Json }>> }>();
+        const doc = res.json<{
+          paths: Record<
+            string,
+            Record<
+              string,
+              { requestBody: { content: Record<string, { schema: { properties: Json } }> }; responses: Json }
+            >
+          >;
+        }>();
         const post = doc.paths['/api/integrations/push-api/ingest']!.post!;
         const props = Object.keys(post.requestBody.content['application/json']!.schema.properties);
-        for (const alias of ['audio_url', 'rep_name', 'callTags', 'call_notes', 'deal_size', 'use_ai_call_title']) assert.ok(props.includes(alias), alias);
-        for (const status of ['201', '400', '401', '402', '409', '413', '415', '422', '429', '503']) assert.ok(status in post.responses, status);
+        for (const alias of ['audio_url', 'rep_name', 'callTags', 'call_notes', 'deal_size', 'use_ai_call_title'])
+          assert.ok(props.includes(alias), alias);
+        for (const status of ['201', '400', '401', '402', '409', '413', '415', '422', '429', '503'])
+          assert.ok(status in post.responses, status);
       });
 
       test('every error code has a status and appears in the README', async () => {
         const { readFile } = await import('node:fs/promises');
         const readme = await readFile(new URL('../../README.md', import.meta.url), 'utf8');
-        for (const code of Object.keys(ERROR_STATUS)) assert.ok(readme.includes(`\`${code}\``), `README documents ${code}`);
+        for (const code of Object.keys(ERROR_STATUS))
+          assert.ok(readme.includes(`\`${code}\``), `README documents ${code}`);
       });
     });
   });

@@ -24,7 +24,8 @@ import { type ReceivedWebhook, startWebhookReceiver, type WebhookReceiver } from
 
 // With erasure, as the service runs: personal fields are sealed in the store and DELETE /api/calls/:callId is served.
 const OPTIONS: PipelineOptions = { webhookDelivery: { retryScheduleMs: [100, 200], timeoutMs: 3_000 }, erasure: true };
-const TRANSCRIPT = 'Rep: Hi Dana, what do you use today?\nDana: Spreadsheets, and pricing worries me.\nRep: Shall we meet on Friday to go through it?';
+const TRANSCRIPT =
+  'Rep: Hi Dana, what do you use today?\nDana: Spreadsheets, and pricing worries me.\nRep: Shall we meet on Friday to go through it?';
 
 interface Created {
   webhookId: string;
@@ -33,7 +34,11 @@ interface Created {
   secret: string;
 }
 
-const webhooksContract = (name: string, openPipeline: (options: PipelineOptions) => Promise<EmbeddedPipeline>, skip?: string) =>
+const webhooksContract = (
+  name: string,
+  openPipeline: (options: PipelineOptions) => Promise<EmbeddedPipeline>,
+  skip?: string,
+) =>
   describe(`webhooks: ${name}`, { skip }, () => {
     let pipeline: EmbeddedPipeline;
     let h: PipelineHarness;
@@ -54,7 +59,8 @@ const webhooksContract = (name: string, openPipeline: (options: PipelineOptions)
       assert.equal(created.statusCode, 201, created.body);
       return created.json<Created>();
     };
-    const listed = async (teamId: string) => (await h.admin('GET', base(teamId))).json<{ webhooks: Array<Record<string, unknown>> }>().webhooks;
+    const listed = async (teamId: string) =>
+      (await h.admin('GET', base(teamId))).json<{ webhooks: Array<Record<string, unknown>> }>().webhooks;
     /** Waits until the projection lists the webhook (lists read the projection). */
     const visible = (teamId: string, webhookId: string) =>
       eventually(async () => {
@@ -80,13 +86,25 @@ const webhooksContract = (name: string, openPipeline: (options: PipelineOptions)
       const created = await register(teamId, receiver.url('/admin'), ['call.completed', 'deal.outcome.updated']);
       assert.match(created.secret, /^whsec_[A-Za-z0-9+/]{43}=$/);
       assert.equal(Buffer.from(created.secret.slice(6), 'base64').length, 32);
-      assert.deepEqual([created.url, created.events], [receiver.url('/admin'), ['call.completed', 'deal.outcome.updated']]);
+      assert.deepEqual(
+        [created.url, created.events],
+        [receiver.url('/admin'), ['call.completed', 'deal.outcome.updated']],
+      );
       const entry = await visible(teamId, created.webhookId);
-      assert.deepEqual(entry, { webhookId: created.webhookId, url: created.url, events: created.events, status: 'active', createdAt: entry.createdAt });
+      assert.deepEqual(entry, {
+        webhookId: created.webhookId,
+        url: created.url,
+        events: created.events,
+        status: 'active',
+        createdAt: entry.createdAt,
+      });
       assert.ok(!JSON.stringify(await listed(teamId)).includes(created.secret.slice(6)), 'the secret is never listed');
 
       // call.erased is accepted already; other names, other schemes, and strangers are refused.
-      assert.equal((await h.admin('POST', base(teamId), { url: receiver.url(), events: ['call.erased'] })).statusCode, 201);
+      assert.equal(
+        (await h.admin('POST', base(teamId), { url: receiver.url(), events: ['call.erased'] })).statusCode,
+        201,
+      );
       for (const body of [
         { url: receiver.url(), events: ['call.submitted'] },
         { url: receiver.url(), events: [] },
@@ -98,12 +116,19 @@ const webhooksContract = (name: string, openPipeline: (options: PipelineOptions)
         assert.equal(refused.statusCode, 400, JSON.stringify(body));
         assert.equal(refused.json<{ code: string }>().code, 'VALIDATION_FAILED');
       }
-      assert.equal((await h.admin('POST', base('no-such-team'), { url: receiver.url(), events: ['call.completed'] })).statusCode, 404);
+      assert.equal(
+        (await h.admin('POST', base('no-such-team'), { url: receiver.url(), events: ['call.completed'] })).statusCode,
+        404,
+      );
       const unauthenticated = await h.ingress.app.inject({ method: 'GET', url: base(teamId) });
       assert.equal(unauthenticated.statusCode, 401);
 
       const other = await h.team();
-      assert.equal((await h.admin('DELETE', `${base(other.teamId)}/${created.webhookId}`)).statusCode, 404, "another team's webhook is not found");
+      assert.equal(
+        (await h.admin('DELETE', `${base(other.teamId)}/${created.webhookId}`)).statusCode,
+        404,
+        "another team's webhook is not found",
+      );
       assert.equal((await h.admin('DELETE', `${base(teamId)}/${created.webhookId}`)).statusCode, 204);
       await eventually(async () => assert.ok(!(await listed(teamId)).some((w) => w.webhookId === created.webhookId)));
       assert.equal((await h.admin('DELETE', `${base(teamId)}/${created.webhookId}`)).statusCode, 404);
@@ -112,7 +137,11 @@ const webhooksContract = (name: string, openPipeline: (options: PipelineOptions)
 
     test('a completed call with a deal: deal.outcome.updated then call.completed, signed, data as GET /api/calls/:callId shows it', async () => {
       const { teamId, key } = await h.team();
-      const hook = await register(teamId, receiver.url('/deliver'), ['call.completed', 'call.failed', 'deal.outcome.updated']);
+      const hook = await register(teamId, receiver.url('/deliver'), [
+        'call.completed',
+        'call.failed',
+        'deal.outcome.updated',
+      ]);
       await visible(teamId, hook.webhookId);
       const accepted = await h.ingest({ key, body: { transcript: TRANSCRIPT, repName: 'Sam Seller', dealSize: 1200 } });
       assert.equal(accepted.statusCode, 201, accepted.body);
@@ -133,27 +162,44 @@ const webhooksContract = (name: string, openPipeline: (options: PipelineOptions)
       const completedEvent = events.find((e) => e.type === 'CallCompleted')!;
       assert.equal(completed.headers['webhook-id'], completedEvent.id, 'webhook-id is the event id');
       assert.equal(completed.json.timestamp, completedEvent.recordedAt.toISOString());
-      console.log(`# ${name}: call.completed received ${completed.receivedAt - completedEvent.recordedAt.getTime()} ms after CallCompleted was recorded`);
-      const shown = await h.ingress.app.inject({ method: 'GET', url: `/api/calls/${callId}`, headers: { 'x-api-key': key } });
+      console.log(
+        `# ${name}: call.completed received ${completed.receivedAt - completedEvent.recordedAt.getTime()} ms after CallCompleted was recorded`,
+      );
+      const shown = await h.ingress.app.inject({
+        method: 'GET',
+        url: `/api/calls/${callId}`,
+        headers: { 'x-api-key': key },
+      });
       assert.deepEqual(completed.json.data, shown.json(), 'data is the call as GET /api/calls/:callId shows it');
       assert.equal(deal.json.data.callId, callId);
       assert.equal(deal.json.data.dealSize, 1200);
-      assert.equal(deal.json.data.eventId, deal.headers['webhook-id'], 'the deal write id, as on deals.outcome-updated.v1');
+      assert.equal(
+        deal.json.data.eventId,
+        deal.headers['webhook-id'],
+        'the deal write id, as on deals.outcome-updated.v1',
+      );
 
       // The receiver has both requests; the worker records each outcome once its answer is in.
-      const listing = await eventually(async () => {
-        const listing = await deliveries(teamId, hook.webhookId);
-        assert.equal(listing.deliveries.length, 2);
-        for (const d of listing.deliveries) {
-          assert.equal(d.status, 'delivered');
-          assert.equal(d.attempts, 1);
-          assert.equal(d.lastStatusCode, 200);
-          assert.equal(d.nextAttemptAt, null);
-          assert.ok(typeof d.deliveredAt === 'string');
-        }
-        return listing;
-      }, { timeoutMs: 5_000, intervalMs: 20 });
-      assert.deepEqual(listing.deliveries.map((d) => d.type), ['call.completed', 'deal.outcome.updated'], 'newest first');
+      const listing = await eventually(
+        async () => {
+          const listing = await deliveries(teamId, hook.webhookId);
+          assert.equal(listing.deliveries.length, 2);
+          for (const d of listing.deliveries) {
+            assert.equal(d.status, 'delivered');
+            assert.equal(d.attempts, 1);
+            assert.equal(d.lastStatusCode, 200);
+            assert.equal(d.nextAttemptAt, null);
+            assert.ok(typeof d.deliveredAt === 'string');
+          }
+          return listing;
+        },
+        { timeoutMs: 5_000, intervalMs: 20 },
+      );
+      assert.deepEqual(
+        listing.deliveries.map((d) => d.type),
+        ['call.completed', 'deal.outcome.updated'],
+        'newest first',
+      );
       const paged = await deliveries(teamId, hook.webhookId, '?limit=1');
       assert.equal(paged.deliveries.length, 1);
       const second = await deliveries(teamId, hook.webhookId, `?limit=1&cursor=${paged.nextCursor}`);
@@ -164,20 +210,29 @@ const webhooksContract = (name: string, openPipeline: (options: PipelineOptions)
       assert.equal((await h.admin('GET', `${base(teamId)}/${hook.webhookId}/deliveries?status=lost`)).statusCode, 400);
     });
 
-    test('an erased call: call.erased carries no personal data, and the call\'s earlier deliveries are gone from the outbox', async () => {
+    test("an erased call: call.erased carries no personal data, and the call's earlier deliveries are gone from the outbox", async () => {
       const { teamId, key } = await h.team();
       const hook = await register(teamId, receiver.url('/erased'), ['call.completed', 'call.erased']);
       await visible(teamId, hook.webhookId);
       const secretWord = `Zanzibar${Date.now()}`;
-      const accepted = await h.ingest({ key, body: { transcript: `${TRANSCRIPT}\nDana: ${secretWord}`, repName: 'Sam Seller', repEmail: 'sam@erased.test' } });
+      const accepted = await h.ingest({
+        key,
+        body: { transcript: `${TRANSCRIPT}\nDana: ${secretWord}`, repName: 'Sam Seller', repEmail: 'sam@erased.test' },
+      });
       assert.equal(accepted.statusCode, 201, accepted.body);
       const { callId } = accepted.json<{ callId: string }>();
       const [completed] = await receiver.waitFor(1, forWebhook('/erased'));
       assert.equal(completed!.json.type, 'call.completed');
       assert.ok(completed!.body.includes(secretWord), 'the completed call carries its transcript');
-      await eventually(async () => assert.equal((await deliveries(teamId, hook.webhookId)).deliveries[0]?.status, 'delivered'));
+      await eventually(async () =>
+        assert.equal((await deliveries(teamId, hook.webhookId)).deliveries[0]?.status, 'delivered'),
+      );
 
-      const erased = await h.ingress.app.inject({ method: 'DELETE', url: `/api/calls/${callId}`, headers: { 'x-api-key': key } });
+      const erased = await h.ingress.app.inject({
+        method: 'DELETE',
+        url: `/api/calls/${callId}`,
+        headers: { 'x-api-key': key },
+      });
       assert.equal(erased.statusCode, 202, erased.body);
       const got = await receiver.waitFor(2, forWebhook('/erased'));
       const notice = got[1]!;
@@ -186,10 +241,15 @@ const webhooksContract = (name: string, openPipeline: (options: PipelineOptions)
       assert.deepEqual(Object.keys(notice.json.data).sort(), ['callId', 'cause', 'erasedAt']);
       assert.equal(notice.json.data.callId, callId);
       assert.equal(notice.json.data.cause, 'deleted');
-      for (const personal of [secretWord, 'Sam Seller', 'sam@erased.test']) assert.ok(!notice.body.includes(personal), `call.erased holds no ${personal}`);
+      for (const personal of [secretWord, 'Sam Seller', 'sam@erased.test'])
+        assert.ok(!notice.body.includes(personal), `call.erased holds no ${personal}`);
       await eventually(async () => {
         const found = await deliveries(teamId, hook.webhookId);
-        assert.deepEqual(found.deliveries.map((d) => [d.type, d.status]), [['call.erased', 'delivered']], 'only the erasure notice is left');
+        assert.deepEqual(
+          found.deliveries.map((d) => [d.type, d.status]),
+          [['call.erased', 'delivered']],
+          'only the erasure notice is left',
+        );
       });
     });
 
@@ -231,28 +291,42 @@ const webhooksContract = (name: string, openPipeline: (options: PipelineOptions)
       const second = await eventually(
         async () => {
           assert.equal((await h.admin('POST', `${base(teamId)}/${hook.webhookId}/test`)).statusCode, 202);
-          const got = await receiver.waitFor(receiver.received.filter(forWebhook('/rotate')).length + 1, forWebhook('/rotate'));
+          const got = await receiver.waitFor(
+            receiver.received.filter(forWebhook('/rotate')).length + 1,
+            forWebhook('/rotate'),
+          );
           const last = got[got.length - 1]!;
-          assert.equal(String(last.headers['webhook-signature']).split(' ').length, 2, 'both signatures during the overlap');
+          assert.equal(
+            String(last.headers['webhook-signature']).split(' ').length,
+            2,
+            'both signatures during the overlap',
+          );
           return last;
         },
         { timeoutMs: 10_000, intervalMs: 50 },
       );
       assert.deepEqual(verify(secret, second), second.json, 'the new secret verifies');
       assert.deepEqual(verify(hook.secret, second), second.json, 'the old secret still verifies for 24 hours');
-      assert.throws(() => verify(`whsec_${Buffer.alloc(32, 7).toString('base64')}`, second), /signature/i, 'a stranger secret does not');
+      assert.throws(
+        () => verify(`whsec_${Buffer.alloc(32, 7).toString('base64')}`, second),
+        /signature/i,
+        'a stranger secret does not',
+      );
     });
 
     test('retries: 500 then 200 is delivered on the second attempt with the same webhook-id; a spent schedule fails, and redeliver sends it again', async () => {
       const { teamId } = await h.team();
-      const counted = async (outcome: string) => (await webhookAttempts.get()).values.find((v) => v.labels.outcome === outcome)?.value ?? 0;
+      const counted = async (outcome: string) =>
+        (await webhookAttempts.get()).values.find((v) => v.labels.outcome === outcome)?.value ?? 0;
       const before = { retry: await counted('retry'), failed: await counted('failed') };
       const flaky = await register(teamId, receiver.url('/flaky'), ['call.completed']);
       const dead = await register(teamId, receiver.url('/dead'), ['call.completed']);
       await visible(teamId, dead.webhookId);
       let flakyCalls = 0;
       let deadAlive = false;
-      receiver.respondWith((r) => (r.path === '/flaky' ? (flakyCalls++ === 0 ? 500 : 200) : r.path === '/dead' ? (deadAlive ? 200 : 503) : 200));
+      receiver.respondWith((r) =>
+        r.path === '/flaky' ? (flakyCalls++ === 0 ? 500 : 200) : r.path === '/dead' ? (deadAlive ? 200 : 503) : 200,
+      );
       assert.equal((await h.admin('POST', `${base(teamId)}/${flaky.webhookId}/test`)).statusCode, 202);
       assert.equal((await h.admin('POST', `${base(teamId)}/${dead.webhookId}/test`)).statusCode, 202);
       const attempts = await receiver.waitFor(2, forWebhook('/flaky'));
@@ -276,13 +350,30 @@ const webhooksContract = (name: string, openPipeline: (options: PipelineOptions)
       assert.equal(failed.lastStatusCode, 503);
       assert.match(String(failed.lastError), /503/);
       assert.equal(receiver.received.filter(forWebhook('/dead')).length, 3);
-      assert.equal((await counted('retry')) - before.retry, 3, 'webhook_attempts_total: one flaky retry, two dead ones');
+      assert.equal(
+        (await counted('retry')) - before.retry,
+        3,
+        'webhook_attempts_total: one flaky retry, two dead ones',
+      );
       assert.equal((await counted('failed')) - before.failed, 1);
       deadAlive = true;
-      const again = await h.admin('POST', `${base(teamId)}/${dead.webhookId}/deliveries/${String(failed.deliveryId)}/redeliver`);
+      const again = await h.admin(
+        'POST',
+        `${base(teamId)}/${dead.webhookId}/deliveries/${String(failed.deliveryId)}/redeliver`,
+      );
       assert.equal(again.statusCode, 202, again.body);
-      await eventually(async () => assert.equal((await deliveries(teamId, dead.webhookId)).deliveries[0]?.status, 'delivered'));
-      assert.equal((await h.admin('POST', `${base(teamId)}/${dead.webhookId}/deliveries/00000000-0000-4000-8000-000000000000/redeliver`)).statusCode, 404);
+      await eventually(async () =>
+        assert.equal((await deliveries(teamId, dead.webhookId)).deliveries[0]?.status, 'delivered'),
+      );
+      assert.equal(
+        (
+          await h.admin(
+            'POST',
+            `${base(teamId)}/${dead.webhookId}/deliveries/00000000-0000-4000-8000-000000000000/redeliver`,
+          )
+        ).statusCode,
+        404,
+      );
       receiver.respondWith(() => 200);
     });
 
@@ -312,11 +403,14 @@ const webhooksContract = (name: string, openPipeline: (options: PipelineOptions)
       const quick = await h.team();
       receiver.respondWith((r) => (r.path.startsWith('/hang') ? 'hang' : 200));
       // More hanging webhooks than one team may have attempts in flight.
-      const hanging = await Promise.all([1, 2, 3, 4, 5, 6].map((n) => register(slow.teamId, receiver.url(`/hang${n}`), ['call.completed'])));
+      const hanging = await Promise.all(
+        [1, 2, 3, 4, 5, 6].map((n) => register(slow.teamId, receiver.url(`/hang${n}`), ['call.completed'])),
+      );
       const fast = await register(quick.teamId, receiver.url('/quick'), ['call.completed']);
       await visible(slow.teamId, hanging[5]!.webhookId);
       await visible(quick.teamId, fast.webhookId);
-      for (const hook of hanging) assert.equal((await h.admin('POST', `${base(slow.teamId)}/${hook.webhookId}/test`)).statusCode, 202);
+      for (const hook of hanging)
+        assert.equal((await h.admin('POST', `${base(slow.teamId)}/${hook.webhookId}/test`)).statusCode, 202);
       await receiver.waitFor(4, (r) => r.path.startsWith('/hang'));
       const started = Date.now();
       assert.equal((await h.admin('POST', `${base(quick.teamId)}/${fast.webhookId}/test`)).statusCode, 202);
@@ -339,15 +433,33 @@ describe('webhook URLs under the address policy (WEBHOOK_ALLOW_PRIVATE off)', ()
     const h = await createHarness({ eventStore, eventLog, readModels, webhookAddressPolicy: true });
     try {
       const { teamId } = await h.team();
-      for (const url of ['http://127.0.0.1:8080/hook', 'http://localhost/hook', 'http://[::1]/hook', 'http://10.1.2.3/hook', 'http://169.254.169.254/latest', 'https://[::ffff:127.0.0.1]/']) {
-        const refused = await h.admin('POST', `/api/admin/teams/${teamId}/webhooks`, { url, events: ['call.completed'] });
+      for (const url of [
+        'http://127.0.0.1:8080/hook',
+        'http://localhost/hook',
+        'http://[::1]/hook',
+        'http://10.1.2.3/hook',
+        'http://169.254.169.254/latest',
+        'https://[::ffff:127.0.0.1]/',
+      ]) {
+        const refused = await h.admin('POST', `/api/admin/teams/${teamId}/webhooks`, {
+          url,
+          events: ['call.completed'],
+        });
         assert.equal(refused.statusCode, 400, url);
         const problem = refused.json<{ code: string; errors: Array<{ field: string; message: string }> }>();
         assert.equal(problem.code, 'VALIDATION_FAILED');
         assert.equal(problem.errors[0]?.field, 'url');
         assert.match(problem.errors[0].message, /WEBHOOK_ALLOW_PRIVATE/);
       }
-      assert.equal((await h.admin('POST', `/api/admin/teams/${teamId}/webhooks`, { url: 'https://hooks.example.com/calls', events: ['call.completed'] })).statusCode, 201);
+      assert.equal(
+        (
+          await h.admin('POST', `/api/admin/teams/${teamId}/webhooks`, {
+            url: 'https://hooks.example.com/calls',
+            events: ['call.completed'],
+          })
+        ).statusCode,
+        201,
+      );
     } finally {
       await h.close();
       await readModels.close();

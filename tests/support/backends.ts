@@ -10,7 +10,8 @@ import { existsSync } from 'node:fs';
 
 export type BackendName = 'kafka' | 'postgres' | 'redis' | 'kurrentdb';
 
-export type Backend = { name: BackendName; url: string; skip?: undefined } | { name: BackendName; url?: undefined; skip: string };
+export type Backend =
+  { name: BackendName; url: string; skip?: undefined } | { name: BackendName; url?: undefined; skip: string };
 
 const ENV: Record<BackendName, string> = {
   kafka: 'KAFKA_BROKERS',

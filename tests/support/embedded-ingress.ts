@@ -26,7 +26,11 @@ export interface EmbeddedIngress {
 }
 
 /** The real ports, and what the ingress is given instead of any of them (a port made to fail on demand). */
-export type PortWrapper = (ports: { eventStore: EventStore; eventLog: EventLog; readModels: ReadModels }) => Partial<{ eventStore: EventStore; eventLog: EventLog; readModels: ReadModels }>;
+export type PortWrapper = (ports: {
+  eventStore: EventStore;
+  eventLog: EventLog;
+  readModels: ReadModels;
+}) => Partial<{ eventStore: EventStore; eventLog: EventLog; readModels: ReadModels }>;
 
 /**
  * `target` with some members replaced: for a port that fails on demand while the rest of it stays

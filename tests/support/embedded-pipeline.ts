@@ -7,7 +7,12 @@ import { createSqliteEventStore } from '../../shared/adapters/event-store/sqlite
 import { createSqliteReadModels } from '../../shared/adapters/read-models/sqlite-read-models.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import { openSqlite, type OpenedSqlite } from '../../shared/adapters/sqlite/sqlite-database.ts';
-import { createPipelineHarness, type PipelineHarness, type PipelineOptions, type StepOverrides } from './pipeline-harness.ts';
+import {
+  createPipelineHarness,
+  type PipelineHarness,
+  type PipelineOptions,
+  type StepOverrides,
+} from './pipeline-harness.ts';
 import { tempDir } from './temp-dir.ts';
 import { keyEncryptionKey } from '../../shared/adapters/crypto/aes-gcm.ts';
 import { createPersonalData } from '../../shared/adapters/crypto/personal-data.ts';
@@ -26,15 +31,23 @@ export interface EmbeddedPipeline {
 /** A test secret for the data keys of a pipeline with erasure. */
 export const TEST_KEY_ENCRYPTION_KEY = keyEncryptionKey('test-data-key-secret-0123456789abcdef0123');
 
-export const openEmbeddedPipeline = async (overrides: StepOverrides = {}, options: PipelineOptions = {}): Promise<EmbeddedPipeline> => {
+export const openEmbeddedPipeline = async (
+  overrides: StepOverrides = {},
+  options: PipelineOptions = {},
+): Promise<EmbeddedPipeline> => {
   const dir = tempDir();
   const opened = openSqlite(dir.path);
   const storedEvents = createSqliteEventStore(opened.db);
-  const personalData = options.erasure ? createPersonalData(createSqliteDataKeys(opened.db, TEST_KEY_ENCRYPTION_KEY)) : undefined;
+  const personalData = options.erasure
+    ? createPersonalData(createSqliteDataKeys(opened.db, TEST_KEY_ENCRYPTION_KEY))
+    : undefined;
   const eventStore = personalData ? createSealedEventStore(storedEvents, personalData) : storedEvents;
   const eventLog = createSqliteEventLog(opened.db);
   const readModels = createSqliteReadModels(opened.db);
-  const h = await createPipelineHarness({ eventStore, eventLog, readModels, personalData, storedEvents }, overrides, { ...options, sharedDatabase: true });
+  const h = await createPipelineHarness({ eventStore, eventLog, readModels, personalData, storedEvents }, overrides, {
+    ...options,
+    sharedDatabase: true,
+  });
   return {
     h,
     storedEvents,

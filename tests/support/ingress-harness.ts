@@ -29,8 +29,19 @@ export interface Harness {
   logLines: string[];
   admin(method: 'GET' | 'POST' | 'DELETE', url: string, body?: unknown): Promise<LightMyRequestResponse>;
   /** A new team with `capacityHours` (default 100) and one API key. */
-  team(options?: { capacityHours?: number; ownerEmail?: string; ownerName?: string }): Promise<{ teamId: string; key: string; keyId: string }>;
-  ingest(options: { key?: string; body?: unknown; headers?: Record<string, string>; url?: string; payload?: string; remoteAddress?: string }): Promise<LightMyRequestResponse>;
+  team(options?: {
+    capacityHours?: number;
+    ownerEmail?: string;
+    ownerName?: string;
+  }): Promise<{ teamId: string; key: string; keyId: string }>;
+  ingest(options: {
+    key?: string;
+    body?: unknown;
+    headers?: Record<string, string>;
+    url?: string;
+    payload?: string;
+    remoteAddress?: string;
+  }): Promise<LightMyRequestResponse>;
   /** The CallSubmitted record of a call on calls.submitted.v1 (waits for it). */
   submitted(callId: string): Promise<LogRecord>;
   close(): Promise<void>;
@@ -56,7 +67,18 @@ export interface HarnessOptions {
   publishCoversStore?: boolean;
 }
 
-export const createHarness = async ({ eventStore, eventLog, limiter = createMemoryRateLimiter(), topics = TOPICS, readModels, health, webhookAddressPolicy = false, personalData, now, publishCoversStore }: HarnessOptions): Promise<Harness> => {
+export const createHarness = async ({
+  eventStore,
+  eventLog,
+  limiter = createMemoryRateLimiter(),
+  topics = TOPICS,
+  readModels,
+  health,
+  webhookAddressPolicy = false,
+  personalData,
+  now,
+  publishCoversStore,
+}: HarnessOptions): Promise<Harness> => {
   const logLines: string[] = [];
   const sink = new Writable({
     write(chunk, _encoding, done) {
@@ -64,11 +86,30 @@ export const createHarness = async ({ eventStore, eventLog, limiter = createMemo
       done();
     },
   });
-  const ingress = await createIngress({ eventStore, eventLog, limiter, topics, readModels, logger: createLogger('debug', sink), adminToken: ADMIN_TOKEN, apiKeySecret: API_KEY_SECRET, health, webhookAllowPrivate: !webhookAddressPolicy, personalData, now, publishCoversStore });
+  const ingress = await createIngress({
+    eventStore,
+    eventLog,
+    limiter,
+    topics,
+    readModels,
+    logger: createLogger('debug', sink),
+    adminToken: ADMIN_TOKEN,
+    apiKeySecret: API_KEY_SECRET,
+    health,
+    webhookAllowPrivate: !webhookAddressPolicy,
+    personalData,
+    now,
+    publishCoversStore,
+  });
   const app = ingress.app;
 
   const admin: Harness['admin'] = (method, url, body) =>
-    app.inject({ method, url, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, ...(body === undefined ? {} : { payload: body as object }) });
+    app.inject({
+      method,
+      url,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      ...(body === undefined ? {} : { payload: body as object }),
+    });
 
   return {
     ingress,
@@ -77,7 +118,12 @@ export const createHarness = async ({ eventStore, eventLog, limiter = createMemo
     logLines,
     admin,
     async team({ capacityHours = 100, ownerEmail = 'owner@acme.test', ownerName = 'Olive Owner' } = {}) {
-      const created = await admin('POST', '/api/admin/teams', { name: `Team ${randomUUID()}`, ownerEmail, ownerName, capacityHours });
+      const created = await admin('POST', '/api/admin/teams', {
+        name: `Team ${randomUUID()}`,
+        ownerEmail,
+        ownerName,
+        capacityHours,
+      });
       if (created.statusCode !== 201) throw new Error(`team create failed: ${created.statusCode} ${created.body}`);
       const { teamId } = created.json<{ teamId: string }>();
       const issued = await admin('POST', `/api/admin/teams/${teamId}/keys`, { label: 'test' });

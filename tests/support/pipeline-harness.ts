@@ -62,25 +62,39 @@ export interface PipelineHarness extends Harness {
   callEvents(callId: string, done?: (events: RecordedEvent[]) => boolean, timeoutMs?: number): Promise<RecordedEvent[]>;
 }
 
-export const finished = (events: RecordedEvent[]) => events.some((e) => e.type === 'CallCompleted' || e.type === 'CallFailed');
+export const finished = (events: RecordedEvent[]) =>
+  events.some((e) => e.type === 'CallCompleted' || e.type === 'CallFailed');
 export const eventData = <T extends CallEvent['type']>(events: RecordedEvent[], type: T) =>
   events.find((e) => e.type === type)?.data as Extract<CallEvent, { type: T }>['data'] | undefined;
 
 export const localSteps = (overrides: StepOverrides = {}) => ({
-  audio: overrides.audio ?? createHttpAudioSource({ maxBytes: 50 * 1024 * 1024, timeoutMs: 30_000, allowPrivate: true }),
+  audio:
+    overrides.audio ?? createHttpAudioSource({ maxBytes: 50 * 1024 * 1024, timeoutMs: 30_000, allowPrivate: true }),
   transcriber: overrides.transcriber ?? selectTranscriber({}),
   analyser: overrides.analyser ?? createConversationAnalyser(),
 });
 
 export const createPipelineHarness = async (
-  backends: { eventStore: EventStore; eventLog: EventLog; readModels?: ReadModels; personalData?: PersonalData; storedEvents?: EventStore },
+  backends: {
+    eventStore: EventStore;
+    eventLog: EventLog;
+    readModels?: ReadModels;
+    personalData?: PersonalData;
+    storedEvents?: EventStore;
+  },
   overrides: StepOverrides = {},
   options: PipelineOptions = {},
 ): Promise<PipelineHarness> => {
   const topics = topicNames(`t${randomUUID().slice(0, 8)}.`);
   await backends.eventLog.ensureTopics(allTopics(topics).map((name) => ({ name, partitions: PARTITIONS })));
   const health = new Health(options.retryThresholdMs);
-  const harness = await createHarness({ ...backends, topics, health, now: options.now, publishCoversStore: options.sharedDatabase });
+  const harness = await createHarness({
+    ...backends,
+    topics,
+    health,
+    now: options.now,
+    publishCoversStore: options.sharedDatabase,
+  });
   const projections = backends.readModels
     ? startProjections({
         eventStore: backends.eventStore,
@@ -132,7 +146,8 @@ export const createPipelineHarness = async (
       return eventually(
         async () => {
           const events = await backends.eventStore.readStream(`call-${callId}`);
-          if (!done(events)) throw new Error(`call ${callId} not there yet: ${events.map((e) => e.type).join(', ') || 'no events'}`);
+          if (!done(events))
+            throw new Error(`call ${callId} not there yet: ${events.map((e) => e.type).join(', ') || 'no events'}`);
           return events;
         },
         { timeoutMs, intervalMs: 20 },
@@ -152,7 +167,10 @@ export const audioServer = async (options: { body: Buffer; contentType?: string;
   const server: Server = createServer((request, response) => {
     hits++;
     const send = () => {
-      response.writeHead(200, { 'content-type': options.contentType ?? 'audio/wav', 'content-length': options.body.length });
+      response.writeHead(200, {
+        'content-type': options.contentType ?? 'audio/wav',
+        'content-length': options.body.length,
+      });
       response.end(options.body);
     };
     if (options.delayMs) {

@@ -20,16 +20,32 @@ const kafka = await backend('kafka');
 /** Why the server pipeline cannot run here, or undefined when it can. */
 export const serversSkip: string | undefined = postgres.skip ?? kafka.skip;
 
-export const openServersPipeline = async (overrides: StepOverrides = {}, options: PipelineOptions = {}): Promise<EmbeddedPipeline> => {
+export const openServersPipeline = async (
+  overrides: StepOverrides = {},
+  options: PipelineOptions = {},
+): Promise<EmbeddedPipeline> => {
   const schema = freshSchema(postgres.url!);
-  const storedEvents = await createPostgresEventStore({ connectionString: postgres.url!, schema: schema.schema, pollMs: 50 });
+  const storedEvents = await createPostgresEventStore({
+    connectionString: postgres.url!,
+    schema: schema.schema,
+    pollMs: 50,
+  });
   const personalData = options.erasure
-    ? createPersonalData(await createPostgresDataKeys({ connectionString: postgres.url!, schema: schema.schema }, TEST_KEY_ENCRYPTION_KEY))
+    ? createPersonalData(
+        await createPostgresDataKeys(
+          { connectionString: postgres.url!, schema: schema.schema },
+          TEST_KEY_ENCRYPTION_KEY,
+        ),
+      )
     : undefined;
   const eventStore = personalData ? createSealedEventStore(storedEvents, personalData) : storedEvents;
   const readModels = await createPostgresReadModels({ connectionString: postgres.url!, schema: schema.schema });
   const eventLog = await createKafkaEventLog({ brokers: kafka.url!.split(',') });
-  const h = await createPipelineHarness({ eventStore, eventLog, readModels, personalData, storedEvents }, overrides, options);
+  const h = await createPipelineHarness(
+    { eventStore, eventLog, readModels, personalData, storedEvents },
+    overrides,
+    options,
+  );
   return {
     h,
     storedEvents,

@@ -33,16 +33,28 @@ export interface ServiceProcess {
 }
 
 /** The service's own variables are never inherited from the test run (CI exports the server ones). */
-const SERVICE_VARIABLES = /^(DATABASE_URL|DATABASE_SCHEMA|KAFKA_BROKERS|REDIS_URL|KURRENTDB_URL|TOPIC_PREFIX|TOPIC_PARTITIONS|DATA_DIR|ADMIN_TOKEN|API_KEY_SECRET|DATA_KEY_SECRET|LOG_RETENTION_HOURS|TRANSCRIBE_\w+|ANALYSE_\w+|AUDIO_\w+|PROCESS\w+|PORT|HEALTH_PORT|READY_\w+|HOST|API_URL|ORPHAN_\w+|KAFKA_\w+|OTEL_\w+|METRICS_TOKEN|WEBHOOK_\w+)$/;
+const SERVICE_VARIABLES =
+  /^(DATABASE_URL|DATABASE_SCHEMA|KAFKA_BROKERS|REDIS_URL|KURRENTDB_URL|TOPIC_PREFIX|TOPIC_PARTITIONS|DATA_DIR|ADMIN_TOKEN|API_KEY_SECRET|DATA_KEY_SECRET|LOG_RETENTION_HOURS|TRANSCRIBE_\w+|ANALYSE_\w+|AUDIO_\w+|PROCESS\w+|PORT|HEALTH_PORT|READY_\w+|HOST|API_URL|ORPHAN_\w+|KAFKA_\w+|OTEL_\w+|METRICS_TOKEN|WEBHOOK_\w+)$/;
 
-export const startService = async (env: Record<string, string>, entry = 'services/main.ts'): Promise<ServiceProcess> => {
+export const startService = async (
+  env: Record<string, string>,
+  entry = 'services/main.ts',
+): Promise<ServiceProcess> => {
   const port = await freePort();
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !SERVICE_VARIABLES.test(name)));
   const child = spawn(process.execPath, ['--import', 'tsx', entry], {
     cwd: root,
     // The standalone processor and projections answer /healthz and /readyz on HEALTH_PORT.
     // Every process of one deployment needs the same data key secret (required with DATABASE_URL); '' in `env` leaves it unset.
-    env: { ...inherited, LOG_LEVEL: 'warn', DATA_KEY_SECRET: TEST_DATA_KEY_SECRET, ...env, PORT: String(port), HEALTH_PORT: String(port), HOST: '127.0.0.1' },
+    env: {
+      ...inherited,
+      LOG_LEVEL: 'warn',
+      DATA_KEY_SECRET: TEST_DATA_KEY_SECRET,
+      ...env,
+      PORT: String(port),
+      HEALTH_PORT: String(port),
+      HOST: '127.0.0.1',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

@@ -35,13 +35,27 @@ export const synthesizeSpeech = (
   options: { voice?: string; wordsPerMinute?: number } = {},
 ): Promise<void> =>
   new Promise((resolve, reject) => {
-    const child = spawn('espeak-ng', ['-v', options.voice ?? SPEECH_VOICE, '-s', String(options.wordsPerMinute ?? SPEECH_WORDS_PER_MINUTE), '--stdin', '-w', path], {
-      stdio: ['pipe', 'ignore', 'pipe'],
-    });
+    const child = spawn(
+      'espeak-ng',
+      [
+        '-v',
+        options.voice ?? SPEECH_VOICE,
+        '-s',
+        String(options.wordsPerMinute ?? SPEECH_WORDS_PER_MINUTE),
+        '--stdin',
+        '-w',
+        path,
+      ],
+      {
+        stdio: ['pipe', 'ignore', 'pipe'],
+      },
+    );
     let stderr = '';
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
     child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`espeak-ng exited with ${code}: ${stderr.trim()}`))));
+    child.on('close', (code) =>
+      code === 0 ? resolve() : reject(new Error(`espeak-ng exited with ${code}: ${stderr.trim()}`)),
+    );
     child.stdin.end(text);
   });
 

@@ -66,7 +66,10 @@ export const startWebhookReceiver = async (respond: Respond = () => 200): Promis
       return eventually(
         () => {
           const found = received.filter(matching);
-          if (found.length < count) throw new Error(`${found.length} of ${count} webhook requests so far: ${received.map((r) => r.json.type).join(', ')}`);
+          if (found.length < count)
+            throw new Error(
+              `${found.length} of ${count} webhook requests so far: ${received.map((r) => r.json.type).join(', ')}`,
+            );
           return found;
         },
         { timeoutMs, intervalMs: 20 },

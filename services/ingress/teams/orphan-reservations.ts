@@ -55,7 +55,10 @@ export const startOrphanSweep = (options: OrphanSweepOptions): OrphanSweep => {
         if (call.version === -1) {
           if (await options.teams.releaseOrphan(team.teamId, callId, cutoff)) {
             result.orphaned++;
-            options.log.warn({ teamId: team.teamId, callId, reservedAt: reservation.at, minutes: reservation.minutes }, 'released an orphaned capacity reservation: its call never reached the pipeline');
+            options.log.warn(
+              { teamId: team.teamId, callId, reservedAt: reservation.at, minutes: reservation.minutes },
+              'released an orphaned capacity reservation: its call never reached the pipeline',
+            );
           }
         } else if (call.state.status !== 'pending') {
           await options.teams.release(team.teamId, callId);
@@ -71,10 +74,15 @@ export const startOrphanSweep = (options: OrphanSweepOptions): OrphanSweep => {
     return running;
   };
 
-  const timer = setInterval(() => {
-    // A backend outage only postpones the sweep to the next tick.
-    sweep().catch((error: unknown) => options.log.warn({ err: error }, 'orphan reservation sweep failed; retrying at the next tick'));
-  }, options.intervalMs ?? Math.min(60_000, Math.max(1000, options.orphanAfterMs / 10)));
+  const timer = setInterval(
+    () => {
+      // A backend outage only postpones the sweep to the next tick.
+      sweep().catch((error: unknown) =>
+        options.log.warn({ err: error }, 'orphan reservation sweep failed; retrying at the next tick'),
+      );
+    },
+    options.intervalMs ?? Math.min(60_000, Math.max(1000, options.orphanAfterMs / 10)),
+  );
   timer.unref();
 
   return {

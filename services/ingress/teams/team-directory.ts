@@ -9,7 +9,12 @@
  * version held here.
  */
 import type { TeamEvent } from '../../../shared/domain/team/team-events.ts';
-import { evolveTeam, initialTeamState, type ActiveTeam, type TeamState } from '../../../shared/domain/team/team-state.ts';
+import {
+  evolveTeam,
+  initialTeamState,
+  type ActiveTeam,
+  type TeamState,
+} from '../../../shared/domain/team/team-state.ts';
 import { decodeTeamState, encodeTeamState } from '../../../shared/domain/team/team-state-codec.ts';
 import type { EventStore, Json, RecordedEvent, Subscription } from '../../../shared/ports/event-store.ts';
 import type { StateCache, Versioned } from '../../runtime/aggregate-repository.ts';
@@ -66,7 +71,10 @@ export class TeamDirectory implements StateCache<TeamState> {
       },
     });
     await this.subscription.caughtUp();
-    this.snapshotTimer = setInterval(() => void this.snapshot(), this.options.snapshotEveryMs ?? DEFAULT_DIRECTORY_SNAPSHOT_EVERY_MS);
+    this.snapshotTimer = setInterval(
+      () => void this.snapshot(),
+      this.options.snapshotEveryMs ?? DEFAULT_DIRECTORY_SNAPSHOT_EVERY_MS,
+    );
     this.snapshotTimer.unref();
   }
 
@@ -84,7 +92,11 @@ export class TeamDirectory implements StateCache<TeamState> {
   async snapshot(): Promise<void> {
     const position = this.position;
     if (!this.store || position <= this.snapshotted) return;
-    const teams: Json[] = [...this.teams].map(([teamId, { state, version }]) => ({ teamId, version, state: encodeTeamState(state) }));
+    const teams: Json[] = [...this.teams].map(([teamId, { state, version }]) => ({
+      teamId,
+      version,
+      state: encodeTeamState(state),
+    }));
     try {
       await this.store.storeSnapshot(TEAM_DIRECTORY_SNAPSHOT, { position, data: { teams } });
       this.snapshotted = position;
@@ -113,9 +125,20 @@ export class TeamDirectory implements StateCache<TeamState> {
     const status = this.subscription?.status();
     if (!status) return { ready: false, reason: 'not started' };
     const lagMs = this.lagMs();
-    if (status.state === 'failed' || status.state === 'stopped') return { ready: false, reason: `team events subscription ${status.state}: ${status.error ?? ''}`, lagMs };
-    if (status.state === 'retrying' && retryingTooLong(status.since)) return { ready: false, reason: `cannot read team events since ${status.since.toISOString()}: ${status.error}`, lagMs };
-    if (lagMs > maxLagMs) return { ready: false, reason: `team events last read ${lagMs} ms ago (more than ${maxLagMs} ms): API keys are refused until they are current`, lagMs };
+    if (status.state === 'failed' || status.state === 'stopped')
+      return { ready: false, reason: `team events subscription ${status.state}: ${status.error ?? ''}`, lagMs };
+    if (status.state === 'retrying' && retryingTooLong(status.since))
+      return {
+        ready: false,
+        reason: `cannot read team events since ${status.since.toISOString()}: ${status.error}`,
+        lagMs,
+      };
+    if (lagMs > maxLagMs)
+      return {
+        ready: false,
+        reason: `team events last read ${lagMs} ms ago (more than ${maxLagMs} ms): API keys are refused until they are current`,
+        lagMs,
+      };
     return { ready: true, state: status.state, lagMs };
   }
 
@@ -160,7 +183,12 @@ export class TeamDirectory implements StateCache<TeamState> {
     if (held && held.version >= value.version) return;
     this.teams.set(teamId, value);
     // Most team events are reservations and settlements: the key index changes only with the keys.
-    if (held?.state.status === 'active' && value.state.status === 'active' && held.state.apiKeys === value.state.apiKeys) return;
+    if (
+      held?.state.status === 'active' &&
+      value.state.status === 'active' &&
+      held.state.apiKeys === value.state.apiKeys
+    )
+      return;
     this.index(teamId, value.state);
   }
 
@@ -172,7 +200,10 @@ export class TeamDirectory implements StateCache<TeamState> {
     // Commands of this process already folded newer events in; a gap means we are behind and the
     // subscription will deliver the missing ones in order.
     if (event.revision !== held.version + 1) return;
-    this.set(teamId, { state: evolveTeam(held.state, { type: event.type, data: event.data } as TeamEvent), version: event.revision });
+    this.set(teamId, {
+      state: evolveTeam(held.state, { type: event.type, data: event.data } as TeamEvent),
+      version: event.revision,
+    });
   }
 
   private index(teamId: string, state: TeamState): void {

@@ -61,7 +61,12 @@ export class TeamService {
     return owner;
   }
 
-  async createTeam(input: { name: string; ownerEmail: string; ownerName?: string; capacityHours?: number }): Promise<string> {
+  async createTeam(input: {
+    name: string;
+    ownerEmail: string;
+    ownerName?: string;
+    capacityHours?: number;
+  }): Promise<string> {
     const teamId = randomUUID();
     await this.run(teamId, {
       type: 'CreateTeam',
@@ -93,11 +98,19 @@ export class TeamService {
     await this.run(teamId, { type: 'RevokeApiKey', keyId, now: this.now().toISOString() });
   }
 
-  async changeCapacity(teamId: string, input: { addHours?: number; autoRecharge?: { enabled: boolean; hours?: number } }): Promise<CapacityView> {
-    if (input.addHours !== undefined) await this.run(teamId, { type: 'AddCapacity', minutes: hoursToMinutes(input.addHours) });
+  async changeCapacity(
+    teamId: string,
+    input: { addHours?: number; autoRecharge?: { enabled: boolean; hours?: number } },
+  ): Promise<CapacityView> {
+    if (input.addHours !== undefined)
+      await this.run(teamId, { type: 'AddCapacity', minutes: hoursToMinutes(input.addHours) });
     if (input.autoRecharge) {
       const { enabled, hours } = input.autoRecharge;
-      await this.run(teamId, { type: 'SetAutoRecharge', enabled, ...(hours !== undefined ? { blockMinutes: hoursToMinutes(hours) } : {}) });
+      await this.run(teamId, {
+        type: 'SetAutoRecharge',
+        enabled,
+        ...(hours !== undefined ? { blockMinutes: hoursToMinutes(hours) } : {}),
+      });
     }
     return this.capacity(await this.load(teamId));
   }
@@ -113,10 +126,22 @@ export class TeamService {
    * `deferDurability` it resolves once committed, for a caller whose next write (the call's
    * publish) is durable and covers it.
    */
-  async reserve(teamId: string, callId: string, minutes: number, options: HandleOptions = {}): Promise<CapacityView & { autoRechargedMinutes: number }> {
-    const { state, events } = await this.run(teamId, { type: 'ReserveCapacity', callId, minutes, now: this.now().toISOString() }, options);
+  async reserve(
+    teamId: string,
+    callId: string,
+    minutes: number,
+    options: HandleOptions = {},
+  ): Promise<CapacityView & { autoRechargedMinutes: number }> {
+    const { state, events } = await this.run(
+      teamId,
+      { type: 'ReserveCapacity', callId, minutes, now: this.now().toISOString() },
+      options,
+    );
     const reserved = events.find((e) => e.type === 'CapacityReserved');
-    return { ...this.capacity(state as ActiveTeam), autoRechargedMinutes: reserved?.type === 'CapacityReserved' ? reserved.data.autoRechargedMinutes : 0 };
+    return {
+      ...this.capacity(state as ActiveTeam),
+      autoRechargedMinutes: reserved?.type === 'CapacityReserved' ? reserved.data.autoRechargedMinutes : 0,
+    };
   }
 
   async release(teamId: string, callId: string): Promise<void> {
@@ -151,7 +176,10 @@ export class TeamService {
   }
 
   capacity(team: ActiveTeam | undefined): CapacityView {
-    return { remainingMinutes: team?.remainingMinutes ?? 0, autoRecharge: team?.autoRecharge ?? { enabled: false, blockMinutes: 0 } };
+    return {
+      remainingMinutes: team?.remainingMinutes ?? 0,
+      autoRecharge: team?.autoRecharge ?? { enabled: false, blockMinutes: 0 },
+    };
   }
 
   private run(teamId: string, command: TeamCommand, options?: HandleOptions) {

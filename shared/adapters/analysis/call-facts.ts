@@ -115,7 +115,8 @@ export const measureCall = (parsed: ParsedTranscript): CallFacts => {
 
     if (isRep(u)) {
       repWords += u.words;
-      if (rep !== undefined && (longestMonologue === undefined || u.words > longestMonologue.words)) longestMonologue = u;
+      if (rep !== undefined && (longestMonologue === undefined || u.words > longestMonologue.words))
+        longestMonologue = u;
       const hasFillers = hasFillerWords(u.text);
       for (const sentence of u.sentences) {
         if (isQuestion(sentence, punctuated)) {
@@ -137,7 +138,11 @@ export const measureCall = (parsed: ParsedTranscript): CallFacts => {
         const answered =
           next !== undefined &&
           next.speaker === rep?.key &&
-          answersObjection(category, { text: next.text, words: next.words, asks: next.sentences.some((s) => isQuestion(s, punctuated)) }, ANSWER_MIN_WORDS);
+          answersObjection(
+            category,
+            { text: next.text, words: next.words, asks: next.sentences.some((s) => isQuestion(s, punctuated)) },
+            ANSWER_MIN_WORDS,
+          );
         const sentence = raised.find((r) => r.categories.includes(category))!.sentence;
         objections.push({ category, speaker: u.speaker, sentence, answered });
       }

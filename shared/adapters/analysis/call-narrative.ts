@@ -96,28 +96,45 @@ export const titleFor = (facts: CallFacts, components: ScoreComponent[]): string
 };
 
 export const summarise = (facts: CallFacts, components: ScoreComponent[], repName: string | undefined): string => {
-  const topics = mainTopics(facts).slice(0, 3).map((t) => TOPIC_NOUN[t]);
+  const topics = mainTopics(facts)
+    .slice(0, 3)
+    .map((t) => TOPIC_NOUN[t]);
   const about = topics.length > 0 ? ` about ${list(topics)}` : '';
   const sentences: string[] = [];
 
   if (facts.rep) {
     const others = facts.parsed.speakers.filter((s) => s.role !== 'rep');
     const more = others.length > 3 ? ` and ${others.length - 3} more` : '';
-    sentences.push(`${repDisplayName(facts, repName)} spoke with ${list(others.slice(0, 3).map((s) => s.name)) + more}${about}.`);
+    sentences.push(
+      `${repDisplayName(facts, repName)} spoke with ${list(others.slice(0, 3).map((s) => s.name)) + more}${about}.`,
+    );
   } else {
     sentences.push(`An unlabelled transcript of ${facts.totalWords} words${about}.`);
   }
   if (facts.totalWords < SHORT_TRANSCRIPT_WORDS) {
-    sentences.push(`The transcript is very short (${facts.totalWords} words), so the score carries little information.`);
+    sentences.push(
+      `The transcript is very short (${facts.totalWords} words), so the score carries little information.`,
+    );
   }
   if (facts.objections.length > 0) {
     const who = mainProspect(facts)?.name ?? 'The prospect';
     const n = facts.objections.length;
     const answered = facts.objections.filter((o) => o.answered).length;
     const categories = [...new Set(facts.objections.map((o) => OBJECTION_NOUN[o.category]))];
-    const raised = n === 1 ? `${categories[0] === 'uncertainty' ? 'an' : 'a'} ${categories[0]} objection` : `${n} objections (${list(categories)})`;
+    const raised =
+      n === 1
+        ? `${categories[0] === 'uncertainty' ? 'an' : 'a'} ${categories[0]} objection`
+        : `${n} objections (${list(categories)})`;
     const outcome =
-      answered === n ? (n === 1 ? 'it was answered' : 'all were answered') : answered === 0 ? (n === 1 ? 'it went unanswered' : 'none was answered') : `${answered} of ${n} were answered`;
+      answered === n
+        ? n === 1
+          ? 'it was answered'
+          : 'all were answered'
+        : answered === 0
+          ? n === 1
+            ? 'it went unanswered'
+            : 'none was answered'
+          : `${answered} of ${n} were answered`;
     sentences.push(`${who} raised ${raised}; ${outcome}.`);
   }
   const steps = facts.nextSteps;

@@ -20,7 +20,12 @@ export const STRENGTH_THRESHOLD = 80;
 const MAX_INSIGHTS = 6;
 const MAX_EVIDENCE_CHARS = 240;
 
-const NOUN: Record<ObjectionCategory, string> = { price: 'pricing', timing: 'timing', competitor: 'competitor', doubt: 'uncertainty' };
+const NOUN: Record<ObjectionCategory, string> = {
+  price: 'pricing',
+  timing: 'timing',
+  competitor: 'competitor',
+  doubt: 'uncertainty',
+};
 
 export const quote = (sentence: string): string => {
   // Characters are code points: a cut never leaves half of a surrogate pair (an emoji).
@@ -36,7 +41,11 @@ interface Ranked extends Insight {
   priority: number;
 }
 
-export const coachingInsights = (facts: CallFacts, components: ScoreComponent[], repName: string | undefined): Insight[] => {
+export const coachingInsights = (
+  facts: CallFacts,
+  components: ScoreComponent[],
+  repName: string | undefined,
+): Insight[] => {
   const { parsed } = facts;
   const rep = repDisplayName(facts, repName);
   const prospect = mainProspect(facts)?.name ?? 'the prospect';
@@ -61,43 +70,120 @@ export const coachingInsights = (facts: CallFacts, components: ScoreComponent[],
       ranked.push({ kind: strength ? 'strength' : 'improvement', code, message, evidence: quote(evidence), priority });
     switch (c.name) {
       case 'talk_ratio':
-        if (strength) add('talk_ratio_balanced', `${rep} spoke ${c.value}% of the words: a balanced conversation that let ${prospect} talk.`, opening(longestOf('prospect')));
-        else if (c.value > 60) add('talk_ratio_high', `${rep} spoke ${c.value}% of the words; aim for 40–60% by asking more and pausing to let ${prospect} talk.`, opening(longestOf('rep')));
-        else add('talk_ratio_low', `${rep} spoke only ${c.value}% of the words; steer the call with an agenda and questions rather than only listening.`, opening(longestOf('prospect')));
+        if (strength)
+          add(
+            'talk_ratio_balanced',
+            `${rep} spoke ${c.value}% of the words: a balanced conversation that let ${prospect} talk.`,
+            opening(longestOf('prospect')),
+          );
+        else if (c.value > 60)
+          add(
+            'talk_ratio_high',
+            `${rep} spoke ${c.value}% of the words; aim for 40–60% by asking more and pausing to let ${prospect} talk.`,
+            opening(longestOf('rep')),
+          );
+        else
+          add(
+            'talk_ratio_low',
+            `${rep} spoke only ${c.value}% of the words; steer the call with an agenda and questions rather than only listening.`,
+            opening(longestOf('prospect')),
+          );
         break;
       case 'questions_asked': {
         const asked = facts.rep ? `${rep} asked` : 'The call has';
-        if (strength) add('questions_good', `${asked} ${plural(facts.questions.length, 'question')} (${facts.openQuestions.length} open), enough to understand the buyer's situation.`, facts.openQuestions[0] ?? facts.questions[0] ?? firstSentence);
+        if (strength)
+          add(
+            'questions_good',
+            `${asked} ${plural(facts.questions.length, 'question')} (${facts.openQuestions.length} open), enough to understand the buyer's situation.`,
+            facts.openQuestions[0] ?? facts.questions[0] ?? firstSentence,
+          );
         else {
-          const asked = facts.questions.length === 0 ? 'No questions' : `Only ${plural(facts.questions.length, 'question')}`;
+          const asked =
+            facts.questions.length === 0 ? 'No questions' : `Only ${plural(facts.questions.length, 'question')}`;
           // With no question to quote: the end of the rep's longest turn, where one could have handed over.
-          add('questions_few', `${asked} in a ${facts.totalWords}-word call; ask open questions (what, how, why) to uncover needs.`, facts.questions[0] ?? longestOf('rep')?.sentences.at(-1) ?? firstSentence);
+          add(
+            'questions_few',
+            `${asked} in a ${facts.totalWords}-word call; ask open questions (what, how, why) to uncover needs.`,
+            facts.questions[0] ?? longestOf('rep')?.sentences.at(-1) ?? firstSentence,
+          );
         }
         break;
       }
       case 'longest_monologue':
-        if (strength && c.value <= 150) add('monologue_short', `Turns stayed short (longest ${c.value} words), leaving room for ${prospect}.`, opening(facts.longestMonologue));
-        else if (strength) add('monologue_short', `The longest turn ran ${c.value} words, just over the 150-word guide; other turns left room for ${prospect}.`, opening(facts.longestMonologue));
-        else add('monologue_long', `The longest turn ran ${c.value} words; stop after about 150 words and check in with a question.`, opening(facts.longestMonologue));
+        if (strength && c.value <= 150)
+          add(
+            'monologue_short',
+            `Turns stayed short (longest ${c.value} words), leaving room for ${prospect}.`,
+            opening(facts.longestMonologue),
+          );
+        else if (strength)
+          add(
+            'monologue_short',
+            `The longest turn ran ${c.value} words, just over the 150-word guide; other turns left room for ${prospect}.`,
+            opening(facts.longestMonologue),
+          );
+        else
+          add(
+            'monologue_long',
+            `The longest turn ran ${c.value} words; stop after about 150 words and check in with a question.`,
+            opening(facts.longestMonologue),
+          );
         break;
       case 'filler_words': {
         const top = [...facts.fillers.byWord].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0]?.[0];
-        if (strength) add('filler_words_low', `Clear delivery: ${c.value} filler words per 100 words.`, facts.fillers.worstSentence ?? opening(longestOf('rep')));
-        else add('filler_words_high', `${c.value} filler words per 100 words${top ? ` (mostly "${top}")` : ''}; a short pause sounds more confident.`, facts.fillers.worstSentence ?? firstSentence);
+        if (strength)
+          add(
+            'filler_words_low',
+            `Clear delivery: ${c.value} filler words per 100 words.`,
+            facts.fillers.worstSentence ?? opening(longestOf('rep')),
+          );
+        else
+          add(
+            'filler_words_high',
+            `${c.value} filler words per 100 words${top ? ` (mostly "${top}")` : ''}; a short pause sounds more confident.`,
+            facts.fillers.worstSentence ?? firstSentence,
+          );
         break;
       }
       case 'next_steps':
-        if (strength) add('next_steps_agreed', 'The call closed with a concrete, dated next step.', facts.nextSteps.sentence ?? lastSentence);
-        else if (facts.nextSteps.actionTurns > 0) add('next_steps_vague', 'A next step came up without a date; agree on a day and time before hanging up.', facts.nextSteps.sentence ?? lastSentence);
-        else add('next_steps_missing', 'No next step was agreed; close every call with a concrete, dated next step.', lastSentence);
+        if (strength)
+          add(
+            'next_steps_agreed',
+            'The call closed with a concrete, dated next step.',
+            facts.nextSteps.sentence ?? lastSentence,
+          );
+        else if (facts.nextSteps.actionTurns > 0)
+          add(
+            'next_steps_vague',
+            'A next step came up without a date; agree on a day and time before hanging up.',
+            facts.nextSteps.sentence ?? lastSentence,
+          );
+        else
+          add(
+            'next_steps_missing',
+            'No next step was agreed; close every call with a concrete, dated next step.',
+            lastSentence,
+          );
         break;
       case 'objection_handling': {
         const n = facts.objections.length;
         const answered = facts.objections.filter((o) => o.answered);
         const example = (strength ? answered[0] : facts.objections.find((o) => !o.answered)) ?? facts.objections[0];
         const noun = example ? NOUN[example.category] : 'buyer';
-        if (strength) add('objection_handled', n === 1 ? `The ${noun} objection was answered directly.` : `${answered.length} of ${n} objections were answered directly, e.g. the ${noun} concern.`, example?.sentence ?? firstSentence);
-        else add('objection_unanswered', `${n - answered.length} of ${plural(n, 'objection')} went unanswered, e.g. this ${noun} concern; acknowledge it and respond before moving on.`, example?.sentence ?? firstSentence);
+        if (strength)
+          add(
+            'objection_handled',
+            n === 1
+              ? `The ${noun} objection was answered directly.`
+              : `${answered.length} of ${n} objections were answered directly, e.g. the ${noun} concern.`,
+            example?.sentence ?? firstSentence,
+          );
+        else
+          add(
+            'objection_unanswered',
+            `${n - answered.length} of ${plural(n, 'objection')} went unanswered, e.g. this ${noun} concern; acknowledge it and respond before moving on.`,
+            example?.sentence ?? firstSentence,
+          );
         break;
       }
       default:

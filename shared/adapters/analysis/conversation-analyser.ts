@@ -60,12 +60,7 @@ import { parseTranscript } from './transcript-parser.ts';
 export const CONVERSATION_ENGINE = 'conversation-analyser/1';
 
 export type ComponentName =
-  | 'talk_ratio'
-  | 'questions_asked'
-  | 'longest_monologue'
-  | 'filler_words'
-  | 'next_steps'
-  | 'objection_handling';
+  'talk_ratio' | 'questions_asked' | 'longest_monologue' | 'filler_words' | 'next_steps' | 'objection_handling';
 
 export const NOMINAL_WEIGHTS: Record<ComponentName, number> = {
   talk_ratio: 0.2,
@@ -98,7 +93,14 @@ const piecewise = (points: [number, number][], x: number): number => {
   return points.at(-1)![1];
 };
 
-export const TALK_RATIO_CURVE: [number, number][] = [[0, 0], [30, 80], [40, 100], [60, 100], [65, 80], [100, 0]];
+export const TALK_RATIO_CURVE: [number, number][] = [
+  [0, 0],
+  [30, 80],
+  [40, 100],
+  [60, 100],
+  [65, 80],
+  [100, 0],
+];
 export const talkRatioScore = (ratio: number): number => Math.round(piecewise(TALK_RATIO_CURVE, ratio));
 export const questionTarget = (totalWords: number): number => clamp(Math.ceil(totalWords / 250), 3, 12);
 export const questionsScore = (questions: number, totalWords: number): number =>
@@ -121,7 +123,9 @@ const drafts = (facts: CallFacts, repName: string | undefined): Draft[] => {
     });
   }
   const q = facts.questions.length;
-  const howFound = facts.punctuated ? '' : ' (the transcript has no "?", so sentences opening with what, how, can you… count)';
+  const howFound = facts.punctuated
+    ? ''
+    : ' (the transcript has no "?", so sentences opening with what, how, can you… count)';
   out.push({
     name: 'questions_asked',
     value: q,
@@ -189,9 +193,17 @@ export const scoreCall = (facts: CallFacts, repName?: string): { score: number; 
 
 /** The whole analysis of one transcript, synchronously. */
 export const analyseTranscript = (input: AnalysisInput): Analysis => {
-  const parsed = parseTranscript(input.transcript, { repName: input.repName, repEmail: input.repEmail }, input.segments);
+  const parsed = parseTranscript(
+    input.transcript,
+    { repName: input.repName, repEmail: input.repEmail },
+    input.segments,
+  );
   if (parsed.totalWords === 0) {
-    throw new StepError('transcript_empty', 'The transcript has no words once timestamps, cue markers and blank lines are removed.', false);
+    throw new StepError(
+      'transcript_empty',
+      'The transcript has no words once timestamps, cue markers and blank lines are removed.',
+      false,
+    );
   }
   const facts = measureCall(parsed);
   const { score, components } = scoreCall(facts, input.repName);

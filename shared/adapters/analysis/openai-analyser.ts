@@ -35,7 +35,15 @@ import {
   type AnalysisInput,
 } from '../../ports/analyser.ts';
 import { StepError } from '../../ports/step-error.ts';
-import { createScrubber, httpStatusError, openAiEndpoint, postToService, readCapped, serverMessage, type ServiceFailures } from '../openai-compatible.ts';
+import {
+  createScrubber,
+  httpStatusError,
+  openAiEndpoint,
+  postToService,
+  readCapped,
+  serverMessage,
+  type ServiceFailures,
+} from '../openai-compatible.ts';
 import { parseTranscript, renderTranscript } from './transcript-parser.ts';
 
 export interface OpenAiAnalyserOptions {
@@ -62,7 +70,11 @@ export const ModelAnswerSchema = Type.Object(
     summary: AnalysisSchema.properties.summary,
     score: AnalysisSchema.properties.score,
     components: Type.Array(ScoreComponentSchema, { minItems: 1, maxItems: 12 }),
-    insights: Type.Array(InsightSchema, { minItems: 2, maxItems: 6, description: '2 to 6 coaching insights, most important first.' }),
+    insights: Type.Array(InsightSchema, {
+      minItems: 2,
+      maxItems: 6,
+      description: '2 to 6 coaching insights, most important first.',
+    }),
     speakers: Type.Union([Type.Array(SpeakerSchema, { maxItems: 50 }), Type.Null()], {
       description: 'Every labelled speaker, or null when the transcript has no speaker labels.',
     }),
@@ -70,7 +82,17 @@ export const ModelAnswerSchema = Type.Object(
   { additionalProperties: false },
 );
 
-const UNSUPPORTED_IN_STRICT = new Set(['minLength', 'maxLength', 'pattern', 'format', 'minimum', 'maximum', 'minItems', 'maxItems', '$id']);
+const UNSUPPORTED_IN_STRICT = new Set([
+  'minLength',
+  'maxLength',
+  'pattern',
+  'format',
+  'minimum',
+  'maximum',
+  'minItems',
+  'maxItems',
+  '$id',
+]);
 
 /** A schema in the subset strict mode accepts everywhere (see the top of this file). */
 export const toStrictSubset = (schema: unknown): unknown => {
@@ -117,7 +139,16 @@ const firstError = (schema: TSchema, value: unknown): string => {
 };
 
 const readAnswer = (response: Response): Promise<string> =>
-  readCapped(response, MAX_RESPONSE_BYTES, () => new StepError('analysis_invalid_response', `The analysis answer is larger than ${MAX_RESPONSE_BYTES} bytes.`, true));
+  readCapped(
+    response,
+    MAX_RESPONSE_BYTES,
+    () =>
+      new StepError(
+        'analysis_invalid_response',
+        `The analysis answer is larger than ${MAX_RESPONSE_BYTES} bytes.`,
+        true,
+      ),
+  );
 
 export const createOpenAiAnalyser = (options: OpenAiAnalyserOptions): Analyser => {
   const { origin: where, endpoint } = openAiEndpoint(options.url, 'chat/completions', 'analysis');
@@ -136,7 +167,12 @@ export const createOpenAiAnalyser = (options: OpenAiAnalyserOptions): Analyser =
   };
 
   const invalid = (why: string, cause?: unknown): StepError =>
-    new StepError('analysis_invalid_response', `The analysis model at ${where} gave an unusable answer: ${scrub(why)}`, true, cause === undefined ? undefined : { cause });
+    new StepError(
+      'analysis_invalid_response',
+      `The analysis model at ${where} gave an unusable answer: ${scrub(why)}`,
+      true,
+      cause === undefined ? undefined : { cause },
+    );
 
   const httpError = async (response: Response): Promise<StepError> =>
     httpStatusError(service, response, serverMessage(await readAnswer(response).catch(() => ''), scrub));
@@ -155,7 +191,9 @@ export const createOpenAiAnalyser = (options: OpenAiAnalyserOptions): Analyser =
     // Again after trimming: a title of spaces passes the model schema but is blank.
     if (!Value.Check(AnalysisSchema, analysis)) throw invalid(firstError(AnalysisSchema, analysis));
     const haystack = normaliseQuote(transcript);
-    const made = analysis.insights.findIndex((i) => !haystack.includes(evidenceKey(i.evidence)) || evidenceKey(i.evidence) === '');
+    const made = analysis.insights.findIndex(
+      (i) => !haystack.includes(evidenceKey(i.evidence)) || evidenceKey(i.evidence) === '',
+    );
     if (made >= 0) throw invalid(`/insights/${made}/evidence is not a quote from the transcript`);
     return analysis;
   };
@@ -164,12 +202,23 @@ export const createOpenAiAnalyser = (options: OpenAiAnalyserOptions): Analyser =
     async analyse(input: AnalysisInput, callOptions?: { signal?: AbortSignal }): Promise<Analysis> {
       const caller = callOptions?.signal;
       caller?.throwIfAborted();
-      const parsed = parseTranscript(input.transcript, { repName: input.repName, repEmail: input.repEmail }, input.segments);
+      const parsed = parseTranscript(
+        input.transcript,
+        { repName: input.repName, repEmail: input.repEmail },
+        input.segments,
+      );
       if (parsed.totalWords === 0) {
-        throw new StepError('transcript_empty', 'The transcript has no words once timestamps, cue markers and blank lines are removed.', false);
+        throw new StepError(
+          'transcript_empty',
+          'The transcript has no words once timestamps, cue markers and blank lines are removed.',
+          false,
+        );
       }
       const transcript = renderTranscript(parsed);
-      const context = [input.repName?.trim() ? `Rep: ${input.repName.trim()}` : 'Rep: not named', input.callDate ? `Call date: ${input.callDate}` : undefined]
+      const context = [
+        input.repName?.trim() ? `Rep: ${input.repName.trim()}` : 'Rep: not named',
+        input.callDate ? `Call date: ${input.callDate}` : undefined,
+      ]
         .filter(Boolean)
         .join('\n');
       const body = {
@@ -178,7 +227,10 @@ export const createOpenAiAnalyser = (options: OpenAiAnalyserOptions): Analyser =
           { role: 'system', content: SYSTEM_PROMPT },
           { role: 'user', content: `${context}\n\nTranscript:\n${transcript}` },
         ],
-        response_format: { type: 'json_schema', json_schema: { name: 'call_analysis', schema: wireSchema, strict: true } },
+        response_format: {
+          type: 'json_schema',
+          json_schema: { name: 'call_analysis', schema: wireSchema, strict: true },
+        },
       };
       const text = await postToService(service, {
         endpoint,
@@ -197,12 +249,13 @@ export const createOpenAiAnalyser = (options: OpenAiAnalyserOptions): Analyser =
       } catch (error) {
         throw invalid('the response body is not JSON', error);
       }
-      if (typeof envelope !== 'object' || envelope === null) throw invalid('the response body is not a chat completion');
+      if (typeof envelope !== 'object' || envelope === null)
+        throw invalid('the response body is not a chat completion');
       const choices = (envelope as { choices?: unknown }).choices;
       const choice = (Array.isArray(choices) ? choices[0] : undefined) as
-        | { message?: { content?: unknown; refusal?: unknown }; finish_reason?: unknown }
-        | undefined;
-      if (typeof choice?.message?.refusal === 'string' && choice.message.refusal) throw invalid(`the model refused: ${choice.message.refusal}`);
+        { message?: { content?: unknown; refusal?: unknown }; finish_reason?: unknown } | undefined;
+      if (typeof choice?.message?.refusal === 'string' && choice.message.refusal)
+        throw invalid(`the model refused: ${choice.message.refusal}`);
       if (choice?.finish_reason === 'length') throw invalid('the answer was cut off at the token limit');
       const content = choice?.message?.content;
       if (typeof content !== 'string' || content.trim() === '') throw invalid('choices[0].message.content is missing');

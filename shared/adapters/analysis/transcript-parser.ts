@@ -16,7 +16,13 @@
  * except other rep-role labels (a colleague on the call), whose role is `unknown`.
  */
 
-import { cleanTranscript, displayName, isGenericOrRoleLabel, speakerKey, type TranscriptLine } from '../../domain/transcript/transcript-lines.ts';
+import {
+  cleanTranscript,
+  displayName,
+  isGenericOrRoleLabel,
+  speakerKey,
+  type TranscriptLine,
+} from '../../domain/transcript/transcript-lines.ts';
 import type { TranscriptSegment } from '../../domain/transcript/transcript-segments.ts';
 
 export { cleanTranscript };
@@ -119,7 +125,10 @@ const toUtterance = (speaker: string | undefined, lines: string[]): Utterance =>
   return utterance;
 };
 
-const nameTokens = (text: string): string[] => fold(text).split(/[\s._+-]+/).filter(Boolean);
+const nameTokens = (text: string): string[] =>
+  fold(text)
+    .split(/[\s._+-]+/)
+    .filter(Boolean);
 
 /** The speaker matching a name: full name, then first name, then first word of the label. */
 const matchName = (speakers: SpeakerInfo[], tokens: string[]): SpeakerInfo | undefined => {
@@ -150,7 +159,9 @@ const identifyRep = (
 };
 
 /** The segments as lines (each line of a segment's text one line), when some segment names its speaker. */
-const segmentLines = (segments: readonly TranscriptSegment[]): { lines: TranscriptLine[]; labelled: boolean } | undefined => {
+const segmentLines = (
+  segments: readonly TranscriptSegment[],
+): { lines: TranscriptLine[]; labelled: boolean } | undefined => {
   if (!segments.some((s) => s.speaker !== null)) return undefined;
   const lines: TranscriptLine[] = [];
   const speaking = new Set<string>();
@@ -209,7 +220,13 @@ export const parseTranscript = (
     for (const line of lines) {
       if (line.speaker === undefined || byKey.has(keyOf(line.speaker))) continue;
       const name = displayName(line.speaker);
-      const info: SpeakerInfo = { key: keyOf(line.speaker), name, role: 'prospect', isPersonName: !isGenericOrRoleLabel(name), words: 0 };
+      const info: SpeakerInfo = {
+        key: keyOf(line.speaker),
+        name,
+        role: 'prospect',
+        isPersonName: !isGenericOrRoleLabel(name),
+        words: 0,
+      };
       byKey.set(info.key, info);
       speakers.push(info);
     }

@@ -29,8 +29,7 @@ export type BlockedAddressReason =
 
 /** The verdict on one address; `embeddedIpv4` is set when an IPv6 address was judged by the IPv4 inside it. */
 export type AddressVerdict =
-  | { allowed: true }
-  | { allowed: false; reason: BlockedAddressReason; embeddedIpv4?: string };
+  { allowed: true } | { allowed: false; reason: BlockedAddressReason; embeddedIpv4?: string };
 
 type Rule<R> = readonly [network: bigint, prefix: number, reason: R];
 

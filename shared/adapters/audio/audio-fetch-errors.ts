@@ -38,7 +38,8 @@ const addressClass: Record<BlockedAddressReason, string> = {
  * Said of a host that is refused and of one that cannot be reached alike: which of the two, what
  * the host resolved to and how the connection failed stay in `cause`, for the logs.
  */
-const notReached = (host: string) => `The audio host "${host}" could not be reached, or is not a public internet address.`;
+const notReached = (host: string) =>
+  `The audio host "${host}" could not be reached, or is not a public internet address.`;
 
 /**
  * `host` is refused because `address` (one of the addresses it resolves to, or the host itself when
@@ -58,7 +59,11 @@ export const fetchBlocked = (host: string, address: string, verdict: AddressVerd
 
 /** The URL names a port that is not allowed (`AUDIO_ALLOWED_PORTS`, default 80 and 443). */
 export const portBlocked = (port: number, allowed: readonly number[]) =>
-  fail('audio_fetch_blocked', `The audio URL uses port ${port}; only port${allowed.length > 1 ? 's' : ''} ${allowed.join(', ')} may be fetched.`, false);
+  fail(
+    'audio_fetch_blocked',
+    `The audio URL uses port ${port}; only port${allowed.length > 1 ? 's' : ''} ${allowed.join(', ')} may be fetched.`,
+    false,
+  );
 
 export const tooLarge = (maxBytes: number, declared?: number) =>
   fail(
@@ -93,7 +98,12 @@ export const timedOut = (timeoutMs: number) =>
   fail('audio_timeout', `Fetching the audio did not finish within ${timeoutMs} ms.`, true);
 
 export const storageFailed = (cause: unknown) =>
-  fail('audio_storage_error', `The audio could not be written to a temp file (${codeOf(cause) ?? 'I/O error'}).`, true, cause);
+  fail(
+    'audio_storage_error',
+    `The audio could not be written to a temp file (${codeOf(cause) ?? 'I/O error'}).`,
+    true,
+    cause,
+  );
 
 /** Any other failure on the way to the audio host: DNS, TCP, TLS, a connection cut mid-response. */
 export const unreachable = (host: string, cause: unknown) => fail('audio_unreachable', notReached(host), true, cause);

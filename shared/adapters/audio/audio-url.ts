@@ -16,14 +16,17 @@ export const parseAudioUrl = (raw: string, base?: URL): URL => {
     throw urlInvalid(base === undefined ? 'is not a valid URL' : 'redirected to an invalid location');
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw urlInvalid(`${subject} uses the "${url.protocol.slice(0, -1)}" scheme; only http and https are fetched`.trim());
+    throw urlInvalid(
+      `${subject} uses the "${url.protocol.slice(0, -1)}" scheme; only http and https are fetched`.trim(),
+    );
   }
   if (url.username !== '' || url.password !== '') {
     throw urlInvalid(`${subject} carries a user name or password; credentials in the URL are not allowed`.trim());
   }
   if (url.hostname === '') throw urlInvalid(`${subject} has no host`.trim());
   // The rest of the exchange would travel in clear text, open to anyone on the path.
-  if (base?.protocol === 'https:' && url.protocol === 'http:') throw urlInvalid('redirected from https to http; a redirect that drops https is not followed');
+  if (base?.protocol === 'https:' && url.protocol === 'http:')
+    throw urlInvalid('redirected from https to http; a redirect that drops https is not followed');
   url.hash = '';
   return url;
 };

@@ -33,7 +33,11 @@ export const guardedLookup =
           const refusal = refuse(address, hostname);
           if (refusal) return callback(refusal, '');
         }
-        if (options.all) callback(null, addresses.map(({ address, family }) => ({ address, family })));
+        if (options.all)
+          callback(
+            null,
+            addresses.map(({ address, family }) => ({ address, family })),
+          );
         else callback(null, first.address, first.family);
       },
       (error: NodeJS.ErrnoException) => callback(error, ''),

@@ -60,11 +60,26 @@ const ACCEPTED_TYPES = /^(?:audio\/[^/\s]+|video\/[^/\s]+|application\/octet-str
  * credentials are ever sent.
  */
 export const createHttpAudioSource = (options: HttpAudioSourceOptions): AudioSource => {
-  const { maxBytes, timeoutMs, allowPrivate, tmpDir = tmpdir(), maxRedirects = 3, allowedPorts = DEFAULT_AUDIO_PORTS } = options;
-  for (const [name, value, min] of [['maxBytes', maxBytes, 1], ['timeoutMs', timeoutMs, 1], ['maxRedirects', maxRedirects, 0]] as const) {
-    if (!Number.isSafeInteger(value) || value < min) throw new RangeError(`${name} must be an integer ≥ ${min}, got ${value}`);
+  const {
+    maxBytes,
+    timeoutMs,
+    allowPrivate,
+    tmpDir = tmpdir(),
+    maxRedirects = 3,
+    allowedPorts = DEFAULT_AUDIO_PORTS,
+  } = options;
+  for (const [name, value, min] of [
+    ['maxBytes', maxBytes, 1],
+    ['timeoutMs', timeoutMs, 1],
+    ['maxRedirects', maxRedirects, 0],
+  ] as const) {
+    if (!Number.isSafeInteger(value) || value < min)
+      throw new RangeError(`${name} must be an integer ≥ ${min}, got ${value}`);
   }
-  if (allowedPorts.length === 0 || allowedPorts.some((port) => !Number.isSafeInteger(port) || port < 1 || port > 65_535)) {
+  if (
+    allowedPorts.length === 0 ||
+    allowedPorts.some((port) => !Number.isSafeInteger(port) || port < 1 || port > 65_535)
+  ) {
     throw new RangeError(`allowedPorts must be ports 1–65535, got ${allowedPorts.join(',') || 'none'}`);
   }
   const classify = options.classifyAddress ?? classifyAddress;
@@ -94,7 +109,11 @@ export const createHttpAudioSource = (options: HttpAudioSourceOptions): AudioSou
           agent: false,
           lookup,
           signal,
-          headers: { 'user-agent': USER_AGENT, accept: 'audio/*, video/*, application/octet-stream', 'accept-encoding': 'identity' },
+          headers: {
+            'user-agent': USER_AGENT,
+            accept: 'audio/*, video/*, application/octet-stream',
+            'accept-encoding': 'identity',
+          },
         },
         resolve,
       );
@@ -136,8 +155,16 @@ export const createHttpAudioSource = (options: HttpAudioSourceOptions): AudioSou
     });
     // File errors become storage errors here, where they cannot be confused with network errors.
     const sink = new Writable({
-      write: (chunk: Buffer, _encoding, done) => void file.write(chunk).then(() => done(), (error: unknown) => done(storageFailed(error))),
-      final: (done) => void file.close().then(() => done(), (error: unknown) => done(storageFailed(error))),
+      write: (chunk: Buffer, _encoding, done) =>
+        void file.write(chunk).then(
+          () => done(),
+          (error: unknown) => done(storageFailed(error)),
+        ),
+      final: (done) =>
+        void file.close().then(
+          () => done(),
+          (error: unknown) => done(storageFailed(error)),
+        ),
       destroy: (error, done) => void file.close().finally(() => done(error)),
     });
     try {

@@ -49,7 +49,10 @@ export const sweepStaleTempFiles = async (dir: string, prefix: string, options: 
     if (!Number.isSafeInteger(pid)) continue;
     const path = join(dir, name);
     if (pid === process.pid) {
-      const modified = await stat(path).then((s) => s.mtimeMs, () => undefined);
+      const modified = await stat(path).then(
+        (s) => s.mtimeMs,
+        () => undefined,
+      );
       if (modified === undefined || modified >= startedAt) continue;
     } else if (isAlive(pid)) continue;
     await rm(path, { recursive: true, force: true });

@@ -32,10 +32,19 @@ export const newDataKey = (): Buffer => randomBytes(32);
 
 /** The key-encryption key: HKDF-SHA256 of DATA_KEY_SECRET, so any secret of 32+ characters gives a full key. */
 export const keyEncryptionKey = (secret: string): Buffer =>
-  Buffer.from(hkdfSync('sha256', Buffer.from(secret, 'utf8'), Buffer.from('call-data-keys', 'utf8'), Buffer.from('key-encryption-key v1', 'utf8'), 32));
+  Buffer.from(
+    hkdfSync(
+      'sha256',
+      Buffer.from(secret, 'utf8'),
+      Buffer.from('call-data-keys', 'utf8'),
+      Buffer.from('key-encryption-key v1', 'utf8'),
+      32,
+    ),
+  );
 
 /** A data key wrapped for storage, bound to its call. */
 export const wrapKey = (kek: Buffer, key: Buffer, callId: string): Buffer => seal(kek, key, `data-key:${callId}`);
 
 /** A stored data key unwrapped; throws when DATA_KEY_SECRET is not the one that wrapped it. */
-export const unwrapKey = (kek: Buffer, wrapped: Buffer, callId: string): Buffer => open(kek, wrapped, `data-key:${callId}`);
+export const unwrapKey = (kek: Buffer, wrapped: Buffer, callId: string): Buffer =>
+  open(kek, wrapped, `data-key:${callId}`);

@@ -36,7 +36,7 @@ export interface PersonalData {
 type JsonObject = { [key: string]: Json };
 const sealedOf = (data: Json): string | undefined => {
   if (data === null || typeof data !== 'object' || Array.isArray(data)) return undefined;
-  const sealed = (data)[SEALED_FIELD];
+  const sealed = data[SEALED_FIELD];
   return typeof sealed === 'string' && sealed.startsWith(VERSION) ? sealed : undefined;
 };
 
@@ -85,7 +85,9 @@ export const createPersonalData = (keys: DataKeyStore): PersonalData => {
       const { [SEALED_FIELD]: _sealed, ...rest } = data as JsonObject;
       const key = await keyFor(callId, false);
       if (!key) return { data: mergePersonal(type, rest, undefined), erased: true };
-      const personal = JSON.parse(open(key, Buffer.from(sealed.slice(VERSION.length), 'base64'), callId).toString('utf8')) as Record<string, Json>;
+      const personal = JSON.parse(
+        open(key, Buffer.from(sealed.slice(VERSION.length), 'base64'), callId).toString('utf8'),
+      ) as Record<string, Json>;
       return { data: mergePersonal(type, rest, personal), erased: false };
     },
     isSealed: (data) => sealedOf(data) !== undefined,

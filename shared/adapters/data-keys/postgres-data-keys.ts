@@ -18,7 +18,10 @@ const SCHEMA = `
 `;
 
 const translate = (error: unknown): unknown =>
-  translatePgError(error, (message, cause) => new DataKeysUnavailableError(`PostgreSQL data keys unavailable: ${message}`, { cause }));
+  translatePgError(
+    error,
+    (message, cause) => new DataKeysUnavailableError(`PostgreSQL data keys unavailable: ${message}`, { cause }),
+  );
 
 export const createPostgresDataKeys = async (options: PostgresOptions, kek: Buffer): Promise<DataKeyStore> => {
   // Short single-row statements: a few connections serve them (the server's connections are shared by every pool of every process).
@@ -36,7 +39,8 @@ export const createPostgresDataKeys = async (options: PostgresOptions, kek: Buff
       throw translate(error);
     }
   };
-  const unwrap = (callId: string, row: { wrapped: Buffer | null } | undefined): Buffer | undefined => (row?.wrapped ? unwrapKey(kek, row.wrapped, callId) : undefined);
+  const unwrap = (callId: string, row: { wrapped: Buffer | null } | undefined): Buffer | undefined =>
+    row?.wrapped ? unwrapKey(kek, row.wrapped, callId) : undefined;
   const store: DataKeyStore = {
     async obtain(callId) {
       // Inserted unless there; either way the stored row (a concurrent creator's key, or a tombstone) is returned.
@@ -50,7 +54,10 @@ export const createPostgresDataKeys = async (options: PostgresOptions, kek: Buff
       return unwrap(callId, rows[0]);
     },
     async find(callId) {
-      return unwrap(callId, (await query<{ wrapped: Buffer | null }>('SELECT wrapped FROM data_keys WHERE call_id = $1', [callId]))[0]);
+      return unwrap(
+        callId,
+        (await query<{ wrapped: Buffer | null }>('SELECT wrapped FROM data_keys WHERE call_id = $1', [callId]))[0],
+      );
     },
     async destroy(callId) {
       await query(

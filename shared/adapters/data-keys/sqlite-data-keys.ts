@@ -21,18 +21,28 @@ const SCHEMA = `
 `;
 
 const translate = (error: unknown): unknown =>
-  translateSqliteError(error, (message, cause) => new DataKeysUnavailableError(`SQLite data keys unavailable: ${message}`, { cause }));
+  translateSqliteError(
+    error,
+    (message, cause) => new DataKeysUnavailableError(`SQLite data keys unavailable: ${message}`, { cause }),
+  );
 
 export const createSqliteDataKeys = (db: SqliteDb, kek: Buffer): DataKeyStore => {
   db.exec(SCHEMA);
   const reader = new Database(db.name, { readonly: true, fileMustExist: true });
   reader.pragma('busy_timeout = 5000');
-  const select = reader.prepare<[string], { wrapped: Buffer | null }>('SELECT wrapped FROM data_keys WHERE call_id = ?');
-  const selectWriter = db.prepare<[string], { wrapped: Buffer | null }>('SELECT wrapped FROM data_keys WHERE call_id = ?');
+  const select = reader.prepare<[string], { wrapped: Buffer | null }>(
+    'SELECT wrapped FROM data_keys WHERE call_id = ?',
+  );
+  const selectWriter = db.prepare<[string], { wrapped: Buffer | null }>(
+    'SELECT wrapped FROM data_keys WHERE call_id = ?',
+  );
   const insert = db.prepare('INSERT OR IGNORE INTO data_keys (call_id, wrapped, created_at) VALUES (?, ?, ?)');
-  const destroy = db.prepare('INSERT INTO data_keys (call_id, wrapped, created_at, erased_at) VALUES (?, NULL, ?, ?) ON CONFLICT (call_id) DO UPDATE SET wrapped = NULL, erased_at = coalesce(data_keys.erased_at, excluded.erased_at)');
+  const destroy = db.prepare(
+    'INSERT INTO data_keys (call_id, wrapped, created_at, erased_at) VALUES (?, NULL, ?, ?) ON CONFLICT (call_id) DO UPDATE SET wrapped = NULL, erased_at = coalesce(data_keys.erased_at, excluded.erased_at)',
+  );
 
-  const unwrap = (callId: string, row: { wrapped: Buffer | null } | undefined): Buffer | undefined => (row?.wrapped ? unwrapKey(kek, row.wrapped, callId) : undefined);
+  const unwrap = (callId: string, row: { wrapped: Buffer | null } | undefined): Buffer | undefined =>
+    row?.wrapped ? unwrapKey(kek, row.wrapped, callId) : undefined;
 
   const creations = new GroupCommit<string, Buffer | undefined>(
     (callIds) =>

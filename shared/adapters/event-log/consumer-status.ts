@@ -5,7 +5,8 @@
  */
 import type { ConsumerLog, ConsumerStatus } from '../../ports/event-log.ts';
 
-const describe = (error: unknown): string => (error instanceof Error ? `${error.name}: ${error.message}` : String(error));
+const describe = (error: unknown): string =>
+  error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 
 export class ConsumerStatusTracker {
   private state: Omit<ConsumerStatus, 'partitions'> = { state: 'running', since: new Date() };
@@ -19,7 +20,10 @@ export class ConsumerStatusTracker {
   running(): void {
     if (this.state.state === 'running' || this.ended) return;
     if (this.state.state === 'retrying') {
-      this.log?.info({ ...this.fields, retriedForMs: Date.now() - this.state.since.getTime() }, 'consumer recovered; consuming again');
+      this.log?.info(
+        { ...this.fields, retriedForMs: Date.now() - this.state.since.getTime() },
+        'consumer recovered; consuming again',
+      );
     }
     this.state = { state: 'running', since: new Date() };
   }

@@ -94,7 +94,10 @@ export class KafkaConsumer implements Consumer {
       maxWaitTimeInMs: settings.maxWaitTimeMs,
       allowAutoTopicCreation: false,
       // Transient failures restart the member (kafkajs rejoins); anything else ends it.
-      retry: { ...retry, restartOnFailure: async (error) => toEventLogError(error) instanceof EventLogUnavailableError },
+      retry: {
+        ...retry,
+        restartOnFailure: async (error) => toEventLogError(error) instanceof EventLogUnavailableError,
+      },
     });
     const member = new KafkaConsumer(consumer, options, settings, toEventLogError);
     try {
@@ -126,8 +129,16 @@ export class KafkaConsumer implements Consumer {
   }
 
   // kafkajs hands these as free functions and documents destructuring them.
-  // eslint-disable-next-line @typescript-eslint/unbound-method
-  private async eachBatch({ batch, resolveOffset, heartbeat, isRunning, isStale, commitOffsetsIfNecessary }: EachBatch): Promise<void> {
+  /* eslint-disable @typescript-eslint/unbound-method */
+  private async eachBatch({
+    batch,
+    resolveOffset,
+    heartbeat,
+    isRunning,
+    isStale,
+    commitOffsetsIfNecessary,
+  }: EachBatch): Promise<void> {
+    /* eslint-enable @typescript-eslint/unbound-method */
     await this.callbacks;
     if (this.halted()) return;
     const ref = { topic: batch.topic, partition: batch.partition };
@@ -174,12 +185,17 @@ export class KafkaConsumer implements Consumer {
     const last = this.committed.get(partitionKey(ref));
     if (offset === undefined || (last !== undefined && offset <= last)) return;
     try {
-      await commitOffsets({ topics: [{ topic: ref.topic, partitions: [{ partition: ref.partition, offset: offset.toString() }] }] });
+      await commitOffsets({
+        topics: [{ topic: ref.topic, partitions: [{ partition: ref.partition, offset: offset.toString() }] }],
+      });
       this.committed.set(partitionKey(ref), offset);
     } catch (error) {
       // Not committed: those records are redelivered to the partition's next owner (at least
       // once). Usually a rebalance fenced the commit; anything else is worth a line.
-      this.options.log?.warn({ groupId: this.options.groupId, ...ref, offset: offset.toString(), err: error }, 'offset commit refused; records after it will be redelivered');
+      this.options.log?.warn(
+        { groupId: this.options.groupId, ...ref, offset: offset.toString(), err: error },
+        'offset commit refused; records after it will be redelivered',
+      );
     }
   }
 

@@ -9,7 +9,16 @@
  * old epoch: kafkajs does not recover from these by itself) is replaced by a new one.
  */
 import kafkajs from 'kafkajs';
-import type { Consumer, ConsumeOptions, EventLog, LogRecord, OutgoingRecord, ReadTopicOptions, RecordPosition, TopicSpec } from '../../ports/event-log.ts';
+import type {
+  Consumer,
+  ConsumeOptions,
+  EventLog,
+  LogRecord,
+  OutgoingRecord,
+  ReadTopicOptions,
+  RecordPosition,
+  TopicSpec,
+} from '../../ports/event-log.ts';
 import { EventLogUnavailableError, UnknownTopicError } from '../../ports/event-log.ts';
 import { GroupCommit } from '../group-commit.ts';
 import { KafkaConsumer, type KafkaConsumerSettings } from './kafka-consumer.ts';
@@ -54,7 +63,13 @@ export const DEFAULT_PUBLISH_TIMEOUT_MS = 10_000;
 export const TOPIC_MAX_MESSAGE_BYTES = 8 * 1024 * 1024;
 
 /** About 1.5 s of back-off over 4 retries, on top of 1 s connection timeouts. */
-const RETRY: kafkajs.RetryOptions = { initialRetryTime: 100, maxRetryTime: 1000, retries: 4, factor: 0.2, multiplier: 2 };
+const RETRY: kafkajs.RetryOptions = {
+  initialRetryTime: 100,
+  maxRetryTime: 1000,
+  retries: 4,
+  factor: 0.2,
+  multiplier: 2,
+};
 
 const LOG_LEVELS = {
   nothing: kafkajs.logLevel.NOTHING,
@@ -66,10 +81,12 @@ const LOG_LEVELS = {
 
 // By name: kafkajs exports only some of its error classes at run time.
 /** kafkajs log entries as JSON lines on stderr, without the noise of handled protocol errors. */
-const logCreator: kafkajs.logCreator = (configured) => ({ namespace, label, log }) => {
-  if (namespace === 'Connection' && log.message.startsWith('Response') && configured < kafkajs.logLevel.DEBUG) return;
-  process.stderr.write(`${JSON.stringify({ level: label, logger: 'kafkajs', namespace, ...log })}\n`);
-};
+const logCreator: kafkajs.logCreator =
+  (configured) =>
+  ({ namespace, label, log }) => {
+    if (namespace === 'Connection' && log.message.startsWith('Response') && configured < kafkajs.logLevel.DEBUG) return;
+    process.stderr.write(`${JSON.stringify({ level: label, logger: 'kafkajs', namespace, ...log })}\n`);
+  };
 
 const CONNECTION_ERRORS = new Set([
   'KafkaJSConnectionError',
@@ -84,7 +101,15 @@ const CONNECTION_ERRORS = new Set([
   'KafkaJSTopicMetadataNotLoaded',
   'KafkaJSNoBrokerAvailableError',
 ]);
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE', 'EHOSTUNREACH']);
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EPIPE',
+  'EHOSTUNREACH',
+]);
 
 /** The error and what caused it (`cause`, kafkajs's `originalError`), outermost first. */
 const causes = (error: unknown): unknown[] => {
@@ -104,9 +129,12 @@ const causes = (error: unknown): unknown[] => {
 const toEventLogError = (error: unknown, topic?: string): unknown => {
   if (error instanceof EventLogUnavailableError || error instanceof UnknownTopicError) return error;
   const chain = causes(error);
-  if (topic !== undefined && chain.some((e) => (e as { type?: unknown }).type === 'UNKNOWN_TOPIC_OR_PARTITION')) return new UnknownTopicError(topic);
+  if (topic !== undefined && chain.some((e) => (e as { type?: unknown }).type === 'UNKNOWN_TOPIC_OR_PARTITION'))
+    return new UnknownTopicError(topic);
   const transient =
-    chain.some((e) => CONNECTION_ERRORS.has((e as Error).name) || NETWORK_CODES.has((e as { code?: string }).code ?? '')) ||
+    chain.some(
+      (e) => CONNECTION_ERRORS.has((e as Error).name) || NETWORK_CODES.has((e as { code?: string }).code ?? ''),
+    ) ||
     (error instanceof kafkajs.KafkaJSError && error.retriable);
   if (!transient) return error;
   return new EventLogUnavailableError(`Kafka unavailable: ${(error as Error).message}`, { cause: error });
@@ -121,8 +149,14 @@ interface PublishRequest {
 }
 
 /** Broker answers meaning the producer's id, epoch or sequence numbers are no longer usable. */
-const BROKEN_PRODUCER_STATE = new Set(['OUT_OF_ORDER_SEQUENCE_NUMBER', 'UNKNOWN_PRODUCER_ID', 'INVALID_PRODUCER_EPOCH', 'INVALID_PRODUCER_ID_MAPPING']);
-const brokenProducerState = (error: unknown): boolean => causes(error).some((e) => BROKEN_PRODUCER_STATE.has(String((e as { type?: unknown }).type)));
+const BROKEN_PRODUCER_STATE = new Set([
+  'OUT_OF_ORDER_SEQUENCE_NUMBER',
+  'UNKNOWN_PRODUCER_ID',
+  'INVALID_PRODUCER_EPOCH',
+  'INVALID_PRODUCER_ID_MAPPING',
+]);
+const brokenProducerState = (error: unknown): boolean =>
+  causes(error).some((e) => BROKEN_PRODUCER_STATE.has(String((e as { type?: unknown }).type)));
 
 /**
  * Errors that say no broker could be reached: the connection was refused or the name unknown.
@@ -133,7 +167,11 @@ const NOTHING_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'E
 const nothingSent = (error: unknown): boolean => {
   const chain = causes(error);
   const root = chain[chain.length - 1] as { code?: string; name?: string } | undefined;
-  return NOTHING_SENT_CODES.has(root?.code ?? '') || root?.name === 'KafkaJSBrokerNotFound' || root?.name === 'KafkaJSNoBrokerAvailableError';
+  return (
+    NOTHING_SENT_CODES.has(root?.code ?? '') ||
+    root?.name === 'KafkaJSBrokerNotFound' ||
+    root?.name === 'KafkaJSNoBrokerAvailableError'
+  );
 };
 
 class KafkaEventLog implements EventLog {
@@ -156,7 +194,10 @@ class KafkaEventLog implements EventLog {
     private readonly options: KafkaEventLogOptions,
   ) {
     this.publishTimeoutMs = options.publishTimeoutMs ?? DEFAULT_PUBLISH_TIMEOUT_MS;
-    this.publisher = new GroupCommit((items) => this.send(items), { windowMs: options.publishWindowMs ?? 0, name: 'kafka-producer' });
+    this.publisher = new GroupCommit((items) => this.send(items), {
+      windowMs: options.publishWindowMs ?? 0,
+      name: 'kafka-producer',
+    });
     this.consumerSettings = {
       sessionTimeoutMs: 10_000,
       heartbeatIntervalMs: 500,
@@ -180,7 +221,9 @@ class KafkaEventLog implements EventLog {
           topic: t.name,
           numPartitions: t.partitions,
           replicationFactor: this.options.topicDefaults?.replicationFactor ?? -1,
-          configEntries: this.options.topicDefaults?.configEntries ?? [{ name: 'max.message.bytes', value: String(TOPIC_MAX_MESSAGE_BYTES) }],
+          configEntries: this.options.topicDefaults?.configEntries ?? [
+            { name: 'max.message.bytes', value: String(TOPIC_MAX_MESSAGE_BYTES) },
+          ],
         })),
       });
     } catch (error) {
@@ -200,7 +243,10 @@ class KafkaEventLog implements EventLog {
         const seconds = this.publishTimeoutMs / 1000;
         reject(
           progress.sent
-            ? new EventLogUnavailableError(`Kafka did not confirm the publish within ${seconds} s; the records may have been written`, { outcomeUnknown: true })
+            ? new EventLogUnavailableError(
+                `Kafka did not confirm the publish within ${seconds} s; the records may have been written`,
+                { outcomeUnknown: true },
+              )
             : new EventLogUnavailableError(`Kafka did not take the publish within ${seconds} s; nothing was sent`),
         );
       }, this.publishTimeoutMs);
@@ -215,7 +261,9 @@ class KafkaEventLog implements EventLog {
   async consume(options: ConsumeOptions): Promise<Consumer> {
     this.assertOpen();
     for (const topic of options.topics) await this.partitionCount(topic);
-    const consumer = await KafkaConsumer.start(this.kafka, options, this.consumerSettings, RETRY, (error) => toEventLogError(error));
+    const consumer = await KafkaConsumer.start(this.kafka, options, this.consumerSettings, RETRY, (error) =>
+      toEventLogError(error),
+    );
     this.consumers.add(consumer);
     void consumer.done.catch(() => undefined).then(() => this.consumers.delete(consumer));
     return consumer;
@@ -236,7 +284,9 @@ class KafkaEventLog implements EventLog {
     await this.partitionCount(topic);
     try {
       const offsets = await this.admin.fetchTopicOffsets(topic);
-      return offsets.map((p) => ({ partition: p.partition, offset: BigInt(p.high) })).sort((a, b) => a.partition - b.partition);
+      return offsets
+        .map((p) => ({ partition: p.partition, offset: BigInt(p.high) }))
+        .sort((a, b) => a.partition - b.partition);
     } catch (error) {
       throw toEventLogError(error, topic);
     }
@@ -301,7 +351,9 @@ class KafkaEventLog implements EventLog {
     const live = all.filter((item) => !item.progress.abandoned);
     const outcomes = new Map<PublishRequest, RecordPosition[] | Error>();
     if (live.length > 0) (await this.produce(live)).forEach((outcome, i) => outcomes.set(live[i]!, outcome));
-    return all.map((item) => outcomes.get(item) ?? new EventLogUnavailableError('publish abandoned after its deadline'));
+    return all.map(
+      (item) => outcomes.get(item) ?? new EventLogUnavailableError('publish abandoned after its deadline'),
+    );
   }
 
   /** One produce request for `items`; one outcome per item. */
@@ -314,21 +366,31 @@ class KafkaEventLog implements EventLog {
       byTopic.set(topic, messages);
       return records.map((record) => {
         const partition = partitionForKey(record.key, partitions);
-        messages.push({ key: record.key, value: record.value, partition, ...(record.headers ? { headers: record.headers } : {}) });
+        messages.push({
+          key: record.key,
+          value: record.value,
+          partition,
+          ...(record.headers ? { headers: record.headers } : {}),
+        });
         return { topic, partition };
       });
     });
     let metadata: kafkajs.RecordMetadata[];
     const unreachableBefore = this.unreachable;
     try {
-      metadata = await this.producer.sendBatch({ acks: -1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) });
+      metadata = await this.producer.sendBatch({
+        acks: -1,
+        topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
+      });
       this.unreachable = false;
     } catch (error) {
       this.unreachable = true;
       const broken = brokenProducerState(error);
       if (broken) {
         this.producerBroken = true;
-        process.stderr.write(`${JSON.stringify({ level: 'WARN', logger: 'event-log', message: `Kafka refused the producer's sequence state (${(error as Error).message}); replacing the producer` })}\n`);
+        process.stderr.write(
+          `${JSON.stringify({ level: 'WARN', logger: 'event-log', message: `Kafka refused the producer's sequence state (${(error as Error).message}); replacing the producer` })}\n`,
+        );
       }
       const mapped = toEventLogError(error, items.length === 1 ? items[0]!.topic : undefined);
       if (mapped instanceof UnknownTopicError) throw mapped;
@@ -337,14 +399,24 @@ class KafkaEventLog implements EventLog {
       // caller's record never fails another's.
       if (!broken && !(mapped instanceof EventLogUnavailableError)) {
         if (items.length === 1) throw mapped;
-        return Promise.all(items.map((item) => this.produce([item]).then(([outcome]) => outcome!, (e: unknown) => (e instanceof Error ? e : new Error(String(e))))));
+        return Promise.all(
+          items.map((item) =>
+            this.produce([item]).then(
+              ([outcome]) => outcome!,
+              (e: unknown) => (e instanceof Error ? e : new Error(String(e))),
+            ),
+          ),
+        );
       }
       // The log was already unreachable when this produce began, and still refuses connections:
       // nothing was sent. The first failure after a success is never taken for that, since the
       // request in flight when a broker dies may have been written.
       if (!broken && unreachableBefore && nothingSent(error)) throw mapped;
       // The request may have reached the broker before it failed: the records may be written.
-      throw new EventLogUnavailableError(`Kafka publish failed, the records may have been written: ${(error as Error).message}`, { cause: error, outcomeUnknown: true });
+      throw new EventLogUnavailableError(
+        `Kafka publish failed, the records may have been written: ${(error as Error).message}`,
+        { cause: error, outcomeUnknown: true },
+      );
     }
     const next = new Map<string, bigint>();
     for (const m of metadata) next.set(`${m.topicName}\u0000${m.partition}`, BigInt(m.baseOffset ?? '0'));

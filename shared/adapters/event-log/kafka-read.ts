@@ -54,7 +54,12 @@ export const readTopic = async (
   if (ranges.size === 0 || limit <= 0) return [];
 
   const groupId = `event-log-read-${randomUUID()}`;
-  const consumer = kafka.consumer({ groupId, maxWaitTimeInMs: 100, allowAutoTopicCreation: false, retry: { ...retry, restartOnFailure: async () => false } });
+  const consumer = kafka.consumer({
+    groupId,
+    maxWaitTimeInMs: 100,
+    allowAutoTopicCreation: false,
+    retry: { ...retry, restartOnFailure: async () => false },
+  });
   const records: LogRecord[] = [];
   const pending = new Set(ranges.keys());
   let finished: () => void = () => {};
@@ -70,7 +75,8 @@ export const readTopic = async (
         if (!range || !pending.has(batch.partition)) return;
         for (const message of batch.messages) {
           const offset = BigInt(message.offset);
-          if (offset >= range.start && offset < range.stop) records.push(messageToRecord(topic, batch.partition, message));
+          if (offset >= range.start && offset < range.stop)
+            records.push(messageToRecord(topic, batch.partition, message));
         }
         if (BigInt(batch.lastOffset()) >= range.stop - 1n) {
           pending.delete(batch.partition);
@@ -78,9 +84,13 @@ export const readTopic = async (
         }
       },
     });
-    for (const range of ranges.values()) consumer.seek({ topic, partition: range.partition, offset: range.start.toString() });
+    for (const range of ranges.values())
+      consumer.seek({ topic, partition: range.partition, offset: range.start.toString() });
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new EventLogUnavailableError(`reading ${topic} took longer than ${READ_TIMEOUT_MS} ms`)), READ_TIMEOUT_MS);
+      timer = setTimeout(
+        () => reject(new EventLogUnavailableError(`reading ${topic} took longer than ${READ_TIMEOUT_MS} ms`)),
+        READ_TIMEOUT_MS,
+      );
     });
     await Promise.race([complete, timeout]);
   } finally {

@@ -39,6 +39,7 @@ const toPositive = (n: number): number => n & 0x7fffffff;
 
 /** Partition of a record with `key` (UTF-8) in a topic of `partitions` partitions. */
 export const partitionForKey = (key: string, partitions: number): number => {
-  if (!Number.isInteger(partitions) || partitions < 1) throw new RangeError(`partitions must be a positive integer, got ${partitions}`);
+  if (!Number.isInteger(partitions) || partitions < 1)
+    throw new RangeError(`partitions must be a positive integer, got ${partitions}`);
   return toPositive(murmur2(Buffer.from(key, 'utf8'))) % partitions;
 };

@@ -56,9 +56,15 @@ export class PoisonRecordError extends Error {
   }
 }
 
-const describe = (error: unknown): string => (error instanceof Error ? `${error.name}: ${error.message}` : String(error));
+const describe = (error: unknown): string =>
+  error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 
-const origin = (record: LogRecord) => ({ topic: record.topic, partition: record.partition, offset: record.offset.toString(), key: record.key });
+const origin = (record: LogRecord) => ({
+  topic: record.topic,
+  partition: record.partition,
+  offset: record.offset.toString(),
+  key: record.key,
+});
 
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
@@ -87,7 +93,10 @@ export const deadLetterRecord = (record: LogRecord, reason: string) => ({
   },
 });
 
-export const resilientHandler = (handle: (record: LogRecord) => Promise<void>, options: ResilientHandlerOptions): ResilientHandler => {
+export const resilientHandler = (
+  handle: (record: LogRecord) => Promise<void>,
+  options: ResilientHandlerOptions,
+): ResilientHandler => {
   const { log, signal } = options;
   const baseMs = options.backoff?.baseMs ?? 100;
   const maxMs = options.backoff?.maxMs ?? 5000;
@@ -114,7 +123,10 @@ export const resilientHandler = (handle: (record: LogRecord) => Promise<void>, o
         lastError = describe(error);
         if (!retries.has(record)) {
           retries.set(record, new Date());
-          log.warn({ ...origin(record), err: error }, 'record hit a retriable failure; retrying in place until it succeeds');
+          log.warn(
+            { ...origin(record), err: error },
+            'record hit a retriable failure; retrying in place until it succeeds',
+          );
         }
         await sleep(jitteredBackoff(attempt, baseMs, maxMs), signal);
       }
@@ -125,7 +137,10 @@ export const resilientHandler = (handle: (record: LogRecord) => Promise<void>, o
     const outcome = await untilDone(record, () => handle(record));
     if (!outcome) return;
     const reason = describe(outcome.failed);
-    log.error({ ...origin(record), err: outcome.failed, deadLetterTopic: options.deadLetter.topic }, 'record cannot be handled; dead-lettered');
+    log.error(
+      { ...origin(record), err: outcome.failed, deadLetterTopic: options.deadLetter.topic },
+      'record cannot be handled; dead-lettered',
+    );
     const sent = await untilDone(record, async () => {
       await options.deadLetter.eventLog.publish(options.deadLetter.topic, [deadLetterRecord(record, reason)]);
     });

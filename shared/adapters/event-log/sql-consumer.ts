@@ -74,7 +74,11 @@ export class SqlConsumer implements Consumer {
   ) {
     this.groupId = options.groupId;
     this.topics = [...new Set(options.topics)];
-    this.tracker = new ConsumerStatusTracker(options.log, { groupId: this.groupId, memberId: this.memberId, topics: this.topics });
+    this.tracker = new ConsumerStatusTracker(options.log, {
+      groupId: this.groupId,
+      memberId: this.memberId,
+      topics: this.topics,
+    });
     this.membership = new SqlGroupMembership(host.driver, {
       groupId: this.groupId,
       memberId: this.memberId,
@@ -234,10 +238,10 @@ export class SqlConsumer implements Consumer {
   }
 
   private async endOffset(ref: PartitionRef): Promise<bigint> {
-    const [row] = await this.host.driver.query<{ next_offset: unknown }>('SELECT next_offset FROM log_partitions WHERE topic = ? AND partition = ?', [
-      ref.topic,
-      ref.partition,
-    ]);
+    const [row] = await this.host.driver.query<{ next_offset: unknown }>(
+      'SELECT next_offset FROM log_partitions WHERE topic = ? AND partition = ?',
+      [ref.topic, ref.partition],
+    );
     return row ? toBigInt(row.next_offset) : 0n;
   }
 
@@ -254,7 +258,8 @@ export class SqlConsumer implements Consumer {
         'SELECT partition, next_offset FROM log_partitions WHERE topic = ?',
         [topic],
       );
-      for (const row of rows) ends.set(partitionKey({ topic, partition: Number(row.partition) }), toBigInt(row.next_offset));
+      for (const row of rows)
+        ends.set(partitionKey({ topic, partition: Number(row.partition) }), toBigInt(row.next_offset));
     }
     for (const entry of rotated) {
       const end = ends.get(partitionKey(entry.ref)) ?? 0n;
@@ -296,9 +301,14 @@ export class SqlConsumer implements Consumer {
   private async commit(entries: Owned[]): Promise<void> {
     const due = entries
       .map((entry) => ({ entry, offset: this.dispatcher.committable(entry.ref) }))
-      .filter((c): c is { entry: Owned; offset: bigint } => c.offset !== undefined && (c.entry.committed === undefined || c.offset > c.entry.committed));
+      .filter(
+        (c): c is { entry: Owned; offset: bigint } =>
+          c.offset !== undefined && (c.entry.committed === undefined || c.offset > c.entry.committed),
+      );
     if (due.length === 0) return;
-    const refused = new Set((await this.membership.commit(due.map((c) => ({ ref: c.entry.ref, offset: c.offset })))).map(partitionKey));
+    const refused = new Set(
+      (await this.membership.commit(due.map((c) => ({ ref: c.entry.ref, offset: c.offset })))).map(partitionKey),
+    );
     for (const { entry, offset } of due) if (!refused.has(partitionKey(entry.ref))) entry.committed = offset;
     if (refused.size > 0) this.rebalanceDue = true;
   }
@@ -325,7 +335,11 @@ export class SqlConsumer implements Consumer {
     await attempt(() => this.membership.leave());
     this.host.groupChanged(this.groupId, this);
     this.host.stopped(this);
-    const fatal = this.dispatcher.failed ? this.dispatcher.error : loopError !== undefined ? loopError : problems.find((p) => !isRetriableError(p));
+    const fatal = this.dispatcher.failed
+      ? this.dispatcher.error
+      : loopError !== undefined
+        ? loopError
+        : problems.find((p) => !isRetriableError(p));
     if (fatal === undefined || (this.stopping && this.dispatcher.failed)) {
       this.tracker.stopped();
     } else {

@@ -5,12 +5,28 @@
  * order. Consumers poll (and are woken at once by a publish in this process); see
  * `sql-consumer.ts` for groups.
  */
-import type { Consumer, ConsumeOptions, EventLog, LogRecord, OutgoingRecord, ReadTopicOptions, RecordPosition, TopicSpec } from '../../ports/event-log.ts';
+import type {
+  Consumer,
+  ConsumeOptions,
+  EventLog,
+  LogRecord,
+  OutgoingRecord,
+  ReadTopicOptions,
+  RecordPosition,
+  TopicSpec,
+} from '../../ports/event-log.ts';
 import { EventLogUnavailableError, UnknownTopicError } from '../../ports/event-log.ts';
 import { GroupCommit, type Outcome } from '../group-commit.ts';
 import { partitionForKey } from './partitioner.ts';
 import { SqlConsumer, type SqlConsumerHost, type SqlConsumerTiming } from './sql-consumer.ts';
-import { RECORD_COLUMNS, rowToRecord, toBigInt, type RecordRow, type SqlDriver, type SqlExecutor } from './sql-driver.ts';
+import {
+  RECORD_COLUMNS,
+  rowToRecord,
+  toBigInt,
+  type RecordRow,
+  type SqlDriver,
+  type SqlExecutor,
+} from './sql-driver.ts';
 import { committedOffset } from './sql-group-membership.ts';
 
 /** Tuning of the SQL event log; the defaults suit production, tests shorten the timeouts. */
@@ -73,7 +89,10 @@ class SqlTableEventLog implements SqlEventLog, SqlConsumerHost {
       commitIntervalMs: options.commitIntervalMs ?? 200,
       fetchLimit: options.fetchLimit ?? 500,
     };
-    this.publisher = new GroupCommit((items) => this.flush(items), { windowMs: options.publishWindowMs ?? 0, name: 'sql-event-log' });
+    this.publisher = new GroupCommit((items) => this.flush(items), {
+      windowMs: options.publishWindowMs ?? 0,
+      name: 'sql-event-log',
+    });
     if (options.retentionMs !== undefined) {
       // A failed pass (an outage) is simply tried again at the next one.
       this.pruneTimer = setInterval(() => void this.prune().catch(() => undefined), options.pruneIntervalMs ?? 600_000);
@@ -106,14 +125,21 @@ class SqlTableEventLog implements SqlEventLog, SqlConsumerHost {
     this.assertOpen();
     for (const { name, partitions } of topics) {
       if (!name) throw new Error('topic name must not be empty');
-      if (!Number.isInteger(partitions) || partitions < 1) throw new RangeError(`topic ${name}: partitions must be a positive integer`);
+      if (!Number.isInteger(partitions) || partitions < 1)
+        throw new RangeError(`topic ${name}: partitions must be a positive integer`);
     }
     await this.driver.transaction(async (tx) => {
       for (const { name, partitions } of topics) {
-        await tx.query('INSERT INTO log_topics (name, partitions) VALUES (?, ?) ON CONFLICT (name) DO NOTHING', [name, partitions]);
+        await tx.query('INSERT INTO log_topics (name, partitions) VALUES (?, ?) ON CONFLICT (name) DO NOTHING', [
+          name,
+          partitions,
+        ]);
         const actual = (await this.lookupPartitions(tx, name))!;
         for (let partition = 0; partition < actual; partition++) {
-          await tx.query('INSERT INTO log_partitions (topic, partition, next_offset) VALUES (?, ?, 0) ON CONFLICT (topic, partition) DO NOTHING', [name, partition]);
+          await tx.query(
+            'INSERT INTO log_partitions (topic, partition, next_offset) VALUES (?, ?, 0) ON CONFLICT (topic, partition) DO NOTHING',
+            [name, partition],
+          );
         }
       }
     });
@@ -155,7 +181,10 @@ class SqlTableEventLog implements SqlEventLog, SqlConsumerHost {
     this.assertOpen();
     const partitions = await this.partitionCount(topic);
     // From the partitions' offset rows, not the records: pruned records leave the end where it is.
-    const rows = await this.driver.query<{ partition: unknown; next_offset: unknown }>('SELECT partition, next_offset FROM log_partitions WHERE topic = ?', [topic]);
+    const rows = await this.driver.query<{ partition: unknown; next_offset: unknown }>(
+      'SELECT partition, next_offset FROM log_partitions WHERE topic = ?',
+      [topic],
+    );
     const next = new Map(rows.map((row) => [Number(row.partition), toBigInt(row.next_offset)]));
     return Array.from({ length: partitions }, (_, partition) => ({ partition, offset: next.get(partition) ?? 0n }));
   }
@@ -184,7 +213,8 @@ class SqlTableEventLog implements SqlEventLog, SqlConsumerHost {
   }
 
   groupChanged(groupId: string, from: SqlConsumer): void {
-    for (const consumer of this.consumers) if (consumer !== from && consumer.groupId === groupId) consumer.membershipChanged();
+    for (const consumer of this.consumers)
+      if (consumer !== from && consumer.groupId === groupId) consumer.membershipChanged();
   }
 
   stopped(consumer: SqlConsumer): void {
@@ -215,7 +245,15 @@ class SqlTableEventLog implements SqlEventLog, SqlConsumerHost {
           const key = `${topic}\u0000${partition}`;
           const offset = nextOffsets.get(key)!;
           nextOffsets.set(key, offset + 1n);
-          rows.push([topic, partition, offset, record.key, record.value, JSON.stringify(record.headers ?? {}), timestamp]);
+          rows.push([
+            topic,
+            partition,
+            offset,
+            record.key,
+            record.value,
+            JSON.stringify(record.headers ?? {}),
+            timestamp,
+          ]);
           return { topic, partition, offset };
         });
       });
@@ -238,7 +276,10 @@ class SqlTableEventLog implements SqlEventLog, SqlConsumerHost {
    * (topic, partition) order so concurrent writers cannot deadlock. Returns the first new offset
    * per partition. The row stays locked until commit: writers of a partition commit in order.
    */
-  private async allocate(tx: SqlExecutor, placed: Array<{ topic: string; partition: number }>): Promise<Map<string, bigint>> {
+  private async allocate(
+    tx: SqlExecutor,
+    placed: Array<{ topic: string; partition: number }>,
+  ): Promise<Map<string, bigint>> {
     const counts = new Map<string, { topic: string; partition: number; count: number }>();
     for (const { topic, partition } of placed) {
       const key = `${topic}\u0000${partition}`;
@@ -246,7 +287,9 @@ class SqlTableEventLog implements SqlEventLog, SqlConsumerHost {
       entry.count++;
       counts.set(key, entry);
     }
-    const ordered = [...counts.entries()].sort(([, a], [, b]) => (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : a.partition - b.partition));
+    const ordered = [...counts.entries()].sort(([, a], [, b]) =>
+      a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : a.partition - b.partition,
+    );
     const first = new Map<string, bigint>();
     for (const [key, { topic, partition, count }] of ordered) {
       const [row] = await tx.query<{ next_offset: unknown }>(
@@ -262,7 +305,9 @@ class SqlTableEventLog implements SqlEventLog, SqlConsumerHost {
   private async lookupPartitions(executor: SqlExecutor, topic: string): Promise<number | undefined> {
     const cached = this.partitionCounts.get(topic);
     if (cached !== undefined) return cached;
-    const [row] = await executor.query<{ partitions: number }>('SELECT partitions FROM log_topics WHERE name = ?', [topic]);
+    const [row] = await executor.query<{ partitions: number }>('SELECT partitions FROM log_topics WHERE name = ?', [
+      topic,
+    ]);
     if (row === undefined) return undefined;
     this.partitionCounts.set(topic, Number(row.partitions));
     return Number(row.partitions);
@@ -274,4 +319,5 @@ class SqlTableEventLog implements SqlEventLog, SqlConsumerHost {
 }
 
 /** An `EventLog` over a SQL driver whose database already has `EVENT_LOG_SCHEMA`. */
-export const createSqlEventLog = (driver: SqlDriver, options: SqlEventLogOptions = {}): SqlEventLog => new SqlTableEventLog(driver, options);
+export const createSqlEventLog = (driver: SqlDriver, options: SqlEventLogOptions = {}): SqlEventLog =>
+  new SqlTableEventLog(driver, options);

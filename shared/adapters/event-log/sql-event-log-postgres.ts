@@ -11,7 +11,10 @@ import { EVENT_LOG_SCHEMA, type SqlDriver, type SqlExecutor } from './sql-driver
 
 /** Retriable PostgreSQL failures (pg-errors.ts) become `EventLogUnavailableError`; everything else passes unchanged. */
 const toEventLogError = (error: unknown): unknown =>
-  translatePgError(error, (message, cause) => new EventLogUnavailableError(`PostgreSQL event log unavailable: ${message}`, { cause }));
+  translatePgError(
+    error,
+    (message, cause) => new EventLogUnavailableError(`PostgreSQL event log unavailable: ${message}`, { cause }),
+  );
 
 const placeholders = new Map<string, string>();
 /** `?` → `$1, $2, …` (the log's SQL has no `?` inside literals). */
@@ -41,7 +44,10 @@ class PostgresDriver implements SqlDriver {
   async transaction<T>(fn: (tx: SqlExecutor) => Promise<T>): Promise<T> {
     try {
       return await inTransaction(this.pool, (client) =>
-        fn({ query: async <R>(sql: string, params: readonly unknown[] = []) => (await client.query(toPg(sql), params as unknown[])).rows as R[] }),
+        fn({
+          query: async <R>(sql: string, params: readonly unknown[] = []) =>
+            (await client.query(toPg(sql), params as unknown[])).rows as R[],
+        }),
       );
     } catch (error) {
       throw toEventLogError(error);

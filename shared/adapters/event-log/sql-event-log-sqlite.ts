@@ -13,12 +13,14 @@ import { EVENT_LOG_SCHEMA, type SqlDriver, type SqlExecutor } from './sql-driver
 
 type Statement = Database.Statement<unknown[]>;
 
-
 const STATEMENT_CACHE = 256;
 
 /** Retriable SQLite failures (sqlite-errors.ts) become `EventLogUnavailableError`. */
 const toEventLogError = (error: unknown): unknown =>
-  translateSqliteError(error, (message, cause) => new EventLogUnavailableError(`SQLite event log unavailable: ${message}`, { cause }));
+  translateSqliteError(
+    error,
+    (message, cause) => new EventLogUnavailableError(`SQLite event log unavailable: ${message}`, { cause }),
+  );
 
 export class SqliteDriver implements SqlDriver {
   readonly nowMs = "CAST(unixepoch('subsec') * 1000 AS INTEGER)";
@@ -51,7 +53,10 @@ export class SqliteDriver implements SqlDriver {
       await whenDurable(this.db);
     } catch (error) {
       // Committed, not known to be on disk: it may survive (a caller must not say nothing was accepted).
-      throw new EventLogUnavailableError(`SQLite event log could not sync its commits: ${(error as Error).message}`, { cause: error, outcomeUnknown: true });
+      throw new EventLogUnavailableError(`SQLite event log could not sync its commits: ${(error as Error).message}`, {
+        cause: error,
+        outcomeUnknown: true,
+      });
     }
   }
 

@@ -16,14 +16,19 @@ export interface Member {
  * The partitions `memberId` should own: every partition of every topic, in (topic, partition)
  * order, goes round-robin to the members subscribed to its topic, sorted by member id.
  */
-export const fairShare = (members: Member[], memberId: string, partitionCounts: Map<string, number>): PartitionRef[] => {
+export const fairShare = (
+  members: Member[],
+  memberId: string,
+  partitionCounts: Map<string, number>,
+): PartitionRef[] => {
   const sorted = [...members].sort((a, b) => (a.memberId < b.memberId ? -1 : a.memberId > b.memberId ? 1 : 0));
   const mine: PartitionRef[] = [];
   let slot = 0;
   for (const topic of [...partitionCounts.keys()].sort()) {
     const eligible = sorted.filter((m) => m.topics.includes(topic));
     for (let partition = 0; partition < (partitionCounts.get(topic) ?? 0); partition++, slot++) {
-      if (eligible.length > 0 && eligible[slot % eligible.length]!.memberId === memberId) mine.push({ topic, partition });
+      if (eligible.length > 0 && eligible[slot % eligible.length]!.memberId === memberId)
+        mine.push({ topic, partition });
     }
   }
   return mine;
@@ -62,9 +67,13 @@ export class SqlGroupMembership {
     );
     const dead = rows.filter((r) => Number(r.live) !== 1);
     if (dead.length > 0) {
-      await this.driver.query(`DELETE FROM log_members WHERE group_id = ? AND expires_at_ms <= ${this.driver.nowMs}`, [this.options.groupId]);
+      await this.driver.query(`DELETE FROM log_members WHERE group_id = ? AND expires_at_ms <= ${this.driver.nowMs}`, [
+        this.options.groupId,
+      ]);
     }
-    return rows.filter((r) => Number(r.live) === 1).map((r) => ({ memberId: r.member_id, topics: JSON.parse(r.topics) as string[] }));
+    return rows
+      .filter((r) => Number(r.live) === 1)
+      .map((r) => ({ memberId: r.member_id, topics: JSON.parse(r.topics) as string[] }));
   }
 
   /** Partitions whose lease this member holds according to the database. */
@@ -103,7 +112,12 @@ export class SqlGroupMembership {
     const { groupId, memberId } = this.options;
     await this.driver.transaction(async (tx) => {
       for (const ref of refs) {
-        await tx.query('DELETE FROM log_leases WHERE group_id = ? AND topic = ? AND partition = ? AND member_id = ?', [groupId, ref.topic, ref.partition, memberId]);
+        await tx.query('DELETE FROM log_leases WHERE group_id = ? AND topic = ? AND partition = ? AND member_id = ?', [
+          groupId,
+          ref.topic,
+          ref.partition,
+          memberId,
+        ]);
       }
     });
   }
@@ -148,7 +162,11 @@ export class SqlGroupMembership {
 }
 
 /** Committed offset of a group for one partition, if any. */
-export const committedOffset = async (driver: SqlDriver, groupId: string, ref: PartitionRef): Promise<bigint | undefined> => {
+export const committedOffset = async (
+  driver: SqlDriver,
+  groupId: string,
+  ref: PartitionRef,
+): Promise<bigint | undefined> => {
   const [row] = await driver.query<{ next_offset: unknown }>(
     'SELECT next_offset FROM log_offsets WHERE group_id = ? AND topic = ? AND partition = ?',
     [groupId, ref.topic, ref.partition],

@@ -63,7 +63,9 @@ const SNAPSHOT_STORED = 'SnapshotStored';
 
 /** `$all` filtered on the server: the whole feed, or only streams `<category>-…`. */
 const feedFilter = (categories: readonly string[] | undefined) =>
-  categories ? streamNameFilter({ prefixes: categories.map((category) => `${category}-`) }) : streamNameFilter({ regex: USER_STREAMS });
+  categories
+    ? streamNameFilter({ prefixes: categories.map((category) => `${category}-`) })
+    : streamNameFilter({ regex: USER_STREAMS });
 
 const GRPC_DEADLINE_EXCEEDED = 4;
 const GRPC_UNAVAILABLE = 14;
@@ -76,10 +78,17 @@ const GRPC_UNAVAILABLE = 14;
  * passes through from its connection set-up) becomes EventStoreUnavailableError. Anything else is
  * returned as it is.
  */
-export const translateKurrentDbError = (error: unknown, append?: { streamId: string; expected: ExpectedVersion }): unknown => {
+export const translateKurrentDbError = (
+  error: unknown,
+  append?: { streamId: string; expected: ExpectedVersion },
+): unknown => {
   if (error instanceof WrongExpectedVersionError && append) {
     const actual = error.actualState;
-    return new ExpectedVersionConflictError(append.streamId, append.expected, typeof actual === 'bigint' ? Number(actual) : -1);
+    return new ExpectedVersionConflictError(
+      append.streamId,
+      append.expected,
+      typeof actual === 'bigint' ? Number(actual) : -1,
+    );
   }
   const code = (error as { code?: unknown } | null)?.code;
   if (
@@ -89,7 +98,9 @@ export const translateKurrentDbError = (error: unknown, append?: { streamId: str
     code === GRPC_UNAVAILABLE ||
     code === GRPC_DEADLINE_EXCEEDED
   ) {
-    return new EventStoreUnavailableError(`KurrentDB event store unavailable: ${(error as Error).message}`, { cause: error });
+    return new EventStoreUnavailableError(`KurrentDB event store unavailable: ${(error as Error).message}`, {
+      cause: error,
+    });
   }
   return error;
 };
@@ -116,7 +127,8 @@ const streamState = (expected: ExpectedVersion): AppendStreamState => {
 const readFrom = (after: bigint): ReadPosition => (after <= 0n ? START : { commit: after, prepare: after });
 const positionOf = (position: Position | undefined): bigint => position?.commit ?? 0n;
 
-const isObject = (value: unknown): value is Record<string, Json> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isObject = (value: unknown): value is Record<string, Json> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 const toRecorded = (resolved: ResolvedEvent): RecordedEvent | undefined => {
   const event = resolved.event;
@@ -173,7 +185,10 @@ class LiveWakeUps {
 
   private start(): void {
     // Its own checkpoints are of no use (it only wakes): ask the server for them rarely.
-    const subscription = this.client.subscribeToAll({ fromPosition: END, filter: streamNameFilter({ regex: USER_STREAMS, checkpointInterval: 1000 }) });
+    const subscription = this.client.subscribeToAll({
+      fromPosition: END,
+      filter: streamNameFilter({ regex: USER_STREAMS, checkpointInterval: 1000 }),
+    });
     this.subscription = subscription;
     subscription.on('confirmation', () => {
       this.attempt = 0;
@@ -191,7 +206,10 @@ class LiveWakeUps {
       const retryInMs = Math.min(5000, 100 * 2 ** Math.min(this.attempt++, 6));
       if (this.lostSince === undefined) {
         this.lostSince = Date.now();
-        this.log?.warn({ err: error, retryInMs }, 'KurrentDB event store: live subscription lost; subscriptions poll until it is back');
+        this.log?.warn(
+          { err: error, retryInMs },
+          'KurrentDB event store: live subscription lost; subscriptions poll until it is back',
+        );
       }
       this.retry = setTimeout(() => {
         this.retry = undefined;
@@ -251,7 +269,9 @@ export const createKurrentDbEventStore = (options: KurrentDbEventStoreOptions): 
 
   /** The event at one revision of a stream. */
   const readAt = async (streamId: string, revision: bigint): Promise<RecordedEvent | undefined> =>
-    (await readStream(() => client.readStream(streamId, { direction: FORWARDS, fromRevision: revision, maxCount: 1 })))[0];
+    (
+      await readStream(() => client.readStream(streamId, { direction: FORWARDS, fromRevision: revision, maxCount: 1 }))
+    )[0];
 
   /** Keeps only the last event of a checkpoint or snapshot stream (once per stream and process). */
   const keepLastOnly = async (streamId: string): Promise<void> => {
@@ -260,12 +280,23 @@ export const createKurrentDbEventStore = (options: KurrentDbEventStoreOptions): 
     capped.add(streamId);
   };
 
-  const append = async (streamId: string, events: { id?: string; type: string; data: Json; metadata?: Record<string, Json> }[], expected: ExpectedVersion) => {
+  const append = async (
+    streamId: string,
+    events: { id?: string; type: string; data: Json; metadata?: Record<string, Json> }[],
+    expected: ExpectedVersion,
+  ) => {
     try {
       return await client.appendToStream(
         streamId,
         // JSON events; a payload is any JSON value, which the client serialises as it is.
-        events.map((event) => jsonEvent({ id: event.id ?? randomUUID(), type: event.type, data: event.data as JSONType, metadata: event.metadata ?? {} })),
+        events.map((event) =>
+          jsonEvent({
+            id: event.id ?? randomUUID(),
+            type: event.type,
+            data: event.data as JSONType,
+            metadata: event.metadata ?? {},
+          }),
+        ),
         { streamState: streamState(expected) },
       );
     } catch (error) {
@@ -285,14 +316,18 @@ export const createKurrentDbEventStore = (options: KurrentDbEventStoreOptions): 
           wakeUps.wake();
           // The result's position is the last appended event's (the client's own tests read it back
           // equal); a server that gives none is asked for that event by its revision.
-          const position = result.position ? positionOf(result.position) : ((await readAt(streamId, result.nextExpectedRevision))?.position ?? 0n);
+          const position = result.position
+            ? positionOf(result.position)
+            : ((await readAt(streamId, result.nextExpectedRevision))?.position ?? 0n);
           return { nextExpectedVersion: Number(result.nextExpectedRevision), position };
         })(),
       );
     },
 
     readStream(streamId, { fromRevision = 0, maxCount = Number.MAX_SAFE_INTEGER } = {}) {
-      return readStream(() => client.readStream(streamId, { direction: FORWARDS, fromRevision: BigInt(fromRevision), maxCount }));
+      return readStream(() =>
+        client.readStream(streamId, { direction: FORWARDS, fromRevision: BigInt(fromRevision), maxCount }),
+      );
     },
 
     async readAll({ after = 0n, maxCount = 1000, categories } = {}) {
@@ -300,7 +335,12 @@ export const createKurrentDbEventStore = (options: KurrentDbEventStoreOptions): 
       return run(async () => {
         const events: RecordedEvent[] = [];
         // Reading from a position includes the event there: one more, and it is left out.
-        for await (const resolved of client.readAll({ direction: FORWARDS, fromPosition: readFrom(after), maxCount: maxCount + 1, filter })) {
+        for await (const resolved of client.readAll({
+          direction: FORWARDS,
+          fromPosition: readFrom(after),
+          maxCount: maxCount + 1,
+          filter,
+        })) {
           const event = toRecorded(resolved);
           if (!event || event.position <= after) continue;
           events.push(event);
@@ -314,7 +354,12 @@ export const createKurrentDbEventStore = (options: KurrentDbEventStoreOptions): 
 
     async headPosition() {
       return run(async () => {
-        for await (const resolved of client.readAll({ direction: BACKWARDS, fromPosition: END, maxCount: 1, filter: feedFilter(undefined) })) {
+        for await (const resolved of client.readAll({
+          direction: BACKWARDS,
+          fromPosition: END,
+          maxCount: 1,
+          filter: feedFilter(undefined),
+        })) {
           const event = toRecorded(resolved);
           if (event) return event.position;
         }
@@ -346,7 +391,11 @@ export const createKurrentDbEventStore = (options: KurrentDbEventStoreOptions): 
         const stored = decodeSnapshot(last);
         if (stored && stored.position >= snapshot.position) return;
         try {
-          await append(streamId, [{ type: SNAPSHOT_STORED, data: { position: snapshot.position.toString(), data: snapshot.data } }], last ? last.revision : 'no_stream');
+          await append(
+            streamId,
+            [{ type: SNAPSHOT_STORED, data: { position: snapshot.position.toString(), data: snapshot.data } }],
+            last ? last.revision : 'no_stream',
+          );
         } catch (error) {
           if (error instanceof ExpectedVersionConflictError) continue;
           throw error;
@@ -380,7 +429,9 @@ export const openKurrentDbEventStore = async (options: KurrentDbEventStoreOption
     await store.close().catch(() => undefined);
     if (!(error instanceof EventStoreUnavailableError)) throw error;
     const where = options.connectionString.replace(/\/\/[^@/]*@/, '//***@');
-    throw new EventStoreUnavailableError(`KurrentDB event store at ${where} does not answer: ${error.message}`, { cause: error });
+    throw new EventStoreUnavailableError(`KurrentDB event store at ${where} does not answer: ${error.message}`, {
+      cause: error,
+    });
   }
 };
 

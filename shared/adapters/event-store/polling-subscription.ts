@@ -56,11 +56,16 @@ export const subscriptionsOver = (
   };
 };
 
-const describe = (error: unknown): string => (error instanceof Error ? `${error.name}: ${error.message}` : String(error));
+const describe = (error: unknown): string =>
+  error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 
 /** What a polling subscription needs from its store. */
 export interface FeedSource {
-  readAll(options: { after: bigint; maxCount: number; categories?: ReadAllOptions['categories'] }): Promise<RecordedEvent[]>;
+  readAll(options: {
+    after: bigint;
+    maxCount: number;
+    categories?: ReadAllOptions['categories'];
+  }): Promise<RecordedEvent[]>;
   /** Position of the last committed event of the whole feed. */
   headPosition(): Promise<bigint>;
   readCheckpoint(checkpointId: string): Promise<bigint | undefined>;
@@ -147,7 +152,11 @@ export class PollingSubscription implements Subscription {
         const events = await this.retrying(async () => {
           readStartedAt = new Date();
           head = categories ? await this.source.headPosition() : undefined;
-          return this.source.readAll({ after: this.current, maxCount: batchSize, ...(categories ? { categories } : {}) });
+          return this.source.readAll({
+            after: this.current,
+            maxCount: batchSize,
+            ...(categories ? { categories } : {}),
+          });
         });
         if (this.stopped || events === undefined) break;
         if (events.length > 0) {
@@ -193,7 +202,8 @@ export class PollingSubscription implements Subscription {
         // Only an outage is retried here; a checkpoint that moved (CheckpointMismatchError) or a bad
         // event is the caller's to handle.
         if (!isBackendUnavailable(error) || this.stopped) throw error;
-        if (this.state.state !== 'retrying') this.state = { state: 'retrying', since: new Date(), error: describe(error) };
+        if (this.state.state !== 'retrying')
+          this.state = { state: 'retrying', since: new Date(), error: describe(error) };
         else this.state.error = describe(error);
         await this.sleep(Math.floor(Math.random() * Math.min(5000, 50 * 2 ** Math.min(attempt, 10))) + 1);
         if (this.stopped) return undefined;

@@ -14,7 +14,12 @@ import { GroupCommit, type Outcome } from '../group-commit.ts';
 import { timeAppend } from '../../observability/metrics.ts';
 import { translatePgError } from '../postgres/pg-errors.ts';
 import { createPostgresListener } from '../postgres/postgres-listener.ts';
-import { createPostgresClient, createPostgresPool, inTransaction, type PostgresOptions } from '../postgres/postgres-pool.ts';
+import {
+  createPostgresClient,
+  createPostgresPool,
+  inTransaction,
+  type PostgresOptions,
+} from '../postgres/postgres-pool.ts';
 import { type EventRow as SqlEventRow, eventRowMapper } from './event-row.ts';
 import { type AppendRequest, type SqlEventStoreOptions, subscriptionsOver } from './polling-subscription.ts';
 
@@ -82,10 +87,16 @@ const migrate = (pool: pg.Pool): Promise<void> =>
 
 const CHANNEL = 'events_appended';
 
-const toRecorded = eventRowMapper((doc: Json) => doc, (at: Date) => at);
+const toRecorded = eventRowMapper(
+  (doc: Json) => doc,
+  (at: Date) => at,
+);
 
 const translate = (error: unknown): unknown =>
-  translatePgError(error, (message, cause) => new EventStoreUnavailableError(`PostgreSQL event store unavailable: ${message}`, { cause }));
+  translatePgError(
+    error,
+    (message, cause) => new EventStoreUnavailableError(`PostgreSQL event store unavailable: ${message}`, { cause }),
+  );
 
 /**
  * Event store on a PostgreSQL server. Concurrent appends are group-committed: one transaction per
@@ -114,7 +125,10 @@ export const createPostgresEventStore = async (options: PostgresEventStoreOption
     },
     onStateChange: (change) => {
       if (change.state === 'lost') {
-        options.log?.warn({ err: change.error, retryInMs: change.retryInMs }, 'PostgreSQL event store: LISTEN connection lost; subscriptions poll until it is back');
+        options.log?.warn(
+          { err: change.error, retryInMs: change.retryInMs },
+          'PostgreSQL event store: LISTEN connection lost; subscriptions poll until it is back',
+        );
       } else {
         options.log?.info({ downMs: change.downMs }, 'PostgreSQL event store: LISTEN connection restored');
       }
@@ -130,23 +144,33 @@ export const createPostgresEventStore = async (options: PostgresEventStoreOption
         [streamIds],
       );
       const versions = new Map(rows.map((r) => [r.stream_id, r.revision]));
-      const columns = { stream: [] as string[], revision: [] as number[], id: [] as string[], type: [] as string[], data: [] as string[], metadata: [] as string[] };
-      const outcomes: Outcome<{ nextExpectedVersion: number; lastRow: number }>[] = requests.map(({ streamId, events, expectedVersion }) => {
-        const actual = versions.get(streamId) ?? -1;
-        if (!expectedVersionHolds(expectedVersion, actual)) return new ExpectedVersionConflictError(streamId, expectedVersion, actual);
-        let revision = actual;
-        for (const event of events) {
-          revision += 1;
-          columns.stream.push(streamId);
-          columns.revision.push(revision);
-          columns.id.push(event.id ?? randomUUID());
-          columns.type.push(event.type);
-          columns.data.push(JSON.stringify(event.data));
-          columns.metadata.push(JSON.stringify(event.metadata ?? {}));
-        }
-        versions.set(streamId, revision);
-        return { nextExpectedVersion: revision, lastRow: columns.stream.length };
-      });
+      const columns = {
+        stream: [] as string[],
+        revision: [] as number[],
+        id: [] as string[],
+        type: [] as string[],
+        data: [] as string[],
+        metadata: [] as string[],
+      };
+      const outcomes: Outcome<{ nextExpectedVersion: number; lastRow: number }>[] = requests.map(
+        ({ streamId, events, expectedVersion }) => {
+          const actual = versions.get(streamId) ?? -1;
+          if (!expectedVersionHolds(expectedVersion, actual))
+            return new ExpectedVersionConflictError(streamId, expectedVersion, actual);
+          let revision = actual;
+          for (const event of events) {
+            revision += 1;
+            columns.stream.push(streamId);
+            columns.revision.push(revision);
+            columns.id.push(event.id ?? randomUUID());
+            columns.type.push(event.type);
+            columns.data.push(JSON.stringify(event.data));
+            columns.metadata.push(JSON.stringify(event.metadata ?? {}));
+          }
+          versions.set(streamId, revision);
+          return { nextExpectedVersion: revision, lastRow: columns.stream.length };
+        },
+      );
       let positions: string[] = [];
       if (columns.stream.length > 0) {
         const inserted = await client.query<{ position: string }>(
@@ -162,18 +186,25 @@ export const createPostgresEventStore = async (options: PostgresEventStoreOption
         await client.query('SELECT pg_notify($1, current_schema())', [CHANNEL]);
       }
       if (options.beforeCommit) await options.beforeCommit();
-      return outcomes.map((o) => (o instanceof Error ? o : { nextExpectedVersion: o.nextExpectedVersion, position: BigInt(positions[o.lastRow - 1]!) }));
+      return outcomes.map((o) =>
+        o instanceof Error
+          ? o
+          : { nextExpectedVersion: o.nextExpectedVersion, position: BigInt(positions[o.lastRow - 1]!) },
+      );
     });
 
-  const commits = new GroupCommit<AppendRequest, AppendResult>(async (requests) => {
-    try {
-      const outcomes = await flush(requests);
-      appended.emit('appended');
-      return outcomes;
-    } catch (error) {
-      throw translate(error);
-    }
-  }, { name: 'postgres-event-store' });
+  const commits = new GroupCommit<AppendRequest, AppendResult>(
+    async (requests) => {
+      try {
+        const outcomes = await flush(requests);
+        appended.emit('appended');
+        return outcomes;
+      } catch (error) {
+        throw translate(error);
+      }
+    },
+    { name: 'postgres-event-store' },
+  );
 
   const query = async <R extends pg.QueryResultRow>(sql: string, params: unknown[]): Promise<R[]> => {
     try {
@@ -186,11 +217,17 @@ export const createPostgresEventStore = async (options: PostgresEventStoreOption
   const store: EventStore = {
     append(streamId, events, appendOptions = {}) {
       if (events.length === 0) return Promise.reject(new TypeError('append needs at least one event'));
-      return timeAppend('postgres', commits.submit({ streamId, events, expectedVersion: appendOptions.expectedVersion ?? 'any' }));
+      return timeAppend(
+        'postgres',
+        commits.submit({ streamId, events, expectedVersion: appendOptions.expectedVersion ?? 'any' }),
+      );
     },
 
     async readStream(streamId, { fromRevision = 0, maxCount = 2_147_483_647 } = {}) {
-      const rows = await query<EventRow>('SELECT * FROM events WHERE stream_id = $1 AND revision >= $2 ORDER BY revision LIMIT $3', [streamId, fromRevision, maxCount]);
+      const rows = await query<EventRow>(
+        'SELECT * FROM events WHERE stream_id = $1 AND revision >= $2 ORDER BY revision LIMIT $3',
+        [streamId, fromRevision, maxCount],
+      );
       return rows.map(toRecorded);
     },
 
@@ -204,7 +241,10 @@ export const createPostgresEventStore = async (options: PostgresEventStoreOption
               ORDER BY e.position LIMIT $2`,
             [after.toString(), maxCount, only],
           )
-        : await query<EventRow>('SELECT * FROM events WHERE position > $1 ORDER BY position LIMIT $2', [after.toString(), maxCount]);
+        : await query<EventRow>('SELECT * FROM events WHERE position > $1 ORDER BY position LIMIT $2', [
+            after.toString(),
+            maxCount,
+          ]);
       return rows.map(toRecorded);
     },
 
@@ -216,7 +256,9 @@ export const createPostgresEventStore = async (options: PostgresEventStoreOption
     },
 
     async readCheckpoint(checkpointId) {
-      const rows = await query<{ position: string }>('SELECT position FROM event_checkpoints WHERE id = $1', [checkpointId]);
+      const rows = await query<{ position: string }>('SELECT position FROM event_checkpoints WHERE id = $1', [
+        checkpointId,
+      ]);
       return rows[0] ? BigInt(rows[0].position) : undefined;
     },
 
@@ -228,7 +270,10 @@ export const createPostgresEventStore = async (options: PostgresEventStoreOption
     },
 
     async readSnapshot(name) {
-      const rows = await query<{ position: string; data: Json }>('SELECT position, data FROM event_snapshots WHERE name = $1', [name]);
+      const rows = await query<{ position: string; data: Json }>(
+        'SELECT position, data FROM event_snapshots WHERE name = $1',
+        [name],
+      );
       return rows[0] ? { position: BigInt(rows[0].position), data: rows[0].data } : undefined;
     },
 

@@ -37,7 +37,9 @@ export const createSealedEventStore = (stored: EventStore, personal: PersonalDat
   const sealAll = async (streamId: string, events: NewEvent[]): Promise<NewEvent[]> => {
     const callId = callIdOfStream(streamId);
     if (callId === undefined) return events;
-    return Promise.all(events.map(async (event) => ({ ...event, data: await personal.seal(callId, event.type, event.data) })));
+    return Promise.all(
+      events.map(async (event) => ({ ...event, data: await personal.seal(callId, event.type, event.data) })),
+    );
   };
 
   return {

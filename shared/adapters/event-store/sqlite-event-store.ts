@@ -53,7 +53,8 @@ const SCHEMA = `
  * it existed have it as soon as it is added, and the index is built over them when it is created
  * (once, at the first open by this version).
  */
-const CATEGORY_EXPRESSION = "CASE WHEN instr(stream_id, '-') > 1 THEN substr(stream_id, 1, instr(stream_id, '-') - 1) END";
+const CATEGORY_EXPRESSION =
+  "CASE WHEN instr(stream_id, '-') > 1 THEN substr(stream_id, 1, instr(stream_id, '-') - 1) END";
 const ensureCategoryIndex = (db: SqliteDb): void => {
   const columns = db.prepare<[], { name: string }>('PRAGMA table_xinfo(events)').all();
   if (!columns.some((c) => c.name === 'category')) {
@@ -62,7 +63,10 @@ const ensureCategoryIndex = (db: SqliteDb): void => {
   db.exec('CREATE INDEX IF NOT EXISTS events_category_position ON events (category, position)');
 };
 
-const toRecorded = eventRowMapper((text: string) => JSON.parse(text) as Json, (ms: number) => new Date(ms));
+const toRecorded = eventRowMapper(
+  (text: string) => JSON.parse(text) as Json,
+  (ms: number) => new Date(ms),
+);
 
 /** Frozen all the way down: a feed event is shared by every subscriber, none may change it. */
 const deepFreeze = <T>(value: T): T => {
@@ -139,7 +143,10 @@ const feedHeads = new WeakMap<SqliteDb, FeedHeads>();
 
 /** SQLITE_BUSY / SQLITE_LOCKED (another process holds the file past the busy timeout) are worth retrying. */
 const translate = (error: unknown): unknown =>
-  translateSqliteError(error, (message, cause) => new EventStoreUnavailableError(`SQLite event store unavailable: ${message}`, { cause }));
+  translateSqliteError(
+    error,
+    (message, cause) => new EventStoreUnavailableError(`SQLite event store unavailable: ${message}`, { cause }),
+  );
 
 /** Runs `work`, rethrowing its failure translated. */
 const translated = async <T>(work: () => T | Promise<T>): Promise<T> => {
@@ -171,30 +178,44 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
   const readStream = reader.prepare<[string, number, number], EventRow>(
     'SELECT * FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision LIMIT ?',
   );
-  const readAll = reader.prepare<[number, number, number], EventRow>('SELECT * FROM events WHERE position > ? AND position <= ? ORDER BY position LIMIT ?');
+  const readAll = reader.prepare<[number, number, number], EventRow>(
+    'SELECT * FROM events WHERE position > ? AND position <= ? ORDER BY position LIMIT ?',
+  );
   // One statement per number of categories asked for (a handful in practice). Like the whole feed,
   // a category read goes no further than the last durable event.
   const readCategories = new Map<number, Database.Statement<unknown[], EventRow>>();
-  const readCategory = (categories: readonly string[], after: number, durable: number, maxCount: number): EventRow[] => {
+  const readCategory = (
+    categories: readonly string[],
+    after: number,
+    durable: number,
+    maxCount: number,
+  ): EventRow[] => {
     let statement = readCategories.get(categories.length);
     if (!statement) {
       // Each category is one bounded range of the (category, position) index; several are merged.
-      const one = 'SELECT * FROM events WHERE category = ? AND position > ? AND position <= ? ORDER BY position LIMIT ?';
+      const one =
+        'SELECT * FROM events WHERE category = ? AND position > ? AND position <= ? ORDER BY position LIMIT ?';
       statement = reader.prepare<unknown[], EventRow>(
-        categories.length === 1 ? one : `SELECT * FROM (${categories.map(() => `SELECT * FROM (${one})`).join(' UNION ALL ')}) ORDER BY position LIMIT ?`,
+        categories.length === 1
+          ? one
+          : `SELECT * FROM (${categories.map(() => `SELECT * FROM (${one})`).join(' UNION ALL ')}) ORDER BY position LIMIT ?`,
       );
       readCategories.set(categories.length, statement);
     }
     const parameters = categories.flatMap((category) => [category, after, durable, maxCount]);
     return categories.length === 1 ? statement.all(...parameters) : statement.all(...parameters, maxCount);
   };
-  const readSnapshot = reader.prepare<[string], { position: number; data: string }>('SELECT position, data FROM event_snapshots WHERE name = ?');
+  const readSnapshot = reader.prepare<[string], { position: number; data: string }>(
+    'SELECT position, data FROM event_snapshots WHERE name = ?',
+  );
   const storeSnapshot = db.prepare(
     'INSERT INTO event_snapshots (name, position, data) VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE SET position = excluded.position, data = excluded.data WHERE excluded.position > event_snapshots.position',
   );
   const shared = new SharedRun();
   const head = reader.prepare<[], { position: number | null }>('SELECT max(position) AS position FROM events');
-  const readCheckpoint = reader.prepare<[string], { position: number }>('SELECT position FROM event_checkpoints WHERE id = ?');
+  const readCheckpoint = reader.prepare<[string], { position: number }>(
+    'SELECT position FROM event_checkpoints WHERE id = ?',
+  );
   const storeCheckpoint = db.prepare(
     'INSERT INTO event_checkpoints (id, position) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET position = excluded.position',
   );
@@ -202,7 +223,9 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
   let heads = feedHeads.get(db);
   if (!heads) {
     // What is stored at open is durable: openSqlite synced the WAL a killed process left.
-    const stored = Number(db.prepare<[], { position: number | null }>('SELECT max(position) AS position FROM events').get()?.position ?? 0);
+    const stored = Number(
+      db.prepare<[], { position: number | null }>('SELECT max(position) AS position FROM events').get()?.position ?? 0,
+    );
     heads = { committed: stored, durable: stored, moved: new EventEmitter().setMaxListeners(0) };
     feedHeads.set(db, heads);
   }
@@ -214,7 +237,8 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
     const now = Date.now();
     return requests.map(({ streamId, events, expectedVersion }) => {
       const actual = versions.get(streamId) ?? currentRevision.get(streamId)?.revision ?? -1;
-      if (!expectedVersionHolds(expectedVersion, actual)) return new ExpectedVersionConflictError(streamId, expectedVersion, actual);
+      if (!expectedVersionHolds(expectedVersion, actual))
+        return new ExpectedVersionConflictError(streamId, expectedVersion, actual);
       let revision = actual;
       let position = 0n;
       for (const event of events) {
@@ -235,14 +259,17 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
     });
   };
 
-  const flush = (requests: AppendRequest[]): Promise<Outcome<AppendResult>[]> => translated(() => serialised(db, () => writeTransaction(requests)));
+  const flush = (requests: AppendRequest[]): Promise<Outcome<AppendResult>[]> =>
+    translated(() => serialised(db, () => writeTransaction(requests)));
   const writeTransaction = async (requests: AppendRequest[]): Promise<Outcome<AppendResult>[]> => {
     db.exec('BEGIN IMMEDIATE');
     try {
       const outcomes = writeBatch(requests);
       if (options.beforeCommit) await options.beforeCommit();
       db.exec('COMMIT');
-      for (const outcome of outcomes) if (!(outcome instanceof Error) && Number(outcome.position) > feed.committed) feed.committed = Number(outcome.position);
+      for (const outcome of outcomes)
+        if (!(outcome instanceof Error) && Number(outcome.position) > feed.committed)
+          feed.committed = Number(outcome.position);
       const upTo = feed.committed;
       void whenDurable(db).then(
         () => {
@@ -265,10 +292,12 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
       // Resolved once durable: the WAL holding the commit synced (group fsync, off the event loop).
       return timeAppend(
         'sqlite',
-        commits.submit({ streamId, events, expectedVersion: appendOptions.expectedVersion ?? 'any' }).then(async (result) => {
-          if (!appendOptions.deferDurability) await translated(() => whenDurable(db));
-          return result;
-        }),
+        commits
+          .submit({ streamId, events, expectedVersion: appendOptions.expectedVersion ?? 'any' })
+          .then(async (result) => {
+            if (!appendOptions.deferDurability) await translated(() => whenDurable(db));
+            return result;
+          }),
       );
     },
 
@@ -278,7 +307,8 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
 
     async readAll({ after = 0n, maxCount = 1000, categories } = {}) {
       const only = checkCategories(categories);
-      if (only) return (await translated(() => readCategory(only, Number(after), feed.durable, maxCount))).map(toRecorded);
+      if (only)
+        return (await translated(() => readCategory(only, Number(after), feed.durable, maxCount))).map(toRecorded);
       // Every subscriber of this process follows the same feed: what one read parsed, the others reuse.
       const held = shared.take(Number(after), maxCount);
       if (held.length === maxCount) return held;

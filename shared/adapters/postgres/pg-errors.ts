@@ -11,7 +11,17 @@
  */
 
 /** Socket and DNS failures Node.js reports as `error.code`. */
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+]);
 
 /** SQLSTATE codes of a transient condition. */
 const TRANSIENT_SQLSTATE = /^(08[0-9A-Z]{3}|57P0[1-3]|53[0-9A-Z]{3}|40001|40P01)$/;

@@ -15,7 +15,8 @@ const CONNECT_TIMEOUT_MS = 5000;
 
 const schemaOf = (options: PostgresOptions): string => {
   const schema = options.schema ?? 'public';
-  if (!IDENTIFIER.test(schema)) throw new Error(`invalid PostgreSQL schema name ${JSON.stringify(schema)}: use lower-case letters, digits and _`);
+  if (!IDENTIFIER.test(schema))
+    throw new Error(`invalid PostgreSQL schema name ${JSON.stringify(schema)}: use lower-case letters, digits and _`);
   return schema;
 };
 
@@ -52,7 +53,11 @@ export const createPostgresPool = async (options: PostgresOptions): Promise<pg.P
  * caller connects it and must listen for its 'error' event.
  */
 export const createPostgresClient = (options: PostgresOptions): pg.Client =>
-  new pg.Client({ connectionString: options.connectionString, options: `-c search_path=${schemaOf(options)}`, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+  new pg.Client({
+    connectionString: options.connectionString,
+    options: `-c search_path=${schemaOf(options)}`,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+  });
 
 /**
  * Checks a client out with its 'error' listener already attached. The listener must be added in

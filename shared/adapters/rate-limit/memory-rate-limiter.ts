@@ -58,7 +58,13 @@ export const createMemoryRateLimiter = (): MemoryRateLimiter => {
       log.windowMs = windowMs;
       logs.delete(key);
       logs.set(key, log); // move to the back: the Map stays ordered by last allowed hit
-      return { allowed: true, limit, remaining: limit - hits.length, retryAfterMs: 0, resetMs: Math.ceil(hits.at(-1)! + windowMs - now) };
+      return {
+        allowed: true,
+        limit,
+        remaining: limit - hits.length,
+        retryAfterMs: 0,
+        resetMs: Math.ceil(hits.at(-1)! + windowMs - now),
+      };
     }
     // hits.length >= limit >= 1: room comes back when the hit `limit` places before the newest leaves.
     return {
@@ -86,8 +92,15 @@ export const createMemoryRateLimiter = (): MemoryRateLimiter => {
       const hits = (logs.get(key)?.hits ?? []).filter((t) => t > at - windowMs);
       const newest = hits.at(-1);
       const resetMs = newest === undefined ? 0 : Math.ceil(newest + windowMs - at);
-      if (hits.length < limit) return { allowed: true, limit, remaining: limit - hits.length, retryAfterMs: 0, resetMs };
-      return { allowed: false, limit, remaining: 0, retryAfterMs: Math.ceil(hits[hits.length - limit]! + windowMs - at), resetMs };
+      if (hits.length < limit)
+        return { allowed: true, limit, remaining: limit - hits.length, retryAfterMs: 0, resetMs };
+      return {
+        allowed: false,
+        limit,
+        remaining: 0,
+        retryAfterMs: Math.ceil(hits[hits.length - limit]! + windowMs - at),
+        resetMs,
+      };
     },
     async close() {
       closed = true;

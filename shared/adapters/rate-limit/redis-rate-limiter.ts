@@ -72,7 +72,10 @@ const TRANSIENT_REPLY = /^(LOADING|BUSY|READONLY|MASTERDOWN|TRYAGAIN|CLUSTERDOWN
 const translate = (error: unknown, lastConnectionError: unknown): unknown => {
   if (!(error instanceof Error)) return error;
   if (error.name === 'ReplyError' && !TRANSIENT_REPLY.test(error.message)) return error;
-  const last = lastConnectionError instanceof Error && lastConnectionError !== error ? ` (last connection error: ${lastConnectionError.message})` : '';
+  const last =
+    lastConnectionError instanceof Error && lastConnectionError !== error
+      ? ` (last connection error: ${lastConnectionError.message})`
+      : '';
   return new RateLimiterUnavailableError(`Redis rate limiter unavailable: ${error.message}${last}`, { cause: error });
 };
 
@@ -144,17 +147,28 @@ export const createRedisRateLimiter = (options: RedisRateLimiterOptions): RateLi
     },
   };
 
-  async function decide(key: string, rule: RateLimitRule, now: number | undefined, peekOnly: boolean): Promise<RateLimitDecision> {
-      assertValidHit(rule, now);
-      if (closed) throw new Error('redis rate limiter is closed');
-      if (client.status !== 'ready') await firstAttempt;
-      const args = [String(rule.limit), String(rule.windowMs), now === undefined ? '' : String(now), randomUUID(), peekOnly ? '1' : '0'];
-      let reply: unknown;
-      try {
-        reply = await run(keyPrefix + key, args);
-      } catch (error) {
-        throw translate(error, lastConnectionError);
-      }
-      return toDecision(reply, rule.limit);
+  async function decide(
+    key: string,
+    rule: RateLimitRule,
+    now: number | undefined,
+    peekOnly: boolean,
+  ): Promise<RateLimitDecision> {
+    assertValidHit(rule, now);
+    if (closed) throw new Error('redis rate limiter is closed');
+    if (client.status !== 'ready') await firstAttempt;
+    const args = [
+      String(rule.limit),
+      String(rule.windowMs),
+      now === undefined ? '' : String(now),
+      randomUUID(),
+      peekOnly ? '1' : '0',
+    ];
+    let reply: unknown;
+    try {
+      reply = await run(keyPrefix + key, args);
+    } catch (error) {
+      throw translate(error, lastConnectionError);
+    }
+    return toDecision(reply, rule.limit);
   }
 };

@@ -22,7 +22,11 @@ export const dealBatch = (events: readonly RecordedEvent[]): DealBatch => {
       const data = event.data as unknown as CallSubmittedData;
       if (data.submission.deal) batch.calls.push(dealCallOf(data));
     } else if (event.type === 'DealRecorded') {
-      batch.writes.push({ callId, position: event.position, recorded: { revision: event.revision, data: event.data as unknown as RecordedDeal['data'] } });
+      batch.writes.push({
+        callId,
+        position: event.position,
+        recorded: { revision: event.revision, data: event.data as unknown as RecordedDeal['data'] },
+      });
     } else if (event.type === 'CallErased') {
       batch.erased.push(callId);
     }

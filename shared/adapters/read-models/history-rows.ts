@@ -3,7 +3,14 @@
  * grouped by call, folded into the rows it touches (loaded or held), and the columns a row is
  * stored with. No driver code here.
  */
-import { type CallHistoryRow, type CallHistoryStatus, callIdOfStream, evolveHistoryRow, searchText, tagKey } from '../../domain/call/call-history.ts';
+import {
+  type CallHistoryRow,
+  type CallHistoryStatus,
+  callIdOfStream,
+  evolveHistoryRow,
+  searchText,
+  tagKey,
+} from '../../domain/call/call-history.ts';
 import { toStorable } from '../../domain/submission/storable-text.ts';
 import type { RecordedEvent } from '../../ports/event-store.ts';
 
@@ -21,8 +28,10 @@ export const eventsByCall = (events: readonly RecordedEvent[]): Map<string, Reco
 };
 
 /** Folds one call's events of a batch into its row. */
-export const foldRow = (row: CallHistoryRow | undefined, events: readonly RecordedEvent[]): CallHistoryRow | undefined =>
-  events.reduce<CallHistoryRow | undefined>(evolveHistoryRow, row);
+export const foldRow = (
+  row: CallHistoryRow | undefined,
+  events: readonly RecordedEvent[],
+): CallHistoryRow | undefined => events.reduce<CallHistoryRow | undefined>(evolveHistoryRow, row);
 
 /** A call whose batch starts with its CallSubmitted needs no stored row: the fold starts from nothing. */
 export const startsWithSubmission = (events: readonly RecordedEvent[]): boolean => events[0]?.type === 'CallSubmitted';
@@ -47,7 +56,11 @@ export interface RowChange<L extends LoadedRow> {
 }
 
 /** Folds a batch (grouped by call) into `pending`, starting calls not yet there from `loaded`. */
-export const foldInto = <L extends LoadedRow>(pending: Map<string, PendingRow<L>>, byCall: Map<string, RecordedEvent[]>, loaded: Map<string, L>): void => {
+export const foldInto = <L extends LoadedRow>(
+  pending: Map<string, PendingRow<L>>,
+  byCall: Map<string, RecordedEvent[]>,
+  loaded: Map<string, L>,
+): void => {
   for (const [callId, list] of byCall) {
     let entry = pending.get(callId);
     if (!entry) {
@@ -62,7 +75,8 @@ export const foldInto = <L extends LoadedRow>(pending: Map<string, PendingRow<L>
 /** The rows that changed. */
 export const changesOf = <L extends LoadedRow>(pending: Map<string, PendingRow<L>>): RowChange<L>[] => {
   const changes: RowChange<L>[] = [];
-  for (const { before, current } of pending.values()) if (current !== undefined && current !== before?.row) changes.push({ before, after: current });
+  for (const { before, current } of pending.values())
+    if (current !== undefined && current !== before?.row) changes.push({ before, after: current });
   return changes;
 };
 
@@ -106,23 +120,32 @@ export const indexedColumns = (row: CallHistoryRow, previous?: LoadedRow): Index
 };
 
 /** A row as its `doc` holds it: without the transcript (null), which is stored apart. */
-export const docRow = (row: CallHistoryRow): CallHistoryRow => (row.transcript === null ? row : { ...row, transcript: null });
+export const docRow = (row: CallHistoryRow): CallHistoryRow =>
+  row.transcript === null ? row : { ...row, transcript: null };
 
 /** What a change writes as JSON: its row's doc, and its transcript when the change recorded it (else null). */
-export const changeJson = <L extends LoadedRow>({ before, after }: RowChange<L>): { doc: string; transcript: string | null } => ({
+export const changeJson = <L extends LoadedRow>({
+  before,
+  after,
+}: RowChange<L>): { doc: string; transcript: string | null } => ({
   doc: JSON.stringify(docRow(after)),
   transcript: transcriptRecorded(before?.row, after) ? JSON.stringify(after.transcript) : null,
 });
 
 /** A stored row: its doc with the transcript put back. */
-export const storedRow = (doc: CallHistoryRow, transcript: CallHistoryRow['transcript'] | null): CallHistoryRow => ({ ...doc, transcript: transcript ?? null });
+export const storedRow = (doc: CallHistoryRow, transcript: CallHistoryRow['transcript'] | null): CallHistoryRow => ({
+  ...doc,
+  transcript: transcript ?? null,
+});
 
 /** Whether folding a loaded row (whose transcript is left out as null) recorded the transcript. */
 export const transcriptRecorded = (before: CallHistoryRow | undefined, after: CallHistoryRow): boolean =>
   after.transcript !== null && after.transcript !== before?.transcript;
 
 /** Distinct folded tag keys of a row. */
-export const rowTagKeys = (row: CallHistoryRow): string[] => [...new Set(row.tags.map((tag) => toStorable(tagKey(tag))).filter((t) => t !== ''))];
+export const rowTagKeys = (row: CallHistoryRow): string[] => [
+  ...new Set(row.tags.map((tag) => toStorable(tagKey(tag))).filter((t) => t !== '')),
+];
 
 /**
  * The folded title and rep name as indexed. The ingress refuses U+0000 and unpaired surrogates, but

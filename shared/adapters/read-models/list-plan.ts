@@ -6,9 +6,21 @@
  * Stored dates are canonical UTC instants (`2026-11-20T14:30:00.000Z`, years 0001–9999), so a
  * filter compares them as text: bounds are made canonical the same way.
  */
-import { type CallHistoryRow, CALL_HISTORY_STATUSES, type CallHistoryStatus, searchTerm, tagKey } from '../../domain/call/call-history.ts';
+import {
+  type CallHistoryRow,
+  CALL_HISTORY_STATUSES,
+  type CallHistoryStatus,
+  searchTerm,
+  tagKey,
+} from '../../domain/call/call-history.ts';
 import { canonicalIsoDate, parseIsoDate } from '../../domain/submission/iso-date.ts';
-import { CALL_HISTORY_LIMITS, CALL_HISTORY_ORDERS, type CallHistoryOrder, type CallHistoryQuery, InvalidQueryError } from '../../ports/read-models.ts';
+import {
+  CALL_HISTORY_LIMITS,
+  CALL_HISTORY_ORDERS,
+  type CallHistoryOrder,
+  type CallHistoryQuery,
+  InvalidQueryError,
+} from '../../ports/read-models.ts';
 import { createdAtMs, type IndexedColumns } from './history-rows.ts';
 
 /** A validated list query. */
@@ -45,7 +57,8 @@ export const encodeCursor = (row: Pick<IndexedColumns, 'createdAt' | 'callId'>):
 const encodeUpdatedCursor = (row: Pick<CallHistoryRow, 'updatedAt' | 'callId'>): string =>
   Buffer.from(JSON.stringify(['u', row.updatedAt, row.callId]), 'utf8').toString('base64url');
 
-const notIssued = (order: CallHistoryOrder) => new InvalidQueryError('cursor', `cursor is not one this service issued for order=${order}`);
+const notIssued = (order: CallHistoryOrder) =>
+  new InvalidQueryError('cursor', `cursor is not one this service issued for order=${order}`);
 
 const decodeCursor = (cursor: string, order: CallHistoryOrder): Pick<ListPlan, 'after' | 'afterUpdated'> => {
   let value: unknown;
@@ -54,10 +67,23 @@ const decodeCursor = (cursor: string, order: CallHistoryOrder): Pick<ListPlan, '
   } catch {
     throw notIssued(order);
   }
-  if (order === 'created_desc' && Array.isArray(value) && value.length === 2 && Number.isSafeInteger(value[0]) && typeof value[1] === 'string') {
+  if (
+    order === 'created_desc' &&
+    Array.isArray(value) &&
+    value.length === 2 &&
+    Number.isSafeInteger(value[0]) &&
+    typeof value[1] === 'string'
+  ) {
     return { after: { createdAt: value[0] as number, callId: value[1] } };
   }
-  if (order === 'updated_asc' && Array.isArray(value) && value.length === 3 && value[0] === 'u' && typeof value[1] === 'string' && typeof value[2] === 'string') {
+  if (
+    order === 'updated_asc' &&
+    Array.isArray(value) &&
+    value.length === 3 &&
+    value[0] === 'u' &&
+    typeof value[1] === 'string' &&
+    typeof value[2] === 'string'
+  ) {
     return { afterUpdated: { updatedAt: value[1], callId: value[2] } };
   }
   throw notIssued(order);
@@ -71,9 +97,13 @@ const dateBound = (field: 'from' | 'to' | 'updatedSince', text: string | undefin
   if (text === undefined) return undefined;
   const canonical = canonicalIsoDate(text.trim());
   if (canonical === undefined) {
-    throw new InvalidQueryError(field, `${field} must be an ISO 8601 date (2026-11-20) or date-time (2026-11-20T14:30:00Z) between years 0001 and 9999`);
+    throw new InvalidQueryError(
+      field,
+      `${field} must be an ISO 8601 date (2026-11-20) or date-time (2026-11-20T14:30:00Z) between years 0001 and 9999`,
+    );
   }
-  if (field === 'to' && BARE_DATE.test(text.trim())) return new Date(parseIsoDate(text.trim())! + DAY_MS - 1).toISOString();
+  if (field === 'to' && BARE_DATE.test(text.trim()))
+    return new Date(parseIsoDate(text.trim())! + DAY_MS - 1).toISOString();
   return canonical;
 };
 
@@ -96,7 +126,8 @@ export const planList = (query: CallHistoryQuery = {}): ListPlan => {
   const tags = [...new Set((query.tags ?? []).map(tagKey).filter((t) => t !== ''))];
   if (tags.length > MAX_TAGS) throw new InvalidQueryError('tags', `at most ${MAX_TAGS} tags`);
   const order = query.order ?? 'created_desc';
-  if (!CALL_HISTORY_ORDERS.includes(order)) throw new InvalidQueryError('order', `order must be one of ${CALL_HISTORY_ORDERS.join(', ')}`);
+  if (!CALL_HISTORY_ORDERS.includes(order))
+    throw new InvalidQueryError('order', `order must be one of ${CALL_HISTORY_ORDERS.join(', ')}`);
   const callDateFrom = dateBound('from', query.from);
   const callDateTo = dateBound('to', query.to);
   if (callDateFrom !== undefined && callDateTo !== undefined && callDateFrom > callDateTo) {
@@ -147,5 +178,11 @@ export const pageOf = (
   if (end === rows.length) return { calls: rows, nextCursor: null };
   const calls = rows.slice(0, end);
   const last = calls[calls.length - 1]!;
-  return { calls, nextCursor: order === 'updated_asc' ? encodeUpdatedCursor(last) : encodeCursor({ createdAt: createdAtMs(last), callId: last.callId }) };
+  return {
+    calls,
+    nextCursor:
+      order === 'updated_asc'
+        ? encodeUpdatedCursor(last)
+        : encodeCursor({ createdAt: createdAtMs(last), callId: last.callId }),
+  };
 };

@@ -24,7 +24,20 @@ import { type CallHistoryRow, erasedCallIds } from '../../domain/call/call-histo
 import type { RecordedEvent } from '../../ports/event-store.ts';
 import type { ApplyOptions, CallHistoryRebuild, CallHistoryStore } from '../../ports/read-models.ts';
 import { inTransaction } from '../postgres/postgres-pool.ts';
-import { changesOf, docRow, eventsByCall, foldInto, indexedColumns, type LoadedRow, type PendingRow, type RowChange, rowTagKeys, startsWithSubmission, storedRow, transcriptRecorded } from './history-rows.ts';
+import {
+  changesOf,
+  docRow,
+  eventsByCall,
+  foldInto,
+  indexedColumns,
+  type LoadedRow,
+  type PendingRow,
+  type RowChange,
+  rowTagKeys,
+  startsWithSubmission,
+  storedRow,
+  transcriptRecorded,
+} from './history-rows.ts';
 import { asciiLower, escapeLike, type ListPlan, pageOf, planList } from './list-plan.ts';
 import { RebuildBuffer, type RebuildLimits } from './rebuild-buffer.ts';
 import { ensureFirstVersion, lockVersion, readCheckpoint, translated } from './postgres-versions.ts';
@@ -75,7 +88,8 @@ const historyIndexes = (v: number, trgm: string | undefined) => `
   }
 `;
 
-const dropHistoryTables = (v: number) => `DROP TABLE IF EXISTS call_tags_v${v}, call_transcripts_v${v}, call_history_v${v}`;
+const dropHistoryTables = (v: number) =>
+  `DROP TABLE IF EXISTS call_tags_v${v}, call_transcripts_v${v}, call_history_v${v}`;
 
 type StoredRow = { doc: CallHistoryRow; transcript: CallHistoryRow['transcript'] | null };
 
@@ -86,7 +100,10 @@ export interface PostgresCallHistoryOptions {
   rebuildLimits?: RebuildLimits;
 }
 
-export const createPostgresCallHistory = async (pool: pg.Pool, { trigramSchema: trgm, rebuildLimits }: PostgresCallHistoryOptions): Promise<CallHistoryStore> => {
+export const createPostgresCallHistory = async (
+  pool: pg.Pool,
+  { trigramSchema: trgm, rebuildLimits }: PostgresCallHistoryOptions,
+): Promise<CallHistoryStore> => {
   await translated(() =>
     inTransaction(pool, async (client) => {
       await client.query("SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.read_models'))");
@@ -94,24 +111,34 @@ export const createPostgresCallHistory = async (pool: pg.Pool, { trigramSchema: 
         await client.query(historyTables(1) + historyIndexes(1, trgm));
       });
       // A database made before an index was added gets it now (a no-op when it is there).
-      const { rows } = await client.query<{ version: number }>("SELECT version FROM read_model_versions WHERE model = $1 AND state = 'active'", [HISTORY]);
+      const { rows } = await client.query<{ version: number }>(
+        "SELECT version FROM read_model_versions WHERE model = $1 AND state = 'active'",
+        [HISTORY],
+      );
       if (rows[0]) await client.query(historyIndexes(rows[0].version, trgm));
     }),
   );
 
-  const load = async (client: pg.PoolClient | pg.Pool, v: number, callIds: string[]): Promise<Map<string, LoadedRow>> => {
+  const load = async (
+    client: pg.PoolClient | pg.Pool,
+    v: number,
+    callIds: string[],
+  ): Promise<Map<string, LoadedRow>> => {
     const loaded = new Map<string, LoadedRow>();
     if (callIds.length === 0) return loaded;
     const { rows } = await client.query<{ doc: CallHistoryRow; title_folded: string; rep_folded: string }>(
       `SELECT doc, title_folded, rep_folded FROM call_history_v${v} WHERE call_id = ANY($1)`,
       [callIds],
     );
-    for (const r of rows) loaded.set(r.doc.callId, { row: r.doc, titleFolded: r.title_folded, repFolded: r.rep_folded });
+    for (const r of rows)
+      loaded.set(r.doc.callId, { row: r.doc, titleFolded: r.title_folded, repFolded: r.rep_folded });
     return loaded;
   };
 
   /** The rows, tags and transcripts a batch of changes writes, as the JSON documents writeChanges sends, and the rows as stored. */
-  const changeDocuments = (changes: RowChange<LoadedRow>[]): { rows: string; tags: string; transcripts: string; stored: LoadedRow[] } => {
+  const changeDocuments = (
+    changes: RowChange<LoadedRow>[],
+  ): { rows: string; tags: string; transcripts: string; stored: LoadedRow[] } => {
     const rows: object[] = [];
     const tags: object[] = [];
     const transcripts: object[] = [];
@@ -132,7 +159,8 @@ export const createPostgresCallHistory = async (pool: pg.Pool, { trigramSchema: 
       });
       stored.push({ row: doc, titleFolded: c.titleFolded, repFolded: c.repFolded });
       if (transcriptRecorded(before?.row, after)) transcripts.push({ call_id: c.callId, transcript: after.transcript });
-      if (before === undefined) for (const tag of rowTagKeys(after)) tags.push({ team_id: c.teamId, tag, call_id: c.callId });
+      if (before === undefined)
+        for (const tag of rowTagKeys(after)) tags.push({ team_id: c.teamId, tag, call_id: c.callId });
     }
     return { rows: JSON.stringify(rows), tags: JSON.stringify(tags), transcripts: JSON.stringify(transcripts), stored };
   };
@@ -143,7 +171,12 @@ export const createPostgresCallHistory = async (pool: pg.Pool, { trigramSchema: 
    * read with json_to_recordset: a third of the time of array parameters of JSON strings, which
    * pg escapes character by character.
    */
-  const writeChanges = async (client: pg.PoolClient, v: number, documents: { rows: string; tags: string; transcripts: string }, checkpoint: bigint): Promise<void> => {
+  const writeChanges = async (
+    client: pg.PoolClient,
+    v: number,
+    documents: { rows: string; tags: string; transcripts: string },
+    checkpoint: bigint,
+  ): Promise<void> => {
     await client.query(
       `WITH upserted AS (
          INSERT INTO call_history_v${v} AS h (call_id, team_id, created_at, status, title_folded, rep_folded, last_position, doc)
@@ -200,7 +233,10 @@ export const createPostgresCallHistory = async (pool: pg.Pool, { trigramSchema: 
     translated(async () => {
       for (let attempt = 0; ; attempt++) {
         if (activeVersion === undefined) {
-          const { rows } = await pool.query<{ version: number }>("SELECT version FROM read_model_versions WHERE model = $1 AND state = 'active'", [HISTORY]);
+          const { rows } = await pool.query<{ version: number }>(
+            "SELECT version FROM read_model_versions WHERE model = $1 AND state = 'active'",
+            [HISTORY],
+          );
           activeVersion = rows[0]?.version ?? 1;
         }
         try {
@@ -220,22 +256,34 @@ export const createPostgresCallHistory = async (pool: pg.Pool, { trigramSchema: 
     };
     const where = ['h.team_id = $1'];
     if (plan.status !== undefined) where.push(`h.status = ${param(plan.status)}`);
-    if (plan.after) where.push(`(h.created_at, h.call_id) < (${param(plan.after.createdAt)}::bigint, ${param(plan.after.callId)}::text)`);
-    if (plan.afterUpdated) where.push(`(${UPDATED_AT}, h.call_id) > (${param(plan.afterUpdated.updatedAt)}::text, ${param(plan.afterUpdated.callId)}::text)`);
+    if (plan.after)
+      where.push(
+        `(h.created_at, h.call_id) < (${param(plan.after.createdAt)}::bigint, ${param(plan.after.callId)}::text)`,
+      );
+    if (plan.afterUpdated)
+      where.push(
+        `(${UPDATED_AT}, h.call_id) > (${param(plan.afterUpdated.updatedAt)}::text, ${param(plan.afterUpdated.callId)}::text)`,
+      );
     if (plan.updatedSince !== undefined) where.push(`${UPDATED_AT} >= ${param(plan.updatedSince)}::text`);
     if (plan.callDateFrom !== undefined) where.push(`(h.doc->>'callDate') >= ${param(plan.callDateFrom)}::text`);
     if (plan.callDateTo !== undefined) where.push(`(h.doc->>'callDate') <= ${param(plan.callDateTo)}::text`);
     // ASCII letters only, as SQLite's lower() folds them: both backends answer alike.
-    if (plan.repEmail !== undefined) where.push(`lower((h.doc->>'repEmail') COLLATE "C") = ${param(plan.repEmail)}::text`);
+    if (plan.repEmail !== undefined)
+      where.push(`lower((h.doc->>'repEmail') COLLATE "C") = ${param(plan.repEmail)}::text`);
     for (const tag of plan.tags) {
-      where.push(`EXISTS (SELECT 1 FROM call_tags_v${v} t WHERE t.team_id = h.team_id AND t.tag = ${param(tag)} AND t.call_id = h.call_id)`);
+      where.push(
+        `EXISTS (SELECT 1 FROM call_tags_v${v} t WHERE t.team_id = h.team_id AND t.tag = ${param(tag)} AND t.call_id = h.call_id)`,
+      );
     }
     if (plan.term !== undefined) {
       const pattern = param(`%${escapeLike(plan.term)}%`);
       where.push(`(h.title_folded LIKE ${pattern} ESCAPE '\\' OR h.rep_folded LIKE ${pattern} ESCAPE '\\')`);
     }
     const limit = param(plan.limit + 1);
-    return { text: `SELECT h.doc, x.transcript FROM call_history_v${v} h LEFT JOIN call_transcripts_v${v} x ON x.call_id = h.call_id WHERE ${where.join(' AND ')} ORDER BY ${plan.order === 'updated_asc' ? `${UPDATED_AT} ASC, h.call_id ASC` : 'h.created_at DESC, h.call_id DESC'} LIMIT ${limit}`, values };
+    return {
+      text: `SELECT h.doc, x.transcript FROM call_history_v${v} h LEFT JOIN call_transcripts_v${v} x ON x.call_id = h.call_id WHERE ${where.join(' AND ')} ORDER BY ${plan.order === 'updated_asc' ? `${UPDATED_AT} ASC, h.call_id ASC` : 'h.created_at DESC, h.call_id DESC'} LIMIT ${limit}`,
+      values,
+    };
   };
 
   const beginRebuild = (): Promise<number> =>
@@ -247,9 +295,15 @@ export const createPostgresCallHistory = async (pool: pg.Pool, { trigramSchema: 
           [HISTORY],
         );
         for (const { version } of building) await client.query(dropHistoryTables(version));
-        const { rows } = await client.query<{ next: number }>('SELECT max(version) + 1 AS next FROM read_model_versions WHERE model = $1', [HISTORY]);
+        const { rows } = await client.query<{ next: number }>(
+          'SELECT max(version) + 1 AS next FROM read_model_versions WHERE model = $1',
+          [HISTORY],
+        );
         const next = rows[0]!.next;
-        await client.query("INSERT INTO read_model_versions (model, version, state) VALUES ($1, $2, 'building')", [HISTORY, next]);
+        await client.query("INSERT INTO read_model_versions (model, version, state) VALUES ($1, $2, 'building')", [
+          HISTORY,
+          next,
+        ]);
         await client.query(historyTables(next));
         return next;
       }),
@@ -273,11 +327,18 @@ export const createPostgresCallHistory = async (pool: pg.Pool, { trigramSchema: 
         );
         const mine = rows.find((row) => row.version === version);
         if (mine?.state === 'active') return;
-        if (mine?.state !== 'building') throw new Error(`${HISTORY} version ${version} was abandoned or replaced; begin a new rebuild`);
+        if (mine?.state !== 'building')
+          throw new Error(`${HISTORY} version ${version} was abandoned or replaced; begin a new rebuild`);
         const previous = rows.find((row) => row.state === 'active');
-        await client.query("UPDATE read_model_versions SET state = 'active' WHERE model = $1 AND version = $2", [HISTORY, version]);
+        await client.query("UPDATE read_model_versions SET state = 'active' WHERE model = $1 AND version = $2", [
+          HISTORY,
+          version,
+        ]);
         if (previous) {
-          await client.query("UPDATE read_model_versions SET state = 'retired' WHERE model = $1 AND version = $2", [HISTORY, previous.version]);
+          await client.query("UPDATE read_model_versions SET state = 'retired' WHERE model = $1 AND version = $2", [
+            HISTORY,
+            previous.version,
+          ]);
           await client.query(dropHistoryTables(previous.version));
         }
       }),
@@ -290,13 +351,21 @@ export const createPostgresCallHistory = async (pool: pg.Pool, { trigramSchema: 
     checkpoint: () => readCheckpoint(pool, HISTORY),
     activeVersion: () =>
       translated(async () => {
-        const { rows } = await pool.query<{ version: number }>("SELECT version FROM read_model_versions WHERE model = $1 AND state = 'active'", [HISTORY]);
+        const { rows } = await pool.query<{ version: number }>(
+          "SELECT version FROM read_model_versions WHERE model = $1 AND state = 'active'",
+          [HISTORY],
+        );
         return rows[0]?.version ?? 1;
       }),
 
     submittedBefore: (teamId, before, limit) =>
       onActive(async (v) =>
-        (await pool.query<{ call_id: string }>(`SELECT call_id FROM call_history_v${v} WHERE team_id = $1 AND created_at < $2 ORDER BY created_at, call_id LIMIT $3`, [teamId, Date.parse(before), limit])).rows.map((r) => r.call_id),
+        (
+          await pool.query<{ call_id: string }>(
+            `SELECT call_id FROM call_history_v${v} WHERE team_id = $1 AND created_at < $2 ORDER BY created_at, call_id LIMIT $3`,
+            [teamId, Date.parse(before), limit],
+          )
+        ).rows.map((r) => r.call_id),
       ),
     callsOfEmail: (teamId, email) =>
       onActive(async (v) =>

@@ -54,7 +54,10 @@ export const createPostgresDeals = async (pool: pg.Pool): Promise<DealStore> => 
         const calls = new Map<string, DealCall>(batch.calls.map((call) => [call.callId, call]));
         const missing = [...new Set(batch.writes.map((w) => w.callId).filter((id) => !calls.has(id)))];
         if (missing.length > 0) {
-          const { rows } = await client.query<{ call: DealCall }>('SELECT call FROM deal_calls WHERE call_id = ANY($1)', [missing]);
+          const { rows } = await client.query<{ call: DealCall }>(
+            'SELECT call FROM deal_calls WHERE call_id = ANY($1)',
+            [missing],
+          );
           for (const { call } of rows) calls.set(call.callId, call);
         }
         const latest = new Map<string, { record: DealRecord; position: bigint }>();
@@ -90,8 +93,22 @@ export const createPostgresDeals = async (pool: pg.Pool): Promise<DealStore> => 
            UPDATE read_model_versions SET checkpoint = GREATEST(checkpoint, $4) WHERE model = $5 AND version = 1`,
           [
             JSON.stringify(batch.calls.map((call) => ({ call_id: call.callId, call }))),
-            JSON.stringify([...latest.values()].map(({ record, position }) => ({ call_id: record.callId, team_id: record.teamId, last_position: position.toString(), record }))),
-            JSON.stringify(outbox.map((record) => ({ event_id: record.eventId, call_id: record.callId, payload: record, created_at: record.recordedAt }))),
+            JSON.stringify(
+              [...latest.values()].map(({ record, position }) => ({
+                call_id: record.callId,
+                team_id: record.teamId,
+                last_position: position.toString(),
+                record,
+              })),
+            ),
+            JSON.stringify(
+              outbox.map((record) => ({
+                event_id: record.eventId,
+                call_id: record.callId,
+                payload: record,
+                created_at: record.recordedAt,
+              })),
+            ),
             checkpoint.toString(),
             DEALS,
           ],
@@ -112,35 +129,48 @@ export const createPostgresDeals = async (pool: pg.Pool): Promise<DealStore> => 
     apply: applyDeals,
     checkpoint: () => readCheckpoint(pool, DEALS, 1),
     get: (callId) =>
-      translated(async () => (await pool.query<{ record: DealRecord }>('SELECT record FROM deal_records WHERE call_id = $1', [callId])).rows[0]?.record),
+      translated(
+        async () =>
+          (await pool.query<{ record: DealRecord }>('SELECT record FROM deal_records WHERE call_id = $1', [callId]))
+            .rows[0]?.record,
+      ),
     listByTeam: (teamId, options) =>
       translated(async () =>
         (
-          await pool.query<{ record: DealRecord }>('SELECT record FROM deal_records WHERE team_id = $1 ORDER BY last_position DESC LIMIT $2', [
-            teamId,
-            options?.limit ?? 100,
-          ])
+          await pool.query<{ record: DealRecord }>(
+            'SELECT record FROM deal_records WHERE team_id = $1 ORDER BY last_position DESC LIMIT $2',
+            [teamId, options?.limit ?? 100],
+          )
         ).rows.map((r) => r.record),
       ),
     unpublished: (limit) =>
       translated(async () => {
-        const { rows } = await pool.query<{ event_id: string; call_id: string; payload: DealRecord; created_at: string; published_at: Date | null }>(
+        const { rows } = await pool.query<{
+          event_id: string;
+          call_id: string;
+          payload: DealRecord;
+          created_at: string;
+          published_at: Date | null;
+        }>(
           'SELECT event_id, call_id, payload, created_at, published_at FROM deal_outbox WHERE published_at IS NULL ORDER BY seq LIMIT $1',
           [limit],
         );
-        return rows.map(
-          (r): DealOutboxEntry => ({
-            eventId: r.event_id,
-            callId: r.call_id,
-            payload: r.payload,
-            createdAt: r.created_at,
-            publishedAt: r.published_at?.toISOString() ?? null,
-          }),
-        );
+        return rows.map((r): DealOutboxEntry => ({
+          eventId: r.event_id,
+          callId: r.call_id,
+          payload: r.payload,
+          createdAt: r.created_at,
+          publishedAt: r.published_at?.toISOString() ?? null,
+        }));
       }),
     markPublished: async (eventIds, at) => {
       if (eventIds.length === 0) return;
-      await translated(() => pool.query('UPDATE deal_outbox SET published_at = $2 WHERE event_id = ANY($1) AND published_at IS NULL', [eventIds, at]));
+      await translated(() =>
+        pool.query('UPDATE deal_outbox SET published_at = $2 WHERE event_id = ANY($1) AND published_at IS NULL', [
+          eventIds,
+          at,
+        ]),
+      );
     },
   };
 

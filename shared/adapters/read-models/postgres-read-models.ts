@@ -27,7 +27,11 @@ export const ensureTrigram = async (pool: pg.Pool): Promise<string | undefined> 
   inTransaction(pool, async (client) => {
     await client.query("SELECT pg_advisory_xact_lock(hashtext('read_models.pg_trgm'))");
     const found = async () =>
-      (await client.query<{ schema: string }>("SELECT extnamespace::regnamespace::text AS schema FROM pg_extension WHERE extname = 'pg_trgm'")).rows[0]?.schema;
+      (
+        await client.query<{ schema: string }>(
+          "SELECT extnamespace::regnamespace::text AS schema FROM pg_extension WHERE extname = 'pg_trgm'",
+        )
+      ).rows[0]?.schema;
     const existing = await found();
     if (existing !== undefined) return existing;
     await client.query('SAVEPOINT trgm');

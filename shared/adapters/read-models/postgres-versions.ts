@@ -18,7 +18,10 @@ export const VERSIONS_TABLE = `
 `;
 
 const translate = (error: unknown): unknown =>
-  translatePgError(error, (message, cause) => new ReadModelUnavailableError(`PostgreSQL read models unavailable: ${message}`, { cause }));
+  translatePgError(
+    error,
+    (message, cause) => new ReadModelUnavailableError(`PostgreSQL read models unavailable: ${message}`, { cause }),
+  );
 
 /** Runs `work`, turning retriable PostgreSQL failures (pg-errors.ts) into ReadModelUnavailableError. */
 export const translated = async <T>(work: () => Promise<T>): Promise<T> => {
@@ -30,8 +33,15 @@ export const translated = async <T>(work: () => Promise<T>): Promise<T> => {
 };
 
 /** Makes version 1 of `model` active the first time it is seen; `create` makes its tables. */
-export const ensureFirstVersion = async (client: pg.PoolClient, model: string, create?: () => Promise<void>): Promise<void> => {
-  const { rowCount } = await client.query("INSERT INTO read_model_versions (model, version, state) VALUES ($1, 1, 'active') ON CONFLICT DO NOTHING", [model]);
+export const ensureFirstVersion = async (
+  client: pg.PoolClient,
+  model: string,
+  create?: () => Promise<void>,
+): Promise<void> => {
+  const { rowCount } = await client.query(
+    "INSERT INTO read_model_versions (model, version, state) VALUES ($1, 1, 'active') ON CONFLICT DO NOTHING",
+    [model],
+  );
   if (rowCount && create) await create();
 };
 
@@ -39,7 +49,12 @@ export const ensureFirstVersion = async (client: pg.PoolClient, model: string, c
  * Locks a version's row for the transaction (applies and activation serialise on it, across
  * processes) and checks `expectedCheckpoint`; the active version when `version` is undefined.
  */
-export const lockVersion = async (client: pg.PoolClient, model: string, version: number | undefined, options: ApplyOptions | undefined): Promise<number> => {
+export const lockVersion = async (
+  client: pg.PoolClient,
+  model: string,
+  version: number | undefined,
+  options: ApplyOptions | undefined,
+): Promise<number> => {
   const { rows } =
     version === undefined
       ? await client.query<{ version: number; checkpoint: string }>(
@@ -51,7 +66,12 @@ export const lockVersion = async (client: pg.PoolClient, model: string, version:
           [model, version],
         );
   const row = rows[0];
-  if (!row) throw new Error(version === undefined ? `read model ${model} has no active version` : `${model} version ${version} was abandoned or replaced; begin a new rebuild`);
+  if (!row)
+    throw new Error(
+      version === undefined
+        ? `read model ${model} has no active version`
+        : `${model} version ${version} was abandoned or replaced; begin a new rebuild`,
+    );
   if (options?.expectedCheckpoint !== undefined && BigInt(row.checkpoint) !== options.expectedCheckpoint) {
     throw new CheckpointMismatchError(options.expectedCheckpoint, BigInt(row.checkpoint));
   }
@@ -63,7 +83,13 @@ export const readCheckpoint = async (pool: pg.Pool, model: string, version?: num
   translated(async () => {
     const { rows } =
       version === undefined
-        ? await pool.query<{ checkpoint: string }>("SELECT checkpoint FROM read_model_versions WHERE model = $1 AND state = 'active'", [model])
-        : await pool.query<{ checkpoint: string }>('SELECT checkpoint FROM read_model_versions WHERE model = $1 AND version = $2', [model, version]);
+        ? await pool.query<{ checkpoint: string }>(
+            "SELECT checkpoint FROM read_model_versions WHERE model = $1 AND state = 'active'",
+            [model],
+          )
+        : await pool.query<{ checkpoint: string }>(
+            'SELECT checkpoint FROM read_model_versions WHERE model = $1 AND version = $2',
+            [model, version],
+          );
     return BigInt(rows[0]?.checkpoint ?? 0);
   });

@@ -76,24 +76,52 @@ export const createPostgresWebhooks = async (pool: pg.Pool): Promise<WebhookStor
       translated(() =>
         inTransaction(pool, async (client) => {
           await lockVersion(client, MODEL, 1, options);
-          const applied = BigInt((await client.query<{ checkpoint: string }>('SELECT checkpoint FROM read_model_versions WHERE model = $1 AND version = 1', [MODEL])).rows[0]!.checkpoint);
+          const applied = BigInt(
+            (
+              await client.query<{ checkpoint: string }>(
+                'SELECT checkpoint FROM read_model_versions WHERE model = $1 AND version = 1',
+                [MODEL],
+              )
+            ).rows[0]!.checkpoint,
+          );
           const now = Date.now();
           for (const step of batchSteps(events, notifications, applied)) {
             if (step.kind === 'notify') {
               const n = step.notification;
               // An erased call's earlier deliveries go: their bodies hold the personal data it destroys.
-              if (n.type === 'call.erased') await client.query("DELETE FROM webhook_deliveries WHERE subject = $1 AND type <> 'call.erased'", [n.subject]);
+              if (n.type === 'call.erased')
+                await client.query("DELETE FROM webhook_deliveries WHERE subject = $1 AND type <> 'call.erased'", [
+                  n.subject,
+                ]);
               const { rows } =
                 n.webhookId !== undefined
-                  ? await client.query<WebhookRow>("SELECT * FROM webhooks WHERE webhook_id = $1 AND team_id = $2 AND status = 'active'", [n.webhookId, n.teamId])
-                  : await client.query<WebhookRow>("SELECT * FROM webhooks WHERE team_id = $1 AND status = 'active'", [n.teamId]);
+                  ? await client.query<WebhookRow>(
+                      "SELECT * FROM webhooks WHERE webhook_id = $1 AND team_id = $2 AND status = 'active'",
+                      [n.webhookId, n.teamId],
+                    )
+                  : await client.query<WebhookRow>("SELECT * FROM webhooks WHERE team_id = $1 AND status = 'active'", [
+                      n.teamId,
+                    ]);
               const targets = rows.filter((row) => subscribed(row, n));
               if (targets.length === 0) continue;
               await client.query(
                 `INSERT INTO webhook_deliveries (delivery_id, webhook_id, team_id, event_id, subject, type, body, status, next_attempt_at)
                  SELECT d.delivery_id, d.webhook_id, $2, $3, $4, $5, $6, 'pending', $7 FROM json_to_recordset($1::json) AS d(delivery_id text, webhook_id text)
                  ON CONFLICT (delivery_id) DO NOTHING`,
-                [JSON.stringify(targets.map((row) => ({ delivery_id: deliveryIdOf(row.webhook_id, n.eventId), webhook_id: row.webhook_id }))), n.teamId, n.eventId, n.subject, n.type, n.body, now],
+                [
+                  JSON.stringify(
+                    targets.map((row) => ({
+                      delivery_id: deliveryIdOf(row.webhook_id, n.eventId),
+                      webhook_id: row.webhook_id,
+                    })),
+                  ),
+                  n.teamId,
+                  n.eventId,
+                  n.subject,
+                  n.type,
+                  n.body,
+                  now,
+                ],
               );
               continue;
             }
@@ -109,36 +137,52 @@ export const createPostgresWebhooks = async (pool: pg.Pool): Promise<WebhookStor
                 break;
               }
               case 'WebhookSecretRotated':
-                await client.query('UPDATE webhooks SET secret = $1, previous_secret = $2, previous_valid_until = $3, last_position = $4 WHERE webhook_id = $5 AND last_position < $4', [
-                  event.data.secret,
-                  event.data.previousSecret,
-                  Date.parse(event.data.previousValidUntil),
-                  position,
-                  webhookId,
-                ]);
+                await client.query(
+                  'UPDATE webhooks SET secret = $1, previous_secret = $2, previous_valid_until = $3, last_position = $4 WHERE webhook_id = $5 AND last_position < $4',
+                  [
+                    event.data.secret,
+                    event.data.previousSecret,
+                    Date.parse(event.data.previousValidUntil),
+                    position,
+                    webhookId,
+                  ],
+                );
                 break;
               case 'WebhookDisabled':
               case 'WebhookDeleted':
-                await client.query('UPDATE webhooks SET status = $1, last_position = $2 WHERE webhook_id = $3 AND last_position < $2', [
-                  event.type === 'WebhookDisabled' ? 'disabled' : 'deleted',
-                  position,
-                  webhookId,
-                ]);
+                await client.query(
+                  'UPDATE webhooks SET status = $1, last_position = $2 WHERE webhook_id = $3 AND last_position < $2',
+                  [event.type === 'WebhookDisabled' ? 'disabled' : 'deleted', position, webhookId],
+                );
                 break;
               case 'WebhookTestRequested':
                 break; // its notification is queued above
             }
           }
-          await client.query('UPDATE read_model_versions SET checkpoint = GREATEST(checkpoint, $1) WHERE model = $2 AND version = 1', [checkpoint.toString(), MODEL]);
+          await client.query(
+            'UPDATE read_model_versions SET checkpoint = GREATEST(checkpoint, $1) WHERE model = $2 AND version = 1',
+            [checkpoint.toString(), MODEL],
+          );
         }),
       ),
     checkpoint: () => readCheckpoint(pool, MODEL, 1),
     anyWebhook: () => translated(async () => (await pool.query('SELECT 1 FROM webhooks LIMIT 1')).rowCount! > 0),
     list: (teamId) =>
-      translated(async () => (await pool.query<WebhookRow>("SELECT * FROM webhooks WHERE team_id = $1 AND status <> 'deleted' ORDER BY created_at, webhook_id", [teamId])).rows.map(webhookView)),
+      translated(async () =>
+        (
+          await pool.query<WebhookRow>(
+            "SELECT * FROM webhooks WHERE team_id = $1 AND status <> 'deleted' ORDER BY created_at, webhook_id",
+            [teamId],
+          )
+        ).rows.map(webhookView),
+      ),
     get: (webhookId) =>
       translated(async () => {
-        const row = (await pool.query<WebhookRow>("SELECT * FROM webhooks WHERE webhook_id = $1 AND status <> 'deleted'", [webhookId])).rows[0];
+        const row = (
+          await pool.query<WebhookRow>("SELECT * FROM webhooks WHERE webhook_id = $1 AND status <> 'deleted'", [
+            webhookId,
+          ])
+        ).rows[0];
         return row ? webhookView(row) : undefined;
       }),
     claim: (now, { limit, perTeam, leaseMs, inFlight }) =>
@@ -179,7 +223,10 @@ export const createPostgresWebhooks = async (pool: pg.Pool): Promise<WebhookStor
           [webhookId, status ?? null, before?.toString() ?? null, limit + 1],
         );
         const page = rows.slice(0, limit);
-        return { deliveries: page.map(deliveryView), nextCursor: rows.length > limit ? encodeCursor(page[page.length - 1]!.seq) : null };
+        return {
+          deliveries: page.map(deliveryView),
+          nextCursor: rows.length > limit ? encodeCursor(page[page.length - 1]!.seq) : null,
+        };
       }),
     redeliver: (webhookId, deliveryId, now) =>
       translated(async () => {

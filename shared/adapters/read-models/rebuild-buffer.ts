@@ -1,7 +1,14 @@
 import { erasedCallIds } from '../../domain/call/call-history.ts';
 import type { RecordedEvent } from '../../ports/event-store.ts';
 import { CheckpointMismatchError } from '../../ports/read-models.ts';
-import { eventsByCall, foldInto, type LoadedRow, type PendingRow, type RowChange, startsWithSubmission } from './history-rows.ts';
+import {
+  eventsByCall,
+  foldInto,
+  type LoadedRow,
+  type PendingRow,
+  type RowChange,
+  startsWithSubmission,
+} from './history-rows.ts';
 
 export interface RebuildIo<L extends LoadedRow> {
   /** Stored rows of these calls (those that exist). */
@@ -11,7 +18,11 @@ export interface RebuildIo<L extends LoadedRow> {
    * write and `stored(i)`: the row of `changes[i]` as `load` will return it once written. The rows
    * of `erased` calls are deleted in the same transaction, after the changes.
    */
-  flush(changes: RowChange<L>[], checkpoint: bigint, erased: string[]): { stored: (index: number) => L; written: Promise<void> };
+  flush(
+    changes: RowChange<L>[],
+    checkpoint: bigint,
+    erased: string[],
+  ): { stored: (index: number) => L; written: Promise<void> };
 }
 
 export interface RebuildLimits {
@@ -76,10 +87,12 @@ export class RebuildBuffer<L extends LoadedRow> {
   apply(events: readonly RecordedEvent[], checkpoint: bigint, expectedCheckpoint: bigint | undefined): Promise<void> {
     return this.serial(async () => {
       this.throwIfFailed();
-      if (expectedCheckpoint !== undefined && expectedCheckpoint !== this.applied) throw new CheckpointMismatchError(expectedCheckpoint, this.applied);
+      if (expectedCheckpoint !== undefined && expectedCheckpoint !== this.applied)
+        throw new CheckpointMismatchError(expectedCheckpoint, this.applied);
       const byCall = eventsByCall(events);
       const toLoad: string[] = [];
-      for (const [callId, list] of byCall) if (!this.pending.has(callId) && !this.hasNoStoredRow(list)) toLoad.push(callId);
+      for (const [callId, list] of byCall)
+        if (!this.pending.has(callId) && !this.hasNoStoredRow(list)) toLoad.push(callId);
       let loaded = new Map<string, L>();
       if (toLoad.length > 0) {
         await this.written();
@@ -149,7 +162,11 @@ export class RebuildBuffer<L extends LoadedRow> {
         if (slot.row.status === 'pending') kept.push(slot);
       } else if (changes[slot]!.after.status === 'pending') kept.push(stored(slot));
     }
-    this.pending = new Map(kept.slice(Math.max(0, kept.length - this.retainLimit)).map((row) => [row.row.callId, { before: row, current: row.row }]));
+    this.pending = new Map(
+      kept
+        .slice(Math.max(0, kept.length - this.retainLimit))
+        .map((row) => [row.row.callId, { before: row, current: row.row }]),
+    );
     this.events = 0;
     this.bytes = this.pending.size * ROW_BYTES;
   }

@@ -36,7 +36,12 @@
 import type Database from 'better-sqlite3';
 import type { CallHistoryRow } from '../../domain/call/call-history.ts';
 import type { RecordedEvent } from '../../ports/event-store.ts';
-import { type ApplyOptions, type CallHistoryRebuild, type CallHistoryStore, ReadModelUnavailableError } from '../../ports/read-models.ts';
+import {
+  type ApplyOptions,
+  type CallHistoryRebuild,
+  type CallHistoryStore,
+  ReadModelUnavailableError,
+} from '../../ports/read-models.ts';
 import { serialised, type SqliteDb } from '../sqlite/sqlite-database.ts';
 import { translateSqliteError } from '../sqlite/sqlite-errors.ts';
 import { changesOf, docRow, eventsByCall, foldInto, type PendingRow, storedRow } from './history-rows.ts';
@@ -45,7 +50,13 @@ import { RebuildBuffer, type RebuildLimits } from './rebuild-buffer.ts';
 import { STORE_CHECKPOINT_SQL, type SqliteVersions, WRITABLE_VERSION_SQL } from './sqlite-versions.ts';
 import { erasureRuns, rowWrites, runsOf, type SeqRow, statementRuns } from './sqlite-history-writes.ts';
 import { erasedCallIds } from '../../domain/call/call-history.ts';
-import { openSqliteWorkerWriter, runStatements, type SqliteWorkerWriter, statementCache as preparedBySql, type WriteTransaction } from './sqlite-worker-writer.ts';
+import {
+  openSqliteWorkerWriter,
+  runStatements,
+  type SqliteWorkerWriter,
+  statementCache as preparedBySql,
+  type WriteTransaction,
+} from './sqlite-worker-writer.ts';
 
 const HISTORY = 'call_history';
 
@@ -122,7 +133,11 @@ export interface SqliteCallHistoryOptions {
 }
 
 /** The call history, and `close` for the rebuild writers it may have open (the database stays open). */
-export const createSqliteCallHistory = (db: SqliteDb, versions: SqliteVersions, options: SqliteCallHistoryOptions = {}): CallHistoryStore & { close(): Promise<void> } => {
+export const createSqliteCallHistory = (
+  db: SqliteDb,
+  versions: SqliteVersions,
+  options: SqliteCallHistoryOptions = {},
+): CallHistoryStore & { close(): Promise<void> } => {
   const commonFor = (rows: number) => options.commonTermMatches ?? commonTermMatches(rows);
   versions.ensure(HISTORY, (v) => db.exec(historyTables(v) + historyIndexes(v)));
   // A database made before an index was added gets it now (a no-op when it is there).
@@ -161,7 +176,10 @@ export const createSqliteCallHistory = (db: SqliteDb, versions: SqliteVersions, 
   };
 
   const toRow = (r: { doc: string; transcript: string | null }): CallHistoryRow =>
-    storedRow(JSON.parse(r.doc) as CallHistoryRow, r.transcript === null ? null : (JSON.parse(r.transcript) as CallHistoryRow['transcript']));
+    storedRow(
+      JSON.parse(r.doc) as CallHistoryRow,
+      r.transcript === null ? null : (JSON.parse(r.transcript) as CallHistoryRow['transcript']),
+    );
 
   const load = (v: number, callIds: Iterable<string>): Map<string, SeqRow> => {
     const select = statements(v).select;
@@ -169,23 +187,37 @@ export const createSqliteCallHistory = (db: SqliteDb, versions: SqliteVersions, 
     for (const callId of callIds) {
       const stored = select.get(callId);
       // The stored doc leaves the transcript out (null): folding never needs it.
-      if (stored) loaded.set(callId, { row: JSON.parse(stored.doc) as CallHistoryRow, titleFolded: stored.title_folded, repFolded: stored.rep_folded, seq: stored.seq });
+      if (stored)
+        loaded.set(callId, {
+          row: JSON.parse(stored.doc) as CallHistoryRow,
+          titleFolded: stored.title_folded,
+          repFolded: stored.rep_folded,
+          seq: stored.seq,
+        });
     }
     return loaded;
   };
 
-  const applyLive = db.transaction((events: readonly RecordedEvent[], checkpoint: bigint, options: ApplyOptions | undefined) => {
-    const { version: v, checkpoint: stored } = versions.active(HISTORY);
-    versions.expect(stored, options);
-    const byCall = eventsByCall(events);
-    const pending = new Map<string, PendingRow<SeqRow>>();
-    foldInto(pending, byCall, load(v, byCall.keys()));
-    const s = statements(v);
-    // New rows take the seqs the inserts would pick (one past the largest), so they are known before.
-    let last = s.rows.get()?.n ?? 0;
-    runStatements(s.writes, [...statementRuns(v, rowWrites(changesOf(pending), () => ++last)), ...erasureRuns(v, erasedCallIds(events))]);
-    versions.storeCheckpoint(HISTORY, v, checkpoint);
-  });
+  const applyLive = db.transaction(
+    (events: readonly RecordedEvent[], checkpoint: bigint, options: ApplyOptions | undefined) => {
+      const { version: v, checkpoint: stored } = versions.active(HISTORY);
+      versions.expect(stored, options);
+      const byCall = eventsByCall(events);
+      const pending = new Map<string, PendingRow<SeqRow>>();
+      foldInto(pending, byCall, load(v, byCall.keys()));
+      const s = statements(v);
+      // New rows take the seqs the inserts would pick (one past the largest), so they are known before.
+      let last = s.rows.get()?.n ?? 0;
+      runStatements(s.writes, [
+        ...statementRuns(
+          v,
+          rowWrites(changesOf(pending), () => ++last),
+        ),
+        ...erasureRuns(v, erasedCallIds(events)),
+      ]);
+      versions.storeCheckpoint(HISTORY, v, checkpoint);
+    },
+  );
 
   /**
    * One of three plans, each reading rows in page order and stopping after a page:
@@ -193,7 +225,11 @@ export const createSqliteCallHistory = (db: SqliteDb, versions: SqliteVersions, 
    *   tag     the first tag's index, newest first, the other filters checked per row;
    *   team    the team's index (with status when filtered), newest first, filters checked per row.
    */
-  const listStatement = (v: number, plan: ListPlan & { teamId: string }, selectiveTerm: boolean): { statement: Statement; params: unknown[] } => {
+  const listStatement = (
+    v: number,
+    plan: ListPlan & { teamId: string },
+    selectiveTerm: boolean,
+  ): { statement: Statement; params: unknown[] } => {
     const params: unknown[] = [];
     const where: string[] = [];
     let from: string;
@@ -250,11 +286,17 @@ export const createSqliteCallHistory = (db: SqliteDb, versions: SqliteVersions, 
       params.push(plan.repEmail);
     }
     if (plan.after) {
-      where.push(!selectiveTerm && firstTag !== undefined ? '(t0.created_at, t0.call_id) < (?, ?)' : '(h.created_at, h.call_id) < (?, ?)');
+      where.push(
+        !selectiveTerm && firstTag !== undefined
+          ? '(t0.created_at, t0.call_id) < (?, ?)'
+          : '(h.created_at, h.call_id) < (?, ?)',
+      );
       params.push(plan.after.createdAt, plan.after.callId);
     }
     for (const tag of selectiveTerm ? plan.tags : otherTags) {
-      where.push(`EXISTS (SELECT 1 FROM call_tags_v${v} t WHERE t.team_id = h.team_id AND t.tag = ? AND t.created_at = h.created_at AND t.call_id = h.call_id)`);
+      where.push(
+        `EXISTS (SELECT 1 FROM call_tags_v${v} t WHERE t.team_id = h.team_id AND t.tag = ? AND t.created_at = h.created_at AND t.call_id = h.call_id)`,
+      );
       params.push(tag);
     }
     if (plan.term !== undefined) {
@@ -274,13 +316,20 @@ export const createSqliteCallHistory = (db: SqliteDb, versions: SqliteVersions, 
   };
 
   const beginRebuild = db.transaction((): number => {
-    const building = db.prepare<[string], { version: number }>("SELECT version FROM read_model_versions WHERE model = ? AND state = 'building'").all(HISTORY);
+    const building = db
+      .prepare<[string], { version: number }>(
+        "SELECT version FROM read_model_versions WHERE model = ? AND state = 'building'",
+      )
+      .all(HISTORY);
     for (const { version } of building) {
       db.exec(dropHistoryTables(version));
       statementCache.delete(version);
     }
     db.prepare("UPDATE read_model_versions SET state = 'retired' WHERE model = ? AND state = 'building'").run(HISTORY);
-    const next = (db.prepare<[string], { v: number }>('SELECT max(version) AS v FROM read_model_versions WHERE model = ?').get(HISTORY)?.v ?? 0) + 1;
+    const next =
+      (db
+        .prepare<[string], { v: number }>('SELECT max(version) AS v FROM read_model_versions WHERE model = ?')
+        .get(HISTORY)?.v ?? 0) + 1;
     db.prepare("INSERT INTO read_model_versions (model, version, state) VALUES (?, ?, 'building')").run(HISTORY, next);
     db.exec(historyTables(next));
     return next;
@@ -292,7 +341,10 @@ export const createSqliteCallHistory = (db: SqliteDb, versions: SqliteVersions, 
     if (row?.state !== 'building') throw new Error(abandoned(version));
     db.exec(historyIndexes(version));
     const previous = versions.active(HISTORY).version;
-    db.prepare("UPDATE read_model_versions SET state = 'retired' WHERE model = ? AND version = ?").run(HISTORY, previous);
+    db.prepare("UPDATE read_model_versions SET state = 'retired' WHERE model = ? AND version = ?").run(
+      HISTORY,
+      previous,
+    );
     db.prepare("UPDATE read_model_versions SET state = 'active' WHERE model = ? AND version = ?").run(HISTORY, version);
     db.exec(dropHistoryTables(previous));
     statementCache.delete(previous);
@@ -309,7 +361,10 @@ export const createSqliteCallHistory = (db: SqliteDb, versions: SqliteVersions, 
     async apply(events, checkpoint, options) {
       // A locked or failing database is an outage to retry, not a bad event.
       await serialised(db, () => applyLive.immediate(events, checkpoint, options)).catch((error: unknown) => {
-        throw translateSqliteError(error, (message, cause) => new ReadModelUnavailableError(`SQLite read models unavailable: ${message}`, { cause }));
+        throw translateSqliteError(
+          error,
+          (message, cause) => new ReadModelUnavailableError(`SQLite read models unavailable: ${message}`, { cause }),
+        );
       });
     },
     async checkpoint() {
@@ -320,11 +375,15 @@ export const createSqliteCallHistory = (db: SqliteDb, versions: SqliteVersions, 
     },
 
     async submittedBefore(teamId, before, limit) {
-      return statements(versions.active(HISTORY).version).submittedBefore.all(teamId, Date.parse(before), limit).map((r) => r.call_id);
+      return statements(versions.active(HISTORY).version)
+        .submittedBefore.all(teamId, Date.parse(before), limit)
+        .map((r) => r.call_id);
     },
     async callsOfEmail(teamId, email) {
       const key = asciiLower(email.trim());
-      return statements(versions.active(HISTORY).version).ofEmail.all(teamId, key, key).map((r) => r.call_id);
+      return statements(versions.active(HISTORY).version)
+        .ofEmail.all(teamId, key, key)
+        .map((r) => r.call_id);
     },
 
     async get(teamId, callId) {
@@ -338,7 +397,12 @@ export const createSqliteCallHistory = (db: SqliteDb, versions: SqliteVersions, 
       let selectiveTerm = false;
       // FTS5 reads U+0000 as the end of its query text ("unterminated string"): such a term is
       // checked by instr() alone. Stored texts never hold one (ingest refuses it).
-      if (plan.order === 'created_desc' && plan.term !== undefined && plan.termLength >= 3 && !plan.term.includes('\u0000')) {
+      if (
+        plan.order === 'created_desc' &&
+        plan.term !== undefined &&
+        plan.termLength >= 3 &&
+        !plan.term.includes('\u0000')
+      ) {
         const s = statements(v);
         // With a tag the walk follows the tag's index and seeks each row: dearer per row, so sort more.
         const common = commonFor(s.rows.get()?.n ?? 0) * (plan.tags.length > 0 ? 5 : 1);
@@ -375,7 +439,8 @@ export const createSqliteCallHistory = (db: SqliteDb, versions: SqliteVersions, 
               guard: { sql: WRITABLE_VERSION_SQL, params: [HISTORY, version], message: abandoned(version) },
               // Made part by part while the worker runs the one before: the rows' JSON is most of it.
               *parts() {
-                for (let i = 0; i < writes.length; i += WRITE_PART_ROWS) yield statementRuns(version, writes.slice(i, i + WRITE_PART_ROWS));
+                for (let i = 0; i < writes.length; i += WRITE_PART_ROWS)
+                  yield statementRuns(version, writes.slice(i, i + WRITE_PART_ROWS));
                 if (erased.length > 0) yield erasureRuns(version, erased);
                 yield [runsOf(STORE_CHECKPOINT_SQL, [Number(checkpoint), HISTORY, version])];
               },

@@ -8,7 +8,12 @@
  */
 import { type DealCall, type DealRecord, dealRecordOf } from '../../domain/call/deal-record.ts';
 import type { RecordedEvent } from '../../ports/event-store.ts';
-import { type ApplyOptions, type DealOutboxEntry, type DealStore, ReadModelUnavailableError } from '../../ports/read-models.ts';
+import {
+  type ApplyOptions,
+  type DealOutboxEntry,
+  type DealStore,
+  ReadModelUnavailableError,
+} from '../../ports/read-models.ts';
 import { serialised, type SqliteDb } from '../sqlite/sqlite-database.ts';
 import { translateSqliteError } from '../sqlite/sqlite-errors.ts';
 import { dealBatch } from './deal-batch.ts';
@@ -50,10 +55,17 @@ export const createSqliteDeals = (db: SqliteDb, versions: SqliteVersions): DealS
        ON CONFLICT (call_id) DO UPDATE SET team_id = excluded.team_id, last_position = excluded.last_position, record = excluded.record
        WHERE deal_records.last_position < excluded.last_position`,
     ),
-    outbox: db.prepare('INSERT OR IGNORE INTO deal_outbox (event_id, call_id, payload, created_at) VALUES (?, ?, ?, ?)'),
+    outbox: db.prepare(
+      'INSERT OR IGNORE INTO deal_outbox (event_id, call_id, payload, created_at) VALUES (?, ?, ?, ?)',
+    ),
     get: db.prepare<[string], { record: string }>('SELECT record FROM deal_records WHERE call_id = ?'),
-    byTeam: db.prepare<[string, number], { record: string }>('SELECT record FROM deal_records WHERE team_id = ? ORDER BY last_position DESC LIMIT ?'),
-    unpublished: db.prepare<[number], { event_id: string; call_id: string; payload: string; created_at: string; published_at: string | null }>(
+    byTeam: db.prepare<[string, number], { record: string }>(
+      'SELECT record FROM deal_records WHERE team_id = ? ORDER BY last_position DESC LIMIT ?',
+    ),
+    unpublished: db.prepare<
+      [number],
+      { event_id: string; call_id: string; payload: string; created_at: string; published_at: string | null }
+    >(
       'SELECT event_id, call_id, payload, created_at, published_at FROM deal_outbox WHERE published_at IS NULL ORDER BY seq LIMIT ?',
     ),
     publish: db.prepare('UPDATE deal_outbox SET published_at = ? WHERE event_id = ? AND published_at IS NULL'),
@@ -62,31 +74,33 @@ export const createSqliteDeals = (db: SqliteDb, versions: SqliteVersions): DealS
     eraseOutbox: db.prepare('DELETE FROM deal_outbox WHERE call_id = ?'),
   };
 
-  const applyDeals = db.transaction((events: readonly RecordedEvent[], checkpoint: bigint, options: ApplyOptions | undefined) => {
-    versions.expect(versions.active(DEALS).checkpoint, options);
-    const batch = dealBatch(events);
-    const calls = new Map<string, DealCall>();
-    for (const call of batch.calls) {
-      calls.set(call.callId, call);
-      d.keepCall.run(call.callId, JSON.stringify(call));
-    }
-    for (const write of batch.writes) {
-      const stored = d.call.get(write.callId);
-      const call = calls.get(write.callId) ?? (stored ? (JSON.parse(stored.call) as DealCall) : undefined);
-      if (!call) continue; // the Call decider records a deal only for a call submitted with one
-      const record = dealRecordOf(call, write.recorded);
-      const json = JSON.stringify(record);
-      d.upsert.run(record.callId, record.teamId, Number(write.position), json);
-      d.outbox.run(record.eventId, record.callId, json, record.recordedAt);
-    }
-    // An erased call's deal goes, with any deal.outcome.updated not yet published (docs/decisions/0014-erasure-crypto-shredding.md).
-    for (const callId of batch.erased) {
-      d.eraseCall.run(callId);
-      d.eraseRecord.run(callId);
-      d.eraseOutbox.run(callId);
-    }
-    versions.storeCheckpoint(DEALS, 1, checkpoint);
-  });
+  const applyDeals = db.transaction(
+    (events: readonly RecordedEvent[], checkpoint: bigint, options: ApplyOptions | undefined) => {
+      versions.expect(versions.active(DEALS).checkpoint, options);
+      const batch = dealBatch(events);
+      const calls = new Map<string, DealCall>();
+      for (const call of batch.calls) {
+        calls.set(call.callId, call);
+        d.keepCall.run(call.callId, JSON.stringify(call));
+      }
+      for (const write of batch.writes) {
+        const stored = d.call.get(write.callId);
+        const call = calls.get(write.callId) ?? (stored ? (JSON.parse(stored.call) as DealCall) : undefined);
+        if (!call) continue; // the Call decider records a deal only for a call submitted with one
+        const record = dealRecordOf(call, write.recorded);
+        const json = JSON.stringify(record);
+        d.upsert.run(record.callId, record.teamId, Number(write.position), json);
+        d.outbox.run(record.eventId, record.callId, json, record.recordedAt);
+      }
+      // An erased call's deal goes, with any deal.outcome.updated not yet published (docs/decisions/0014-erasure-crypto-shredding.md).
+      for (const callId of batch.erased) {
+        d.eraseCall.run(callId);
+        d.eraseRecord.run(callId);
+        d.eraseOutbox.run(callId);
+      }
+      versions.storeCheckpoint(DEALS, 1, checkpoint);
+    },
+  );
 
   const markPublished = db.transaction((eventIds: readonly string[], at: string) => {
     for (const id of eventIds) d.publish.run(at, id);
@@ -96,7 +110,10 @@ export const createSqliteDeals = (db: SqliteDb, versions: SqliteVersions): DealS
     async apply(events, checkpoint, options) {
       // A locked or failing database is an outage to retry, not a bad event.
       await serialised(db, () => applyDeals.immediate(events, checkpoint, options)).catch((error: unknown) => {
-        throw translateSqliteError(error, (message, cause) => new ReadModelUnavailableError(`SQLite read models unavailable: ${message}`, { cause }));
+        throw translateSqliteError(
+          error,
+          (message, cause) => new ReadModelUnavailableError(`SQLite read models unavailable: ${message}`, { cause }),
+        );
       });
     },
     async checkpoint() {
@@ -110,15 +127,13 @@ export const createSqliteDeals = (db: SqliteDb, versions: SqliteVersions): DealS
       return d.byTeam.all(teamId, options?.limit ?? 100).map((r) => JSON.parse(r.record) as DealRecord);
     },
     async unpublished(limit) {
-      return d.unpublished.all(limit).map(
-        (r): DealOutboxEntry => ({
-          eventId: r.event_id,
-          callId: r.call_id,
-          payload: JSON.parse(r.payload) as DealRecord,
-          createdAt: r.created_at,
-          publishedAt: r.published_at,
-        }),
-      );
+      return d.unpublished.all(limit).map((r): DealOutboxEntry => ({
+        eventId: r.event_id,
+        callId: r.call_id,
+        payload: JSON.parse(r.payload) as DealRecord,
+        createdAt: r.created_at,
+        publishedAt: r.published_at,
+      }));
     },
     async markPublished(eventIds, at) {
       await serialised(db, () => markPublished.immediate(eventIds, at.toISOString()));

@@ -4,7 +4,14 @@
  * (sqlite-worker-writer.ts). Every row's seq is chosen before its insert, so the lists are plain
  * data and nothing needs to come back from them.
  */
-import { changeJson, type IndexedColumns, indexedColumns, type LoadedRow, type RowChange, rowTagKeys } from './history-rows.ts';
+import {
+  changeJson,
+  type IndexedColumns,
+  indexedColumns,
+  type LoadedRow,
+  type RowChange,
+  rowTagKeys,
+} from './history-rows.ts';
 import type { StatementRuns } from './sqlite-worker-writer.ts';
 
 /** A stored row with its seq (the rowid its transcript, tags and search entry point at). */
@@ -24,7 +31,11 @@ const writeSql = (v: number) => ({
 });
 
 /** A statement with its parameters, one run per placeholder count of them. */
-export const runsOf = (sql: string, params: StatementRuns['params']): StatementRuns => ({ sql, arity: sql.split('?').length - 1, params });
+export const runsOf = (sql: string, params: StatementRuns['params']): StatementRuns => ({
+  sql,
+  arity: sql.split('?').length - 1,
+  params,
+});
 
 /** What one change writes: the row's seq (a new row's is chosen before the insert), the change, its indexed columns and, for a new row, its tags. */
 export interface RowWrite {
@@ -87,9 +98,18 @@ export const erasureRuns = (v: number, callIds: readonly string[]): StatementRun
   if (callIds.length === 0) return [];
   const ids = [...callIds];
   return [
-    runsOf(`INSERT INTO call_search_v${v} (call_search_v${v}, rowid, title_folded, rep_folded) SELECT 'delete', seq, title_folded, rep_folded FROM call_history_v${v} WHERE call_id = ?`, ids),
-    runsOf(`DELETE FROM call_transcripts_v${v} WHERE seq IN (SELECT seq FROM call_history_v${v} WHERE call_id = ?)`, ids),
-    runsOf(`DELETE FROM call_tags_v${v} WHERE team_id IN (SELECT team_id FROM call_history_v${v} WHERE call_id = ?) AND call_id = ?`, ids.flatMap((id) => [id, id])),
+    runsOf(
+      `INSERT INTO call_search_v${v} (call_search_v${v}, rowid, title_folded, rep_folded) SELECT 'delete', seq, title_folded, rep_folded FROM call_history_v${v} WHERE call_id = ?`,
+      ids,
+    ),
+    runsOf(
+      `DELETE FROM call_transcripts_v${v} WHERE seq IN (SELECT seq FROM call_history_v${v} WHERE call_id = ?)`,
+      ids,
+    ),
+    runsOf(
+      `DELETE FROM call_tags_v${v} WHERE team_id IN (SELECT team_id FROM call_history_v${v} WHERE call_id = ?) AND call_id = ?`,
+      ids.flatMap((id) => [id, id]),
+    ),
     runsOf(`DELETE FROM call_history_v${v} WHERE call_id = ?`, ids),
   ];
 };

@@ -9,10 +9,12 @@ import type { SqliteDb } from '../sqlite/sqlite-database.ts';
 export type VersionState = 'building' | 'active' | 'retired';
 
 /** Stores a checkpoint, never moving it back. Parameters: checkpoint, model, version. */
-export const STORE_CHECKPOINT_SQL = 'UPDATE read_model_versions SET checkpoint = max(checkpoint, ?) WHERE model = ? AND version = ?';
+export const STORE_CHECKPOINT_SQL =
+  'UPDATE read_model_versions SET checkpoint = max(checkpoint, ?) WHERE model = ? AND version = ?';
 
 /** A row when the version exists and is not retired. Parameters: model, version. */
-export const WRITABLE_VERSION_SQL = "SELECT 1 FROM read_model_versions WHERE model = ? AND version = ? AND state <> 'retired'";
+export const WRITABLE_VERSION_SQL =
+  "SELECT 1 FROM read_model_versions WHERE model = ? AND version = ? AND state <> 'retired'";
 
 export interface SqliteVersions {
   /** Makes version 1 the active one the first time `model` is seen; `create` makes its tables. */
@@ -37,8 +39,12 @@ export const sqliteVersions = (db: SqliteDb): SqliteVersions => {
       PRIMARY KEY (model, version)
     );
   `);
-  const known = db.prepare<[string], { version: number }>('SELECT version FROM read_model_versions WHERE model = ? LIMIT 1');
-  const insertFirst = db.prepare<[string]>("INSERT INTO read_model_versions (model, version, state) VALUES (?, 1, 'active')");
+  const known = db.prepare<[string], { version: number }>(
+    'SELECT version FROM read_model_versions WHERE model = ? LIMIT 1',
+  );
+  const insertFirst = db.prepare<[string]>(
+    "INSERT INTO read_model_versions (model, version, state) VALUES (?, 1, 'active')",
+  );
   const activeRow = db.prepare<[string], { version: number; checkpoint: number }>(
     "SELECT version, checkpoint FROM read_model_versions WHERE model = ? AND state = 'active'",
   );

@@ -70,7 +70,9 @@ export const createSqliteWebhooks = (db: SqliteDb, versions: SqliteVersions): We
     register: db.prepare(
       `INSERT OR IGNORE INTO webhooks (webhook_id, team_id, url, events, status, created_at, secret, last_position) VALUES (?, ?, ?, ?, 'active', ?, ?, ?)`,
     ),
-    rotate: db.prepare('UPDATE webhooks SET secret = ?, previous_secret = ?, previous_valid_until = ?, last_position = ? WHERE webhook_id = ? AND last_position < ?'),
+    rotate: db.prepare(
+      'UPDATE webhooks SET secret = ?, previous_secret = ?, previous_valid_until = ?, last_position = ? WHERE webhook_id = ? AND last_position < ?',
+    ),
     status: db.prepare('UPDATE webhooks SET status = ?, last_position = ? WHERE webhook_id = ? AND last_position < ?'),
     teamWebhooks: db.prepare<[string], WebhookRow>("SELECT * FROM webhooks WHERE team_id = ? AND status = 'active'"),
     oneWebhook: db.prepare<[string], WebhookRow>('SELECT * FROM webhooks WHERE webhook_id = ?'),
@@ -78,7 +80,9 @@ export const createSqliteWebhooks = (db: SqliteDb, versions: SqliteVersions): We
       `INSERT OR IGNORE INTO webhook_deliveries (delivery_id, webhook_id, team_id, event_id, subject, type, body, status, next_attempt_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?)`,
     ),
     any: db.prepare<[], { n: number }>('SELECT count(*) AS n FROM (SELECT 1 FROM webhooks LIMIT 1)'),
-    list: db.prepare<[string], WebhookRow>("SELECT * FROM webhooks WHERE team_id = ? AND status <> 'deleted' ORDER BY created_at, webhook_id"),
+    list: db.prepare<[string], WebhookRow>(
+      "SELECT * FROM webhooks WHERE team_id = ? AND status <> 'deleted' ORDER BY created_at, webhook_id",
+    ),
     candidates: db.prepare<{ now: number; inFlight: string; perTeam: number; limit: number }, { seq: number }>(
       `SELECT seq FROM (
          SELECT d.seq, d.next_attempt_at, d.team_id, row_number() OVER (PARTITION BY d.team_id ORDER BY d.next_attempt_at, d.seq) AS n
@@ -88,13 +92,19 @@ export const createSqliteWebhooks = (db: SqliteDb, versions: SqliteVersions): We
        ) WHERE n <= :perTeam - coalesce((SELECT value FROM json_each(:inFlight) WHERE key = team_id), 0) ORDER BY next_attempt_at, seq LIMIT :limit`,
     ),
     lease: db.prepare('UPDATE webhook_deliveries SET lease_until = ? WHERE seq = ?'),
-    claimedRow: db.prepare<[number], WebhookRow & { delivery_id: string; event_id: string; body: string; attempts: number }>(
+    claimedRow: db.prepare<
+      [number],
+      WebhookRow & { delivery_id: string; event_id: string; body: string; attempts: number }
+    >(
       `SELECT w.*, d.delivery_id, d.event_id, d.body, d.attempts FROM webhook_deliveries d JOIN webhooks w ON w.webhook_id = d.webhook_id WHERE d.seq = ?`,
     ),
     record: db.prepare(
       `UPDATE webhook_deliveries SET status = ?, attempts = attempts + 1, last_status_code = ?, last_error = ?, next_attempt_at = ?, delivered_at = ?, lease_until = NULL WHERE delivery_id = ?`,
     ),
-    deliveries: db.prepare<{ webhookId: string; status: string | null; before: number | null; limit: number }, DeliveryRow>(
+    deliveries: db.prepare<
+      { webhookId: string; status: string | null; before: number | null; limit: number },
+      DeliveryRow
+    >(
       `SELECT * FROM webhook_deliveries WHERE webhook_id = :webhookId AND (:status IS NULL OR status = :status) AND (:before IS NULL OR seq < :before) ORDER BY seq DESC LIMIT :limit`,
     ),
     redeliver: db.prepare(
@@ -107,62 +117,94 @@ export const createSqliteWebhooks = (db: SqliteDb, versions: SqliteVersions): We
   };
 
   const queueFor = (notification: WebhookNotification, now: number) => {
-    const rows = notification.webhookId !== undefined ? [q.oneWebhook.get(notification.webhookId)].filter((r) => r?.status === 'active') : q.teamWebhooks.all(notification.teamId);
+    const rows =
+      notification.webhookId !== undefined
+        ? [q.oneWebhook.get(notification.webhookId)].filter((r) => r?.status === 'active')
+        : q.teamWebhooks.all(notification.teamId);
     for (const row of rows) {
       if (!row || row.team_id !== notification.teamId || !subscribed(row, notification)) continue;
       const { eventId, subject, type, body } = notification;
-      q.queue.run(deliveryIdOf(row.webhook_id, eventId), row.webhook_id, row.team_id, eventId, subject, type, body, now);
+      q.queue.run(
+        deliveryIdOf(row.webhook_id, eventId),
+        row.webhook_id,
+        row.team_id,
+        eventId,
+        subject,
+        type,
+        body,
+        now,
+      );
     }
   };
 
-  const applyAll = db.transaction((events: readonly RecordedEvent[], notifications: readonly WebhookNotification[], checkpoint: bigint, options: ApplyOptions | undefined) => {
-    const applied = versions.active(MODEL).checkpoint;
-    versions.expect(applied, options);
-    const now = Date.now();
-    for (const step of batchSteps(events, notifications, BigInt(applied))) {
-      if (step.kind === 'notify') {
-        // An erased call's earlier deliveries go: their bodies hold the personal data it destroys.
-        if (step.notification.type === 'call.erased') q.forgetSubject.run(step.notification.subject);
-        queueFor(step.notification, now);
-        continue;
-      }
-      const { webhookId, event } = step;
-      const position = Number(step.position);
-      switch (event.type) {
-        case 'WebhookRegistered': {
-          const d = event.data;
-          q.register.run(webhookId, d.teamId, d.url, JSON.stringify(d.events), d.at, d.secret, position);
-          break;
+  const applyAll = db.transaction(
+    (
+      events: readonly RecordedEvent[],
+      notifications: readonly WebhookNotification[],
+      checkpoint: bigint,
+      options: ApplyOptions | undefined,
+    ) => {
+      const applied = versions.active(MODEL).checkpoint;
+      versions.expect(applied, options);
+      const now = Date.now();
+      for (const step of batchSteps(events, notifications, BigInt(applied))) {
+        if (step.kind === 'notify') {
+          // An erased call's earlier deliveries go: their bodies hold the personal data it destroys.
+          if (step.notification.type === 'call.erased') q.forgetSubject.run(step.notification.subject);
+          queueFor(step.notification, now);
+          continue;
         }
-        case 'WebhookSecretRotated':
-          q.rotate.run(event.data.secret, event.data.previousSecret, Date.parse(event.data.previousValidUntil), position, webhookId, position);
-          break;
-        case 'WebhookDisabled':
-          q.status.run('disabled', position, webhookId, position);
-          break;
-        case 'WebhookDeleted':
-          q.status.run('deleted', position, webhookId, position);
-          break;
-        case 'WebhookTestRequested':
-          break; // its notification is queued above
+        const { webhookId, event } = step;
+        const position = Number(step.position);
+        switch (event.type) {
+          case 'WebhookRegistered': {
+            const d = event.data;
+            q.register.run(webhookId, d.teamId, d.url, JSON.stringify(d.events), d.at, d.secret, position);
+            break;
+          }
+          case 'WebhookSecretRotated':
+            q.rotate.run(
+              event.data.secret,
+              event.data.previousSecret,
+              Date.parse(event.data.previousValidUntil),
+              position,
+              webhookId,
+              position,
+            );
+            break;
+          case 'WebhookDisabled':
+            q.status.run('disabled', position, webhookId, position);
+            break;
+          case 'WebhookDeleted':
+            q.status.run('deleted', position, webhookId, position);
+            break;
+          case 'WebhookTestRequested':
+            break; // its notification is queued above
+        }
       }
-    }
-    versions.storeCheckpoint(MODEL, 1, checkpoint);
-  });
+      versions.storeCheckpoint(MODEL, 1, checkpoint);
+    },
+  );
 
-  const claimAll = db.transaction((now: number, limit: number, perTeam: number, leaseMs: number, inFlight: Readonly<Record<string, number>>) => {
-    const seqs = q.candidates.all({ now, inFlight: JSON.stringify(inFlight), perTeam, limit }).map((r) => r.seq);
-    for (const seq of seqs) q.lease.run(now + leaseMs, seq);
-    return seqs.map((seq) => q.claimedRow.get(seq)!);
-  });
+  const claimAll = db.transaction(
+    (now: number, limit: number, perTeam: number, leaseMs: number, inFlight: Readonly<Record<string, number>>) => {
+      const seqs = q.candidates.all({ now, inFlight: JSON.stringify(inFlight), perTeam, limit }).map((r) => r.seq);
+      for (const seq of seqs) q.lease.run(now + leaseMs, seq);
+      return seqs.map((seq) => q.claimedRow.get(seq)!);
+    },
+  );
 
   const write = <T>(work: () => T): Promise<T> =>
     serialised(db, work).catch((error: unknown) => {
-      throw translateSqliteError(error, (message, cause) => new ReadModelUnavailableError(`SQLite read models unavailable: ${message}`, { cause }));
+      throw translateSqliteError(
+        error,
+        (message, cause) => new ReadModelUnavailableError(`SQLite read models unavailable: ${message}`, { cause }),
+      );
     });
 
   return {
-    apply: (events, notifications, checkpoint, options) => write(() => applyAll.immediate(events, notifications, checkpoint, options)),
+    apply: (events, notifications, checkpoint, options) =>
+      write(() => applyAll.immediate(events, notifications, checkpoint, options)),
     checkpoint: async () => BigInt(versions.active(MODEL).checkpoint),
     anyWebhook: async () => q.any.get()!.n > 0,
     list: async (teamId) => q.list.all(teamId).map(webhookView),
@@ -178,11 +220,20 @@ export const createSqliteWebhooks = (db: SqliteDb, versions: SqliteVersions): We
     },
     async deliveries(webhookId, { status, limit, cursor }) {
       const before = decodeCursor(cursor);
-      const rows = q.deliveries.all({ webhookId, status: status ?? null, before: before === undefined ? null : Number(before), limit: limit + 1 });
+      const rows = q.deliveries.all({
+        webhookId,
+        status: status ?? null,
+        before: before === undefined ? null : Number(before),
+        limit: limit + 1,
+      });
       const page = rows.slice(0, limit);
-      return { deliveries: page.map(deliveryView), nextCursor: rows.length > limit ? encodeCursor(page[page.length - 1]!.seq) : null };
+      return {
+        deliveries: page.map(deliveryView),
+        nextCursor: rows.length > limit ? encodeCursor(page[page.length - 1]!.seq) : null,
+      };
     },
-    redeliver: (webhookId, deliveryId, now) => write(() => q.redeliver.run(now.getTime(), webhookId, deliveryId).changes > 0),
+    redeliver: (webhookId, deliveryId, now) =>
+      write(() => q.redeliver.run(now.getTime(), webhookId, deliveryId).changes > 0),
     async nextDue() {
       const at = q.nextDue.get()?.at;
       return at === null || at === undefined ? undefined : new Date(at);

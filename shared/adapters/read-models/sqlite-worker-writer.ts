@@ -130,7 +130,8 @@ const WORKER = `
 const closedError = () => new Error('the SQLite writer is closed');
 
 /** A writer beside `db`, on the same database file (on `db` itself when it has none). */
-export const openSqliteWorkerWriter = (db: SqliteDb): SqliteWorkerWriter => (db.memory ? inThreadWriter(db) : workerWriter(db));
+export const openSqliteWorkerWriter = (db: SqliteDb): SqliteWorkerWriter =>
+  db.memory ? inThreadWriter(db) : workerWriter(db);
 
 const inThreadWriter = (db: SqliteDb): SqliteWorkerWriter => {
   const prepare = statementCache(db);
@@ -154,7 +155,10 @@ const inThreadWriter = (db: SqliteDb): SqliteWorkerWriter => {
 };
 
 const workerWriter = (db: SqliteDb): SqliteWorkerWriter => {
-  const worker = new Worker(WORKER, { eval: true, workerData: { driver: createRequire(import.meta.url).resolve('better-sqlite3'), path: db.name } });
+  const worker = new Worker(WORKER, {
+    eval: true,
+    workerData: { driver: createRequire(import.meta.url).resolve('better-sqlite3'), path: db.name },
+  });
   // An idle writer never keeps the process alive; one with writes in flight does.
   worker.unref();
   const waiting = new Map<number, { resolve: () => void; reject: (error: Error) => void }>();
@@ -172,7 +176,8 @@ const workerWriter = (db: SqliteDb): SqliteWorkerWriter => {
     if (!pending) return;
     waiting.delete(id);
     if (waiting.size === 0) worker.unref();
-    if (error) pending.reject(Object.assign(new Error(error.message), error.code === undefined ? {} : { code: error.code }));
+    if (error)
+      pending.reject(Object.assign(new Error(error.message), error.code === undefined ? {} : { code: error.code }));
     else pending.resolve();
   });
   worker.on('error', (error: Error) => failAll(error));

@@ -4,12 +4,20 @@ import type { WebhookDeliveryType, WebhookEvent, WebhookEventType } from '../../
 import { webhookIdOfStream } from '../../domain/webhook/webhook-events.ts';
 import type { RecordedEvent } from '../../ports/event-store.ts';
 import { InvalidQueryError } from '../../ports/read-models.ts';
-import type { AttemptOutcome, ClaimedDelivery, WebhookDeliveryStatus, WebhookDeliveryView, WebhookNotification, WebhookView } from '../../ports/webhook-store.ts';
+import type {
+  AttemptOutcome,
+  ClaimedDelivery,
+  WebhookDeliveryStatus,
+  WebhookDeliveryView,
+  WebhookNotification,
+  WebhookView,
+} from '../../ports/webhook-store.ts';
 
 const DELIVERY_NAMESPACE = '2f0c7b7e-4c1a-4d0e-9a57-8b3e6f1d2a44';
 
 /** One delivery per webhook and event: replaying the feed queues nothing twice. */
-export const deliveryIdOf = (webhookId: string, eventId: string): string => uuidV5(`${webhookId}:${eventId}`, DELIVERY_NAMESPACE);
+export const deliveryIdOf = (webhookId: string, eventId: string): string =>
+  uuidV5(`${webhookId}:${eventId}`, DELIVERY_NAMESPACE);
 
 export const MODEL = 'webhooks';
 
@@ -64,10 +72,18 @@ export const deliveryView = (row: DeliveryRow): WebhookDeliveryView => ({
 });
 
 /** The secrets that sign at `now`: the current one, and the previous one within its overlap. */
-export const signingSecrets = (row: Pick<WebhookRow, 'secret' | 'previous_secret' | 'previous_valid_until'>, now: Date): string[] =>
-  row.previous_secret !== null && row.previous_valid_until !== null && Number(row.previous_valid_until) > now.getTime() ? [row.secret, row.previous_secret] : [row.secret];
+export const signingSecrets = (
+  row: Pick<WebhookRow, 'secret' | 'previous_secret' | 'previous_valid_until'>,
+  now: Date,
+): string[] =>
+  row.previous_secret !== null && row.previous_valid_until !== null && Number(row.previous_valid_until) > now.getTime()
+    ? [row.secret, row.previous_secret]
+    : [row.secret];
 
-export const claimed = (row: WebhookRow & { delivery_id: string; event_id: string; body: string; attempts: number }, now: Date): ClaimedDelivery => ({
+export const claimed = (
+  row: WebhookRow & { delivery_id: string; event_id: string; body: string; attempts: number },
+  now: Date,
+): ClaimedDelivery => ({
   deliveryId: row.delivery_id,
   webhookId: row.webhook_id,
   teamId: row.team_id,
@@ -82,9 +98,21 @@ export const claimed = (row: WebhookRow & { delivery_id: string; event_id: strin
 export const outcomeColumns = (outcome: AttemptOutcome, at: Date) => {
   switch (outcome.kind) {
     case 'delivered':
-      return { status: 'delivered', statusCode: outcome.statusCode, error: null, nextAttemptAt: null, deliveredAt: at.getTime() };
+      return {
+        status: 'delivered',
+        statusCode: outcome.statusCode,
+        error: null,
+        nextAttemptAt: null,
+        deliveredAt: at.getTime(),
+      };
     case 'gone':
-      return { status: 'failed', statusCode: outcome.statusCode, error: outcome.error, nextAttemptAt: null, deliveredAt: null };
+      return {
+        status: 'failed',
+        statusCode: outcome.statusCode,
+        error: outcome.error,
+        nextAttemptAt: null,
+        deliveredAt: null,
+      };
     case 'retry':
       return {
         status: outcome.nextAttemptAt === null ? 'failed' : 'pending',
@@ -112,10 +140,16 @@ export const webhookEventOf = (event: RecordedEvent): { webhookId: string; event
 };
 
 /** The batch as one sequence in feed order: webhook events and notifications. */
-export type BatchStep = { kind: 'webhook'; webhookId: string; event: WebhookEvent; position: bigint } | { kind: 'notify'; notification: WebhookNotification };
+export type BatchStep =
+  | { kind: 'webhook'; webhookId: string; event: WebhookEvent; position: bigint }
+  | { kind: 'notify'; notification: WebhookNotification };
 
 /** Steps after `applied` (the stored checkpoint): a batch applied again changes nothing. */
-export const batchSteps = (events: readonly RecordedEvent[], notifications: readonly WebhookNotification[], applied: bigint): BatchStep[] => {
+export const batchSteps = (
+  events: readonly RecordedEvent[],
+  notifications: readonly WebhookNotification[],
+  applied: bigint,
+): BatchStep[] => {
   const byPosition = new Map<bigint, WebhookNotification[]>();
   for (const n of notifications) byPosition.set(n.position, [...(byPosition.get(n.position) ?? []), n]);
   const steps: BatchStep[] = [];
@@ -129,5 +163,10 @@ export const batchSteps = (events: readonly RecordedEvent[], notifications: read
 };
 
 /** Whether a webhook row takes a notification. */
-export const subscribed = (row: Pick<WebhookRow, 'events' | 'webhook_id'>, notification: WebhookNotification): boolean =>
-  notification.webhookId !== undefined ? notification.webhookId === row.webhook_id : (JSON.parse(row.events) as string[]).includes(notification.type);
+export const subscribed = (
+  row: Pick<WebhookRow, 'events' | 'webhook_id'>,
+  notification: WebhookNotification,
+): boolean =>
+  notification.webhookId !== undefined
+    ? notification.webhookId === row.webhook_id
+    : (JSON.parse(row.events) as string[]).includes(notification.type);

@@ -29,7 +29,10 @@ export const serialised = <T>(db: SqliteDb, work: () => Promise<T> | T): Promise
 /** Another process holds the data directory. */
 export class DataDirLockedError extends Error {
   readonly code = 'DATA_DIR_LOCKED';
-  constructor(readonly dataDir: string, readonly holder: string) {
+  constructor(
+    readonly dataDir: string,
+    readonly holder: string,
+  ) {
     super(`data directory ${dataDir} is in use by ${holder}; stop that process or set DATA_DIR to another directory`);
     this.name = 'DataDirLockedError';
   }
@@ -78,7 +81,10 @@ const lockDataDir = (dataDir: string): (() => void) => {
       }
       const sameHost = holder.host === undefined || holder.host === hostname();
       if (holder.pid !== undefined && (!sameHost || isAlive(holder.pid))) {
-        throw new DataDirLockedError(dataDir, `process ${holder.pid} on ${holder.host ?? 'this host'} (since ${holder.since ?? 'unknown'})`);
+        throw new DataDirLockedError(
+          dataDir,
+          `process ${holder.pid} on ${holder.host ?? 'this host'} (since ${holder.since ?? 'unknown'})`,
+        );
       }
       rmSync(path, { force: true });
     }

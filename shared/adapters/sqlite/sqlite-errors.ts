@@ -20,5 +20,7 @@ export const isRetriableSqliteError = (error: unknown): boolean => {
  * Translates a retriable failure with `unavailable` (the adapter's BackendUnavailableError
  * subclass); returns anything else unchanged.
  */
-export const translateSqliteError = (error: unknown, unavailable: (message: string, cause: unknown) => Error): unknown =>
-  isRetriableSqliteError(error) ? unavailable((error as Error).message, error) : error;
+export const translateSqliteError = (
+  error: unknown,
+  unavailable: (message: string, cause: unknown) => Error,
+): unknown => (isRetriableSqliteError(error) ? unavailable((error as Error).message, error) : error);

@@ -46,7 +46,8 @@ export const parseWavDuration = (header: Uint8Array, fileSize: number): number |
       }
       format = { code, sampleRate: view.getUint32(body + 4, true), blockAlign: view.getUint16(body + 12, true) };
     } else if (id === 'data') {
-      if (!format || !CONSTANT_RATE_FORMATS.has(format.code) || format.sampleRate === 0 || format.blockAlign === 0) return undefined;
+      if (!format || !CONSTANT_RATE_FORMATS.has(format.code) || format.sampleRate === 0 || format.blockAlign === 0)
+        return undefined;
       const present = Math.max(0, fileSize - body);
       const streamed = size === UNKNOWN_SIZE || (size === 0 && (riffSize === 0 || riffSize === UNKNOWN_SIZE));
       const bytes = streamed ? present : Math.min(size, present);
@@ -107,8 +108,14 @@ export const measureAudioDuration = async (path: string, options: MeasureOptions
         const seconds = Number.parseFloat(outcome.stdout.trim().split(/\s+/)[0] ?? '');
         if (outcome.exitCode === 0 && Number.isFinite(seconds) && seconds >= 0) return seconds;
         if (outcome.exitCode !== 0) {
-          const why = (lastLine(outcome.stderr) ?? `exit code ${outcome.exitCode}`).split(input.url).join('the recording');
-          throw new StepError('audio_undecodable', `The recording is not audio that can be read (ffprobe: ${why}).`, false);
+          const why = (lastLine(outcome.stderr) ?? `exit code ${outcome.exitCode}`)
+            .split(input.url)
+            .join('the recording');
+          throw new StepError(
+            'audio_undecodable',
+            `The recording is not audio that can be read (ffprobe: ${why}).`,
+            false,
+          );
         }
         probed = true; // readable, but the container states no length: the WAV header may still tell
         break;
@@ -118,11 +125,21 @@ export const measureAudioDuration = async (path: string, options: MeasureOptions
       case 'aborted':
         throw outcome.reason;
       case 'timeout':
-        throw new StepError('transcription_timeout', 'Measuring the length of the recording (ffprobe) took too long.', true);
+        throw new StepError(
+          'transcription_timeout',
+          'Measuring the length of the recording (ffprobe) took too long.',
+          true,
+        );
       case 'signalled':
-        throw new StepError('transcription_failed', `ffprobe was killed by ${outcome.signal} while measuring the recording.`, true);
+        throw new StepError(
+          'transcription_failed',
+          `ffprobe was killed by ${outcome.signal} while measuring the recording.`,
+          true,
+        );
       case 'failed':
-        throw new StepError('transcription_failed', `ffprobe could not be run: ${outcome.error.message}`, true, { cause: outcome.error });
+        throw new StepError('transcription_failed', `ffprobe could not be run: ${outcome.error.message}`, true, {
+          cause: outcome.error,
+        });
     }
   }
   const fromHeader = await readWavDuration(absolute);
@@ -132,7 +149,12 @@ export const measureAudioDuration = async (path: string, options: MeasureOptions
     () => false,
   );
   if (!exists) throw new StepError('audio_undecodable', 'The recording file cannot be read.', false);
-  if (probed) throw new StepError('audio_undecodable', 'The recording does not state its length (ffprobe reads it but reports no duration).', false);
+  if (probed)
+    throw new StepError(
+      'audio_undecodable',
+      'The recording does not state its length (ffprobe reads it but reports no duration).',
+      false,
+    );
   throw new StepError(
     'transcription_unavailable',
     `The length of the recording cannot be measured: it is not an uncompressed WAV file and ffprobe (Debian package ffmpeg) is not installed. ${TRANSCRIPTION_SETUP_HINT}`,

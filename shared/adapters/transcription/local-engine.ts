@@ -43,9 +43,15 @@ const probeArgs = (program: string, kind: 'ffmpeg' | 'pocketsphinx'): string[] =
 
 const plan = (options: LocalEngineOptions) => {
   const ffmpeg = options.ffmpegPath ?? 'ffmpeg';
-  const pocketsphinx = options.pocketsphinxPath ? [options.pocketsphinxPath] : ['pocketsphinx', 'pocketsphinx_continuous'];
+  const pocketsphinx = options.pocketsphinxPath
+    ? [options.pocketsphinxPath]
+    : ['pocketsphinx', 'pocketsphinx_continuous'];
   const modelDir = options.modelDir ?? DEBIAN_MODEL_DIR;
-  const model = { hmm: join(modelDir, 'en-us'), lm: join(modelDir, 'en-us.lm.bin'), dict: join(modelDir, 'cmudict-en-us.dict') };
+  const model = {
+    hmm: join(modelDir, 'en-us'),
+    lm: join(modelDir, 'en-us.lm.bin'),
+    dict: join(modelDir, 'cmudict-en-us.dict'),
+  };
   return { ffmpeg, pocketsphinx, model };
 };
 
@@ -56,22 +62,41 @@ const notFound = (programs: string[]): string => {
   return programs.length === 1 ? `${programs[0]} is not on PATH` : `neither ${programs.join(' nor ')} is on PATH`;
 };
 
-const conclude = (options: LocalEngineOptions, ffmpegFound: boolean, pocketsphinxFound: string | undefined): LocalEngineDetection => {
+const conclude = (
+  options: LocalEngineOptions,
+  ffmpegFound: boolean,
+  pocketsphinxFound: string | undefined,
+): LocalEngineDetection => {
   const { ffmpeg, pocketsphinx, model } = plan(options);
   const missing: string[] = [];
   if (!ffmpegFound) missing.push(`ffmpeg is not installed (${notFound([ffmpeg])}; Debian package ffmpeg)`);
-  if (!pocketsphinxFound) missing.push(`pocketsphinx is not installed (${notFound(pocketsphinx)}; Debian package pocketsphinx)`);
+  if (!pocketsphinxFound)
+    missing.push(`pocketsphinx is not installed (${notFound(pocketsphinx)}; Debian package pocketsphinx)`);
   const absent = [join(model.hmm, 'mdef'), model.lm, model.dict].filter((file) => !existsSync(file));
-  if (absent.length > 0) missing.push(`the pocketsphinx US English model is not installed (missing ${absent.join(', ')}; Debian package pocketsphinx-en-us)`);
-  if (missing.length > 0 || pocketsphinxFound === undefined) return { ok: false, reason: `The local transcription engine is not available: ${missing.join('; ')}.` };
-  return { ok: true, engine: { ffmpeg, pocketsphinx: { path: pocketsphinxFound, cli: cliOf(pocketsphinxFound) }, model } };
+  if (absent.length > 0)
+    missing.push(
+      `the pocketsphinx US English model is not installed (missing ${absent.join(', ')}; Debian package pocketsphinx-en-us)`,
+    );
+  if (missing.length > 0 || pocketsphinxFound === undefined)
+    return { ok: false, reason: `The local transcription engine is not available: ${missing.join('; ')}.` };
+  return {
+    ok: true,
+    engine: { ffmpeg, pocketsphinx: { path: pocketsphinxFound, cli: cliOf(pocketsphinxFound) }, model },
+  };
 };
 
 /** Finds the local engine; never rejects. */
 export const detectLocalEngine = async (options: LocalEngineOptions = {}): Promise<LocalEngineDetection> => {
   const { ffmpeg, pocketsphinx } = plan(options);
-  const [ffmpegFound, ...found] = await Promise.all([canRun(ffmpeg, probeArgs(ffmpeg, 'ffmpeg')), ...pocketsphinx.map((p) => canRun(p, probeArgs(p, 'pocketsphinx')))]);
-  return conclude(options, ffmpegFound ?? false, pocketsphinx.find((_, i) => found[i]));
+  const [ffmpegFound, ...found] = await Promise.all([
+    canRun(ffmpeg, probeArgs(ffmpeg, 'ffmpeg')),
+    ...pocketsphinx.map((p) => canRun(p, probeArgs(p, 'pocketsphinx'))),
+  ]);
+  return conclude(
+    options,
+    ffmpegFound ?? false,
+    pocketsphinx.find((_, i) => found[i]),
+  );
 };
 
 /** `detectLocalEngine`, blocking (a few ms per program): for choosing an adapter while the service is wired. */

@@ -26,7 +26,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { StepError } from '../../ports/step-error.ts';
-import { TRANSCRIPTION_SETUP_HINT, type Transcriber, type TranscriberAvailability, type Transcription, type TranscriptionInput } from '../../ports/transcriber.ts';
+import {
+  TRANSCRIPTION_SETUP_HINT,
+  type Transcriber,
+  type TranscriberAvailability,
+  type Transcription,
+  type TranscriptionInput,
+} from '../../ports/transcriber.ts';
 import { processTempPrefix, sweepStaleTempFiles } from '../audio/process-temp-files.ts';
 import { audioTooLong, DEFAULT_AUDIO_MAX_SECONDS, probeAudioSeconds, readWavDuration } from './audio-duration.ts';
 import { ffmpegInput } from './ffmpeg-input.ts';
@@ -55,14 +61,17 @@ const TEMP_PREFIX = 'transcribe-';
 /** Samples per second of the decoded audio (the rate the en-us acoustic model was trained at). */
 const SAMPLE_RATE = 16_000;
 /** ffmpeg errors that are about this machine, not the recording. */
-const RESOURCE_TROUBLE = /No space left|Cannot allocate memory|Resource temporarily unavailable|Too many open files|Permission denied/i;
+const RESOURCE_TROUBLE =
+  /No space left|Cannot allocate memory|Resource temporarily unavailable|Too many open files|Permission denied/i;
 const NO_AUDIO_STREAM = /matches no streams|does not contain any stream/i;
 
 /** The arguments pocketsphinx gets for `wav` in each command-line shape. */
 export const pocketsphinxArgs = (engine: LocalEngine, wav: string): string[] => {
   const model = ['-hmm', engine.model.hmm, '-lm', engine.model.lm, '-dict', engine.model.dict];
   // 5prealpha prints word times only when asked; 5.x's JSON always has them.
-  return engine.pocketsphinx.cli === 'continuous' ? ['-infile', wav, ...model, '-time', 'yes'] : [...model, 'live', wav];
+  return engine.pocketsphinx.cli === 'continuous'
+    ? ['-infile', wav, ...model, '-time', 'yes']
+    : [...model, 'live', wav];
 };
 
 /** ffprobe beside the ffmpeg in use (same directory when ffmpeg is given by path). */
@@ -89,14 +98,28 @@ export const createLocalTranscriber = (options: LocalTranscriberOptions = {}): T
       case 'aborted':
         throw outcome.reason;
       case 'timeout':
-        throw new StepError('transcription_timeout', `Local transcription did not finish within ${timeoutMs} ms (${program} was stopped).`, true);
+        throw new StepError(
+          'transcription_timeout',
+          `Local transcription did not finish within ${timeoutMs} ms (${program} was stopped).`,
+          true,
+        );
       case 'signalled':
-        throw new StepError('transcription_failed', `${program} crashed (killed by ${outcome.signal}) while transcribing.`, true);
+        throw new StepError(
+          'transcription_failed',
+          `${program} crashed (killed by ${outcome.signal}) while transcribing.`,
+          true,
+        );
       case 'missing':
         found = undefined; // uninstalled while running: look again next time
-        throw new StepError('transcription_unavailable', `${program} can no longer be started (${outcome.error.code}). ${TRANSCRIPTION_SETUP_HINT}`, false);
+        throw new StepError(
+          'transcription_unavailable',
+          `${program} can no longer be started (${outcome.error.code}). ${TRANSCRIPTION_SETUP_HINT}`,
+          false,
+        );
       case 'failed':
-        throw new StepError('transcription_failed', `${program} could not be run: ${outcome.error.message}`, true, { cause: outcome.error });
+        throw new StepError('transcription_failed', `${program} could not be run: ${outcome.error.message}`, true, {
+          cause: outcome.error,
+        });
     }
   };
 
@@ -104,14 +127,19 @@ export const createLocalTranscriber = (options: LocalTranscriberOptions = {}): T
     const { signal } = input;
     signal?.throwIfAborted();
     const located = await locate();
-    if (!located.ok) throw new StepError('transcription_unavailable', `${located.reason} ${TRANSCRIPTION_SETUP_HINT}`, false);
+    if (!located.ok)
+      throw new StepError('transcription_unavailable', `${located.reason} ${TRANSCRIPTION_SETUP_HINT}`, false);
     const { engine } = located;
     const deadline = Date.now() + timeoutMs;
     const remaining = () => Math.max(1, deadline - Date.now());
 
     // A stated length over the cap fails before anything is decoded; a container that states
     // none, or lies, is cut by -t a second past the cap and judged by what was decoded.
-    const stated = await probeAudioSeconds(input.audioPath, { ffprobePath: ffprobeBeside(engine.ffmpeg), timeoutMs: Math.min(60_000, remaining()), signal });
+    const stated = await probeAudioSeconds(input.audioPath, {
+      ffprobePath: ffprobeBeside(engine.ffmpeg),
+      timeoutMs: Math.min(60_000, remaining()),
+      signal,
+    });
     if (stated !== undefined && stated > maxSeconds) throw audioTooLong(maxSeconds, stated);
 
     const dir = await mkdtemp(join(tempDir, processTempPrefix(TEMP_PREFIX)));
@@ -120,18 +148,53 @@ export const createLocalTranscriber = (options: LocalTranscriberOptions = {}): T
       const wav = join(dir, 'audio.wav');
       const decoded = await runProcess(
         engine.ffmpeg,
-        ['-nostdin', '-hide_banner', '-loglevel', 'error', ...source.args, '-map', '0:a:0', '-map_metadata', '-1', '-t', String(maxSeconds + 1), '-ac', '1', '-ar', String(SAMPLE_RATE), '-c:a', 'pcm_s16le', '-fflags', '+bitexact', '-flags:a', '+bitexact', '-f', 'wav', '-y', wav],
+        [
+          '-nostdin',
+          '-hide_banner',
+          '-loglevel',
+          'error',
+          ...source.args,
+          '-map',
+          '0:a:0',
+          '-map_metadata',
+          '-1',
+          '-t',
+          String(maxSeconds + 1),
+          '-ac',
+          '1',
+          '-ar',
+          String(SAMPLE_RATE),
+          '-c:a',
+          'pcm_s16le',
+          '-fflags',
+          '+bitexact',
+          '-flags:a',
+          '+bitexact',
+          '-f',
+          'wav',
+          '-y',
+          wav,
+        ],
         { timeoutMs: remaining(), signal, maxStdoutBytes: 1024 * 1024 },
       );
       if (decoded.kind !== 'exited') return failure('ffmpeg', decoded);
       if (decoded.exitCode !== 0) {
-        const why = (lastLine(decoded.stderr) ?? `exit code ${decoded.exitCode}`).split(source.url).join('the recording');
-        if (RESOURCE_TROUBLE.test(decoded.stderr)) throw new StepError('transcription_failed', `ffmpeg could not convert the recording: ${why}`, true);
-        if (NO_AUDIO_STREAM.test(decoded.stderr)) throw new StepError('audio_undecodable', 'The recording holds no audio stream.', false);
-        throw new StepError('audio_undecodable', `The recording is not audio that can be decoded (ffmpeg: ${why}).`, false);
+        const why = (lastLine(decoded.stderr) ?? `exit code ${decoded.exitCode}`)
+          .split(source.url)
+          .join('the recording');
+        if (RESOURCE_TROUBLE.test(decoded.stderr))
+          throw new StepError('transcription_failed', `ffmpeg could not convert the recording: ${why}`, true);
+        if (NO_AUDIO_STREAM.test(decoded.stderr))
+          throw new StepError('audio_undecodable', 'The recording holds no audio stream.', false);
+        throw new StepError(
+          'audio_undecodable',
+          `The recording is not audio that can be decoded (ffmpeg: ${why}).`,
+          false,
+        );
       }
       const durationSeconds = await readWavDuration(wav);
-      if (durationSeconds === undefined) throw new StepError('transcription_failed', 'ffmpeg reported success but wrote no readable WAV file.', true);
+      if (durationSeconds === undefined)
+        throw new StepError('transcription_failed', 'ffmpeg reported success but wrote no readable WAV file.', true);
       if (durationSeconds > maxSeconds) throw audioTooLong(maxSeconds);
       if (durationSeconds === 0) return { text: '', durationSeconds, engine: ENGINE };
 
@@ -140,7 +203,11 @@ export const createLocalTranscriber = (options: LocalTranscriberOptions = {}): T
       if (recognised.kind !== 'exited') return failure('pocketsphinx', recognised);
       if (recognised.exitCode !== 0) {
         const why = lastLine(recognised.stderr, /^(?:ERROR|FATAL)/) ?? `exit code ${recognised.exitCode}`;
-        throw new StepError('transcription_failed', `pocketsphinx failed (exit code ${recognised.exitCode}): ${why}`, true);
+        throw new StepError(
+          'transcription_failed',
+          `pocketsphinx failed (exit code ${recognised.exitCode}): ${why}`,
+          true,
+        );
       }
       const { text, segments } = readPocketsphinxOutput(recognised.stdout);
       return { text, durationSeconds, engine: ENGINE, segments };

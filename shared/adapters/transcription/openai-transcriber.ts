@@ -27,8 +27,21 @@ import { openAsBlob } from 'node:fs';
 import { extname } from 'node:path';
 import type { TranscriptSegment } from '../../domain/transcript/transcript-segments.ts';
 import { StepError } from '../../ports/step-error.ts';
-import { createScrubber, httpStatusError, openAiEndpoint, postToService, readCapped, serverMessage, type ServiceFailures } from '../openai-compatible.ts';
-import type { Transcriber, TranscriberAvailability, Transcription, TranscriptionInput } from '../../ports/transcriber.ts';
+import {
+  createScrubber,
+  httpStatusError,
+  openAiEndpoint,
+  postToService,
+  readCapped,
+  serverMessage,
+  type ServiceFailures,
+} from '../openai-compatible.ts';
+import type {
+  Transcriber,
+  TranscriberAvailability,
+  Transcription,
+  TranscriptionInput,
+} from '../../ports/transcriber.ts';
 import { audioTooLong, DEFAULT_AUDIO_MAX_SECONDS, measureAudioDuration, probeAudioSeconds } from './audio-duration.ts';
 
 export interface OpenAiTranscriberOptions {
@@ -84,7 +97,8 @@ export const uploadFileName = (audioPath: string, contentType?: string): string 
   return extension ? `recording.${extension}` : 'recording';
 };
 
-const seconds = (value: unknown): number | null => (typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : null);
+const seconds = (value: unknown): number | null =>
+  typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : null;
 
 /**
  * The `segments` of a verbose_json answer (`{start, end, text}`, and `speaker` from servers that
@@ -98,13 +112,27 @@ export const segmentsOf = (segments: unknown): TranscriptSegment[] | undefined =
     if (typeof segment !== 'object' || segment === null) continue;
     const { start, end, speaker, text } = segment as Record<string, unknown>;
     if (typeof text !== 'string' || text.trim() === '') continue;
-    read.push({ start: seconds(start), end: seconds(end), speaker: typeof speaker === 'string' && speaker.trim() !== '' ? speaker.trim() : null, text: text.trim() });
+    read.push({
+      start: seconds(start),
+      end: seconds(end),
+      speaker: typeof speaker === 'string' && speaker.trim() !== '' ? speaker.trim() : null,
+      text: text.trim(),
+    });
   }
   return read.length > 0 ? read : undefined;
 };
 
 const readAnswer = (response: Response): Promise<string> =>
-  readCapped(response, MAX_RESPONSE_BYTES, () => new StepError('transcription_failed', `The transcription answer is larger than ${MAX_RESPONSE_BYTES} bytes.`, true));
+  readCapped(
+    response,
+    MAX_RESPONSE_BYTES,
+    () =>
+      new StepError(
+        'transcription_failed',
+        `The transcription answer is larger than ${MAX_RESPONSE_BYTES} bytes.`,
+        true,
+      ),
+  );
 
 /** @throws TypeError when `url` is not an http(s) URL, or carries a user or password. */
 export const createOpenAiTranscriber = (options: OpenAiTranscriberOptions): Transcriber => {
@@ -128,13 +156,22 @@ export const createOpenAiTranscriber = (options: OpenAiTranscriberOptions): Tran
   const httpError = async (response: Response): Promise<StepError> => {
     const said = serverMessage(await readAnswer(response).catch(() => ''), scrub, { detail: true, plainText: true });
     if (response.status === 404) {
-      return new StepError('transcription_rejected', `The transcription service at ${where} has no ${endpoint.pathname} (HTTP 404)${said}; check TRANSCRIBE_URL.`, false);
+      return new StepError(
+        'transcription_rejected',
+        `The transcription service at ${where} has no ${endpoint.pathname} (HTTP 404)${said}; check TRANSCRIBE_URL.`,
+        false,
+      );
     }
     return httpStatusError(service, response, said);
   };
 
   const invalid = (why: string, cause?: unknown): StepError =>
-    new StepError('transcription_failed', `The transcription service at ${where} gave an unusable answer: ${why}`, true, cause === undefined ? undefined : { cause });
+    new StepError(
+      'transcription_failed',
+      `The transcription service at ${where} gave an unusable answer: ${why}`,
+      true,
+      cause === undefined ? undefined : { cause },
+    );
 
   const transcribe = async (input: TranscriptionInput): Promise<Transcription> => {
     const caller = input.signal;
@@ -168,11 +205,21 @@ export const createOpenAiTranscriber = (options: OpenAiTranscriberOptions): Tran
     } catch (error) {
       throw invalid('the response body is not JSON', error);
     }
-    const { text: transcript, duration, segments } = (typeof answer === 'object' && answer !== null ? answer : {}) as { text?: unknown; duration?: unknown; segments?: unknown };
+    const {
+      text: transcript,
+      duration,
+      segments,
+    } = (typeof answer === 'object' && answer !== null ? answer : {}) as {
+      text?: unknown;
+      duration?: unknown;
+      segments?: unknown;
+    };
     if (typeof transcript !== 'string') throw invalid('it has no "text"');
     const stated = typeof duration === 'string' && duration.trim() !== '' ? Number(duration) : duration;
     const durationSeconds =
-      typeof stated === 'number' && Number.isFinite(stated) && stated >= 0 ? stated : await measureAudioDuration(input.audioPath, { signal: caller });
+      typeof stated === 'number' && Number.isFinite(stated) && stated >= 0
+        ? stated
+        : await measureAudioDuration(input.audioPath, { signal: caller });
     const timed = segmentsOf(segments);
     return { text: transcript.trim(), durationSeconds, engine, ...(timed ? { segments: timed } : {}) };
   };

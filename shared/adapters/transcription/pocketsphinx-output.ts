@@ -42,8 +42,14 @@ interface Utterance {
 const wordTimesOfJson = (w: unknown): WordTime[] =>
   Array.isArray(w)
     ? w.flatMap((entry: unknown) => {
-        const { t, b, d } = (typeof entry === 'object' && entry !== null ? entry : {}) as { t?: unknown; b?: unknown; d?: unknown };
-        return typeof t === 'string' && typeof b === 'number' && typeof d === 'number' ? [{ word: t, start: b, end: b + d }] : [];
+        const { t, b, d } = (typeof entry === 'object' && entry !== null ? entry : {}) as {
+          t?: unknown;
+          b?: unknown;
+          d?: unknown;
+        };
+        return typeof t === 'string' && typeof b === 'number' && typeof d === 'number'
+          ? [{ word: t, start: b, end: b + d }]
+          : [];
       })
     : [];
 

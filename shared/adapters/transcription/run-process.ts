@@ -52,7 +52,8 @@ export const runProcess = (command: string, args: readonly string[], options: Ru
 
     child.stdout.on('data', (chunk: Buffer) => {
       stdoutBytes += chunk.byteLength;
-      if (stdoutBytes > maxStdout) return kill({ kind: 'failed', error: new Error(`${command} wrote more than ${maxStdout} bytes to stdout`) });
+      if (stdoutBytes > maxStdout)
+        return kill({ kind: 'failed', error: new Error(`${command} wrote more than ${maxStdout} bytes to stdout`) });
       stdout.push(chunk);
     });
     child.stderr.on('data', (chunk: Buffer) => {
@@ -68,7 +69,10 @@ export const runProcess = (command: string, args: readonly string[], options: Ru
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
       if (ending) return resolve(ending);
-      if (spawnError) return resolve(isMissing(spawnError) ? { kind: 'missing', error: spawnError } : { kind: 'failed', error: spawnError });
+      if (spawnError)
+        return resolve(
+          isMissing(spawnError) ? { kind: 'missing', error: spawnError } : { kind: 'failed', error: spawnError },
+        );
       const out = Buffer.concat(stdout).toString('utf8');
       const err = stderr.toString('utf8');
       if (killedBy) return resolve({ kind: 'signalled', signal: killedBy, stdout: out, stderr: err });

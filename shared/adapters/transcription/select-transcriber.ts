@@ -43,5 +43,9 @@ export const selectTranscriber = (config: TranscriberConfig, local: LocalTranscr
   }
   const detection = detectLocalEngineSync(local);
   if (!detection.ok) return createUnavailableTranscriber(detection.reason);
-  return createLocalTranscriber({ ...local, timeoutMs: config.timeoutMs ?? local.timeoutMs, maxSeconds: config.maxSeconds ?? local.maxSeconds });
+  return createLocalTranscriber({
+    ...local,
+    timeoutMs: config.timeoutMs ?? local.timeoutMs,
+    maxSeconds: config.maxSeconds ?? local.maxSeconds,
+  });
 };

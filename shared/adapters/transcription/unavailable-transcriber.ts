@@ -4,7 +4,12 @@
  * is missing and how to set an engine up, instead of retrying something that cannot succeed.
  */
 import { StepError } from '../../ports/step-error.ts';
-import { TRANSCRIPTION_SETUP_HINT, type Transcriber, type TranscriberAvailability, type Transcription } from '../../ports/transcriber.ts';
+import {
+  TRANSCRIPTION_SETUP_HINT,
+  type Transcriber,
+  type TranscriberAvailability,
+  type Transcription,
+} from '../../ports/transcriber.ts';
 
 /** @param reason What is missing, as a sentence, e.g. from `detectLocalEngine`. */
 export const createUnavailableTranscriber = (reason: string): Transcriber => ({

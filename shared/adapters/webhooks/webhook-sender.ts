@@ -34,18 +34,26 @@ export class WebhookSendError extends Error {
 }
 
 /** Sends one attempt; `abort` ends it early (the process is stopping). */
-export type SendWebhook = (url: string, headers: Record<string, string>, body: string, abort?: AbortSignal) => Promise<WebhookAnswer>;
+export type SendWebhook = (
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+  abort?: AbortSignal,
+) => Promise<WebhookAnswer>;
 
 export const createWebhookSender = (options: WebhookSenderOptions): SendWebhook => {
   const refuse = (address: string, host: string) => {
     if (options.allowPrivate) return undefined;
-    return classifyAddress(address).allowed ? undefined : new WebhookSendError(`the host "${host}" could not be reached, or is not a public internet address`);
+    return classifyAddress(address).allowed
+      ? undefined
+      : new WebhookSendError(`the host "${host}" could not be reached, or is not a public internet address`);
   };
   const lookup = guardedLookup(options.resolveHost ?? systemResolveHost, refuse);
 
   return async (raw, headers, body, abort) => {
     const url = new URL(raw);
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new WebhookSendError('the URL is not http or https');
+    if (url.protocol !== 'http:' && url.protocol !== 'https:')
+      throw new WebhookSendError('the URL is not http or https');
     const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
     if (isIP(host)) {
       const refusal = refuse(host, host);
@@ -63,7 +71,13 @@ export const createWebhookSender = (options: WebhookSenderOptions): SendWebhook 
       const client = url.protocol === 'https:' ? https : http;
       const request = client.request(
         url,
-        { method: 'POST', agent: false, lookup, signal, headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) } },
+        {
+          method: 'POST',
+          agent: false,
+          lookup,
+          signal,
+          headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+        },
         (response) => {
           const chunks: Buffer[] = [];
           let bytes = 0;

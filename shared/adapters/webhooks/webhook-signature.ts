@@ -11,7 +11,12 @@ const SECRET_PREFIX = 'whsec_';
 export const newWebhookSecret = (): string => SECRET_PREFIX + randomBytes(32).toString('base64');
 
 /** The `webhook-signature` header value for one attempt. */
-export const signWebhook = (secrets: readonly string[], messageId: string, timestampSeconds: number, body: string): string =>
+export const signWebhook = (
+  secrets: readonly string[],
+  messageId: string,
+  timestampSeconds: number,
+  body: string,
+): string =>
   secrets
     .map((secret) => {
       const key = Buffer.from(secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret, 'base64');

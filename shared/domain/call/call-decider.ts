@@ -7,7 +7,14 @@
 import { DomainError, type Decider } from '../decider.ts';
 import type { CallAnalysis, CallEvent, ErasureCause, ProcessingMode } from './call-events.ts';
 import type { CallSubmittedData } from './call-submitted.ts';
-import { type CallState, evolveCall, initialCallState, type PendingCall, stageOf, submittedDeal } from './call-state.ts';
+import {
+  type CallState,
+  evolveCall,
+  initialCallState,
+  type PendingCall,
+  stageOf,
+  submittedDeal,
+} from './call-state.ts';
 import { isRetriableFailure, RETRIABLE_FAILURE_CODES } from './retriable-failures.ts';
 import { boundSegments, type TranscriptSegment } from '../transcript/transcript-segments.ts';
 
@@ -16,7 +23,16 @@ export type CallCommand =
   | { type: 'StartProcessing'; now: string; timeoutMs: number }
   | { type: 'RecordAudioFetched'; bytes: number; contentType: string; now: string }
   /** `segments` are stored within `SEGMENT_LIMITS` (transcript-segments.ts). */
-  | { type: 'RecordTranscript'; source: 'audio' | 'inline'; text: string; truncated: boolean; durationSeconds: number | null; engine: string | null; segments?: TranscriptSegment[]; now: string }
+  | {
+      type: 'RecordTranscript';
+      source: 'audio' | 'inline';
+      text: string;
+      truncated: boolean;
+      durationSeconds: number | null;
+      engine: string | null;
+      segments?: TranscriptSegment[];
+      now: string;
+    }
   | { type: 'RecordAnalysis'; analysis: CallAnalysis; now: string }
   | { type: 'RecordDeal'; now: string }
   | { type: 'CompleteCall'; now: string }
@@ -27,7 +43,13 @@ export type CallCommand =
   /** Erases the call (docs/decisions/0014-erasure-crypto-shredding.md): legal in any state but absent or erased. */
   | { type: 'EraseCall'; cause: ErasureCause; erasureId?: string; now: string };
 
-export const CALL_ERROR_CODES = ['CALL_NOT_FOUND', 'CALL_ALREADY_FINISHED', 'CALL_STEP_OUT_OF_ORDER', 'CALL_NOT_RETRIABLE', 'CALL_ERASED'] as const;
+export const CALL_ERROR_CODES = [
+  'CALL_NOT_FOUND',
+  'CALL_ALREADY_FINISHED',
+  'CALL_STEP_OUT_OF_ORDER',
+  'CALL_NOT_RETRIABLE',
+  'CALL_ERASED',
+] as const;
 export type CallErrorCode = (typeof CALL_ERROR_CODES)[number];
 
 /** The reason (and code) of a call that stayed pending past its deadline (docs/decisions/0004-call-status-and-timeout.md). */
@@ -38,7 +60,8 @@ const refuse = (code: CallErrorCode, message: string): never => {
 };
 
 /** Audio when there is a recording link (even with a transcript), else the inline transcript. */
-export const processingMode = (submitted: CallSubmittedData): ProcessingMode => (submitted.submission.audioUrl ? 'audio' : 'transcript');
+export const processingMode = (submitted: CallSubmittedData): ProcessingMode =>
+  submitted.submission.audioUrl ? 'audio' : 'transcript';
 
 /** The instant a pending call times out: its recorded deadline, else submission (or last retry) time + timeout. */
 export const deadlineOf = (call: PendingCall, timeoutMs: number): string =>
@@ -47,7 +70,11 @@ export const deadlineOf = (call: PendingCall, timeoutMs: number): string =>
 const pendingCall = (state: CallState, step: string): PendingCall => {
   if (state.status === 'absent') return refuse('CALL_NOT_FOUND', `${step}: the call does not exist`);
   if (state.status === 'erased') return refuse('CALL_ERASED', `${step}: the call was erased`);
-  if (state.status !== 'pending') return refuse('CALL_ALREADY_FINISHED', `${step}: the call already ${state.status === 'completed' ? 'completed' : 'failed'}`);
+  if (state.status !== 'pending')
+    return refuse(
+      'CALL_ALREADY_FINISHED',
+      `${step}: the call already ${state.status === 'completed' ? 'completed' : 'failed'}`,
+    );
   return state;
 };
 
@@ -64,17 +91,43 @@ export const decideCall = (command: CallCommand, state: CallState): CallEvent[] 
       return state.status === 'absent' ? [{ type: 'CallSubmitted', data: command.data }] : [];
     case 'StartProcessing': {
       const call = atStage(state, 'start processing', 'queued');
-      return [{ type: 'ProcessingStarted', data: { mode: processingMode(call.submitted), deadline: deadlineOf(call, command.timeoutMs), at: command.now } }];
+      return [
+        {
+          type: 'ProcessingStarted',
+          data: {
+            mode: processingMode(call.submitted),
+            deadline: deadlineOf(call, command.timeoutMs),
+            at: command.now,
+          },
+        },
+      ];
     }
     case 'RecordAudioFetched':
       atStage(state, 'record fetched audio', 'fetching_audio');
-      return [{ type: 'AudioFetched', data: { bytes: command.bytes, contentType: command.contentType, at: command.now } }];
+      return [
+        { type: 'AudioFetched', data: { bytes: command.bytes, contentType: command.contentType, at: command.now } },
+      ];
     case 'RecordTranscript': {
       const call = atStage(state, 'record transcript', 'fetching_audio', 'transcribing');
-      if (command.source === 'inline' && call.mode === 'audio') refuse('CALL_STEP_OUT_OF_ORDER', 'record transcript: an audio call takes its transcript from the audio');
-      if (command.source === 'audio' && call.mode !== 'audio') refuse('CALL_STEP_OUT_OF_ORDER', 'record transcript: the call has no audio');
+      if (command.source === 'inline' && call.mode === 'audio')
+        refuse('CALL_STEP_OUT_OF_ORDER', 'record transcript: an audio call takes its transcript from the audio');
+      if (command.source === 'audio' && call.mode !== 'audio')
+        refuse('CALL_STEP_OUT_OF_ORDER', 'record transcript: the call has no audio');
       const { source, text, truncated, durationSeconds, engine, segments, now } = command;
-      return [{ type: 'TranscriptRecorded', data: { source, text, truncated, durationSeconds, engine, ...(segments ? { segments: boundSegments(segments) } : {}), at: now } }];
+      return [
+        {
+          type: 'TranscriptRecorded',
+          data: {
+            source,
+            text,
+            truncated,
+            durationSeconds,
+            engine,
+            ...(segments ? { segments: boundSegments(segments) } : {}),
+            at: now,
+          },
+        },
+      ];
     }
     case 'RecordAnalysis':
       atStage(state, 'record analysis', 'analysing');
@@ -85,7 +138,9 @@ export const decideCall = (command: CallCommand, state: CallState): CallEvent[] 
     }
     case 'CompleteCall': {
       const call = atStage(state, 'complete', 'completing');
-      return [{ type: 'CallCompleted', data: { durationSeconds: call.transcript?.durationSeconds ?? null, at: command.now } }];
+      return [
+        { type: 'CallCompleted', data: { durationSeconds: call.transcript?.durationSeconds ?? null, at: command.now } },
+      ];
     }
     case 'FailCall':
       pendingCall(state, 'fail');
@@ -101,7 +156,16 @@ export const decideCall = (command: CallCommand, state: CallState): CallEvent[] 
     case 'EraseCall':
       if (state.status === 'absent') return refuse('CALL_NOT_FOUND', 'The call does not exist.');
       if (state.status === 'erased') return refuse('CALL_ERASED', 'The call was already erased.');
-      return [{ type: 'CallErased', data: { cause: command.cause, ...(command.erasureId ? { erasureId: command.erasureId } : {}), at: command.now } }];
+      return [
+        {
+          type: 'CallErased',
+          data: {
+            cause: command.cause,
+            ...(command.erasureId ? { erasureId: command.erasureId } : {}),
+            at: command.now,
+          },
+        },
+      ];
     default: {
       const unhandled: never = command;
       throw new Error(`unknown call command ${(unhandled as { type: string }).type}`);
@@ -110,7 +174,8 @@ export const decideCall = (command: CallCommand, state: CallState): CallEvent[] 
 };
 
 const retry = (command: Extract<CallCommand, { type: 'RetryCall' }>, state: CallState): CallEvent[] => {
-  if (state.status === 'absent' || state.status === 'erased') return refuse('CALL_NOT_FOUND', 'The call does not exist.');
+  if (state.status === 'absent' || state.status === 'erased')
+    return refuse('CALL_NOT_FOUND', 'The call does not exist.');
   if (state.status !== 'failed') {
     const where = state.status === 'pending' ? `pending (stage ${state.stage})` : 'completed';
     return refuse('CALL_NOT_RETRIABLE', `The call is ${where}; only a failed call can be retried.`);
@@ -122,7 +187,12 @@ const retry = (command: Extract<CallCommand, { type: 'RetryCall' }>, state: Call
     );
   }
   const previousFailure = { code: state.code, reason: state.reason, at: state.failedAt };
-  return [{ type: 'CallRetried', data: { previousFailure, resumesAt: stageOf(state), capacity: command.capacity, at: command.now } }];
+  return [
+    {
+      type: 'CallRetried',
+      data: { previousFailure, resumesAt: stageOf(state), capacity: command.capacity, at: command.now },
+    },
+  ];
 };
 
 export const callDecider: Decider<CallCommand, CallState, CallEvent> = {
@@ -132,7 +202,8 @@ export const callDecider: Decider<CallCommand, CallState, CallEvent> = {
 };
 
 /** What the processor does next for a call in this state. */
-export type NextStep = 'start' | 'fetch_and_transcribe' | 'record_inline_transcript' | 'analyse' | 'record_deal' | 'complete' | 'none';
+export type NextStep =
+  'start' | 'fetch_and_transcribe' | 'record_inline_transcript' | 'analyse' | 'record_deal' | 'complete' | 'none';
 
 export const nextStep = (state: CallState): NextStep => {
   if (state.status !== 'pending') return 'none';

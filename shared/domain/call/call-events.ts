@@ -123,5 +123,15 @@ export type CallErased = {
 export const ERASURE_CAUSES = ['deleted', 'retention', 'erasure_request'] as const;
 export type ErasureCause = (typeof ERASURE_CAUSES)[number];
 
-export type CallEvent = CallSubmitted | ProcessingStarted | AudioFetched | TranscriptRecorded | CallAnalysed | DealRecorded | CallCompleted | CallFailed | CallRetried | CallErased;
+export type CallEvent =
+  | CallSubmitted
+  | ProcessingStarted
+  | AudioFetched
+  | TranscriptRecorded
+  | CallAnalysed
+  | DealRecorded
+  | CallCompleted
+  | CallFailed
+  | CallRetried
+  | CallErased;
 export type CallEventType = CallEvent['type'];

@@ -32,7 +32,17 @@
 import type { Json, RecordedEvent } from '../../ports/event-store.ts';
 import type { Deal, NormalisedTranscript, Submission } from '../submission/submission.ts';
 import type { MetadataValue } from '../submission/tags-and-metadata.ts';
-import type { CallAnalysed, CallCompleted, CallFailed, CallRetried, DealRecorded, Insight, ProcessingStarted, ScoreComponent, TranscriptRecorded } from './call-events.ts';
+import type {
+  CallAnalysed,
+  CallCompleted,
+  CallFailed,
+  CallRetried,
+  DealRecorded,
+  Insight,
+  ProcessingStarted,
+  ScoreComponent,
+  TranscriptRecorded,
+} from './call-events.ts';
 import type { CallSubmittedData } from './call-submitted.ts';
 import type { CallStage } from './call-state.ts';
 import { displayedTitle } from './title.ts';
@@ -80,7 +90,12 @@ export interface CallHistoryRow {
   transcript: { text: string; source: 'audio' | 'inline'; truncated: boolean } | null;
   analysis: { title: string; summary: string; score: number; components: ScoreComponent[]; insights: Insight[] } | null;
   /** The deal as written (DealRecorded); null fields where the submission sent none. */
-  deal: { dealSize: number | null; revenueCollected: number | null; dealDate: string | null; notes: string | null } | null;
+  deal: {
+    dealSize: number | null;
+    revenueCollected: number | null;
+    dealDate: string | null;
+    notes: string | null;
+  } | null;
   /** The normalised submission as accepted, without the inline transcript's text (see HistorySubmission). */
   submission: HistorySubmission;
   score: number | null;
@@ -136,7 +151,9 @@ const pendingAt = (stage: CallStage): Pick<CallHistoryRow, 'status' | 'stage' | 
 
 /** The submission without the inline transcript's text. */
 export const historySubmission = ({ transcript, ...rest }: Submission): HistorySubmission =>
-  transcript ? { ...rest, transcript: { truncated: transcript.truncated, originalBytes: transcript.originalBytes } } : rest;
+  transcript
+    ? { ...rest, transcript: { truncated: transcript.truncated, originalBytes: transcript.originalBytes } }
+    : rest;
 
 const submittedRow = (data: CallSubmittedData, position: bigint): CallHistoryRow => {
   const submission = historySubmission(data.submission);
@@ -200,7 +217,13 @@ const applyToRow = (row: CallHistoryRow, type: string, data: Json): CallHistoryR
         ...row,
         ...pendingAt(row.submission.deal ? 'recording_deal' : 'completing'),
         title: titleOf(row.submission, row.createdAt, d.title),
-        analysis: { title: d.title, summary: d.summary, score: d.score, components: d.components, insights: d.insights },
+        analysis: {
+          title: d.title,
+          summary: d.summary,
+          score: d.score,
+          components: d.components,
+          insights: d.insights,
+        },
         score: d.score,
         updatedAt: d.at,
       };
@@ -222,7 +245,14 @@ const applyToRow = (row: CallHistoryRow, type: string, data: Json): CallHistoryR
     }
     case 'CallFailed': {
       const d = data as unknown as CallFailed['data'];
-      return { ...row, status: 'failed', stage: null, statusReason: d.reason, processingError: d.code, updatedAt: d.at };
+      return {
+        ...row,
+        status: 'failed',
+        stage: null,
+        statusReason: d.reason,
+        processingError: d.code,
+        updatedAt: d.at,
+      };
     }
     case 'CallRetried': {
       const d = data as unknown as CallRetried['data'];
@@ -245,7 +275,8 @@ export const evolveHistoryRow = (row: CallHistoryRow | undefined, event: Recorde
     if (event.type !== 'CallSubmitted') return undefined;
     return submittedRow(event.data as unknown as CallSubmittedData, event.position);
   }
-  if (row.callId !== callId) throw new Error(`event of stream ${event.streamId} applied to the row of call ${row.callId}`);
+  if (row.callId !== callId)
+    throw new Error(`event of stream ${event.streamId} applied to the row of call ${row.callId}`);
   if (event.position <= BigInt(row.lastPosition)) return row;
   // An erased call has no row (docs/decisions/0014-erasure-crypto-shredding.md); adapters delete a stored one.
   if (event.type === 'CallErased') return undefined;

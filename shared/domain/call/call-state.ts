@@ -65,7 +65,8 @@ export const evolveCall = (state: CallState, event: CallEvent): CallState => {
     return state.status === 'absent' ? pending({ callId: event.data.callId, submitted: event.data }) : state;
   }
   if (state.status === 'absent' || state.status === 'erased') return state;
-  if (event.type === 'CallErased') return { status: 'erased', callId: state.callId, teamId: state.submitted.teamId, erasedAt: event.data.at };
+  if (event.type === 'CallErased')
+    return { status: 'erased', callId: state.callId, teamId: state.submitted.teamId, erasedAt: event.data.at };
   const known = facts(state);
   switch (event.type) {
     case 'ProcessingStarted':

@@ -55,7 +55,8 @@ export const uuidV5 = (name: string, namespace: string): string => {
 };
 
 /** The stable id of the deal write at `revision` of the call's stream. */
-export const dealEventId = (callId: string, revision: number): string => uuidV5(`${callId}:${revision}`, DEAL_EVENT_NAMESPACE);
+export const dealEventId = (callId: string, revision: number): string =>
+  uuidV5(`${callId}:${revision}`, DEAL_EVENT_NAMESPACE);
 
 /** The deal record a DealRecorded event writes. Pure. */
 export const dealRecordOf = (call: DealCall, event: RecordedDeal): DealRecord => {

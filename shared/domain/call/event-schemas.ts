@@ -16,7 +16,11 @@ const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T)
  */
 export const DealOutcomeUpdatedSchema = Type.Object(
   {
-    eventId: Type.String({ format: 'uuid', description: 'Stable id of this deal write: the same write always carries the same id (also ce_id). Deduplicate by it.' }),
+    eventId: Type.String({
+      format: 'uuid',
+      description:
+        'Stable id of this deal write: the same write always carries the same id (also ce_id). Deduplicate by it.',
+    }),
     callId: Type.String({ description: 'The call the deal was submitted with.' }),
     teamId: Type.String(),
     repName: Nullable(Type.String()),
@@ -27,7 +31,12 @@ export const DealOutcomeUpdatedSchema = Type.Object(
     ),
     dealSize: Nullable(Type.Number({ minimum: 0, description: 'Deal amount.' })),
     revenueCollected: Nullable(Type.Number({ minimum: 0, description: 'Revenue collected so far.' })),
-    dealDate: Nullable(Type.String({ format: 'date-time', description: 'ISO 8601 instant; a date-only value was read as midnight UTC.' })),
+    dealDate: Nullable(
+      Type.String({
+        format: 'date-time',
+        description: 'ISO 8601 instant; a date-only value was read as midnight UTC.',
+      }),
+    ),
     notes: Nullable(Type.String({ maxLength: 2000 })),
     recordedAt: Type.String({ format: 'date-time', description: 'When the deal record was written.' }),
   },
@@ -60,22 +69,39 @@ export const CallRetriedSchema = Type.Object(
       { additionalProperties: false, description: 'The failure the retry answers.' },
     ),
     resumesAt: Type.Union(
-      [Type.Literal('queued'), Type.Literal('fetching_audio'), Type.Literal('transcribing'), Type.Literal('analysing'), Type.Literal('recording_deal'), Type.Literal('completing')],
+      [
+        Type.Literal('queued'),
+        Type.Literal('fetching_audio'),
+        Type.Literal('transcribing'),
+        Type.Literal('analysing'),
+        Type.Literal('recording_deal'),
+        Type.Literal('completing'),
+      ],
       { description: 'The stage processing resumes at; the steps before it are not done again.' },
     ),
     capacity: Type.Object(
       {
-        reservedMinutes: Type.Integer({ minimum: 1, description: 'Capacity reserved again for the retry (the same estimate as at submission).' }),
-        autoRechargedMinutes: Type.Integer({ minimum: 0, description: 'Capacity the reservation bought by auto-recharge.' }),
+        reservedMinutes: Type.Integer({
+          minimum: 1,
+          description: 'Capacity reserved again for the retry (the same estimate as at submission).',
+        }),
+        autoRechargedMinutes: Type.Integer({
+          minimum: 0,
+          description: 'Capacity the reservation bought by auto-recharge.',
+        }),
       },
       { additionalProperties: false },
     ),
-    at: Type.String({ format: 'date-time', description: 'When the call was retried; its processing deadline is this plus PROCESSING_TIMEOUT_MS.' }),
+    at: Type.String({
+      format: 'date-time',
+      description: 'When the call was retried; its processing deadline is this plus PROCESSING_TIMEOUT_MS.',
+    }),
   },
   {
     $id: 'call.retried',
     title: 'call.retried',
-    description: 'An operator retried a failed call whose failure may not happen again; processing resumes from its last good step.',
+    description:
+      'An operator retried a failed call whose failure may not happen again; processing resumes from its last good step.',
     additionalProperties: false,
   },
 );
@@ -84,7 +110,12 @@ export const CallRetriedSchema = Type.Object(
 const _callRetriedMatchesSchema: Same<Static<typeof CallRetriedSchema>, CallRetried['data']> = true;
 void _callRetriedMatchesSchema;
 
-const Seconds = Nullable(Type.Number({ minimum: 0, description: 'Seconds from the start of the call, to the millisecond; null when the transcript carries no times.' }));
+const Seconds = Nullable(
+  Type.Number({
+    minimum: 0,
+    description: 'Seconds from the start of the call, to the millisecond; null when the transcript carries no times.',
+  }),
+);
 
 /**
  * `call.transcript.recorded` on `calls.events.v1`: the value of the message (CloudEvents binary
@@ -93,26 +124,45 @@ const Seconds = Nullable(Type.Number({ minimum: 0, description: 'Seconds from th
  */
 export const TranscriptRecordedSchema = Type.Object(
   {
-    source: Type.Union([Type.Literal('audio'), Type.Literal('inline')], { description: 'audio: transcribed from the recording; inline: the transcript sent with the call.' }),
+    source: Type.Union([Type.Literal('audio'), Type.Literal('inline')], {
+      description: 'audio: transcribed from the recording; inline: the transcript sent with the call.',
+    }),
     text: Type.String({ description: 'The transcript as recorded (an inline one as sent, WebVTT/SRT cues included).' }),
     truncated: Type.Boolean({ description: 'The inline transcript was cut to 512,000 bytes.' }),
-    durationSeconds: Nullable(Type.Number({ minimum: 0, description: 'The audio length, or for an inline transcript its normalised duration or a length estimate.' })),
-    engine: Nullable(Type.String({ description: 'The transcription engine, e.g. pocketsphinx or openai:whisper-1; null for an inline transcript.' })),
+    durationSeconds: Nullable(
+      Type.Number({
+        minimum: 0,
+        description: 'The audio length, or for an inline transcript its normalised duration or a length estimate.',
+      }),
+    ),
+    engine: Nullable(
+      Type.String({
+        description: 'The transcription engine, e.g. pocketsphinx or openai:whisper-1; null for an inline transcript.',
+      }),
+    ),
     segments: Type.Optional(
       Type.Array(
         Type.Object(
           {
             start: Seconds,
             end: Seconds,
-            speaker: Nullable(Type.String({ maxLength: SEGMENT_LIMITS.maxSpeakerChars, description: 'The speaker as labelled; null when not known.' })),
-            text: Type.String({ minLength: 1, description: 'What was said; lines of one cue are joined by a line break.' }),
+            speaker: Nullable(
+              Type.String({
+                maxLength: SEGMENT_LIMITS.maxSpeakerChars,
+                description: 'The speaker as labelled; null when not known.',
+              }),
+            ),
+            text: Type.String({
+              minLength: 1,
+              description: 'What was said; lines of one cue are joined by a line break.',
+            }),
           },
           { additionalProperties: false },
         ),
         {
           maxItems: SEGMENT_LIMITS.maxSegments,
           description:
-            'Who said what and when, in order: the engine\'s timed segments, else one per WebVTT/SRT cue or per line of the text. ' +
+            "Who said what and when, in order: the engine's timed segments, else one per WebVTT/SRT cue or per line of the text. " +
             `Their text totals at most ${SEGMENT_LIMITS.maxTextBytes} bytes of UTF-8.`,
         },
       ),
@@ -127,7 +177,10 @@ export const TranscriptRecordedSchema = Type.Object(
   },
 );
 
-const _transcriptRecordedMatchesSchema: Same<Static<typeof TranscriptRecordedSchema>, TranscriptRecorded['data']> = true;
+const _transcriptRecordedMatchesSchema: Same<
+  Static<typeof TranscriptRecordedSchema>,
+  TranscriptRecorded['data']
+> = true;
 void _transcriptRecordedMatchesSchema;
 
 /**
@@ -137,12 +190,20 @@ void _transcriptRecordedMatchesSchema;
 export const CallErasedSchema = Type.Object(
   {
     cause: Type.Union([Type.Literal('deleted'), Type.Literal('retention'), Type.Literal('erasure_request')], {
-      description: "deleted: the team's DELETE /api/calls/{callId}; retention: the team's retention period; erasure_request: an erasure request by e-mail.",
+      description:
+        "deleted: the team's DELETE /api/calls/{callId}; retention: the team's retention period; erasure_request: an erasure request by e-mail.",
     }),
-    erasureId: Type.Optional(Type.String({ description: 'The erasure request that erased the call (cause erasure_request).' })),
+    erasureId: Type.Optional(
+      Type.String({ description: 'The erasure request that erased the call (cause erasure_request).' }),
+    ),
     at: Type.String({ format: 'date-time', description: 'When the call was erased.' }),
   },
-  { $id: 'call.erased', title: 'call.erased', description: 'The call was erased: drop what you keep of it.', additionalProperties: false },
+  {
+    $id: 'call.erased',
+    title: 'call.erased',
+    description: 'The call was erased: drop what you keep of it.',
+    additionalProperties: false,
+  },
 );
 
 const _callErasedMatchesSchema: Same<Static<typeof CallErasedSchema>, CallErased['data']> = true;

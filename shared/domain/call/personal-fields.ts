@@ -41,14 +41,21 @@ export const PERSONAL_FIELDS: Readonly<Record<string, readonly PersonalField[]>>
   DealRecorded: [field('deal.notes')],
   CallFailed: [field('reason', 'erased')],
   CallRetried: [field('previousFailure.reason', 'erased')],
-  'deal.outcome.updated': [field('repName', null), field('repEmail', null), field('attributedTo.email', ''), field('attributedTo.name', ''), field('notes', null)],
+  'deal.outcome.updated': [
+    field('repName', null),
+    field('repEmail', null),
+    field('attributedTo.email', ''),
+    field('attributedTo.name', ''),
+    field('notes', null),
+  ],
 };
 
 /** Where a sealed payload carries its personal fields (encrypted). */
 export const SEALED_FIELD = 'sealed';
 
 type JsonObject = { [key: string]: Json };
-const isObject = (value: Json | undefined): value is JsonObject => value !== null && typeof value === 'object' && !Array.isArray(value);
+const isObject = (value: Json | undefined): value is JsonObject =>
+  value !== null && typeof value === 'object' && !Array.isArray(value);
 
 const parentOf = (root: JsonObject, path: Path, create: boolean): JsonObject | undefined => {
   let node: JsonObject = root;

@@ -35,4 +35,5 @@ export const RETRIABLE_FAILURE_CODES = [
 
 export type RetriableFailureCode = (typeof RETRIABLE_FAILURE_CODES)[number];
 
-export const isRetriableFailure = (code: string): code is RetriableFailureCode => (RETRIABLE_FAILURE_CODES as readonly string[]).includes(code);
+export const isRetriableFailure = (code: string): code is RetriableFailureCode =>
+  (RETRIABLE_FAILURE_CODES as readonly string[]).includes(code);

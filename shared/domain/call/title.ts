@@ -39,7 +39,11 @@ const utcDay = (iso: string): string => {
 };
 
 /** Rule 3: `Call with Dana Reyes on 2026-11-20`. */
-export const genericTitle = ({ repName, repEmail, callDate }: Pick<TitleInput, 'repName' | 'repEmail' | 'callDate'>): string =>
+export const genericTitle = ({
+  repName,
+  repEmail,
+  callDate,
+}: Pick<TitleInput, 'repName' | 'repEmail' | 'callDate'>): string =>
   `Call with ${trimmed(repName) ?? trimmed(repEmail) ?? 'unknown rep'} on ${utcDay(callDate)}`;
 
 /** The title shown in call history, by the three rules at the top of this file. */

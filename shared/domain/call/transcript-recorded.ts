@@ -9,7 +9,8 @@ import type { TranscriptRecorded } from './call-events.ts';
 export type RecordedTranscript = TranscriptRecorded['data'] & { segments: TranscriptSegment[] };
 
 /** The event's segments, or those derived from its text when it has none. */
-export const transcriptSegments = (data: TranscriptRecorded['data']): TranscriptSegment[] => data.segments ?? segmentsFromText(data.text);
+export const transcriptSegments = (data: TranscriptRecorded['data']): TranscriptSegment[] =>
+  data.segments ?? segmentsFromText(data.text);
 
 /** The event's data with its segments present. */
 export const withSegments = (data: TranscriptRecorded['data']): RecordedTranscript =>

@@ -8,7 +8,10 @@
  */
 import { DomainError, type Decider } from '../decider.ts';
 
-export type ErasureRequested = { type: 'ErasureRequested'; data: { erasureId: string; teamId: string; calls: string[]; at: string } };
+export type ErasureRequested = {
+  type: 'ErasureRequested';
+  data: { erasureId: string; teamId: string; calls: string[]; at: string };
+};
 export type ErasureCompleted = { type: 'ErasureCompleted'; data: { at: string } };
 export type ErasureEvent = ErasureRequested | ErasureCompleted;
 
@@ -18,7 +21,14 @@ export type ErasureCommand =
 
 export type ErasureState =
   | { status: 'absent' }
-  | { status: 'pending' | 'completed'; erasureId: string; teamId: string; calls: string[]; requestedAt: string; completedAt?: string };
+  | {
+      status: 'pending' | 'completed';
+      erasureId: string;
+      teamId: string;
+      calls: string[];
+      requestedAt: string;
+      completedAt?: string;
+    };
 
 export const erasureStreamId = (erasureId: string): string => `erasure-${erasureId}`;
 
@@ -28,16 +38,28 @@ export const erasureDecider: Decider<ErasureCommand, ErasureState, ErasureEvent>
     switch (command.type) {
       case 'RequestErasure':
         if (state.status !== 'absent') return [];
-        return [{ type: 'ErasureRequested', data: { erasureId: command.erasureId, teamId: command.teamId, calls: [...command.calls], at: command.now } }];
+        return [
+          {
+            type: 'ErasureRequested',
+            data: { erasureId: command.erasureId, teamId: command.teamId, calls: [...command.calls], at: command.now },
+          },
+        ];
       case 'CompleteErasure':
-        if (state.status === 'absent') throw new DomainError('ERASURE_NOT_FOUND', 'The erasure request does not exist.');
+        if (state.status === 'absent')
+          throw new DomainError('ERASURE_NOT_FOUND', 'The erasure request does not exist.');
         return state.status === 'completed' ? [] : [{ type: 'ErasureCompleted', data: { at: command.now } }];
     }
   },
   evolve(state, event) {
     switch (event.type) {
       case 'ErasureRequested':
-        return { status: 'pending', erasureId: event.data.erasureId, teamId: event.data.teamId, calls: event.data.calls, requestedAt: event.data.at };
+        return {
+          status: 'pending',
+          erasureId: event.data.erasureId,
+          teamId: event.data.teamId,
+          calls: event.data.calls,
+          requestedAt: event.data.at,
+        };
       case 'ErasureCompleted':
         return state.status === 'absent' ? state : { ...state, status: 'completed', completedAt: event.data.at };
     }

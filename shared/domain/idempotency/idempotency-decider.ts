@@ -32,19 +32,28 @@ export type IdempotencyCommand =
   | { type: 'StoreResponse'; status: number; body: unknown; now: string }
   | { type: 'Release'; now: string; outcomeUnknown?: boolean };
 
-export const IDEMPOTENCY_ERROR_CODES = ['IDEMPOTENCY_KEY_REUSED', 'IDEMPOTENCY_KEY_IN_USE', 'IDEMPOTENCY_KEY_NOT_CLAIMED'] as const;
+export const IDEMPOTENCY_ERROR_CODES = [
+  'IDEMPOTENCY_KEY_REUSED',
+  'IDEMPOTENCY_KEY_IN_USE',
+  'IDEMPOTENCY_KEY_NOT_CLAIMED',
+] as const;
 
 /** The state as it stands at `now`: a claim or a stored response older than the window is forgotten. */
 export const current = (state: IdempotencyState, now: string): IdempotencyState =>
-  state.status !== 'free' && Date.parse(now) - Date.parse(state.at) >= IDEMPOTENCY_WINDOW_MS ? { status: 'free' } : state;
+  state.status !== 'free' && Date.parse(now) - Date.parse(state.at) >= IDEMPOTENCY_WINDOW_MS
+    ? { status: 'free' }
+    : state;
 
 const decide = (command: IdempotencyCommand, stored: IdempotencyState): IdempotencyEvent[] => {
   switch (command.type) {
     case 'Claim': {
       const state = current(stored, command.now);
-      const claim: IdempotencyEvent[] = [{ type: 'IdempotencyKeyClaimed', data: { bodyHash: command.bodyHash, at: command.now } }];
+      const claim: IdempotencyEvent[] = [
+        { type: 'IdempotencyKeyClaimed', data: { bodyHash: command.bodyHash, at: command.now } },
+      ];
       if (state.status === 'free') return claim;
-      if (state.bodyHash !== command.bodyHash) throw new DomainError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was used with another body');
+      if (state.bodyHash !== command.bodyHash)
+        throw new DomainError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was used with another body');
       if (state.status === 'uncertain') return claim;
       if (state.status === 'claimed') {
         if (Date.parse(command.now) - Date.parse(state.at) >= IDEMPOTENCY_CLAIM_LEASE_MS) return claim; // its request died
@@ -53,11 +62,19 @@ const decide = (command: IdempotencyCommand, stored: IdempotencyState): Idempote
       return []; // stored: the caller replays the stored response
     }
     case 'StoreResponse':
-      if (stored.status !== 'claimed') throw new DomainError('IDEMPOTENCY_KEY_NOT_CLAIMED', 'no claim to store a response for');
-      return [{ type: 'IdempotentResponseStored', data: { status: command.status, body: command.body, at: command.now } }];
+      if (stored.status !== 'claimed')
+        throw new DomainError('IDEMPOTENCY_KEY_NOT_CLAIMED', 'no claim to store a response for');
+      return [
+        { type: 'IdempotentResponseStored', data: { status: command.status, body: command.body, at: command.now } },
+      ];
     case 'Release':
       if (stored.status !== 'claimed') return [];
-      return [{ type: 'IdempotencyKeyReleased', data: command.outcomeUnknown ? { at: command.now, outcomeUnknown: true } : { at: command.now } }];
+      return [
+        {
+          type: 'IdempotencyKeyReleased',
+          data: command.outcomeUnknown ? { at: command.now, outcomeUnknown: true } : { at: command.now },
+        },
+      ];
     default: {
       const unhandled: never = command;
       throw new Error(`unknown idempotency command ${(unhandled as { type: string }).type}`);
@@ -70,9 +87,18 @@ const evolve = (state: IdempotencyState, event: IdempotencyEvent): IdempotencySt
     case 'IdempotencyKeyClaimed':
       return { status: 'claimed', bodyHash: event.data.bodyHash, at: event.data.at };
     case 'IdempotentResponseStored':
-      return state.status === 'claimed' ? { status: 'stored', bodyHash: state.bodyHash, at: state.at, response: { status: event.data.status, body: event.data.body } } : state;
+      return state.status === 'claimed'
+        ? {
+            status: 'stored',
+            bodyHash: state.bodyHash,
+            at: state.at,
+            response: { status: event.data.status, body: event.data.body },
+          }
+        : state;
     case 'IdempotencyKeyReleased':
-      return event.data.outcomeUnknown && state.status === 'claimed' ? { status: 'uncertain', bodyHash: state.bodyHash, at: state.at } : { status: 'free' };
+      return event.data.outcomeUnknown && state.status === 'claimed'
+        ? { status: 'uncertain', bodyHash: state.bodyHash, at: state.at }
+        : { status: 'free' };
   }
 };
 

@@ -11,7 +11,15 @@ import type { Deal } from './submission.ts';
 import type { FieldError } from './submission-schema.ts';
 import { DEAL_FIELDS, SUBMISSION_LIMITS } from './submission-schema.ts';
 import { truncateChars } from './truncate-utf8.ts';
-import { isPlainObject, readAmount, readIsoDate, readLimitedText, resolveAliases, sourcesOf, type Reader } from './field-readers.ts';
+import {
+  isPlainObject,
+  readAmount,
+  readIsoDate,
+  readLimitedText,
+  resolveAliases,
+  sourcesOf,
+  type Reader,
+} from './field-readers.ts';
 
 export interface DealRead {
   deal?: Deal;
@@ -24,9 +32,19 @@ type DealKey = keyof Deal;
 // For each deal field: its names inside `deal`, its flat names in the body, and how to read it.
 const FIELDS: ReadonlyArray<{ key: DealKey; inDeal: string[]; flat: string[]; reader: Reader<string | number> }> = [
   { key: 'dealSize', inDeal: ['dealSize', 'deal_size'], flat: ['dealSize', 'deal_size'], reader: readAmount },
-  { key: 'revenueCollected', inDeal: ['revenueCollected', 'revenue_collected'], flat: ['revenueCollected', 'revenue_collected'], reader: readAmount },
+  {
+    key: 'revenueCollected',
+    inDeal: ['revenueCollected', 'revenue_collected'],
+    flat: ['revenueCollected', 'revenue_collected'],
+    reader: readAmount,
+  },
   { key: 'dealDate', inDeal: ['dealDate', 'deal_date'], flat: ['dealDate', 'deal_date'], reader: readIsoDate },
-  { key: 'notes', inDeal: ['notes'], flat: ['dealNotes', 'deal_notes'], reader: readLimitedText(SUBMISSION_LIMITS.maxNotesChars) },
+  {
+    key: 'notes',
+    inDeal: ['notes'],
+    flat: ['dealNotes', 'deal_notes'],
+    reader: readLimitedText(SUBMISSION_LIMITS.maxNotesChars),
+  },
 ];
 
 const FLAT_NAMES = FIELDS.flatMap((f) => f.flat);
@@ -37,7 +55,8 @@ const MAX_LISTED_UNKNOWN_DEAL = 20;
 
 export const readDeal = (body: Readonly<Record<string, unknown>>): DealRead => {
   // Most calls carry no deal: answer without building the sources.
-  if (body.deal === undefined && !FLAT_NAMES.some((name) => Object.hasOwn(body, name))) return { errors: [], warnings: [] };
+  if (body.deal === undefined && !FLAT_NAMES.some((name) => Object.hasOwn(body, name)))
+    return { errors: [], warnings: [] };
   const errors: FieldError[] = [];
   const warnings: string[] = [];
   const raw = body.deal;
@@ -46,8 +65,10 @@ export const readDeal = (body: Readonly<Record<string, unknown>>): DealRead => {
     inner = raw;
     // Listed up to a bound, then counted: a deal with 150,000 unknown keys is one more warning, not 150,000.
     const unknown = Object.keys(raw).filter((name) => !DEAL_FIELDS.has(name));
-    for (const name of unknown.slice(0, MAX_LISTED_UNKNOWN_DEAL)) warnings.push(`unknown field deal.${truncateChars(name, 100)} ignored`);
-    if (unknown.length > MAX_LISTED_UNKNOWN_DEAL) warnings.push(`${unknown.length - MAX_LISTED_UNKNOWN_DEAL} more unknown fields in deal ignored`);
+    for (const name of unknown.slice(0, MAX_LISTED_UNKNOWN_DEAL))
+      warnings.push(`unknown field deal.${truncateChars(name, 100)} ignored`);
+    if (unknown.length > MAX_LISTED_UNKNOWN_DEAL)
+      warnings.push(`${unknown.length - MAX_LISTED_UNKNOWN_DEAL} more unknown fields in deal ignored`);
   } else if (raw !== undefined && raw !== null) {
     errors.push({ field: 'deal', message: 'deal must be an object' });
   }

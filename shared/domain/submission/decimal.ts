@@ -10,7 +10,8 @@ const DECIMAL = /^-?\d+(?:\.\d+)?$/;
 
 /** The number a JSON number or an unambiguous decimal string denotes; `undefined` otherwise. */
 export const toDecimal = (value: unknown): number | undefined => {
-  const n = typeof value === 'number' ? value : typeof value === 'string' && DECIMAL.test(value) ? Number(value) : undefined;
+  const n =
+    typeof value === 'number' ? value : typeof value === 'string' && DECIMAL.test(value) ? Number(value) : undefined;
   // 400 nines overflow to Infinity. -0 is read as 0: it is the same amount, and it must compare
   // equal to 0 when two aliases carry it.
   if (n === undefined || !Number.isFinite(n)) return undefined;

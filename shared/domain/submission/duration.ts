@@ -66,7 +66,20 @@ export const SPOKEN_WORDS_PER_MINUTE = 150;
 const SECONDS_PER: Record<DurationUnit, number> = { seconds: 1, minutes: 60, milliseconds: 0.001 };
 
 const SOURCES: Record<DurationUnit, readonly string[]> = {
-  seconds: ['aircall', 'dialpad', 'ringcentral', 'justcall', 'kixie', 'orum', 'five9', 'talkdesk', 'twilio', 'nooks', 'cloudtalk', 'aloware'],
+  seconds: [
+    'aircall',
+    'dialpad',
+    'ringcentral',
+    'justcall',
+    'kixie',
+    'orum',
+    'five9',
+    'talkdesk',
+    'twilio',
+    'nooks',
+    'cloudtalk',
+    'aloware',
+  ],
   minutes: ['zoom', 'teams', 'msteams', 'microsoft-teams', 'google-meet', 'meet', 'webex', 'gotomeeting', 'whereby'],
   milliseconds: ['hubspot', 'salesforce', 'pipedrive', 'zoho', 'dynamics'],
 };
@@ -89,7 +102,12 @@ const PLAUSIBLE_SECONDS = { min: 1, max: 24 * 3600 };
 
 const toSeconds = (raw: number, unit: DurationUnit): number => Math.round(raw * SECONDS_PER[unit] * 1000) / 1000;
 
-const read = (raw: number, unit: DurationUnit, basis: DurationBasis): NormalisedDuration => ({ seconds: toSeconds(raw, unit), unit, basis, raw });
+const read = (raw: number, unit: DurationUnit, basis: DurationBasis): NormalisedDuration => ({
+  seconds: toSeconds(raw, unit),
+  unit,
+  basis,
+  raw,
+});
 
 const plausible = (seconds: number): boolean =>
   seconds === 0 || (seconds >= PLAUSIBLE_SECONDS.min && seconds <= PLAUSIBLE_SECONDS.max);
@@ -110,14 +128,18 @@ export const normaliseDuration = (raw: unknown, hints: DurationHints = {}): Dura
   if (value === undefined || value < 0) {
     return { ok: false, message: 'duration must be a number ≥ 0 (a plain decimal string like "90" is accepted)' };
   }
-  const sourceUnit = hints.source === undefined ? undefined : SOURCE_DURATION_UNITS.get(hints.source.trim().toLowerCase());
+  const sourceUnit =
+    hints.source === undefined ? undefined : SOURCE_DURATION_UNITS.get(hints.source.trim().toLowerCase());
   const duration = hints.unit
     ? read(value, hints.unit, 'explicit')
     : sourceUnit && plausible(toSeconds(value, sourceUnit))
       ? read(value, sourceUnit, 'source')
       : read(value, byMagnitude(value), 'magnitude');
   if (duration.seconds > MAX_DURATION_SECONDS) {
-    return { ok: false, message: `duration must be at most 7 days (${MAX_DURATION_SECONDS} seconds); ${value} read as ${duration.unit} is longer` };
+    return {
+      ok: false,
+      message: `duration must be at most 7 days (${MAX_DURATION_SECONDS} seconds); ${value} read as ${duration.unit} is longer`,
+    };
   }
   return { ok: true, duration };
 };
@@ -137,7 +159,8 @@ export const correctDuration = (duration: NormalisedDuration, evidence: Duration
     'audioSeconds' in evidence
       ? (['audio', evidence.audioSeconds] as const)
       : (['transcript', estimateSpokenSeconds(evidence.transcriptWords)] as const);
-  if (duration.basis === 'explicit' || duration.raw <= 0 || !(evidenceSeconds > 0) || !Number.isFinite(evidenceSeconds)) return duration;
+  if (duration.basis === 'explicit' || duration.raw <= 0 || !(evidenceSeconds > 0) || !Number.isFinite(evidenceSeconds))
+    return duration;
   const distance = (unit: DurationUnit): number => Math.abs(Math.log(toSeconds(duration.raw, unit) / evidenceSeconds));
   const nearest = DURATION_UNITS.reduce((best, unit) => (distance(unit) < distance(best) ? unit : best));
   return read(duration.raw, nearest, basis);

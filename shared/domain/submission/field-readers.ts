@@ -19,7 +19,10 @@ export type Reader<T> = (value: unknown, field: string) => Read<T>;
 
 export const ABSENT = { kind: 'absent' } as const;
 export const ok = <T>(value: T): Read<T> => ({ kind: 'ok', value });
-export const invalid = (field: string, message: string): Read<never> => ({ kind: 'invalid', errors: [{ field, message }] });
+export const invalid = (field: string, message: string): Read<never> => ({
+  kind: 'invalid',
+  errors: [{ field, message }],
+});
 
 /** `null`, `undefined`, `""` or whitespace only. */
 export const isBlank = (value: unknown): boolean =>
@@ -79,7 +82,8 @@ export const readBoolean: Reader<boolean> = (value, field) => {
 export const readHttpUrl: Reader<string> = (value, field) => {
   const read = readTrimmed(value, field);
   if (read.kind !== 'ok') return read;
-  if (read.value.length > SUBMISSION_LIMITS.maxAudioUrlChars) return invalid(field, `${field} at most ${SUBMISSION_LIMITS.maxAudioUrlChars} characters`);
+  if (read.value.length > SUBMISSION_LIMITS.maxAudioUrlChars)
+    return invalid(field, `${field} at most ${SUBMISSION_LIMITS.maxAudioUrlChars} characters`);
   let url: URL;
   try {
     url = new URL(read.value);
@@ -98,7 +102,9 @@ const EMAIL =
 export const readEmail: Reader<string> = (value, field) => {
   const read = readTrimmed(value, field);
   if (read.kind !== 'ok') return read;
-  return read.value.length <= 254 && EMAIL.test(read.value) ? read : invalid(field, `${field} must be an e-mail address`);
+  return read.value.length <= 254 && EMAIL.test(read.value)
+    ? read
+    : invalid(field, `${field} must be an e-mail address`);
 };
 
 /** An ISO 8601 date or date-time, returned as a canonical UTC instant (see iso-date.ts). */
@@ -149,14 +155,17 @@ export const resolveAliases = <T>(
     if (read.kind === 'invalid') errors.push(...read.errors);
     if (read.kind !== 'ok') continue;
     if (first === undefined) first = { field, value: read.value };
-    else if (!equals(first.value, read.value)) errors.push({ field: first.field, message: `${first.field} and ${field} differ; send one` });
+    else if (!equals(first.value, read.value))
+      errors.push({ field: first.field, message: `${first.field} and ${field} differ; send one` });
   }
   return errors.length > 0 || first === undefined ? { errors } : { value: first.value, field: first.field, errors };
 };
 
 /** The sources for these names that `object` actually carries, `prefix` added to each field name. */
 export const sourcesOf = (object: Readonly<Record<string, unknown>>, names: readonly string[], prefix = ''): Source[] =>
-  names.filter((name) => Object.hasOwn(object, name)).map((name) => ({ field: `${prefix}${name}`, value: object[name] }));
+  names
+    .filter((name) => Object.hasOwn(object, name))
+    .map((name) => ({ field: `${prefix}${name}`, value: object[name] }));
 
 /** A JSON object (not an array, not null). */
 export const isPlainObject = (value: unknown): value is Record<string, unknown> =>

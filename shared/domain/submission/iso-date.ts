@@ -18,7 +18,8 @@ const MAX_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 
 const isLeap = (year: number): boolean => (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
 const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-const daysInMonth = (year: number, month: number): number => (month === 2 && isLeap(year) ? 29 : (DAYS_IN_MONTH[month - 1] ?? 0));
+const daysInMonth = (year: number, month: number): number =>
+  month === 2 && isLeap(year) ? 29 : (DAYS_IN_MONTH[month - 1] ?? 0);
 
 const offsetMinutes = (offset: string | undefined): number | undefined => {
   if (offset === undefined || offset === 'Z') return 0;

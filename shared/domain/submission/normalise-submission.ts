@@ -16,7 +16,13 @@ import { SUBMISSION_FIELDS, SUBMISSION_LIMITS, type FieldError } from './submiss
 import type { Submission } from './submission.ts';
 import { TRANSCRIPT_MAX_BYTES, truncateChars, truncateUtf8 } from './truncate-utf8.ts';
 import { unstorableTextErrors } from './storable-text.ts';
-import { isDurationUnit, normaliseDuration, DURATION_UNITS, type DurationUnit, type NormalisedDuration } from './duration.ts';
+import {
+  isDurationUnit,
+  normaliseDuration,
+  DURATION_UNITS,
+  type DurationUnit,
+  type NormalisedDuration,
+} from './duration.ts';
 import { readDeal } from './deal.ts';
 import { readMetadata, readTags, sameTags } from './tags-and-metadata.ts';
 import {
@@ -41,8 +47,7 @@ import {
 } from './field-readers.ts';
 
 export type NormaliseResult =
-  | { ok: true; submission: Submission; warnings: string[] }
-  | { ok: false; errors: FieldError[] };
+  { ok: true; submission: Submission; warnings: string[] } | { ok: false; errors: FieldError[] };
 
 /** Errors listed in one response at most; the rest are summarised in one more entry. */
 export const MAX_LISTED_ERRORS = 100;
@@ -59,29 +64,42 @@ const UNKNOWN_FIELD_HINTS: Readonly<Record<string, string>> = {
 const readDurationUnit: Reader<DurationUnit> = (value, field) => {
   const read = readTrimmed(value, field);
   if (read.kind !== 'ok') return read;
-  return isDurationUnit(read.value) ? ok(read.value) : invalid(field, `${field} must be one of ${DURATION_UNITS.join(', ')}`);
+  return isDurationUnit(read.value)
+    ? ok(read.value)
+    : invalid(field, `${field} must be one of ${DURATION_UNITS.join(', ')}`);
 };
 
 // `duration` has no alias; its hints are durationUnit and metadata.source (see duration.ts).
 const readDuration = (value: unknown, unit: DurationUnit | undefined, source: unknown): Read<NormalisedDuration> => {
   if (isBlank(value)) return ABSENT;
-  const result = normaliseDuration(value, { ...(unit ? { unit } : {}), ...(typeof source === 'string' ? { source } : {}) });
+  const result = normaliseDuration(value, {
+    ...(unit ? { unit } : {}),
+    ...(typeof source === 'string' ? { source } : {}),
+  });
   return result.ok ? ok(result.duration) : invalid('duration', result.message);
 };
 
 const unknownFieldWarnings = (body: Readonly<Record<string, unknown>>): string[] => {
   const unknown = Object.keys(body).filter((name) => !SUBMISSION_FIELDS.has(name));
   const plain = unknown.filter((name) => !Object.hasOwn(UNKNOWN_FIELD_HINTS, name));
-  const hinted = unknown.flatMap((name) => (Object.hasOwn(UNKNOWN_FIELD_HINTS, name) ? [UNKNOWN_FIELD_HINTS[name] ?? ''] : []));
-  const listed = plain.slice(0, MAX_LISTED_UNKNOWN).map((name) => `unknown field ${JSON.stringify(truncateChars(name, 100))} ignored`);
-  const more = plain.length > MAX_LISTED_UNKNOWN ? [`${plain.length - MAX_LISTED_UNKNOWN} more unknown fields ignored`] : [];
+  const hinted = unknown.flatMap((name) =>
+    Object.hasOwn(UNKNOWN_FIELD_HINTS, name) ? [UNKNOWN_FIELD_HINTS[name] ?? ''] : [],
+  );
+  const listed = plain
+    .slice(0, MAX_LISTED_UNKNOWN)
+    .map((name) => `unknown field ${JSON.stringify(truncateChars(name, 100))} ignored`);
+  const more =
+    plain.length > MAX_LISTED_UNKNOWN ? [`${plain.length - MAX_LISTED_UNKNOWN} more unknown fields ignored`] : [];
   return [...hinted, ...listed, ...more];
 };
 
 const capErrors = (errors: FieldError[]): FieldError[] =>
   errors.length <= MAX_LISTED_ERRORS
     ? errors
-    : [...errors.slice(0, MAX_LISTED_ERRORS - 1), { field: 'body', message: `${errors.length - MAX_LISTED_ERRORS + 1} more errors not listed` }];
+    : [
+        ...errors.slice(0, MAX_LISTED_ERRORS - 1),
+        { field: 'body', message: `${errors.length - MAX_LISTED_ERRORS + 1} more errors not listed` },
+      ];
 
 // Reads one field under all its aliases, collecting its errors. Built once per request (not one
 // closure per field): this runs on every ingest request.
@@ -99,7 +117,8 @@ const readCallTitle = readLimitedTrimmed(SUBMISSION_LIMITS.maxCallTitleChars);
 
 /** Normalises a Push API request body; see the top of this file for the rules. */
 export const normaliseSubmission = (body: unknown): NormaliseResult => {
-  if (!isPlainObject(body)) return { ok: false, errors: [{ field: 'body', message: 'the request body must be a JSON object' }] };
+  if (!isPlainObject(body))
+    return { ok: false, errors: [{ field: 'body', message: 'the request body must be a JSON object' }] };
   // U+0000, unpaired surrogates and over-deep nesting, anywhere in the body (storable-text.ts).
   const textErrors = unstorableTextErrors(body);
   const errors: FieldError[] = [];
@@ -144,7 +163,9 @@ export const normaliseSubmission = (body: unknown): NormaliseResult => {
     const cut = truncateUtf8(transcript.value, TRANSCRIPT_MAX_BYTES);
     submission.transcript = cut;
     if (cut.truncated) {
-      warnings.push(`transcript truncated from ${cut.originalBytes} to ${TRANSCRIPT_MAX_BYTES} bytes or fewer: the inline transcript limit is 500 KB (512,000 bytes)`);
+      warnings.push(
+        `transcript truncated from ${cut.originalBytes} to ${TRANSCRIPT_MAX_BYTES} bytes or fewer: the inline transcript limit is 500 KB (512,000 bytes)`,
+      );
     }
   }
   if (audioUrl.value !== undefined) submission.audioUrl = audioUrl.value;

@@ -71,7 +71,9 @@ export const toStorable = (text: string): string => (isStorable(text) ? text : t
 
 /** A key as it can be shown in a field name: unstorable code points escaped (`\u0000`), cut to 100 characters. */
 const shownKey = (key: string): string => {
-  const safe = isStorable(key) ? key : key.replace(UNSTORABLE_ALL, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  const safe = isStorable(key)
+    ? key
+    : key.replace(UNSTORABLE_ALL, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
   const cut = truncateChars(safe, MAX_KEY_CHARS);
   return cut === safe ? safe : `${cut}…`;
 };
@@ -134,16 +136,26 @@ export const unstorableTextErrors = (body: Readonly<Record<string, unknown>>): F
       } else if (typeof value === 'object' && value !== null) {
         const segment = key === undefined ? `[${i}]` : keySegment(key, frames.length);
         if (frames.length < MAX_BODY_DEPTH) {
-          frames.push({ node: value as Container, keys: Array.isArray(value) ? undefined : Object.keys(value), next: 0, segment });
+          frames.push({
+            node: value as Container,
+            keys: Array.isArray(value) ? undefined : Object.keys(value),
+            next: 0,
+            segment,
+          });
           entered = true;
         } else if (!tooDeep) {
           tooDeep = true;
-          report(segment, () => `nested too deep: objects and arrays may nest at most ${MAX_BODY_DEPTH} levels, the body being the first`);
+          report(
+            segment,
+            () =>
+              `nested too deep: objects and arrays may nest at most ${MAX_BODY_DEPTH} levels, the body being the first`,
+          );
         }
       }
     }
     if (!entered) frames.pop();
   }
-  if (unlisted > 0) errors.push({ field: 'body', message: `${unlisted} more strings with U+0000 or an unpaired surrogate not listed` });
+  if (unlisted > 0)
+    errors.push({ field: 'body', message: `${unlisted} more strings with U+0000 or an unpaired surrogate not listed` });
   return errors;
 };

@@ -81,14 +81,37 @@ export const SubmissionBodySchema = Type.Object(
           'longer text is truncated on a character boundary and the response says so in warnings.',
       }),
     ),
-    ...pair('audioUrl', 'audio_url', (d) => Type.String({ format: 'uri', maxLength: MAX_AUDIO_URL_CHARS, description: d }),
-      `Absolute http(s) link to the recording, downloaded by the service, at most ${MAX_AUDIO_URL_CHARS} characters. One of transcript or audioUrl is required. When both are sent, the audio is transcribed and used.`),
-    ...pair('repName', 'rep_name', (d) => Type.String({ maxLength: MAX_REP_NAME_CHARS, description: d }), `Rep's full name, at most ${MAX_REP_NAME_CHARS} characters.`),
-    ...pair('repEmail', 'rep_email', (d) => Type.String({ format: 'email', description: d }),
-      'E-mail of the rep; matched case-insensitively to a team member. No match: tags and notes go to the team owner.'),
-    ...pair('callTitle', 'call_title', (d) => Type.String({ maxLength: MAX_CALL_TITLE_CHARS, description: d }), `At most ${MAX_CALL_TITLE_CHARS} characters. Displayed only when AI title generation is disabled and the title is not blank.`),
+    ...pair(
+      'audioUrl',
+      'audio_url',
+      (d) => Type.String({ format: 'uri', maxLength: MAX_AUDIO_URL_CHARS, description: d }),
+      `Absolute http(s) link to the recording, downloaded by the service, at most ${MAX_AUDIO_URL_CHARS} characters. One of transcript or audioUrl is required. When both are sent, the audio is transcribed and used.`,
+    ),
+    ...pair(
+      'repName',
+      'rep_name',
+      (d) => Type.String({ maxLength: MAX_REP_NAME_CHARS, description: d }),
+      `Rep's full name, at most ${MAX_REP_NAME_CHARS} characters.`,
+    ),
+    ...pair(
+      'repEmail',
+      'rep_email',
+      (d) => Type.String({ format: 'email', description: d }),
+      'E-mail of the rep; matched case-insensitively to a team member. No match: tags and notes go to the team owner.',
+    ),
+    ...pair(
+      'callTitle',
+      'call_title',
+      (d) => Type.String({ maxLength: MAX_CALL_TITLE_CHARS, description: d }),
+      `At most ${MAX_CALL_TITLE_CHARS} characters. Displayed only when AI title generation is disabled and the title is not blank.`,
+    ),
     ...pair('disableAiTitleGeneration', 'disable_ai_title_generation', booleanLike, 'Default false.'),
-    ...pair('useAiCallTitle', 'use_ai_call_title', booleanLike, 'Inverse of disableAiTitleGeneration; contradicting it is a 400.'),
+    ...pair(
+      'useAiCallTitle',
+      'use_ai_call_title',
+      booleanLike,
+      'Inverse of disableAiTitleGeneration; contradicting it is a 400.',
+    ),
     ...pair('callDate', 'call_date', isoDate, 'When the call happened.'),
     duration: Type.Optional(
       Type.Union([Type.Number({ minimum: 0 }), Type.String({ pattern: '^\\d+(\\.\\d+)?$' })], {
@@ -98,15 +121,24 @@ export const SubmissionBodySchema = Type.Object(
       }),
     ),
     ...pair('durationUnit', 'duration_unit', durationUnit, 'Unit of duration, when the sender knows it.'),
-    ...pair('tags', 'call_tags', tags, `At most ${MAX_TAGS} tags, each a non-empty string of at most ${MAX_TAG_CHARS} characters.`),
+    ...pair(
+      'tags',
+      'call_tags',
+      tags,
+      `At most ${MAX_TAGS} tags, each a non-empty string of at most ${MAX_TAG_CHARS} characters.`,
+    ),
     callTags: Type.Optional(tags('Alias of tags.')),
     ...pair('notes', 'call_notes', notes, `Free text, at most ${MAX_NOTES_CHARS} characters.`),
     callNotes: Type.Optional(notes('Alias of notes.')),
     metadata: Type.Optional(
-      Type.Record(Type.String({ maxLength: MAX_METADATA_KEY_CHARS }), Type.Union([Type.String({ maxLength: MAX_METADATA_VALUE_CHARS }), Type.Number(), Type.Boolean(), Type.Null()]), {
-        maxProperties: MAX_METADATA_KEYS,
-        description: `Flat key/value object, at most ${MAX_METADATA_KEYS} keys of at most ${MAX_METADATA_KEY_CHARS} characters; values are strings (at most ${MAX_METADATA_VALUE_CHARS} characters), numbers, booleans or null. Recommended: source (lower-case platform name), the platform's call id, syncMethod.`,
-      }),
+      Type.Record(
+        Type.String({ maxLength: MAX_METADATA_KEY_CHARS }),
+        Type.Union([Type.String({ maxLength: MAX_METADATA_VALUE_CHARS }), Type.Number(), Type.Boolean(), Type.Null()]),
+        {
+          maxProperties: MAX_METADATA_KEYS,
+          description: `Flat key/value object, at most ${MAX_METADATA_KEYS} keys of at most ${MAX_METADATA_KEY_CHARS} characters; values are strings (at most ${MAX_METADATA_VALUE_CHARS} characters), numbers, booleans or null. Recommended: source (lower-case platform name), the platform's call id, syncMethod.`,
+        },
+      ),
     ),
     deal: Type.Optional(DealSchema),
     ...pair('dealSize', 'deal_size', amount, 'Flat alias of deal.dealSize.'),
@@ -135,9 +167,13 @@ export const SubmissionAcceptedSchema = Type.Object({
   callId: Type.String({ description: 'Identifier of the created call, for auditing.' }),
   status: Type.Literal('pending', { description: 'A new call waits for analysis.' }),
   processingTriggered: Type.Boolean({ description: 'Whether processing was started.' }),
-  processingError: Type.Union([Type.Null(), Type.String()], { description: 'Why processing could not start; null when it did.' }),
+  processingError: Type.Union([Type.Null(), Type.String()], {
+    description: 'Why processing could not start; null when it did.',
+  }),
   statusReason: Type.String({ description: "Reason for the call's status, e.g. queued_for_processing." }),
-  warnings: Type.Array(Type.String(), { description: 'What the service changed or ignored: truncated transcript, unknown fields.' }),
+  warnings: Type.Array(Type.String(), {
+    description: 'What the service changed or ignored: truncated transcript, unknown fields.',
+  }),
 });
 export type SubmissionAccepted = Static<typeof SubmissionAcceptedSchema>;
 

@@ -21,7 +21,8 @@ const limited = (errors: FieldError[]): FieldError[] => errors.slice(0, MAX_ELEM
  */
 export const readTags: Reader<string[]> = (value, field) => {
   if (value === null || value === undefined) return ABSENT;
-  if (!Array.isArray(value)) return { kind: 'invalid', errors: [{ field, message: `${field} must be an array of strings` }] };
+  if (!Array.isArray(value))
+    return { kind: 'invalid', errors: [{ field, message: `${field} must be an array of strings` }] };
   const { maxTags, maxTagChars } = SUBMISSION_LIMITS;
   const errors: FieldError[] = [];
   if (value.length > maxTags) errors.push({ field, message: `at most ${maxTags} tags (got ${value.length})` });
@@ -30,7 +31,8 @@ export const readTags: Reader<string[]> = (value, field) => {
     const at = `${field}[${i}]`;
     if (typeof tag !== 'string') elementErrors.push({ field: at, message: 'each tag must be a string' });
     else if (tag.trim() === '') elementErrors.push({ field: at, message: 'each tag must be non-empty' });
-    else if (characterCount(tag.trim(), maxTagChars) > maxTagChars) elementErrors.push({ field: at, message: `each tag at most ${maxTagChars} characters` });
+    else if (characterCount(tag.trim(), maxTagChars) > maxTagChars)
+      elementErrors.push({ field: at, message: `each tag at most ${maxTagChars} characters` });
   });
   errors.push(...limited(elementErrors));
   if (errors.length > 0) return { kind: 'invalid', errors };
@@ -42,24 +44,33 @@ export const sameTags = (a: readonly string[], b: readonly string[]): boolean =>
   a.length === b.length && a.every((tag, i) => tag === b[i]);
 
 /** Metadata: a flat object of at most 20 keys; values are strings, numbers, booleans or null. */
-export const readMetadata: Reader<Record<string, MetadataValue>> = (value, field): Read<Record<string, MetadataValue>> => {
+export const readMetadata: Reader<Record<string, MetadataValue>> = (
+  value,
+  field,
+): Read<Record<string, MetadataValue>> => {
   if (value === null || value === undefined) return ABSENT;
-  if (!isPlainObject(value)) return { kind: 'invalid', errors: [{ field, message: `${field} must be a flat object of key/value pairs` }] };
+  if (!isPlainObject(value))
+    return { kind: 'invalid', errors: [{ field, message: `${field} must be a flat object of key/value pairs` }] };
   const { maxMetadataKeys } = SUBMISSION_LIMITS;
   const keys = Object.keys(value);
   const errors: FieldError[] = [];
-  if (keys.length > maxMetadataKeys) errors.push({ field, message: `${field} at most ${maxMetadataKeys} keys (got ${keys.length})` });
+  if (keys.length > maxMetadataKeys)
+    errors.push({ field, message: `${field} at most ${maxMetadataKeys} keys (got ${keys.length})` });
   const { maxMetadataKeyChars, maxMetadataValueChars } = SUBMISSION_LIMITS;
   const elementErrors: FieldError[] = [];
   for (const key of keys) {
     if (elementErrors.length >= MAX_ELEMENT_ERRORS) break;
     const v = value[key];
     const at = `${field}.${characterCount(key, maxMetadataKeyChars) > maxMetadataKeyChars ? `${[...key].slice(0, maxMetadataKeyChars).join('')}…` : key}`;
-    if (characterCount(key, maxMetadataKeyChars) > maxMetadataKeyChars) elementErrors.push({ field: at, message: `${field} keys at most ${maxMetadataKeyChars} characters` });
+    if (characterCount(key, maxMetadataKeyChars) > maxMetadataKeyChars)
+      elementErrors.push({ field: at, message: `${field} keys at most ${maxMetadataKeyChars} characters` });
     if (typeof v === 'string' && characterCount(v, maxMetadataValueChars) > maxMetadataValueChars) {
       elementErrors.push({ field: at, message: `${field} values at most ${maxMetadataValueChars} characters` });
     } else if (typeof v === 'object' && v !== null) {
-      elementErrors.push({ field: at, message: `${field} must be flat: values are strings, numbers, booleans or null, not objects or arrays` });
+      elementErrors.push({
+        field: at,
+        message: `${field} must be flat: values are strings, numbers, booleans or null, not objects or arrays`,
+      });
     }
   }
   errors.push(...elementErrors);

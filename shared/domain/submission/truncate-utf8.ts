@@ -30,7 +30,8 @@ export const utf8ByteLength = (text: string): number => Buffer.byteLength(text, 
  * how many UTF-16 units it consumed, which is exactly the prefix to keep.
  */
 export const truncateUtf8 = (text: string, maxBytes: number): TruncatedText => {
-  if (!Number.isInteger(maxBytes) || maxBytes < 0) throw new RangeError(`maxBytes must be a non-negative integer, got ${maxBytes}`);
+  if (!Number.isInteger(maxBytes) || maxBytes < 0)
+    throw new RangeError(`maxBytes must be a non-negative integer, got ${maxBytes}`);
   const originalBytes = utf8ByteLength(text);
   if (originalBytes <= maxBytes) return { text, truncated: false, originalBytes };
   const { read } = encoder.encodeInto(text, new Uint8Array(maxBytes));

@@ -7,8 +7,7 @@
 import { emailKey, type ActiveTeam } from './team-state.ts';
 
 export type Attribution =
-  | { kind: 'member'; memberId: string; email: string; name: string }
-  | { kind: 'owner'; email: string; name: string };
+  { kind: 'member'; memberId: string; email: string; name: string } | { kind: 'owner'; email: string; name: string };
 
 /** The member whose e-mail equals `repEmail` ignoring case, else the team owner. */
 export const matchMember = (team: ActiveTeam, repEmail: string | undefined): Attribution => {

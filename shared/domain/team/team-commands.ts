@@ -4,7 +4,14 @@
  */
 import type { Person } from './team-events.ts';
 
-export type CreateTeam = { type: 'CreateTeam'; teamId: string; name: string; owner: Person; capacityMinutes: number; now: string };
+export type CreateTeam = {
+  type: 'CreateTeam';
+  teamId: string;
+  name: string;
+  owner: Person;
+  capacityMinutes: number;
+  now: string;
+};
 export type AddMember = { type: 'AddMember'; memberId: string; email: string; name: string };
 /** `keyHash` is `hashApiKey(key, secret)`; the key itself never reaches the domain. */
 export type IssueApiKey = { type: 'IssueApiKey'; keyId: string; label: string; keyHash: string; now: string };

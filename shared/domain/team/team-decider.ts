@@ -46,7 +46,8 @@ const requireEmail = (value: string, what: string): void => {
 };
 const requireMinutes = (minutes: number, what: string, { allowZero }: { allowZero: boolean }): void => {
   const ok = Number.isSafeInteger(minutes) && (allowZero ? minutes >= 0 : minutes > 0);
-  if (!ok) refuse('INVALID_MINUTES', `${what} must be a whole number of minutes ${allowZero ? '≥ 0' : '> 0'}, got ${minutes}`);
+  if (!ok)
+    refuse('INVALID_MINUTES', `${what} must be a whole number of minutes ${allowZero ? '≥ 0' : '> 0'}, got ${minutes}`);
 };
 
 /** The longest retention period a team may set: 100 years. */
@@ -61,7 +62,8 @@ const decideOnActive = (command: Exclude<TeamCommand, { type: 'CreateTeam' }>, t
       const { memberId, email, name } = command;
       requireText(name, 'member name');
       requireEmail(email, 'member e-mail');
-      if (team.members.some((m) => m.memberId === memberId)) refuse('MEMBER_ALREADY_EXISTS', `member ${memberId} already exists`);
+      if (team.members.some((m) => m.memberId === memberId))
+        refuse('MEMBER_ALREADY_EXISTS', `member ${memberId} already exists`);
       const key = emailKey(email);
       // The owner's e-mail is taken too: a call from it must attribute to one person only.
       if (emailKey(team.owner.email) === key || team.members.some((m) => emailKey(m.email) === key)) {
@@ -71,7 +73,8 @@ const decideOnActive = (command: Exclude<TeamCommand, { type: 'CreateTeam' }>, t
     }
     case 'IssueApiKey': {
       const { keyId, label, keyHash, now } = command;
-      if (!/^[0-9a-f]{64}$/.test(keyHash)) refuse('INVALID_TEAM_INPUT', 'keyHash must be a hex HMAC-SHA256, never the key itself');
+      if (!/^[0-9a-f]{64}$/.test(keyHash))
+        refuse('INVALID_TEAM_INPUT', 'keyHash must be a hex HMAC-SHA256, never the key itself');
       if (team.apiKeys.has(keyId) || [...team.apiKeys.values()].some((k) => k.keyHash === keyHash)) {
         refuse('API_KEY_ALREADY_EXISTS', `API key ${keyId} already exists`);
       }
@@ -79,7 +82,8 @@ const decideOnActive = (command: Exclude<TeamCommand, { type: 'CreateTeam' }>, t
     }
     case 'RevokeApiKey': {
       const key = team.apiKeys.get(command.keyId) ?? refuse('API_KEY_NOT_FOUND', `no API key ${command.keyId}`);
-      if (key.revokedAt !== undefined) refuse('API_KEY_ALREADY_REVOKED', `API key ${key.keyId} was revoked at ${key.revokedAt}`);
+      if (key.revokedAt !== undefined)
+        refuse('API_KEY_ALREADY_REVOKED', `API key ${key.keyId} was revoked at ${key.revokedAt}`);
       return [{ type: 'ApiKeyRevoked', data: { keyId: key.keyId, at: command.now } }];
     }
     case 'AddCapacity':
@@ -94,7 +98,10 @@ const decideOnActive = (command: Exclude<TeamCommand, { type: 'CreateTeam' }>, t
     case 'SetRetention': {
       const { days } = command;
       if (days !== null && (!Number.isInteger(days) || days < 1 || days > MAX_RETENTION_DAYS)) {
-        refuse('INVALID_TEAM_INPUT', `retention days must be a whole number from 1 to ${MAX_RETENTION_DAYS}, or null to keep calls forever`);
+        refuse(
+          'INVALID_TEAM_INPUT',
+          `retention days must be a whole number from 1 to ${MAX_RETENTION_DAYS}, or null to keep calls forever`,
+        );
       }
       if ((team.retentionDays ?? null) === days) return [];
       return [{ type: 'RetentionSet', data: { days, at: command.now } }];
@@ -107,7 +114,12 @@ const decideOnActive = (command: Exclude<TeamCommand, { type: 'CreateTeam' }>, t
       // A call whose reservation was released as orphaned ran after all: it is charged in full.
       const reservedMinutes = reservation?.minutes ?? (team.orphanedCalls.has(command.callId) ? 0 : undefined);
       if (reservedMinutes === undefined) return [];
-      return [{ type: 'CapacitySettled', data: { callId: command.callId, reservedMinutes, actualMinutes: command.actualMinutes } }];
+      return [
+        {
+          type: 'CapacitySettled',
+          data: { callId: command.callId, reservedMinutes, actualMinutes: command.actualMinutes },
+        },
+      ];
     }
     case 'ReleaseCapacity': {
       const reservation = team.reservations.get(command.callId);
@@ -118,7 +130,9 @@ const decideOnActive = (command: Exclude<TeamCommand, { type: 'CreateTeam' }>, t
       const reservation = team.reservations.get(command.callId);
       if (reservation === undefined) return [];
       if (reservation.at !== undefined && Date.parse(reservation.at) > Date.parse(command.reservedBefore)) return [];
-      return [{ type: 'CapacityReleased', data: { callId: command.callId, minutes: reservation.minutes, orphaned: true } }];
+      return [
+        { type: 'CapacityReleased', data: { callId: command.callId, minutes: reservation.minutes, orphaned: true } },
+      ];
     }
     default: {
       const unhandled: never = command;
@@ -134,10 +148,18 @@ const reserve = (callId: string, minutes: number, team: ActiveTeam, now: string 
   const { remainingMinutes: remaining, autoRecharge } = team;
   if (remaining > 0) return [{ type: 'CapacityReserved', data: { callId, minutes, autoRechargedMinutes: 0, ...at } }];
   if (!autoRecharge.enabled || autoRecharge.blockMinutes <= 0) {
-    return refuse('CAPACITY_EXHAUSTED', `live call capacity is exhausted (${remaining} minutes left); add capacity or enable auto-recharge`);
+    return refuse(
+      'CAPACITY_EXHAUSTED',
+      `live call capacity is exhausted (${remaining} minutes left); add capacity or enable auto-recharge`,
+    );
   }
   const blocks = Math.floor(-remaining / autoRecharge.blockMinutes) + 1;
-  return [{ type: 'CapacityReserved', data: { callId, minutes, autoRechargedMinutes: blocks * autoRecharge.blockMinutes, ...at } }];
+  return [
+    {
+      type: 'CapacityReserved',
+      data: { callId, minutes, autoRechargedMinutes: blocks * autoRecharge.blockMinutes, ...at },
+    },
+  ];
 };
 
 /** Decides a Team command; throws DomainError with a TeamErrorCode when refused. */
@@ -153,7 +175,13 @@ export const decideTeam = (command: TeamCommand, state: TeamState): TeamEvent[] 
   return [
     {
       type: 'TeamCreated',
-      data: { teamId, name: name.trim(), owner: { name: owner.name.trim(), email: owner.email.trim() }, capacityMinutes, at: now },
+      data: {
+        teamId,
+        name: name.trim(),
+        owner: { name: owner.name.trim(), email: owner.email.trim() },
+        capacityMinutes,
+        at: now,
+      },
     },
   ];
 };

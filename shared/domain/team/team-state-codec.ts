@@ -8,8 +8,10 @@ import { PersistentMap } from '../persistent-map.ts';
 import type { TeamState } from './team-state.ts';
 
 const encode = (value: unknown): Json => {
-  if (value instanceof PersistentMap) return { $pmap: [...(value as PersistentMap<unknown>).entries()].map(([k, v]) => [k, encode(v)]) };
-  if (value instanceof Map) return { $map: [...(value as Map<string, unknown>).entries()].map(([k, v]) => [k, encode(v)]) };
+  if (value instanceof PersistentMap)
+    return { $pmap: [...(value as PersistentMap<unknown>).entries()].map(([k, v]) => [k, encode(v)]) };
+  if (value instanceof Map)
+    return { $map: [...(value as Map<string, unknown>).entries()].map(([k, v]) => [k, encode(v)]) };
   if (Array.isArray(value)) return value.map(encode);
   if (value !== null && typeof value === 'object') {
     return Object.fromEntries(Object.entries(value).flatMap(([k, v]) => (v === undefined ? [] : [[k, encode(v)]])));
@@ -20,7 +22,8 @@ const encode = (value: unknown): Json => {
 const decode = (json: Json): unknown => {
   if (Array.isArray(json)) return json.map(decode);
   if (json !== null && typeof json === 'object') {
-    if (Array.isArray(json.$pmap)) return PersistentMap.of((json.$pmap as [string, Json][]).map(([k, v]) => [k, decode(v)] as const));
+    if (Array.isArray(json.$pmap))
+      return PersistentMap.of((json.$pmap as [string, Json][]).map(([k, v]) => [k, decode(v)] as const));
     if (Array.isArray(json.$map)) return new Map((json.$map as [string, Json][]).map(([k, v]) => [k, decode(v)]));
     return Object.fromEntries(Object.entries(json).map(([k, v]) => [k, decode(v)]));
   }
@@ -35,6 +38,12 @@ export const decodeTeamState = (json: Json): TeamState | undefined => {
   if (state?.status === 'absent') return { status: 'absent' };
   if (state?.status !== 'active') return undefined;
   const active = state as Record<string, unknown>;
-  const shaped = typeof active.teamId === 'string' && typeof active.usedMinutes === 'number' && active.apiKeys instanceof Map && active.reservations instanceof PersistentMap && active.orphanedCalls instanceof PersistentMap && Array.isArray(active.members);
+  const shaped =
+    typeof active.teamId === 'string' &&
+    typeof active.usedMinutes === 'number' &&
+    active.apiKeys instanceof Map &&
+    active.reservations instanceof PersistentMap &&
+    active.orphanedCalls instanceof PersistentMap &&
+    Array.isArray(active.members);
   return shaped ? (state as TeamState) : undefined;
 };

@@ -30,13 +30,15 @@ const timestamp = (seconds: number, separator: ',' | '.'): string => {
 const cueLines = (text: string): string[] => text.split(/\r\n|\r|\n/).filter((line) => line.trim() !== '');
 
 const timesOf = (segment: TranscriptSegment): { start: number; end: number } => {
-  if (segment.start === null || segment.end === null) throw new RangeError('a timed format needs every segment to have its times');
+  if (segment.start === null || segment.end === null)
+    throw new RangeError('a timed format needs every segment to have its times');
   return { start: segment.start, end: segment.end };
 };
 
 /** Plain text: `Speaker: text` a line, or the text alone; ends with a line break unless empty. */
 export const renderText = (segments: readonly TranscriptSegment[]): string =>
-  segments.map((s) => (s.speaker === null ? s.text : `${s.speaker}: ${s.text}`)).join('\n') + (segments.length > 0 ? '\n' : '');
+  segments.map((s) => (s.speaker === null ? s.text : `${s.speaker}: ${s.text}`)).join('\n') +
+  (segments.length > 0 ? '\n' : '');
 
 /** SubRip. @throws RangeError when a segment has no times. */
 export const renderSrt = (segments: readonly TranscriptSegment[]): string =>

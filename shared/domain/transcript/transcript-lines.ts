@@ -51,7 +51,14 @@ const LEADING_TIME_LOOSE = /^\d{1,2}:\d{2}\s+(?:-\s+)?/;
 // Tag contents are bounded ({0,100}) so an unclosed `<v <v <v…` cannot make matching quadratic.
 const VOICE = /<v(?:\.[\w.-]{1,50})?\s+([^>]{1,100})>/;
 const CUE_TAGS = /<\/?(?:v|c|i|b|u|ruby|rt|lang|font)(?:[.\s][^>]{0,100})?>|<\d{1,2}:\d{2}(?::\d{2})?[.,]\d{1,3}>/g;
-const ENTITIES: Record<string, string> = { '&amp;': '&', '&lt;': '<', '&gt;': '>', '&nbsp;': ' ', '&lrm;': '', '&rlm;': '' };
+const ENTITIES: Record<string, string> = {
+  '&amp;': '&',
+  '&lt;': '<',
+  '&gt;': '>',
+  '&nbsp;': ' ',
+  '&lrm;': '',
+  '&rlm;': '',
+};
 const ENTITY = /&(?:amp|lt|gt|nbsp|lrm|rlm);/g;
 const CAPTION_MARK = /^(?:>>|-)\s+/;
 /** A label with a bracketed company, e.g. `Dana Reyes (Acme Corporation):`, fits. */
@@ -74,7 +81,9 @@ const NOT_LABELS = new Set(
   monday tuesday wednesday thursday friday saturday sunday today tomorrow`.split(/\s+/),
 );
 /** First words that make a capitalised phrase prose (`The Problem:`), not a name. */
-const FUNCTION_WORDS = new Set('the a an and but or our my your their his her its this that these those we i it if in on at for to of'.split(' '));
+const FUNCTION_WORDS = new Set(
+  'the a an and but or our my your their his her its this that these those we i it if in on at for to of'.split(' '),
+);
 const isLabel = (label: string): boolean => {
   const first = label.trimStart().split(/\s/, 1)[0]!.toLowerCase();
   return !NOT_LABELS.has(first) && !FUNCTION_WORDS.has(first);
@@ -135,7 +144,8 @@ const withoutCueScaffolding = (raw: string): KeptLine[] => {
     if (timing) {
       const previous = kept.at(-1)?.line;
       const previousStartedBlock = i > 0 && (i === 1 || (lines[i - 2] ?? '').trim() === '');
-      if (previous !== undefined && previous !== '' && (previousStartedBlock || /^\d+$/.test(previous.trim()))) kept.pop();
+      if (previous !== undefined && previous !== '' && (previousStartedBlock || /^\d+$/.test(previous.trim())))
+        kept.pop();
       kept.push({ line: '' });
       cue = { start: cueSeconds(timing[1]!), end: cueSeconds(timing[2]!) };
       return;

@@ -51,7 +51,9 @@ export const boundSegments = (segments: readonly TranscriptSegment[]): Transcrip
     budget -= utf8ByteLength(text);
     const start = time(segment.start);
     const end = start === null ? null : Math.max(start, time(segment.end) ?? start);
-    const speaker = segment.speaker?.trim() ? truncateChars(segment.speaker.trim(), SEGMENT_LIMITS.maxSpeakerChars) : null;
+    const speaker = segment.speaker?.trim()
+      ? truncateChars(segment.speaker.trim(), SEGMENT_LIMITS.maxSpeakerChars)
+      : null;
     bounded.push({ start, end, speaker, text });
   }
   return bounded;
@@ -71,7 +73,12 @@ export const segmentsFromText = (text: string): TranscriptSegment[] => {
       open.segment.text += `\n${line.text}`;
       continue;
     }
-    const segment: TranscriptSegment = { start: line.cue?.start ?? null, end: line.cue?.end ?? null, speaker, text: line.text };
+    const segment: TranscriptSegment = {
+      start: line.cue?.start ?? null,
+      end: line.cue?.end ?? null,
+      speaker,
+      text: line.text,
+    };
     segments.push(segment);
     open = line.cue ? { segment, cue: line.cue } : undefined;
   }
@@ -79,4 +86,5 @@ export const segmentsFromText = (text: string): TranscriptSegment[] => {
 };
 
 /** True when every segment has its times: the transcript can be written as SubRip or WebVTT. */
-export const segmentsAreTimed = (segments: readonly TranscriptSegment[]): boolean => segments.every((s) => s.start !== null && s.end !== null);
+export const segmentsAreTimed = (segments: readonly TranscriptSegment[]): boolean =>
+  segments.every((s) => s.start !== null && s.end !== null);

@@ -10,12 +10,21 @@
 import { DomainError, type Decider } from '../decider.ts';
 import { WEBHOOK_EVENT_TYPES, type WebhookEvent, type WebhookEventType } from './webhook-events.ts';
 
-export type RegisterWebhook = { type: 'RegisterWebhook'; webhookId: string; teamId: string; url: string; events: readonly string[]; secret: string; now: string };
+export type RegisterWebhook = {
+  type: 'RegisterWebhook';
+  webhookId: string;
+  teamId: string;
+  url: string;
+  events: readonly string[];
+  secret: string;
+  now: string;
+};
 export type RotateWebhookSecret = { type: 'RotateWebhookSecret'; secret: string; now: string };
 export type RequestWebhookTest = { type: 'RequestWebhookTest'; testId: string; now: string };
 export type DisableWebhook = { type: 'DisableWebhook'; reason: string; now: string };
 export type DeleteWebhook = { type: 'DeleteWebhook'; now: string };
-export type WebhookCommand = RegisterWebhook | RotateWebhookSecret | RequestWebhookTest | DisableWebhook | DeleteWebhook;
+export type WebhookCommand =
+  RegisterWebhook | RotateWebhookSecret | RequestWebhookTest | DisableWebhook | DeleteWebhook;
 
 export interface WebhookSecrets {
   current: string;
@@ -24,10 +33,23 @@ export interface WebhookSecrets {
 
 export type WebhookState =
   | { status: 'absent' }
-  | { status: 'active' | 'disabled'; webhookId: string; teamId: string; url: string; events: readonly WebhookEventType[]; secrets: WebhookSecrets; createdAt: string }
+  | {
+      status: 'active' | 'disabled';
+      webhookId: string;
+      teamId: string;
+      url: string;
+      events: readonly WebhookEventType[];
+      secrets: WebhookSecrets;
+      createdAt: string;
+    }
   | { status: 'deleted'; webhookId: string; teamId: string };
 
-export const WEBHOOK_ERROR_CODES = ['WEBHOOK_NOT_FOUND', 'WEBHOOK_ALREADY_EXISTS', 'INVALID_WEBHOOK_INPUT', 'WEBHOOK_DISABLED'] as const;
+export const WEBHOOK_ERROR_CODES = [
+  'WEBHOOK_NOT_FOUND',
+  'WEBHOOK_ALREADY_EXISTS',
+  'INVALID_WEBHOOK_INPUT',
+  'WEBHOOK_DISABLED',
+] as const;
 export type WebhookErrorCode = (typeof WEBHOOK_ERROR_CODES)[number];
 
 /** How long a rotated-out secret keeps signing, alongside the new one. */
@@ -59,10 +81,26 @@ const register = (command: RegisterWebhook): WebhookEvent[] => {
   if (problem) refuse('INVALID_WEBHOOK_INPUT', problem);
   if (command.events.length === 0) refuse('INVALID_WEBHOOK_INPUT', 'events must name at least one event type');
   const unknown = command.events.filter((e) => !(WEBHOOK_EVENT_TYPES as readonly string[]).includes(e));
-  if (unknown.length > 0) refuse('INVALID_WEBHOOK_INPUT', `unknown event type ${unknown.join(', ')}; known: ${WEBHOOK_EVENT_TYPES.join(', ')}`);
+  if (unknown.length > 0)
+    refuse(
+      'INVALID_WEBHOOK_INPUT',
+      `unknown event type ${unknown.join(', ')}; known: ${WEBHOOK_EVENT_TYPES.join(', ')}`,
+    );
   if (!SECRET.test(command.secret)) refuse('INVALID_WEBHOOK_INPUT', 'secret must be whsec_ + base64 of 32 bytes');
   const events = [...new Set(command.events)] as WebhookEventType[];
-  return [{ type: 'WebhookRegistered', data: { webhookId: command.webhookId, teamId: command.teamId, url: command.url, events, secret: command.secret, at: command.now } }];
+  return [
+    {
+      type: 'WebhookRegistered',
+      data: {
+        webhookId: command.webhookId,
+        teamId: command.teamId,
+        url: command.url,
+        events,
+        secret: command.secret,
+        at: command.now,
+      },
+    },
+  ];
 };
 
 export const decideWebhook = (command: WebhookCommand, state: WebhookState): WebhookEvent[] => {
@@ -75,11 +113,19 @@ export const decideWebhook = (command: WebhookCommand, state: WebhookState): Web
     case 'RotateWebhookSecret': {
       if (!SECRET.test(command.secret)) refuse('INVALID_WEBHOOK_INPUT', 'secret must be whsec_ + base64 of 32 bytes');
       const previousValidUntil = new Date(Date.parse(command.now) + ROTATION_OVERLAP_MS).toISOString();
-      return [{ type: 'WebhookSecretRotated', data: { secret: command.secret, previousSecret: state.secrets.current, previousValidUntil, at: command.now } }];
+      return [
+        {
+          type: 'WebhookSecretRotated',
+          data: { secret: command.secret, previousSecret: state.secrets.current, previousValidUntil, at: command.now },
+        },
+      ];
     }
     case 'RequestWebhookTest':
-      if (state.status === 'disabled') refuse('WEBHOOK_DISABLED', 'the webhook is disabled (its receiver answered 410 Gone); register it again');
-      return [{ type: 'WebhookTestRequested', data: { testId: command.testId, teamId: state.teamId, at: command.now } }];
+      if (state.status === 'disabled')
+        refuse('WEBHOOK_DISABLED', 'the webhook is disabled (its receiver answered 410 Gone); register it again');
+      return [
+        { type: 'WebhookTestRequested', data: { testId: command.testId, teamId: state.teamId, at: command.now } },
+      ];
     case 'DisableWebhook':
       if (state.status === 'disabled') return [];
       return [{ type: 'WebhookDisabled', data: { reason: command.reason, at: command.now } }];
@@ -100,7 +146,13 @@ export const evolveWebhook = (state: WebhookState, event: WebhookEvent): Webhook
   if (state.status !== 'active' && state.status !== 'disabled') return state;
   switch (event.type) {
     case 'WebhookSecretRotated':
-      return { ...state, secrets: { current: event.data.secret, previous: { secret: event.data.previousSecret, validUntil: event.data.previousValidUntil } } };
+      return {
+        ...state,
+        secrets: {
+          current: event.data.secret,
+          previous: { secret: event.data.previousSecret, validUntil: event.data.previousValidUntil },
+        },
+      };
     case 'WebhookTestRequested':
       return state;
     case 'WebhookDisabled':

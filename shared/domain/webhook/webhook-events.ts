@@ -16,14 +16,21 @@ export type WebhookRegistered = {
   data: { webhookId: string; teamId: string; url: string; events: WebhookEventType[]; secret: string; at: string };
 };
 /** The new secret signs from now on; the previous one also signs until `previousValidUntil`. */
-export type WebhookSecretRotated = { type: 'WebhookSecretRotated'; data: { secret: string; previousSecret: string; previousValidUntil: string; at: string } };
+export type WebhookSecretRotated = {
+  type: 'WebhookSecretRotated';
+  data: { secret: string; previousSecret: string; previousValidUntil: string; at: string };
+};
 /** An operator asked for a `webhook.test` delivery (`testId` is its event id). */
-export type WebhookTestRequested = { type: 'WebhookTestRequested'; data: { testId: string; teamId: string; at: string } };
+export type WebhookTestRequested = {
+  type: 'WebhookTestRequested';
+  data: { testId: string; teamId: string; at: string };
+};
 /** The receiver answered 410 Gone: nothing more is sent. */
 export type WebhookDisabled = { type: 'WebhookDisabled'; data: { reason: string; at: string } };
 export type WebhookDeleted = { type: 'WebhookDeleted'; data: { at: string } };
 
-export type WebhookEvent = WebhookRegistered | WebhookSecretRotated | WebhookTestRequested | WebhookDisabled | WebhookDeleted;
+export type WebhookEvent =
+  WebhookRegistered | WebhookSecretRotated | WebhookTestRequested | WebhookDisabled | WebhookDeleted;
 
 const WEBHOOK_STREAM = /^webhook-(.+)$/;
 export const webhookStreamId = (webhookId: string): string => `webhook-${webhookId}`;

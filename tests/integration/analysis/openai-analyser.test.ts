@@ -43,7 +43,11 @@ const completion = (content: string | null, extra: Record<string, unknown> = {})
 
 /** A correct answer: the built-in analysis of the same call, without engine, speakers null. */
 const validAnswer = () => {
-  const { engine: _engine, speakers: _speakers, ...rest } = analyseTranscript({ transcript: SALES_CALL, repName: 'Alex Kim' });
+  const {
+    engine: _engine,
+    speakers: _speakers,
+    ...rest
+  } = analyseTranscript({ transcript: SALES_CALL, repName: 'Alex Kim' });
   return { ...rest, speakers: null };
 };
 
@@ -53,7 +57,12 @@ before(async () => {
     req.setEncoding('utf8');
     req.on('data', (chunk: string) => (raw += chunk));
     req.on('end', () => {
-      const entry: Seen = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: raw ? JSON.parse(raw) : undefined };
+      const entry: Seen = {
+        method: req.method ?? '',
+        path: req.url ?? '',
+        headers: req.headers,
+        body: raw ? JSON.parse(raw) : undefined,
+      };
       seen.push(entry);
       respond(entry, res);
     });
@@ -73,10 +82,21 @@ beforeEach(() => {
 const analyser = (overrides: Partial<Parameters<typeof createOpenAiAnalyser>[0]> = {}) =>
   createOpenAiAnalyser({ url: baseUrl, apiKey: API_KEY, model: MODEL, timeoutMs: 2_000, ...overrides });
 
-const input = { transcript: SALES_CALL, repName: 'Alex Kim', repEmail: 'alex@acme.io', callTitle: 'CRM: Outbound connected', callDate: '2026-03-02' };
+const input = {
+  transcript: SALES_CALL,
+  repName: 'Alex Kim',
+  repEmail: 'alex@acme.io',
+  callTitle: 'CRM: Outbound connected',
+  callDate: '2026-03-02',
+};
 
 /** Rejects with a StepError of this code and retriability whose text never holds the API key. */
-const rejectsWith = async (promise: Promise<unknown>, code: string, retriable: boolean, message?: RegExp): Promise<StepError> => {
+const rejectsWith = async (
+  promise: Promise<unknown>,
+  code: string,
+  retriable: boolean,
+  message?: RegExp,
+): Promise<StepError> => {
   let caught: unknown;
   await assert.rejects(promise, (error: unknown) => {
     caught = error;
@@ -102,9 +122,19 @@ test('a valid JSON-schema answer is accepted as the Analysis, engine set here, s
 });
 
 test('the request: POST {url}/v1/chat/completions, bearer key, model, strict json_schema "call_analysis", cleaned transcript', async () => {
-  const vtt = 'WEBVTT\n\n1\n00:00:01.000 --> 00:00:04.000\n<v Alex>What matters most to you?\n\n2\n00:00:04.000 --> 00:00:06.000\n<v Dana>Speed.';
+  const vtt =
+    'WEBVTT\n\n1\n00:00:01.000 --> 00:00:04.000\n<v Alex>What matters most to you?\n\n2\n00:00:04.000 --> 00:00:06.000\n<v Dana>Speed.';
   respond = (_req, res) =>
-    json(res, 200, completion(JSON.stringify({ ...validAnswer(), insights: validAnswer().insights.map((i) => ({ ...i, evidence: 'Speed.' })) })));
+    json(
+      res,
+      200,
+      completion(
+        JSON.stringify({
+          ...validAnswer(),
+          insights: validAnswer().insights.map((i) => ({ ...i, evidence: 'Speed.' })),
+        }),
+      ),
+    );
   await analyser({ url: `${baseUrl}/v1/` }).analyse({ ...input, transcript: vtt });
   assert.equal(seen.length, 1);
   const [request] = seen;
@@ -121,7 +151,10 @@ test('the request: POST {url}/v1/chat/completions, bearer key, model, strict jso
   const schema = format.json_schema.schema;
   assert.equal(schema.additionalProperties, false);
   assert.deepEqual([...schema.required].sort(), ['components', 'insights', 'score', 'speakers', 'summary', 'title']);
-  assert.deepEqual(schema.properties.insights.items.properties.kind, { type: 'string', enum: ['strength', 'improvement'] });
+  assert.deepEqual(schema.properties.insights.items.properties.kind, {
+    type: 'string',
+    enum: ['strength', 'improvement'],
+  });
   const text = JSON.stringify(schema);
   for (const keyword of ['minLength', 'maxLength', 'minimum', 'maximum', 'minItems', 'maxItems', 'pattern']) {
     assert.ok(!text.includes(`"${keyword}"`), `strict-mode subset: no ${keyword}`);
@@ -139,7 +172,10 @@ test('the request: POST {url}/v1/chat/completions, bearer key, model, strict jso
 test('a base URL with a path prefix keeps it: {url}/v1/chat/completions', async () => {
   await analyser({ url: `${baseUrl}/openai` }).analyse(input);
   await analyser({ url: `${baseUrl}/openai/v1` }).analyse(input);
-  assert.deepEqual(seen.map((s) => s.path), ['/openai/v1/chat/completions', '/openai/v1/chat/completions']);
+  assert.deepEqual(
+    seen.map((s) => s.path),
+    ['/openai/v1/chat/completions', '/openai/v1/chat/completions'],
+  );
 });
 
 test('no Authorization header without an API key', async () => {
@@ -163,8 +199,14 @@ test('schema-violating JSON is refused before use, naming where: score out of ra
     [{ ...validAnswer(), score: 71.5 }, /\/score/],
     [(({ summary: _s, ...rest }) => rest)(validAnswer()), /summary|\//],
     [{ ...validAnswer(), verdict: 'great' }, /verdict|\//],
-    [{ ...validAnswer(), insights: validAnswer().insights.map((i) => ({ ...i, kind: 'praise' })) }, /\/insights\/0\/kind/],
-    [{ ...validAnswer(), components: validAnswer().components.map((c) => ({ ...c, score: -1 })) }, /\/components\/0\/score/],
+    [
+      { ...validAnswer(), insights: validAnswer().insights.map((i) => ({ ...i, kind: 'praise' })) },
+      /\/insights\/0\/kind/,
+    ],
+    [
+      { ...validAnswer(), components: validAnswer().components.map((c) => ({ ...c, score: -1 })) },
+      /\/components\/0\/score/,
+    ],
     [{ ...validAnswer(), insights: validAnswer().insights.slice(0, 1) }, /\/insights/],
     [{ ...validAnswer(), title: '   ' }, /\/title/],
   ];
@@ -177,11 +219,34 @@ test('schema-violating JSON is refused before use, naming where: score out of ra
 test('evidence that is not a quote from the transcript is refused; case, curly quotes, spacing and a trailing "…" are tolerated', async () => {
   const answer = validAnswer();
   respond = (_req, res) =>
-    json(res, 200, completion(JSON.stringify({ ...answer, insights: answer.insights.map((i, n) => (n === 1 ? { ...i, evidence: 'Dana loved the product.' } : i)) })));
-  await rejectsWith(analyser().analyse(input), 'analysis_invalid_response', true, /\/insights\/1\/evidence is not a quote/);
+    json(
+      res,
+      200,
+      completion(
+        JSON.stringify({
+          ...answer,
+          insights: answer.insights.map((i, n) => (n === 1 ? { ...i, evidence: 'Dana loved the product.' } : i)),
+        }),
+      ),
+    );
+  await rejectsWith(
+    analyser().analyse(input),
+    'analysis_invalid_response',
+    true,
+    /\/insights\/1\/evidence is not a quote/,
+  );
 
   respond = (_req, res) =>
-    json(res, 200, completion(JSON.stringify({ ...answer, insights: answer.insights.map((i) => ({ ...i, evidence: 'DANA:  That sounds useful, but I’m worried…' })) })));
+    json(
+      res,
+      200,
+      completion(
+        JSON.stringify({
+          ...answer,
+          insights: answer.insights.map((i) => ({ ...i, evidence: 'DANA:  That sounds useful, but I’m worried…' })),
+        }),
+      ),
+    );
   assert.equal((await analyser().analyse(input)).insights.length, answer.insights.length);
 });
 
@@ -195,7 +260,11 @@ test('an envelope without choices, a refusal, or an answer cut at the token limi
       res.end('<html>proxy login</html>');
     },
     (_req, res) => json(res, 200, completion(null, { refusal: 'I cannot help with that.' })),
-    (_req, res) => json(res, 200, { ...completion('{"title": "Pric'), choices: [{ index: 0, message: { role: 'assistant', content: '{"title": "Pric' }, finish_reason: 'length' }] }),
+    (_req, res) =>
+      json(res, 200, {
+        ...completion('{"title": "Pric'),
+        choices: [{ index: 0, message: { role: 'assistant', content: '{"title": "Pric' }, finish_reason: 'length' }],
+      }),
   ];
   for (const responder of cases) {
     respond = responder;
@@ -205,8 +274,14 @@ test('an envelope without choices, a refusal, or an answer cut at the token limi
 
 test('HTTP 500 and 503: analysis_unavailable, retriable', async () => {
   for (const status of [500, 503]) {
-    respond = (_req, res) => json(res, status, { error: { message: 'The server had an error while processing your request.' } });
-    await rejectsWith(analyser().analyse(input), 'analysis_unavailable', true, new RegExp(`HTTP ${status}.*server had an error`));
+    respond = (_req, res) =>
+      json(res, status, { error: { message: 'The server had an error while processing your request.' } });
+    await rejectsWith(
+      analyser().analyse(input),
+      'analysis_unavailable',
+      true,
+      new RegExp(`HTTP ${status}.*server had an error`),
+    );
   }
 });
 
@@ -216,8 +291,19 @@ test('HTTP 429: analysis_rate_limited, retriable, Retry-After quoted', async () 
 });
 
 test('HTTP 401 that echoes the key: analysis_rejected, terminal, and the key is scrubbed from the message', async () => {
-  respond = (_req, res) => json(res, 401, { error: { message: `Incorrect API key provided: ${API_KEY}. You can find your API key at …`, code: 'invalid_api_key' } });
-  const error = await rejectsWith(analyser().analyse(input), 'analysis_rejected', false, /HTTP 401.*Incorrect API key provided: \[redacted\]/);
+  respond = (_req, res) =>
+    json(res, 401, {
+      error: {
+        message: `Incorrect API key provided: ${API_KEY}. You can find your API key at …`,
+        code: 'invalid_api_key',
+      },
+    });
+  const error = await rejectsWith(
+    analyser().analyse(input),
+    'analysis_rejected',
+    false,
+    /HTTP 401.*Incorrect API key provided: \[redacted\]/,
+  );
   assert.ok(!error.message.includes('sk-'));
 });
 
@@ -253,21 +339,33 @@ test('an unreachable server: analysis_unavailable, retriable', async () => {
   await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
   const port = (closed.address() as AddressInfo).port;
   await new Promise((resolve) => closed.close(resolve));
-  await rejectsWith(analyser({ url: `http://127.0.0.1:${port}` }).analyse(input), 'analysis_unavailable', true, /could not be reached/);
+  await rejectsWith(
+    analyser({ url: `http://127.0.0.1:${port}` }).analyse(input),
+    'analysis_unavailable',
+    true,
+    /could not be reached/,
+  );
 });
 
-test('the caller\'s abort rejects with the caller\'s reason, not a StepError', async () => {
+test("the caller's abort rejects with the caller's reason, not a StepError", async () => {
   respond = () => {
     /* never answers */
   };
   const controller = new AbortController();
   const pending = analyser({ timeoutMs: 5_000 }).analyse(input, { signal: controller.signal });
   setTimeout(() => controller.abort(new Error('processor shutting down')), 50);
-  await assert.rejects(pending, (error: unknown) => !isStepError(error) && error instanceof Error && error.message === 'processor shutting down');
+  await assert.rejects(
+    pending,
+    (error: unknown) => !isStepError(error) && error instanceof Error && error.message === 'processor shutting down',
+  );
 });
 
 test('an empty transcript is transcript_empty (terminal) and costs no request', async () => {
-  await rejectsWith(analyser().analyse({ transcript: 'WEBVTT\n\n00:00:01.000 --> 00:00:02.000\n' }), 'transcript_empty', false);
+  await rejectsWith(
+    analyser().analyse({ transcript: 'WEBVTT\n\n00:00:01.000 --> 00:00:02.000\n' }),
+    'transcript_empty',
+    false,
+  );
   assert.equal(seen.length, 0);
 });
 
@@ -276,6 +374,9 @@ test('describe names the model and host, never the key; URLs with credentials or
   assert.match(description, /test-model/);
   assert.ok(description.includes(baseUrl));
   assert.ok(!description.includes(API_KEY));
-  assert.throws(() => createOpenAiAnalyser({ url: 'http://user:secret@127.0.0.1:1', model: MODEL, timeoutMs: 1_000 }), /credentials/);
+  assert.throws(
+    () => createOpenAiAnalyser({ url: 'http://user:secret@127.0.0.1:1', model: MODEL, timeoutMs: 1_000 }),
+    /credentials/,
+  );
   assert.throws(() => createOpenAiAnalyser({ url: 'ftp://127.0.0.1', model: MODEL, timeoutMs: 1_000 }), /http/);
 });

@@ -6,7 +6,11 @@ import type { AddressInfo } from 'node:net';
 import { dirname } from 'node:path';
 import { type TestContext, test } from 'node:test';
 import { classifyAddress } from '../../../shared/adapters/audio/address-policy.ts';
-import { createHttpAudioSource, type HttpAudioSourceOptions, USER_AGENT } from '../../../shared/adapters/audio/http-audio-source.ts';
+import {
+  createHttpAudioSource,
+  type HttpAudioSourceOptions,
+  USER_AGENT,
+} from '../../../shared/adapters/audio/http-audio-source.ts';
 import type { AudioFetchErrorCode } from '../../../shared/ports/audio-source.ts';
 import { isStepError, type StepError } from '../../../shared/ports/step-error.ts';
 import { eventually } from '../../support/eventually.ts';
@@ -40,12 +44,18 @@ const serve = async (t: TestContext, routes: Record<string, Route>, { host = '12
 };
 
 const body = (res: ServerResponse, contentType: string, bytes: Buffer, { chunked = false } = {}) => {
-  res.writeHead(200, chunked ? { 'content-type': contentType } : { 'content-type': contentType, 'content-length': bytes.length });
+  res.writeHead(
+    200,
+    chunked ? { 'content-type': contentType } : { 'content-type': contentType, 'content-length': bytes.length },
+  );
   if (!chunked) return void res.end(bytes);
   for (let at = 0; at < bytes.length; at += 1000) res.write(bytes.subarray(at, at + 1000));
   res.end();
 };
-const redirect = (status: number, location: string): Route => (_req, res) => void res.writeHead(status, { location }).end();
+const redirect =
+  (status: number, location: string): Route =>
+  (_req, res) =>
+    void res.writeHead(status, { location }).end();
 const stall: Route = () => {};
 
 const wav = Buffer.concat([Buffer.from('RIFF\x24\x00\x01\x00WAVEfmt ', 'latin1'), randomBytes(64 * 1024)]);
@@ -55,7 +65,13 @@ const mp3 = Buffer.concat([Buffer.from([0x49, 0x44, 0x33, 0x04, 0x00]), randomBy
 const setup = (t: TestContext, options: Partial<HttpAudioSourceOptions> = {}) => {
   const tmp = tempDir('audio-fetch-test-');
   t.after(tmp.remove);
-  const source = createHttpAudioSource({ maxBytes: 1024 * 1024, timeoutMs: 5_000, allowPrivate: true, tmpDir: tmp.path, ...options });
+  const source = createHttpAudioSource({
+    maxBytes: 1024 * 1024,
+    timeoutMs: 5_000,
+    allowPrivate: true,
+    tmpDir: tmp.path,
+    ...options,
+  });
   return { source, tempFiles: () => readdirSync(tmp.path), tmpDir: tmp.path };
 };
 
@@ -74,7 +90,11 @@ const rejection = async (promise: Promise<unknown>): Promise<unknown> => {
   return assert.fail('expected a rejection');
 };
 
-const stepError = async (promise: Promise<unknown>, code: AudioFetchErrorCode, retriable: boolean): Promise<StepError> => {
+const stepError = async (
+  promise: Promise<unknown>,
+  code: AudioFetchErrorCode,
+  retriable: boolean,
+): Promise<StepError> => {
   const error = await rejection(promise);
   assert.ok(isStepError(error), `expected a StepError, got ${String(error)}`);
   assert.equal(error.code, code, error.message);
@@ -105,7 +125,11 @@ test('a chunked body without Content-Length is streamed whole; the media type lo
     '/call.bin': (_req, res) => body(res, 'application/octet-stream', mp3),
   });
   const { source } = setup(t);
-  for (const [path, type] of [['/call.mp3', 'audio/mpeg'], ['/call.mp4', 'video/mp4'], ['/call.bin', 'application/octet-stream']] as const) {
+  for (const [path, type] of [
+    ['/call.mp3', 'audio/mpeg'],
+    ['/call.mp4', 'video/mp4'],
+    ['/call.bin', 'application/octet-stream'],
+  ] as const) {
     const fetched = await source.fetch(server.url(path));
     assert.equal(fetched.contentType, type);
     assert.equal(fetched.bytes, mp3.length);
@@ -144,8 +168,16 @@ test('without AUDIO_FETCH_ALLOW_PRIVATE a non-public address is audio_fetch_bloc
   ] as const;
   for (const [url, host, addressClass] of cases) {
     const error = await stepError(source.fetch(url), 'audio_fetch_blocked', false);
-    assert.equal(error.message, `The audio host "${host}" could not be reached, or is not a public internet address.`, url);
-    assert.match(String((error.cause as Error).message), new RegExp(`${addressClass}.*AUDIO_FETCH_ALLOW_PRIVATE=true`), 'the logs keep the detail');
+    assert.equal(
+      error.message,
+      `The audio host "${host}" could not be reached, or is not a public internet address.`,
+      url,
+    );
+    assert.match(
+      String((error.cause as Error).message),
+      new RegExp(`${addressClass}.*AUDIO_FETCH_ALLOW_PRIVATE=true`),
+      'the logs keep the detail',
+    );
   }
   assert.equal(server.requests.length, 0);
   assert.deepEqual(tempFiles(), []);
@@ -159,11 +191,19 @@ test('only ports 80 and 443 unless allowed: another port is audio_fetch_blocked 
   assert.equal(server.requests.length, 0);
 
   const origin = await serve(t, { '/start': redirect(302, server.url('/call.wav')) });
-  const viaRedirect = setup(t, { allowPrivate: false, classifyAddress: allowOnly('127.0.0.1'), allowedPorts: [origin.port] });
+  const viaRedirect = setup(t, {
+    allowPrivate: false,
+    classifyAddress: allowOnly('127.0.0.1'),
+    allowedPorts: [origin.port],
+  });
   await stepError(viaRedirect.source.fetch(origin.url('/start')), 'audio_fetch_blocked', false);
   assert.equal(server.requests.length, 0, 'the redirect target on another port is never requested');
 
-  const allowed = setup(t, { allowPrivate: false, classifyAddress: allowOnly('127.0.0.1'), allowedPorts: [origin.port, server.port] });
+  const allowed = setup(t, {
+    allowPrivate: false,
+    classifyAddress: allowOnly('127.0.0.1'),
+    allowedPorts: [origin.port, server.port],
+  });
   await (await allowed.source.fetch(origin.url('/start'))).cleanup();
   await (await setup(t).source.fetch(server.url('/call.wav'))).cleanup();
   assert.equal(server.requests.length, 2);
@@ -174,33 +214,59 @@ test('a host name is checked on every resolved address at connect time, and the 
   const resolveHost = async (hostname: string) =>
     hostname === 'audio.test'
       ? [{ address: '127.0.0.1', family: 4 }]
-      : [{ address: '127.0.0.1', family: 4 }, { address: '127.0.0.2', family: 4 }];
-  const { source } = setup(t, { allowPrivate: false, classifyAddress: allowOnly('127.0.0.1'), resolveHost, allowedPorts: [server.port] });
+      : [
+          { address: '127.0.0.1', family: 4 },
+          { address: '127.0.0.2', family: 4 },
+        ];
+  const { source } = setup(t, {
+    allowPrivate: false,
+    classifyAddress: allowOnly('127.0.0.1'),
+    resolveHost,
+    allowedPorts: [server.port],
+  });
 
   const fetched = await source.fetch(`http://audio.test:${server.port}/call.wav`); // not in DNS: only the checked address works
   assert.deepEqual(readFileSync(fetched.path), wav);
   await fetched.cleanup();
 
-  const error = await stepError(source.fetch(`http://mixed.test:${server.port}/call.wav`), 'audio_fetch_blocked', false);
+  const error = await stepError(
+    source.fetch(`http://mixed.test:${server.port}/call.wav`),
+    'audio_fetch_blocked',
+    false,
+  );
   assert.equal(error.message, 'The audio host "mixed.test" could not be reached, or is not a public internet address.');
   assert.equal(server.requests.length, 1, 'one refused address refuses the host');
 });
 
 test('DNS rebinding: a host that resolves to an allowed address and then to a blocked one is refused on the next hop', async (t) => {
   const allowedServer = await serve(t, { '/start': redirect(302, '/call.wav') });
-  const blockedServer = await serve(t, { '/call.wav': (_req, res) => body(res, 'audio/wav', wav) }, { host: '127.0.0.2', port: allowedServer.port });
+  const blockedServer = await serve(
+    t,
+    { '/call.wav': (_req, res) => body(res, 'audio/wav', wav) },
+    { host: '127.0.0.2', port: allowedServer.port },
+  );
   const rebinding = () => {
     let calls = 0;
     return async () => [{ address: calls++ === 0 ? '127.0.0.1' : '127.0.0.2', family: 4 }];
   };
   const url = `http://rebind.test:${allowedServer.port}/start`;
 
-  const { source } = setup(t, { allowPrivate: false, classifyAddress: allowOnly('127.0.0.1'), resolveHost: rebinding(), allowedPorts: [allowedServer.port] });
+  const { source } = setup(t, {
+    allowPrivate: false,
+    classifyAddress: allowOnly('127.0.0.1'),
+    resolveHost: rebinding(),
+    allowedPorts: [allowedServer.port],
+  });
   await stepError(source.fetch(url), 'audio_fetch_blocked', false);
   assert.equal(blockedServer.requests.length, 0);
 
   // Control: were 127.0.0.2 allowed, the second hop would have reached it.
-  const control = setup(t, { allowPrivate: false, classifyAddress: allowOnly('127.0.0.1', '127.0.0.2'), resolveHost: rebinding(), allowedPorts: [allowedServer.port] });
+  const control = setup(t, {
+    allowPrivate: false,
+    classifyAddress: allowOnly('127.0.0.1', '127.0.0.2'),
+    resolveHost: rebinding(),
+    allowedPorts: [allowedServer.port],
+  });
   await (await control.source.fetch(url)).cleanup();
   assert.equal(blockedServer.requests.length, 1);
 });
@@ -210,14 +276,22 @@ test('a redirect from an allowed host to a blocked address is refused before con
   const origin = await serve(t, { '/start': redirect(307, target.url('/call.wav')) });
 
   const ports = [origin.port, target.port];
-  const { source, tempFiles } = setup(t, { allowPrivate: false, classifyAddress: allowOnly('127.0.0.1'), allowedPorts: ports });
+  const { source, tempFiles } = setup(t, {
+    allowPrivate: false,
+    classifyAddress: allowOnly('127.0.0.1'),
+    allowedPorts: ports,
+  });
   const error = await stepError(source.fetch(origin.url('/start')), 'audio_fetch_blocked', false);
   assert.equal(error.message, 'The audio host "127.0.0.2" could not be reached, or is not a public internet address.');
   assert.equal(target.requests.length, 0);
   assert.deepEqual(tempFiles(), []);
 
   // Control: the same redirect is followed when the target is allowed.
-  const control = setup(t, { allowPrivate: false, classifyAddress: allowOnly('127.0.0.1', '127.0.0.2'), allowedPorts: ports });
+  const control = setup(t, {
+    allowPrivate: false,
+    classifyAddress: allowOnly('127.0.0.1', '127.0.0.2'),
+    allowedPorts: ports,
+  });
   const fetched = await control.source.fetch(origin.url('/start'));
   assert.equal(fetched.finalUrl, target.url('/call.wav'));
   await fetched.cleanup();
@@ -243,7 +317,11 @@ test('up to 3 redirects (301, 302, 303, 307, 308; relative or absolute) are foll
   server.requests.length = 0;
   const error = await stepError(source.fetch(server.url('/hop/4')), 'audio_too_many_redirects', false);
   assert.match(error.message, /more than 3 times/);
-  assert.deepEqual(server.requests.map((r) => r.path), ['/hop/4', '/hop/3', '/hop/2', '/hop/1'], 'the 4th target is never requested');
+  assert.deepEqual(
+    server.requests.map((r) => r.path),
+    ['/hop/4', '/hop/3', '/hop/2', '/hop/1'],
+    'the 4th target is never requested',
+  );
 
   const noRedirects = setup(t, { maxRedirects: 0 });
   await stepError(noRedirects.source.fetch(server.url('/hop/1')), 'audio_too_many_redirects', false);
@@ -258,16 +336,30 @@ test('a redirect to a non-http scheme or to a URL with credentials is audio_url_
     '/no-location': (_req, res) => void res.writeHead(302).end(),
   });
   const { source } = setup(t);
-  assert.match((await stepError(source.fetch(server.url('/to-ftp')), 'audio_url_invalid', false)).message, /redirected .* "ftp" scheme/);
+  assert.match(
+    (await stepError(source.fetch(server.url('/to-ftp')), 'audio_url_invalid', false)).message,
+    /redirected .* "ftp" scheme/,
+  );
   await stepError(source.fetch(server.url('/to-file')), 'audio_url_invalid', false);
-  assert.match((await stepError(source.fetch(server.url('/to-credentials')), 'audio_url_invalid', false)).message, /user name or password/);
-  assert.match((await stepError(source.fetch(server.url('/no-location')), 'audio_http_error', false)).message, /HTTP 302/);
+  assert.match(
+    (await stepError(source.fetch(server.url('/to-credentials')), 'audio_url_invalid', false)).message,
+    /user name or password/,
+  );
+  assert.match(
+    (await stepError(source.fetch(server.url('/no-location')), 'audio_http_error', false)).message,
+    /HTTP 302/,
+  );
 });
 
 test('ftp://, file:// and http://user:pass@host/ are audio_url_invalid without any request', async (t) => {
   const server = await serve(t, {});
   const { source } = setup(t);
-  for (const url of ['ftp://example.com/call.wav', 'file:///tmp/call.wav', `http://user:pass@127.0.0.1:${server.port}/call.wav`, 'not a url']) {
+  for (const url of [
+    'ftp://example.com/call.wav',
+    'file:///tmp/call.wav',
+    `http://user:pass@127.0.0.1:${server.port}/call.wav`,
+    'not a url',
+  ]) {
     await stepError(source.fetch(url), 'audio_url_invalid', false);
   }
   assert.equal(server.requests.length, 0);
@@ -275,7 +367,10 @@ test('ftp://, file:// and http://user:pass@host/ are audio_url_invalid without a
 
 test('audio_too_large when Content-Length is over the cap, decided on the headers without reading the body', async (t) => {
   // The body never comes: waiting for it would end in audio_timeout instead.
-  const server = await serve(t, { '/big.wav': (_req, res) => res.writeHead(200, { 'content-type': 'audio/wav', 'content-length': 1001 }).flushHeaders() });
+  const server = await serve(t, {
+    '/big.wav': (_req, res) =>
+      res.writeHead(200, { 'content-type': 'audio/wav', 'content-length': 1001 }).flushHeaders(),
+  });
   const { source, tempFiles } = setup(t, { maxBytes: 1000 });
   const error = await stepError(source.fetch(server.url('/big.wav')), 'audio_too_large', false);
   assert.match(error.message, /1001 bytes .* 1000-byte limit/);
@@ -310,7 +405,8 @@ test('audio_too_large when a chunked body streams past the cap (exactly the cap 
 test('audio_timeout (retriable) when the server stalls before answering or in the middle of the body', async (t) => {
   const server = await serve(t, {
     '/silent': stall,
-    '/half': (_req, res) => res.writeHead(200, { 'content-type': 'audio/wav', 'content-length': 1000 }).write(Buffer.alloc(10)),
+    '/half': (_req, res) =>
+      res.writeHead(200, { 'content-type': 'audio/wav', 'content-length': 1000 }).write(Buffer.alloc(10)),
   });
   const { source, tempFiles } = setup(t, { timeoutMs: 200 });
   assert.match((await stepError(source.fetch(server.url('/silent')), 'audio_timeout', true)).message, /within 200 ms/);
@@ -320,7 +416,10 @@ test('audio_timeout (retriable) when the server stalls before answering or in th
 });
 
 test('the deadline spans all hops: two hops of 150 ms each miss a 250 ms deadline', async (t) => {
-  const later = (ms: number, route: Route): Route => (req, res) => void setTimeout(() => route(req, res), ms);
+  const later =
+    (ms: number, route: Route): Route =>
+    (req, res) =>
+      void setTimeout(() => route(req, res), ms);
   const server = await serve(t, {
     '/slow-hop': later(150, redirect(302, '/slow-audio')),
     '/slow-audio': later(150, (_req, res) => body(res, 'audio/wav', wav)),
@@ -336,16 +435,26 @@ test('audio_unsupported_type names the content type (text/html, application/json
     '/untyped': (_req, res) => res.end('bytes'),
   });
   const { source, tempFiles } = setup(t);
-  assert.match((await stepError(source.fetch(server.url('/page')), 'audio_unsupported_type', false)).message, /"text\/html"/);
-  assert.match((await stepError(source.fetch(server.url('/json')), 'audio_unsupported_type', false)).message, /"application\/json"/);
-  assert.match((await stepError(source.fetch(server.url('/untyped')), 'audio_unsupported_type', false)).message, /no Content-Type/);
+  assert.match(
+    (await stepError(source.fetch(server.url('/page')), 'audio_unsupported_type', false)).message,
+    /"text\/html"/,
+  );
+  assert.match(
+    (await stepError(source.fetch(server.url('/json')), 'audio_unsupported_type', false)).message,
+    /"application\/json"/,
+  );
+  assert.match(
+    (await stepError(source.fetch(server.url('/untyped')), 'audio_unsupported_type', false)).message,
+    /no Content-Type/,
+  );
   assert.deepEqual(tempFiles(), []);
 });
 
 test('404 and 410 are audio_not_found; 5xx, 429 and 408 retriable audio_http_error; other 4xx terminal', async (t) => {
   const statuses = [404, 410, 500, 502, 503, 429, 408, 400, 401, 403, 300, 304];
   const routes: Record<string, Route> = {};
-  for (const status of statuses) routes[`/${status}`] = (_req, res) => void res.writeHead(status, { 'content-type': 'audio/wav' }).end();
+  for (const status of statuses)
+    routes[`/${status}`] = (_req, res) => void res.writeHead(status, { 'content-type': 'audio/wav' }).end();
   const server = await serve(t, routes);
   const { source, tempFiles } = setup(t);
   const expected: Record<number, [AudioFetchErrorCode, boolean]> = {
@@ -374,20 +483,30 @@ test('404 and 410 are audio_not_found; 5xx, 429 and 408 retriable audio_http_err
 test('connection refused, DNS failure, a connection cut mid-body and a TLS failure are retriable audio_unreachable, all in the same words', async (t) => {
   const server = await serve(t, {
     '/cut': (_req, res) => {
-      res.writeHead(200, { 'content-type': 'audio/wav', 'content-length': 1000 }).write(Buffer.alloc(10), () => res.socket?.destroy());
+      res
+        .writeHead(200, { 'content-type': 'audio/wav', 'content-length': 1000 })
+        .write(Buffer.alloc(10), () => res.socket?.destroy());
     },
   });
   const { source, tempFiles } = setup(t);
-  const generic = (host: string) => `The audio host "${host}" could not be reached, or is not a public internet address.`;
+  const generic = (host: string) =>
+    `The audio host "${host}" could not be reached, or is not a public internet address.`;
   const refusedUrl = `http://127.0.0.1:${await freePort()}/call.wav`; // nothing listens there
   const refused = await stepError(source.fetch(refusedUrl), 'audio_unreachable', true);
   assert.equal(refused.message, generic('127.0.0.1'));
   assert.equal((refused.cause as NodeJS.ErrnoException).code, 'ECONNREFUSED', 'the logs keep the cause');
   const noDns = setup(t, {
-    resolveHost: async (hostname) => Promise.reject(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' })),
+    resolveHost: async (hostname) =>
+      Promise.reject(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' })),
   });
-  assert.equal((await stepError(noDns.source.fetch('http://audio.test/call.wav'), 'audio_unreachable', true)).message, generic('audio.test'));
-  assert.equal((await stepError(source.fetch(server.url('/cut')), 'audio_unreachable', true)).message, generic('127.0.0.1'));
+  assert.equal(
+    (await stepError(noDns.source.fetch('http://audio.test/call.wav'), 'audio_unreachable', true)).message,
+    generic('audio.test'),
+  );
+  assert.equal(
+    (await stepError(source.fetch(server.url('/cut')), 'audio_unreachable', true)).message,
+    generic('127.0.0.1'),
+  );
   const tls = await stepError(source.fetch(`https://127.0.0.1:${server.port}/call.wav`), 'audio_unreachable', true); // TLS to a plain HTTP server
   assert.equal(tls.message, generic('127.0.0.1'));
   assert.deepEqual(tempFiles(), []);
@@ -396,7 +515,8 @@ test('connection refused, DNS failure, a connection cut mid-body and a TLS failu
 test('the caller aborting stops the fetch before the answer and mid-body; the rejection is the signal reason; no temp file is left', async (t) => {
   const server = await serve(t, {
     '/silent': stall,
-    '/half': (_req, res) => res.writeHead(200, { 'content-type': 'audio/wav', 'content-length': 100_000 }).write(Buffer.alloc(10)),
+    '/half': (_req, res) =>
+      res.writeHead(200, { 'content-type': 'audio/wav', 'content-length': 100_000 }).write(Buffer.alloc(10)),
   });
   const { source, tempFiles } = setup(t);
 
@@ -412,7 +532,7 @@ test('the caller aborting stops the fetch before the answer and mid-body; the re
   const streaming = source.fetch(server.url('/half'), { signal: midBody.signal });
   await eventually(() => assert.equal(tempFiles().length, 1));
   midBody.abort();
-  assert.equal((await rejection(streaming) as Error).name, 'AbortError');
+  assert.equal(((await rejection(streaming)) as Error).name, 'AbortError');
   assert.deepEqual(tempFiles(), []);
   await eventually(() => assert.equal(server.closedRequests(), 2), { timeoutMs: 2_000 });
 
@@ -432,5 +552,8 @@ const freePort = () =>
 test('options are validated', () => {
   assert.throws(() => createHttpAudioSource({ maxBytes: 0, timeoutMs: 1, allowPrivate: false }), RangeError);
   assert.throws(() => createHttpAudioSource({ maxBytes: 1, timeoutMs: 1.5, allowPrivate: false }), RangeError);
-  assert.throws(() => createHttpAudioSource({ maxBytes: 1, timeoutMs: 1, allowPrivate: false, maxRedirects: -1 }), RangeError);
+  assert.throws(
+    () => createHttpAudioSource({ maxBytes: 1, timeoutMs: 1, allowPrivate: false, maxRedirects: -1 }),
+    RangeError,
+  );
 });

@@ -27,7 +27,8 @@ erasureProof('embedded default (SQLite)', async () => {
       for (const file of filesUnder(dataDir)) {
         const bytes = readFileSync(file);
         for (const needle of needles) {
-          for (const encoding of ['utf8', 'utf16le'] as const) if (bytes.includes(Buffer.from(needle, encoding))) found.push(`${file}: ${needle} (${encoding})`);
+          for (const encoding of ['utf8', 'utf16le'] as const)
+            if (bytes.includes(Buffer.from(needle, encoding))) found.push(`${file}: ${needle} (${encoding})`);
         }
       }
       return found;

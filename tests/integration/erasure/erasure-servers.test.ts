@@ -18,7 +18,14 @@ erasureProof(
     const database = await scratchDatabase(postgres.url!);
     const topicPrefix = `e${randomUUID().slice(0, 8)}.`;
     return {
-      env: { DATABASE_URL: database.url, KAFKA_BROKERS: kafka.url!, REDIS_URL: '', TOPIC_PREFIX: topicPrefix, TOPIC_PARTITIONS: '3', API_KEY_SECRET },
+      env: {
+        DATABASE_URL: database.url,
+        KAFKA_BROKERS: kafka.url!,
+        REDIS_URL: '',
+        TOPIC_PREFIX: topicPrefix,
+        TOPIC_PARTITIONS: '3',
+        API_KEY_SECRET,
+      },
       topicPrefix,
       async storageHolding(needles) {
         const client = new pg.Client({ connectionString: database.url });
@@ -31,7 +38,10 @@ erasureProof(
           for (const { schema, name } of tables) {
             const table = `"${schema}"."${name}"`;
             for (const needle of needles) {
-              const { rows } = await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table} t WHERE strpos(t::text, $1) > 0`, [needle]);
+              const { rows } = await client.query<{ n: number }>(
+                `SELECT count(*)::int AS n FROM ${table} t WHERE strpos(t::text, $1) > 0`,
+                [needle],
+              );
               if (rows[0]!.n > 0) found.push(`${table}: ${needle}`);
             }
           }

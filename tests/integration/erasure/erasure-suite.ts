@@ -29,7 +29,10 @@ export interface ErasureBackend {
 const admin = async (base: string, method: string, path: string, body?: unknown) => {
   const res = await fetch(`${base}${path}`, {
     method,
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      authorization: `Bearer ${ADMIN_TOKEN}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   assert.ok(res.ok, `${method} ${path}: ${res.status} ${await res.clone().text()}`);
@@ -63,7 +66,8 @@ export const erasureProof = (name: string, factory: () => Promise<ErasureBackend
     };
     let erasedId: string;
     let keptId: string;
-    const api = (path: string, init: RequestInit = {}) => fetch(`${service!.url}${path}`, { ...init, headers: { 'x-api-key': key, ...(init.headers ?? {}) } });
+    const api = (path: string, init: RequestInit = {}) =>
+      fetch(`${service!.url}${path}`, { ...init, headers: { 'x-api-key': key, ...(init.headers ?? {}) } });
 
     before(async () => {
       backend = await factory();
@@ -71,9 +75,26 @@ export const erasureProof = (name: string, factory: () => Promise<ErasureBackend
       missing = createServer((_request, response) => response.writeHead(404).end());
       await new Promise<void>((resolve) => missing.listen(0, '127.0.0.1', resolve));
       missingPort = (missing.address() as AddressInfo).port;
-      service = await startService({ ...backend.env, ADMIN_TOKEN, LOG_LEVEL: 'debug', AUDIO_FETCH_ALLOW_PRIVATE: 'true', AUDIO_ALLOWED_PORTS: `80,443,${missingPort}` });
-      const team = (await (await admin(service.url, 'POST', '/api/admin/teams', { name: `Erasure ${unique}`, ownerEmail: 'owner@erasure.test', ownerName: 'Olive Owner', capacityHours: 100 })).json()) as { teamId: string };
-      key = ((await (await admin(service.url, 'POST', `/api/admin/teams/${team.teamId}/keys`, { label: 'erasure' })).json()) as { key: string }).key;
+      service = await startService({
+        ...backend.env,
+        ADMIN_TOKEN,
+        LOG_LEVEL: 'debug',
+        AUDIO_FETCH_ALLOW_PRIVATE: 'true',
+        AUDIO_ALLOWED_PORTS: `80,443,${missingPort}`,
+      });
+      const team = (await (
+        await admin(service.url, 'POST', '/api/admin/teams', {
+          name: `Erasure ${unique}`,
+          ownerEmail: 'owner@erasure.test',
+          ownerName: 'Olive Owner',
+          capacityHours: 100,
+        })
+      ).json()) as { teamId: string };
+      key = (
+        (await (
+          await admin(service.url, 'POST', `/api/admin/teams/${team.teamId}/keys`, { label: 'erasure' })
+        ).json()) as { key: string }
+      ).key;
     });
     after(async () => {
       await service?.stop().catch(() => undefined);
@@ -82,7 +103,11 @@ export const erasureProof = (name: string, factory: () => Promise<ErasureBackend
     });
 
     const ingest = async (body: unknown) => {
-      const res = await api('/api/integrations/push-api/ingest', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const res = await api('/api/integrations/push-api/ingest', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
       assert.equal(res.status, 201, await res.clone().text());
       return ((await res.json()) as { callId: string }).callId;
     };
@@ -91,7 +116,8 @@ export const erasureProof = (name: string, factory: () => Promise<ErasureBackend
         async () => {
           const res = await api(`/api/calls/${callId}`);
           const call = (await res.json()) as { status?: string; deal?: unknown };
-          if (call.status !== 'completed' || !call.deal) throw new Error(`call ${callId}: ${JSON.stringify(call).slice(0, 200)}`);
+          if (call.status !== 'completed' || !call.deal)
+            throw new Error(`call ${callId}: ${JSON.stringify(call).slice(0, 200)}`);
           return call;
         },
         { timeoutMs: 30_000, intervalMs: 50 },
@@ -99,9 +125,19 @@ export const erasureProof = (name: string, factory: () => Promise<ErasureBackend
 
     test('DELETE answers 202 erased; the call is gone from GET, the list and search; a second DELETE is a 404', async () => {
       erasedId = await ingest(erasedBody);
-      keptId = await ingest({ transcript: 'Rep: Hi.\nProspect: Hello there.', repName: 'Kim Kept', repEmail: 'kim@erasure.test', notes: 'kept notes', deal: { dealSize: 5 } });
+      keptId = await ingest({
+        transcript: 'Rep: Hi.\nProspect: Hello there.',
+        repName: 'Kim Kept',
+        repEmail: 'kim@erasure.test',
+        notes: 'kept notes',
+        deal: { dealSize: 5 },
+      });
       const before = await completed(erasedId);
-      assert.equal((before as { notes?: string }).notes, erasedBody.notes, 'the call reads in clear before its erasure');
+      assert.equal(
+        (before as { notes?: string }).notes,
+        erasedBody.notes,
+        'the call reads in clear before its erasure',
+      );
       await completed(keptId);
 
       const res = await api(`/api/calls/${erasedId}`, { method: 'DELETE' });
@@ -116,15 +152,31 @@ export const erasureProof = (name: string, factory: () => Promise<ErasureBackend
         { timeoutMs: 10_000, intervalMs: 50 },
       );
       const list = (await (await api('/api/calls?limit=100')).json()) as { calls: { callId: string }[] };
-      assert.deepEqual(list.calls.map((c) => c.callId), [keptId]);
+      assert.deepEqual(
+        list.calls.map((c) => c.callId),
+        [keptId],
+      );
       const search = (await (await api('/api/calls?search=Erin')).json()) as { calls: unknown[] };
       assert.equal(search.calls.length, 0);
-      assert.equal((await api(`/api/calls?repEmail=${encodeURIComponent(needles.repEmail)}`).then((r) => r.json()) as { calls: unknown[] }).calls.length, 0);
+      assert.equal(
+        (
+          (await api(`/api/calls?repEmail=${encodeURIComponent(needles.repEmail)}`).then((r) => r.json())) as {
+            calls: unknown[];
+          }
+        ).calls.length,
+        0,
+      );
       // An audio call whose recording is not there (its URL in the failure), erased after it failed.
-      const audioId = await ingest({ audioUrl: `http://127.0.0.1:${missingPort}/${needles.audioPath}.wav`, repName: 'Erin Erasure' });
+      const audioId = await ingest({
+        audioUrl: `http://127.0.0.1:${missingPort}/${needles.audioPath}.wav`,
+        repName: 'Erin Erasure',
+      });
       await eventually(
         async () => {
-          const call = (await (await api(`/api/calls/${audioId}`)).json()) as { status?: string; statusReason?: string };
+          const call = (await (await api(`/api/calls/${audioId}`)).json()) as {
+            status?: string;
+            statusReason?: string;
+          };
           if (call.status !== 'failed') throw new Error(`audio call ${call.status}`);
           assert.ok(call.statusReason?.includes(needles.audioPath), 'the reason names the URL before the erasure');
         },
@@ -133,7 +185,13 @@ export const erasureProof = (name: string, factory: () => Promise<ErasureBackend
       // Its download has failed at least once, and the failure was logged.
       await eventually(
         async () => {
-          if (!service!.output().split('\n').some((line) => line.includes(audioId) && /step failed|call failed/.test(line))) throw new Error('no failed download logged yet');
+          if (
+            !service!
+              .output()
+              .split('\n')
+              .some((line) => line.includes(audioId) && /step failed|call failed/.test(line))
+          )
+            throw new Error('no failed download logged yet');
         },
         { timeoutMs: 15_000, intervalMs: 50 },
       );
@@ -164,13 +222,23 @@ export const erasureProof = (name: string, factory: () => Promise<ErasureBackend
       const topics = topicNames(backend.topicPrefix);
       let erasedEvent: { headers: Record<string, string>; value: unknown } | undefined;
       for (const topic of Object.values(topics)) {
-        const res = await fetch(`${service!.url}/api/admin/topics/${encodeURIComponent(topic)}/messages?limit=1000`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+        const res = await fetch(`${service!.url}/api/admin/topics/${encodeURIComponent(topic)}/messages?limit=1000`, {
+          headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+        });
         if (res.status === 404) continue; // a topic nothing was written to
         const text = await res.text();
-        for (const [field, needle] of Object.entries(needles)) assert.ok(!text.includes(needle), `${topic} holds the ${field}`);
-        const { messages } = JSON.parse(text) as { messages: { key: string; headers: Record<string, string>; value: unknown }[] };
-        if (topic === topics.callEvents) erasedEvent = messages.find((m) => m.key === erasedId && m.headers.ce_type === 'call.erased');
-        if (topic === topics.callsSubmitted) assert.ok(messages.some((m) => m.key === keptId), 'the reader sees the topic');
+        for (const [field, needle] of Object.entries(needles))
+          assert.ok(!text.includes(needle), `${topic} holds the ${field}`);
+        const { messages } = JSON.parse(text) as {
+          messages: { key: string; headers: Record<string, string>; value: unknown }[];
+        };
+        if (topic === topics.callEvents)
+          erasedEvent = messages.find((m) => m.key === erasedId && m.headers.ce_type === 'call.erased');
+        if (topic === topics.callsSubmitted)
+          assert.ok(
+            messages.some((m) => m.key === keptId),
+            'the reader sees the topic',
+          );
       }
       assert.ok(erasedEvent, 'call.erased is on calls.events.v1');
       assert.deepEqual(Object.keys(erasedEvent.value as object).sort(), ['at', 'cause']);
@@ -184,7 +252,8 @@ export const erasureProof = (name: string, factory: () => Promise<ErasureBackend
       service = undefined;
       assert.equal(code, 0, output.slice(-2000));
       assert.ok(output.includes(erasedId), 'the log speaks of the erased call (by id)');
-      for (const [field, needle] of Object.entries(needles)) assert.ok(!output.includes(needle), `a log line holds the ${field}`);
+      for (const [field, needle] of Object.entries(needles))
+        assert.ok(!output.includes(needle), `a log line holds the ${field}`);
       assert.deepEqual(await backend.storageHolding(Object.values(needles)), []);
     });
   });

@@ -86,7 +86,11 @@ test('an aborted waiter leaves the queue and rejects with the signal reason; the
   hold();
   await settle();
   assert.deepEqual(granted, ['c0']);
-  await assert.rejects(queue.acquire('d', controller.signal), (error) => error === reason, 'an already aborted signal rejects at once');
+  await assert.rejects(
+    queue.acquire('d', controller.signal),
+    (error) => error === reason,
+    'an already aborted signal rejects at once',
+  );
 });
 
 test('releasing twice gives back one permit only', async () => {
@@ -107,7 +111,10 @@ test('releasing twice gives back one permit only', async () => {
 
 test('run holds a permit for the work and gives it back when the work fails', async () => {
   const queue = new FairQueue(1);
-  await assert.rejects(queue.run('a', async () => Promise.reject(new Error('boom'))), /boom/);
+  await assert.rejects(
+    queue.run('a', async () => Promise.reject(new Error('boom'))),
+    /boom/,
+  );
   assert.equal(queue.used, 0);
   assert.equal(await queue.run('a', async () => queue.heldBy('a')), 1);
 });

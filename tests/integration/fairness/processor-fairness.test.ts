@@ -17,7 +17,12 @@ import { createSqliteEventStore } from '../../../shared/adapters/event-store/sql
 import { openSqlite } from '../../../shared/adapters/sqlite/sqlite-database.ts';
 import { DEFAULT_RETRY } from '../../../services/processor/retry.ts';
 import { audioServer, createPipelineHarness, eventData, type PipelineHarness } from '../../support/pipeline-harness.ts';
-import { localTranscriptionRequired, missingForLocalTranscription, SPEECH_SAMPLE, synthesizeSpeech } from '../../support/speech.ts';
+import {
+  localTranscriptionRequired,
+  missingForLocalTranscription,
+  SPEECH_SAMPLE,
+  synthesizeSpeech,
+} from '../../support/speech.ts';
 import { eventually } from '../../support/eventually.ts';
 import { tempDir } from '../../support/temp-dir.ts';
 
@@ -120,8 +125,13 @@ describe('fair processing: one team flooding unfetchable audio', () => {
     const { callId } = res.json<{ callId: string }>();
     const events = await h.callEvents(callId, undefined, 3 * BOUND_MS);
     const elapsed = Date.now() - started;
-    console.log(`# other team's transcript call: ${elapsed} ms from submit to CallCompleted; tarpit downloads open: ${slow.open}, requested: ${slow.requests}`);
-    assert.ok(events.some((e) => e.type === 'CallCompleted'), events.map((e) => e.type).join());
+    console.log(
+      `# other team's transcript call: ${elapsed} ms from submit to CallCompleted; tarpit downloads open: ${slow.open}, requested: ${slow.requests}`,
+    );
+    assert.ok(
+      events.some((e) => e.type === 'CallCompleted'),
+      events.map((e) => e.type).join(),
+    );
     assert.ok(elapsed < BOUND_MS, `took ${elapsed} ms`);
   });
 
@@ -146,7 +156,10 @@ describe('fair processing: one team flooding unfetchable audio', () => {
       const events = await h.callEvents(callId, undefined, 3 * BOUND_MS);
       const elapsed = Date.now() - started;
       console.log(`# other team's audio call: ${elapsed} ms from submit to CallCompleted`);
-      assert.ok(events.some((e) => e.type === 'CallCompleted'), JSON.stringify(eventData(events, 'CallFailed')));
+      assert.ok(
+        events.some((e) => e.type === 'CallCompleted'),
+        JSON.stringify(eventData(events, 'CallFailed')),
+      );
       assert.equal(eventData(events, 'TranscriptRecorded')!.source, 'audio');
       assert.ok(elapsed < BOUND_MS, `took ${elapsed} ms`);
     } finally {

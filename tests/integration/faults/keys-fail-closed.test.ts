@@ -79,58 +79,90 @@ const probe = async (base: string, key: string): Promise<{ status: number; detai
   }
 };
 
-describe('keys fail closed when the key directory cannot be kept current', { skip: postgres.skip, timeout: 4 * 60_000 }, () => {
-  let database: Awaited<ReturnType<typeof scratchDatabase>>;
-  let proxy: Awaited<ReturnType<typeof holdingProxy>>;
-  let first: ServiceProcess;
-  let second: ServiceProcess;
+describe(
+  'keys fail closed when the key directory cannot be kept current',
+  { skip: postgres.skip, timeout: 4 * 60_000 },
+  () => {
+    let database: Awaited<ReturnType<typeof scratchDatabase>>;
+    let proxy: Awaited<ReturnType<typeof holdingProxy>>;
+    let first: ServiceProcess;
+    let second: ServiceProcess;
 
-  before(async () => {
-    database = await scratchDatabase(postgres.url!);
-    const url = new URL(database.url);
-    proxy = await holdingProxy({ host: url.hostname, port: Number(url.port || 5432) });
-    const viaProxy = new URL(database.url);
-    viaProxy.port = String(proxy.port);
-    const env = { ADMIN_TOKEN, API_KEY_SECRET, KEY_DIRECTORY_MAX_LAG_MS: String(MAX_LAG_MS), TOPIC_PARTITIONS: '3' };
-    first = await startService({ ...env, DATABASE_URL: database.url }, 'services/ingress/main.ts');
-    second = await startService({ ...env, DATABASE_URL: viaProxy.toString() }, 'services/ingress/main.ts');
-  });
-  after(async () => {
-    proxy?.release();
-    await second?.stop();
-    await first?.stop();
-    await proxy?.close();
-    await database?.drop();
-  });
+    before(async () => {
+      database = await scratchDatabase(postgres.url!);
+      const url = new URL(database.url);
+      proxy = await holdingProxy({ host: url.hostname, port: Number(url.port || 5432) });
+      const viaProxy = new URL(database.url);
+      viaProxy.port = String(proxy.port);
+      const env = { ADMIN_TOKEN, API_KEY_SECRET, KEY_DIRECTORY_MAX_LAG_MS: String(MAX_LAG_MS), TOPIC_PARTITIONS: '3' };
+      first = await startService({ ...env, DATABASE_URL: database.url }, 'services/ingress/main.ts');
+      second = await startService({ ...env, DATABASE_URL: viaProxy.toString() }, 'services/ingress/main.ts');
+    });
+    after(async () => {
+      proxy?.release();
+      await second?.stop();
+      await first?.stop();
+      await proxy?.close();
+      await database?.drop();
+    });
 
-  test('a key revoked while the other process cannot read is answered 503 there, never 200, then 401', async () => {
-    const team = await adminCall(first.url, 'POST', '/api/admin/teams', { name: 'Fail closed', ownerEmail: 'owner@closed.test', capacityHours: 10 });
-    const issued = await adminCall(first.url, 'POST', `/api/admin/teams/${String(team.teamId)}/keys`, { label: 'to revoke' });
-    const key = String(issued.key);
-    await eventually(async () => assert.equal((await probe(second.url, key)).status, 200), { timeoutMs: 15_000, intervalMs: 200 });
+    test('a key revoked while the other process cannot read is answered 503 there, never 200, then 401', async () => {
+      const team = await adminCall(first.url, 'POST', '/api/admin/teams', {
+        name: 'Fail closed',
+        ownerEmail: 'owner@closed.test',
+        capacityHours: 10,
+      });
+      const issued = await adminCall(first.url, 'POST', `/api/admin/teams/${String(team.teamId)}/keys`, {
+        label: 'to revoke',
+      });
+      const key = String(issued.key);
+      await eventually(async () => assert.equal((await probe(second.url, key)).status, 200), {
+        timeoutMs: 15_000,
+        intervalMs: 200,
+      });
 
-    proxy.hold();
-    const heldAt = Date.now();
-    const revoked = await fetch(`${first.url}/api/admin/teams/${String(team.teamId)}/keys/${String(issued.keyId)}`, { method: 'DELETE', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
-    assert.ok(revoked.ok, `revoke: ${revoked.status}`);
-    assert.equal((await probe(first.url, key)).status, 401, 'the process that revoked it refuses it at once');
+      proxy.hold();
+      const heldAt = Date.now();
+      const revoked = await fetch(`${first.url}/api/admin/teams/${String(team.teamId)}/keys/${String(issued.keyId)}`, {
+        method: 'DELETE',
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      });
+      assert.ok(revoked.ok, `revoke: ${revoked.status}`);
+      assert.equal((await probe(first.url, key)).status, 401, 'the process that revoked it refuses it at once');
 
-    const answers: Array<{ at: number; status: number; detail?: string }> = [];
-    let refusedAt: number | undefined;
-    while (Date.now() - heldAt < MAX_LAG_MS + 6000) {
-      const answer = await probe(second.url, key);
-      answers.push({ at: Date.now() - heldAt, ...answer });
-      if (answer.status === 503 && /API keys cannot be verified/.test(answer.detail ?? '')) refusedAt ??= Date.now() - heldAt;
-      await sleep(250);
-    }
-    const byStatus = answers.reduce<Record<number, number>>((n, a) => ({ ...n, [a.status]: (n[a.status] ?? 0) + 1 }), {});
-    console.log(`# while held: ${answers.length} probes of the revoked key on the other process: ${JSON.stringify(byStatus)}; answered 503 "cannot be verified" from ${refusedAt} ms (KEY_DIRECTORY_MAX_LAG_MS ${MAX_LAG_MS})`);
-    assert.deepEqual(answers.filter((a) => a.status >= 200 && a.status < 300), [], 'the revoked key was accepted');
-    assert.ok(refusedAt !== undefined && refusedAt <= MAX_LAG_MS + 2000, `no fail-closed 503 in time: ${JSON.stringify(answers.slice(-3))}`);
+      const answers: Array<{ at: number; status: number; detail?: string }> = [];
+      let refusedAt: number | undefined;
+      while (Date.now() - heldAt < MAX_LAG_MS + 6000) {
+        const answer = await probe(second.url, key);
+        answers.push({ at: Date.now() - heldAt, ...answer });
+        if (answer.status === 503 && /API keys cannot be verified/.test(answer.detail ?? ''))
+          refusedAt ??= Date.now() - heldAt;
+        await sleep(250);
+      }
+      const byStatus = answers.reduce<Record<number, number>>(
+        (n, a) => ({ ...n, [a.status]: (n[a.status] ?? 0) + 1 }),
+        {},
+      );
+      console.log(
+        `# while held: ${answers.length} probes of the revoked key on the other process: ${JSON.stringify(byStatus)}; answered 503 "cannot be verified" from ${refusedAt} ms (KEY_DIRECTORY_MAX_LAG_MS ${MAX_LAG_MS})`,
+      );
+      assert.deepEqual(
+        answers.filter((a) => a.status >= 200 && a.status < 300),
+        [],
+        'the revoked key was accepted',
+      );
+      assert.ok(
+        refusedAt !== undefined && refusedAt <= MAX_LAG_MS + 2000,
+        `no fail-closed 503 in time: ${JSON.stringify(answers.slice(-3))}`,
+      );
 
-    proxy.release();
-    const releasedAt = Date.now();
-    await eventually(async () => assert.equal((await probe(second.url, key)).status, 401), { timeoutMs: 30_000, intervalMs: 250 });
-    console.log(`# released: the other process answers 401 for the revoked key ${Date.now() - releasedAt} ms later`);
-  });
-});
+      proxy.release();
+      const releasedAt = Date.now();
+      await eventually(async () => assert.equal((await probe(second.url, key)).status, 401), {
+        timeoutMs: 30_000,
+        intervalMs: 250,
+      });
+      console.log(`# released: the other process answers 401 for the revoked key ${Date.now() - releasedAt} ms later`);
+    });
+  },
+);

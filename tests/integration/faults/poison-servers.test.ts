@@ -11,7 +11,11 @@ const kafka = await backend('kafka');
 
 const onPostgres = async (eventLogOn: 'postgres' | 'kafka') => {
   const schema = freshSchema(postgres.url!);
-  const eventStore = await createPostgresEventStore({ connectionString: postgres.url!, schema: schema.schema, pollMs: 50 });
+  const eventStore = await createPostgresEventStore({
+    connectionString: postgres.url!,
+    schema: schema.schema,
+    pollMs: 50,
+  });
   const readModels = await createPostgresReadModels({ connectionString: postgres.url!, schema: schema.schema });
   const eventLog =
     eventLogOn === 'kafka'
@@ -31,4 +35,7 @@ const onPostgres = async (eventLogOn: 'postgres' | 'kafka') => {
 };
 
 poisonSuite('PostgreSQL (table log)', () => onPostgres('postgres'), { skip: postgres.skip, storeRefusesNul: true });
-poisonSuite('Kafka + PostgreSQL', () => onPostgres('kafka'), { skip: postgres.skip ?? kafka.skip, storeRefusesNul: true });
+poisonSuite('Kafka + PostgreSQL', () => onPostgres('kafka'), {
+  skip: postgres.skip ?? kafka.skip,
+  storeRefusesNul: true,
+});

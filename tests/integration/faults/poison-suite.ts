@@ -24,7 +24,8 @@ export interface PoisonBackends {
   cleanup(): Promise<void>;
 }
 
-const TRANSCRIPT = 'Rep: Hello Dana, thanks for joining.\nDana: Happy to. Pricing is my worry.\nRep: We can start with a pilot.';
+const TRANSCRIPT =
+  'Rep: Hello Dana, thanks for joining.\nDana: Happy to. Pricing is my worry.\nRep: We can start with a pilot.';
 
 export interface PoisonSuiteOptions {
   skip?: string;
@@ -54,7 +55,11 @@ export const poisonSuite = (name: string, factory: () => Promise<PoisonBackends>
     const listed = (callId: string, timeoutMs = 20_000) =>
       eventually(
         async () => {
-          const res = await h.ingress.app.inject({ method: 'GET', url: `/api/calls/${callId}`, headers: { 'x-api-key': team.key } });
+          const res = await h.ingress.app.inject({
+            method: 'GET',
+            url: `/api/calls/${callId}`,
+            headers: { 'x-api-key': team.key },
+          });
           assert.equal(res.statusCode, 200, `call ${callId} not in the history: ${res.statusCode}`);
           return res.json<{ status: string }>();
         },
@@ -62,7 +67,14 @@ export const poisonSuite = (name: string, factory: () => Promise<PoisonBackends>
       );
     const readyz = async () => {
       const res = await h.ingress.app.inject({ method: 'GET', url: '/readyz' });
-      return { statusCode: res.statusCode, body: res.json<{ status: string; reasons?: string[]; components: Record<string, { ready: boolean; reason?: string; partitions?: number }> }>() };
+      return {
+        statusCode: res.statusCode,
+        body: res.json<{
+          status: string;
+          reasons?: string[];
+          components: Record<string, { ready: boolean; reason?: string; partitions?: number }>;
+        }>(),
+      };
     };
 
     before(async () => {
@@ -75,34 +87,37 @@ export const poisonSuite = (name: string, factory: () => Promise<PoisonBackends>
       await backends?.cleanup();
     });
 
-    if (options.storeRefusesNul) test('a record the store refuses for good is dead-lettered with the reason; the member keeps its partitions and the next call completes', async () => {
-      // A well-formed CallSubmitted record whose data the store cannot hold, written as the ingress would.
-      const template = await h.submitted(await submit());
-      const callId = randomUUID();
-      // CloudEvents binary mode: the value is the event's data, the attributes are ce_* headers.
-      const value = JSON.parse(template.value) as Record<string, unknown> & { submission: Record<string, unknown> };
-      value.callId = callId;
-      value.submission.notes = 'x\u0000y';
-      await h.eventLog.publish(h.topics.callsSubmitted, [{ key: callId, value: JSON.stringify(value), headers: template.headers }]);
+    if (options.storeRefusesNul)
+      test('a record the store refuses for good is dead-lettered with the reason; the member keeps its partitions and the next call completes', async () => {
+        // A well-formed CallSubmitted record whose data the store cannot hold, written as the ingress would.
+        const template = await h.submitted(await submit());
+        const callId = randomUUID();
+        // CloudEvents binary mode: the value is the event's data, the attributes are ce_* headers.
+        const value = JSON.parse(template.value) as Record<string, unknown> & { submission: Record<string, unknown> };
+        value.callId = callId;
+        value.submission.notes = 'x\u0000y';
+        await h.eventLog.publish(h.topics.callsSubmitted, [
+          { key: callId, value: JSON.stringify(value), headers: template.headers },
+        ]);
 
-      const dead = await eventually(
-        async () => {
-          const record = (await h.eventLog.read(h.topics.deadLetter, { limit: 1000 })).find((r) => r.key === callId);
-          assert.ok(record, 'not dead-lettered yet');
-          return record;
-        },
-        { timeoutMs: 20_000, intervalMs: 50 },
-      );
-      console.log(`# dead-letter reason: ${dead.headers.dlq_reason}`);
-      assert.equal(dead.headers.dlq_source_topic, h.topics.callsSubmitted);
-      assert.ok(dead.headers.dlq_reason && dead.headers.dlq_reason.length > 0);
-      assert.equal((await h.eventStore.readStream(`call-${callId}`)).length, 0);
+        const dead = await eventually(
+          async () => {
+            const record = (await h.eventLog.read(h.topics.deadLetter, { limit: 1000 })).find((r) => r.key === callId);
+            assert.ok(record, 'not dead-lettered yet');
+            return record;
+          },
+          { timeoutMs: 20_000, intervalMs: 50 },
+        );
+        console.log(`# dead-letter reason: ${dead.headers.dlq_reason}`);
+        assert.equal(dead.headers.dlq_source_topic, h.topics.callsSubmitted);
+        assert.ok(dead.headers.dlq_reason && dead.headers.dlq_reason.length > 0);
+        assert.equal((await h.eventStore.readStream(`call-${callId}`)).length, 0);
 
-      await completed(await submit());
-      const ready = await readyz();
-      assert.equal(ready.body.components.processor?.ready, true, JSON.stringify(ready.body));
-      assert.equal(ready.body.components.processor?.partitions, 3, 'the member still owns every partition');
-    });
+        await completed(await submit());
+        const ready = await readyz();
+        assert.equal(ready.body.components.processor?.ready, true, JSON.stringify(ready.body));
+        assert.equal(ready.body.components.processor?.partitions, 3, 'the member still owns every partition');
+      });
 
     test('an outage is retried in place, never dead-lettered: the call completes once the store answers again', async () => {
       // The store refuses the first appends of one call as unavailable, then answers.
@@ -154,20 +169,36 @@ export const poisonSuite = (name: string, factory: () => Promise<PoisonBackends>
       );
       console.log(`# not ready: ${stopped.reasons?.join(' | ')}`);
       // The call after the bad event waits behind it.
-      const waiting = await h.ingress.app.inject({ method: 'GET', url: `/api/calls/${afterPoison}`, headers: { 'x-api-key': team.key } });
+      const waiting = await h.ingress.app.inject({
+        method: 'GET',
+        url: `/api/calls/${afterPoison}`,
+        headers: { 'x-api-key': team.key },
+      });
       assert.equal(waiting.statusCode, 404);
 
       for (const projection of ['call-history', 'deals']) {
-        const skipped = await h.admin('POST', `/api/admin/projections/${projection}/skip`, { position: poison.position.toString(), reason: 'malformed test event' });
+        const skipped = await h.admin('POST', `/api/admin/projections/${projection}/skip`, {
+          position: poison.position.toString(),
+          reason: 'malformed test event',
+        });
         assert.equal(skipped.statusCode, 201, skipped.body);
       }
       const unknown = await h.admin('POST', '/api/admin/projections/nope/skip', { position: '1', reason: 'x' });
       assert.equal(unknown.statusCode, 404);
 
       assert.equal((await listed(afterPoison, 30_000)).status, 'completed');
-      await eventually(async () => assert.equal((await readyz()).statusCode, 200), { timeoutMs: 20_000, intervalMs: 100 });
+      await eventually(async () => assert.equal((await readyz()).statusCode, 200), {
+        timeoutMs: 20_000,
+        intervalMs: 100,
+      });
       const skips = await h.eventStore.readStream(SKIPPED_EVENTS_STREAM);
-      assert.ok(skips.some((e) => e.type === 'ProjectionEventSkipped' && (e.data as { position: string }).position === poison.position.toString()));
+      assert.ok(
+        skips.some(
+          (e) =>
+            e.type === 'ProjectionEventSkipped' &&
+            (e.data as { position: string }).position === poison.position.toString(),
+        ),
+      );
       await completed(await submit());
     });
   });

@@ -20,7 +20,9 @@ export const findServerBinaries = (): string | undefined => {
   const versions = readdirSync(root)
     .filter((v) => /^\d+$/.test(v))
     .sort((a, b) => Number(b) - Number(a));
-  return versions.map((v) => join(root, v, 'bin')).find((bin) => existsSync(join(bin, 'initdb')) && existsSync(join(bin, 'pg_ctl')));
+  return versions
+    .map((v) => join(root, v, 'bin'))
+    .find((bin) => existsSync(join(bin, 'initdb')) && existsSync(join(bin, 'pg_ctl')));
 };
 
 const freePort = (): Promise<number> =>
@@ -60,7 +62,9 @@ export const createCluster = async (bin: string): Promise<Cluster> => {
     chownSync(dir, uid, gid);
   }
   const exec = (tool: string, args: string[]) =>
-    asRoot ? run('runuser', ['-u', 'postgres', '--', join(bin, tool), ...args], { cwd: dir }) : run(join(bin, tool), args, { cwd: dir });
+    asRoot
+      ? run('runuser', ['-u', 'postgres', '--', join(bin, tool), ...args], { cwd: dir })
+      : run(join(bin, tool), args, { cwd: dir });
   const port = await freePort();
   const serverOptions = `-p ${port} -c listen_addresses=127.0.0.1 -k ${dir} -c fsync=off -c max_connections=100`;
   const start = async () => {

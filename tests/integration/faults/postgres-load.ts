@@ -33,9 +33,16 @@ export interface PostgresPipeline {
 }
 
 /** The ingress, processor and projections on PostgreSQL at `connectionString`, in `schema`. */
-export const startPostgresPipeline = async (connectionString: string, schema: string, keyCount = 12): Promise<PostgresPipeline> => {
+export const startPostgresPipeline = async (
+  connectionString: string,
+  schema: string,
+  keyCount = 12,
+): Promise<PostgresPipeline> => {
   const storeLog: string[] = [];
-  const log = { info: (_: object, message: string) => storeLog.push(`info: ${message}`), warn: (_: object, message: string) => storeLog.push(`warn: ${message}`) };
+  const log = {
+    info: (_: object, message: string) => storeLog.push(`info: ${message}`),
+    warn: (_: object, message: string) => storeLog.push(`warn: ${message}`),
+  };
   const opened: { eventStore?: EventStore; eventLog?: EventLog; readModels?: ReadModels } = {};
   try {
     opened.eventStore = await createPostgresEventStore({ connectionString, schema, pollMs: 100, log });
@@ -48,7 +55,10 @@ export const startPostgresPipeline = async (connectionString: string, schema: st
     throw error;
   }
   const { eventStore, eventLog, readModels } = opened as Required<typeof opened>;
-  const h = await createPipelineHarness({ eventStore, eventLog, readModels }, { retry: { maxAttempts: 8, baseDelayMs: 100, maxDelayMs: 2000 } });
+  const h = await createPipelineHarness(
+    { eventStore, eventLog, readModels },
+    { retry: { maxAttempts: 8, baseDelayMs: 100, maxDelayMs: 2000 } },
+  );
   const { teamId, key } = await h.team({ capacityHours: 10_000 });
   const keys = [key];
   while (keys.length < keyCount) {
@@ -91,7 +101,10 @@ export interface LoadFigures {
  * accepted call) every `getEveryMs`, at most `maxInFlight` at a time. `outage(true|false)` marks
  * the requests sent meanwhile.
  */
-export const startLoad = (pipeline: PostgresPipeline, { postEveryMs = 60, getEveryMs = 100, maxInFlight = 64 } = {}) => {
+export const startLoad = (
+  pipeline: PostgresPipeline,
+  { postEveryMs = 60, getEveryMs = 100, maxInFlight = 64 } = {},
+) => {
   const answers: Answer[] = [];
   const accepted: string[] = [];
   const inFlight = new Set<Promise<void>>();
@@ -116,14 +129,23 @@ export const startLoad = (pipeline: PostgresPipeline, { postEveryMs = 60, getEve
     send('POST', () =>
       pipeline.h.ingest({
         key: pipeline.keys[turn++ % pipeline.keys.length],
-        body: { transcript: `Rep: Hello Dana, call ${turn}.\nDana: Hi, what does it cost?\nRep: Let us book a demo next Tuesday.`, repName: 'Sam Seller' },
+        body: {
+          transcript: `Rep: Hello Dana, call ${turn}.\nDana: Hi, what does it cost?\nRep: Let us book a demo next Tuesday.`,
+          repName: 'Sam Seller',
+        },
       }),
     );
   const get = () => {
     const key = pipeline.keys[turn % pipeline.keys.length]!;
     const last = accepted[accepted.length - 1];
-    if (turn % 2 === 0 || !last) send('GET list', () => pipeline.h.ingress.app.inject({ method: 'GET', url: '/api/calls?limit=5', headers: { 'x-api-key': key } }));
-    else send('GET call', () => pipeline.h.ingress.app.inject({ method: 'GET', url: `/api/calls/${last}`, headers: { 'x-api-key': key } }));
+    if (turn % 2 === 0 || !last)
+      send('GET list', () =>
+        pipeline.h.ingress.app.inject({ method: 'GET', url: '/api/calls?limit=5', headers: { 'x-api-key': key } }),
+      );
+    else
+      send('GET call', () =>
+        pipeline.h.ingress.app.inject({ method: 'GET', url: `/api/calls/${last}`, headers: { 'x-api-key': key } }),
+      );
   };
   const timers = [setInterval(post, postEveryMs), setInterval(get, getEveryMs)];
   return {
@@ -175,7 +197,11 @@ export const assertServesAgain = async (pipeline: PostgresPipeline, timeoutMs = 
     async () => {
       const posted = await pipeline.h.ingest({ key, body: { transcript: 'Rep: After the outage.\nDana: Fine.' } });
       assert.equal(posted.statusCode, 201, posted.body);
-      const listed = await pipeline.h.ingress.app.inject({ method: 'GET', url: '/api/calls?limit=1', headers: { 'x-api-key': key } });
+      const listed = await pipeline.h.ingress.app.inject({
+        method: 'GET',
+        url: '/api/calls?limit=1',
+        headers: { 'x-api-key': key },
+      });
       assert.equal(listed.statusCode, 200, listed.body);
       return posted.json<{ callId: string }>().callId;
     },
@@ -191,7 +217,11 @@ export interface Drained {
 }
 
 /** Waits until every accepted call has CallCompleted or CallFailed in its stream and is no longer pending in the read API. */
-export const drain = async (pipeline: PostgresPipeline, callIds: readonly string[], timeoutMs = 90_000): Promise<Drained> => {
+export const drain = async (
+  pipeline: PostgresPipeline,
+  callIds: readonly string[],
+  timeoutMs = 90_000,
+): Promise<Drained> => {
   const started = Date.now();
   const open = new Set(callIds);
   const failedByCode: Record<string, number> = {};
@@ -206,7 +236,11 @@ export const drain = async (pipeline: PostgresPipeline, callIds: readonly string
           const failed = eventData(events, 'CallFailed');
           const done = events.some((e) => e.type === 'CallCompleted');
           if (!done && !failed) continue;
-          const shown = await pipeline.h.ingress.app.inject({ method: 'GET', url: `/api/calls/${callId}`, headers: { 'x-api-key': key } });
+          const shown = await pipeline.h.ingress.app.inject({
+            method: 'GET',
+            url: `/api/calls/${callId}`,
+            headers: { 'x-api-key': key },
+          });
           if (shown.statusCode !== 200 || shown.json<{ status: string }>().status === 'pending') continue;
           open.delete(callId);
           if (done) completed++;

@@ -68,34 +68,57 @@ describe('scaled out: the Kafka broker hangs and restarts under load', { skip, t
         const recent = load.answers.filter((a) => a.status === 201).length;
         assert.ok(recent > 0);
         const last = load.answers.slice(-10);
-        assert.ok(last.length === 10 && last.every((a) => a.status === 201), `still refusing: ${JSON.stringify(byStatus(last))}`);
+        assert.ok(
+          last.length === 10 && last.every((a) => a.status === 201),
+          `still refusing: ${JSON.stringify(byStatus(last))}`,
+        );
       },
       { timeoutMs: 90_000, intervalMs: 250 },
     );
     const resumeMs = Date.now() - resumed;
     await sleep(2000);
     const answers = await load.stop();
-    for (const a of answers.filter((x) => x.status >= 500)) assert.ok(a.retryAfter, `a ${a.status} without Retry-After: ${a.detail}`);
+    for (const a of answers.filter((x) => x.status >= 500))
+      assert.ok(a.retryAfter, `a ${a.status} without Retry-After: ${a.detail}`);
     const unexpected = answers.filter((a) => ![201, 503].includes(a.status));
     const maybeAccepted = answers.filter((a) => a.status === 503 && /may have been accepted/i.test(a.detail ?? ''));
     const retried = await Promise.all(maybeAccepted.map((a) => retryUntilAnswered(targets, a.request)));
-    assert.deepEqual(retried.filter((a) => a.status !== 201).map((a) => `${a.status} ${a.detail ?? ''}`), [], 'a retry with the same Idempotency-Key gets its 201');
+    assert.deepEqual(
+      retried.filter((a) => a.status !== 201).map((a) => `${a.status} ${a.detail ?? ''}`),
+      [],
+      'a retry with the same Idempotency-Key gets its 201',
+    );
     const acknowledged = [...answers, ...retried].filter((a) => a.status === 201).map((a) => a.callId!);
     const outcome = await outcomes(database.url, [...new Set(acknowledged)], 180_000);
     report(label, answers, outcome);
-    const replaced = [...stack.ingress, ...stack.processors, ...stack.projections].reduce((n, p) => n + (p.output().match(/replacing the producer/g)?.length ?? 0), 0);
-    console.log(`# ${label}: ${maybeAccepted.length} answers "may have been accepted" retried with their Idempotency-Key: ${retried.filter((a) => a.status === 201).length} × 201; producers replaced so far ${replaced}`);
-    console.log(`# ${label}: fault lasted ${(faultMs / 1000).toFixed(1)} s; accepting again ${(resumeMs / 1000).toFixed(1)} s after it ended`);
+    const replaced = [...stack.ingress, ...stack.processors, ...stack.projections].reduce(
+      (n, p) => n + (p.output().match(/replacing the producer/g)?.length ?? 0),
+      0,
+    );
+    console.log(
+      `# ${label}: ${maybeAccepted.length} answers "may have been accepted" retried with their Idempotency-Key: ${retried.filter((a) => a.status === 201).length} × 201; producers replaced so far ${replaced}`,
+    );
+    console.log(
+      `# ${label}: fault lasted ${(faultMs / 1000).toFixed(1)} s; accepting again ${(resumeMs / 1000).toFixed(1)} s after it ended`,
+    );
     acknowledgedSoFar += new Set(acknowledged).size;
     const stored = await storedCallsOfTeam(database.url, team.teamId);
     console.log(`# ${label}: calls stored ${stored}, acknowledged by a 201 ${acknowledgedSoFar} (so far)`);
     assert.deepEqual(unexpected.map((a) => `${a.status} ${a.detail ?? ''}`).slice(0, 5), []);
     const slow = answers.filter((a) => a.ms > SLOWEST_ANSWER_MS);
-    assert.deepEqual(slow.map((a) => `${a.status} after ${a.ms} ms`).slice(0, 5), [], `answers slower than the publish deadline (${PUBLISH_DEADLINE_MS} ms) allows`);
+    assert.deepEqual(
+      slow.map((a) => `${a.status} after ${a.ms} ms`).slice(0, 5),
+      [],
+      `answers slower than the publish deadline (${PUBLISH_DEADLINE_MS} ms) allows`,
+    );
     assert.deepEqual(outcome.missing, [], 'acknowledged calls missing from the event store');
     assert.deepEqual(outcome.pending, [], 'acknowledged calls never finished');
     assert.deepEqual(outcome.duplicates, [], 'a step recorded twice');
-    assert.equal(stored, acknowledgedSoFar, 'every stored call was acknowledged by one 201: none answered "nothing was accepted" was stored, no retry made a second call');
+    assert.equal(
+      stored,
+      acknowledgedSoFar,
+      'every stored call was acknowledged by one 201: none answered "nothing was accepted" was stored, no retry made a second call',
+    );
     noneExited(stack);
     await ready();
   };

@@ -46,7 +46,8 @@ describe('scaled out on Kafka + PostgreSQL + Redis: faults under load', { skip, 
   const ready = () => allReady(stack, 60_000, 250);
   const checkAnswers = (answers: Answer[], allowed: number[]) => {
     const unexpected = answers.filter((a) => !allowed.includes(a.status));
-    for (const a of answers.filter((x) => x.status >= 500)) console.log(`# ${a.status} from ${a.ingress}: ${a.code} ${a.detail}`);
+    for (const a of answers.filter((x) => x.status >= 500))
+      console.log(`# ${a.status} from ${a.ingress}: ${a.code} ${a.detail}`);
     assert.deepEqual(unexpected.slice(0, 5), [], `unexpected answers ${JSON.stringify(byStatus(answers))}`);
     for (const a of answers.filter((x) => x.status === 503)) assert.ok(a.retryAfter, 'a 503 without Retry-After');
   };
@@ -158,7 +159,9 @@ describe('scaled out on Kafka + PostgreSQL + Redis: faults under load', { skip, 
     const answers = await load.stop();
     const workers = await stopAll(live([...stack.processors, ...stack.projections]));
     const stops = [...ingress, ...workers];
-    console.log(`# SIGTERM: exit codes ${stops.map((x) => x.code).join(',')}, slowest ${(Math.max(...stops.map((x) => x.ms)) / 1000).toFixed(1)} s`);
+    console.log(
+      `# SIGTERM: exit codes ${stops.map((x) => x.code).join(',')}, slowest ${(Math.max(...stops.map((x) => x.ms)) / 1000).toFixed(1)} s`,
+    );
     for (const stop of stops) assert.equal(stop.code, 0, stop.output.slice(-3000));
     // Requests sent after the ingress processes closed get no answer (status 0).
     checkAnswers(answers, [201, 0, 503]);

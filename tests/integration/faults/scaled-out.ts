@@ -16,7 +16,8 @@ import { eventually } from '../../support/eventually.ts';
 import { ADMIN_TOKEN, API_KEY_SECRET } from '../../support/ingress-harness.ts';
 import { freePort, type ServiceProcess, startService } from '../../support/service-process.ts';
 
-export const TRANSCRIPT = 'Rep: Hi Dana, what do you use today?\nDana: Spreadsheets, and the price worries me.\nRep: I will send a proposal and book a demo for Friday.';
+export const TRANSCRIPT =
+  'Rep: Hi Dana, what do you use today?\nDana: Spreadsheets, and the price worries me.\nRep: I will send a proposal and book a demo for Friday.';
 
 /** A database of the test's own, so terminating "the service's connections" touches nobody else. */
 export const scratchDatabase = async (serverUrl: string) => {
@@ -32,7 +33,10 @@ export const scratchDatabase = async (serverUrl: string) => {
     admin,
     /** Terminates every connection to the scratch database but the test's own; returns how many. */
     async terminateConnections(): Promise<number> {
-      const { rows } = await admin.query<{ n: number }>('SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name]);
+      const { rows } = await admin.query<{ n: number }>(
+        'SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+        [name],
+      );
       return rows[0]!.n;
     },
     async drop() {
@@ -45,7 +49,11 @@ export const scratchDatabase = async (serverUrl: string) => {
 /** A Redis server of the test's own (the machine's `redis-server`), which the test may stop. */
 export const scratchRedis = async () => {
   const port = await freePort();
-  let child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  let child = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    { stdio: 'ignore' },
+  );
   const answers = () =>
     eventually(
       async () => {
@@ -64,7 +72,11 @@ export const scratchRedis = async () => {
       child.kill('SIGKILL');
     },
     async start() {
-      child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+      child = spawn(
+        'redis-server',
+        ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+        { stdio: 'ignore' },
+      );
       await answers();
     },
     close() {
@@ -74,7 +86,11 @@ export const scratchRedis = async () => {
 };
 
 export type Role = 'ingress' | 'processor' | 'projections';
-const ENTRY: Record<Role, string> = { ingress: 'services/ingress/main.ts', processor: 'services/processor/main.ts', projections: 'services/projections/main.ts' };
+const ENTRY: Record<Role, string> = {
+  ingress: 'services/ingress/main.ts',
+  processor: 'services/processor/main.ts',
+  projections: 'services/projections/main.ts',
+};
 
 export interface Stack {
   env: Record<string, string>;
@@ -85,7 +101,10 @@ export interface Stack {
   stopAll(): Promise<void>;
 }
 
-export const startStack = async (env: Record<string, string>, counts = { ingress: 2, processor: 2, projections: 1 }): Promise<Stack> => {
+export const startStack = async (
+  env: Record<string, string>,
+  counts = { ingress: 2, processor: 2, projections: 1 },
+): Promise<Stack> => {
   const stack: Stack = {
     env,
     ingress: [],
@@ -97,7 +116,9 @@ export const startStack = async (env: Record<string, string>, counts = { ingress
       return process;
     },
     async stopAll() {
-      await Promise.all([...stack.ingress, ...stack.processors, ...stack.projections].map((p) => p.kill9().catch(() => undefined)));
+      await Promise.all(
+        [...stack.ingress, ...stack.processors, ...stack.projections].map((p) => p.kill9().catch(() => undefined)),
+      );
     },
   };
   // The first ingress creates the topics and tables; the rest start after it.
@@ -109,7 +130,8 @@ export const startStack = async (env: Record<string, string>, counts = { ingress
 };
 
 /** The processes that have not exited. */
-export const live = (processes: ServiceProcess[]) => processes.filter((p) => p.child.exitCode === null && p.child.signalCode === null);
+export const live = (processes: ServiceProcess[]) =>
+  processes.filter((p) => p.child.exitCode === null && p.child.signalCode === null);
 
 /** The URLs of the ingress processes still running, for the load to spread over. */
 export const ingressUrls = (stack: Stack) => () => live(stack.ingress).map((p) => p.url);
@@ -137,7 +159,10 @@ export const noneExited = (stack: Stack) => {
 export const adminCall = async (base: string, method: string, path: string, body?: unknown) => {
   const res = await fetch(`${base}${path}`, {
     method,
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      authorization: `Bearer ${ADMIN_TOKEN}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
@@ -146,9 +171,18 @@ export const adminCall = async (base: string, method: string, path: string, body
 
 /** A team with enough keys that the per-key limit (30/min) never refuses the load. */
 export const teamWithKeys = async (base: string, keys: number) => {
-  const team = await adminCall(base, 'POST', '/api/admin/teams', { name: `Faults ${randomUUID()}`, ownerEmail: 'owner@faults.test', ownerName: 'Olive Owner', capacityHours: 100_000 });
+  const team = await adminCall(base, 'POST', '/api/admin/teams', {
+    name: `Faults ${randomUUID()}`,
+    ownerEmail: 'owner@faults.test',
+    ownerName: 'Olive Owner',
+    capacityHours: 100_000,
+  });
   const issued: string[] = [];
-  for (let i = 0; i < keys; i++) issued.push((await adminCall(base, 'POST', `/api/admin/teams/${String(team.teamId)}/keys`, { label: `load ${i}` })).key as string);
+  for (let i = 0; i < keys; i++)
+    issued.push(
+      (await adminCall(base, 'POST', `/api/admin/teams/${String(team.teamId)}/keys`, { label: `load ${i}` }))
+        .key as string,
+    );
   return { teamId: String(team.teamId), keys: issued };
 };
 
@@ -170,7 +204,12 @@ export interface Answer {
  * Sends `rate` requests per second, spread over the ingress URLs `targets()` returns at each send,
  * until stopped. Connection errors (a killed ingress) count as status 0.
  */
-export const steadyLoad = (targets: () => string[], keys: string[], rate: number, options: { idempotencyKeys?: boolean } = {}) => {
+export const steadyLoad = (
+  targets: () => string[],
+  keys: string[],
+  rate: number,
+  options: { idempotencyKeys?: boolean } = {},
+) => {
   const answers: Answer[] = [];
   let n = 0;
   let stopped = false;
@@ -180,7 +219,11 @@ export const steadyLoad = (targets: () => string[], keys: string[], rate: number
     const url = urls[n % urls.length]!;
     const key = keys[n % keys.length]!;
     n++;
-    const request = { apiKey: key, body: { transcript: TRANSCRIPT, repName: 'Sam Seller', callTitle: `load ${n}` }, ...(options.idempotencyKeys ? { idempotencyKey: `load-${randomUUID()}` } : {}) };
+    const request = {
+      apiKey: key,
+      body: { transcript: TRANSCRIPT, repName: 'Sam Seller', callTitle: `load ${n}` },
+      ...(options.idempotencyKeys ? { idempotencyKey: `load-${randomUUID()}` } : {}),
+    };
     answers.push(await ingestOnce(url, request));
   };
   const timer = setInterval(() => {
@@ -205,12 +248,25 @@ export const ingestOnce = async (url: string, request: Answer['request']): Promi
   try {
     const res = await fetch(`${url}/api/integrations/push-api/ingest`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-api-key': request.apiKey, ...(request.idempotencyKey ? { 'idempotency-key': request.idempotencyKey } : {}) },
+      headers: {
+        'content-type': 'application/json',
+        'x-api-key': request.apiKey,
+        ...(request.idempotencyKey ? { 'idempotency-key': request.idempotencyKey } : {}),
+      },
       body: JSON.stringify(request.body),
       signal: AbortSignal.timeout(60_000),
     });
     const body = (await res.json().catch(() => ({}))) as { callId?: string; code?: string; detail?: string };
-    return { status: res.status, callId: body.callId, ingress: url, retryAfter: res.headers.get('retry-after') ?? undefined, code: body.code, detail: body.detail, ms: Date.now() - started, request };
+    return {
+      status: res.status,
+      callId: body.callId,
+      ingress: url,
+      retryAfter: res.headers.get('retry-after') ?? undefined,
+      code: body.code,
+      detail: body.detail,
+      ms: Date.now() - started,
+      request,
+    };
   } catch {
     return { status: 0, ingress: url, ms: Date.now() - started, request };
   }
@@ -220,7 +276,11 @@ export const ingestOnce = async (url: string, request: Answer['request']): Promi
  * What a careful client does with a 503 "may have been accepted": the same request with the same
  * Idempotency-Key again, after Retry-After, until it gets an answer other than 503 (bounded).
  */
-export const retryUntilAnswered = async (targets: () => string[], request: Answer['request'], timeoutMs = 60_000): Promise<Answer> => {
+export const retryUntilAnswered = async (
+  targets: () => string[],
+  request: Answer['request'],
+  timeoutMs = 60_000,
+): Promise<Answer> => {
   const deadline = Date.now() + timeoutMs;
   for (let i = 0; ; i++) {
     const urls = targets();
@@ -254,7 +314,7 @@ export const outcomes = async (databaseUrl: string, callIds: string[], timeoutMs
   try {
     const read = async () => {
       const { rows } = await client.query<{ stream_id: string; type: string; data: { code?: string } }>(
-        "SELECT stream_id, type, data FROM events WHERE stream_id = ANY($1::text[]) ORDER BY stream_id, revision",
+        'SELECT stream_id, type, data FROM events WHERE stream_id = ANY($1::text[]) ORDER BY stream_id, revision',
         [callIds.map((id) => `call-${id}`)],
       );
       const byCall = new Map<string, { type: string; data: { code?: string } }[]>();
@@ -262,12 +322,22 @@ export const outcomes = async (databaseUrl: string, callIds: string[], timeoutMs
       return byCall;
     };
     let byCall = await read();
-    const unfinished = () => callIds.filter((id) => !(byCall.get(id) ?? []).some((e) => e.type === 'CallCompleted' || e.type === 'CallFailed'));
+    const unfinished = () =>
+      callIds.filter(
+        (id) => !(byCall.get(id) ?? []).some((e) => e.type === 'CallCompleted' || e.type === 'CallFailed'),
+      );
     while (unfinished().length > 0 && Date.now() - started < timeoutMs) {
       await new Promise((resolve) => setTimeout(resolve, 500));
       byCall = await read();
     }
-    const outcome: Outcome = { completed: 0, failed: {}, missing: [], pending: [], duplicates: [], drainMs: Date.now() - started };
+    const outcome: Outcome = {
+      completed: 0,
+      failed: {},
+      missing: [],
+      pending: [],
+      duplicates: [],
+      drainMs: Date.now() - started,
+    };
     for (const id of callIds) {
       const events = byCall.get(id);
       if (!events) {
@@ -278,7 +348,8 @@ export const outcomes = async (databaseUrl: string, callIds: string[], timeoutMs
       if (new Set(types).size !== types.length) outcome.duplicates.push(id);
       const last = events.at(-1)!;
       if (last.type === 'CallCompleted') outcome.completed++;
-      else if (last.type === 'CallFailed') outcome.failed[last.data.code ?? '?'] = (outcome.failed[last.data.code ?? '?'] ?? 0) + 1;
+      else if (last.type === 'CallFailed')
+        outcome.failed[last.data.code ?? '?'] = (outcome.failed[last.data.code ?? '?'] ?? 0) + 1;
       else outcome.pending.push(id);
     }
     return outcome;
@@ -322,13 +393,21 @@ export const ownBroker = async () => {
     if (next !== port + 1) break;
     port = await freePort();
   }
-  const env = { ...process.env, KAFKA_PORT: String(port), KAFKA_CONTROLLER_PORT: String(port + 1), KAFKA_HOME_DIR: home, KAFKA_NUM_PARTITIONS: '6' };
+  const env = {
+    ...process.env,
+    KAFKA_PORT: String(port),
+    KAFKA_CONTROLLER_PORT: String(port + 1),
+    KAFKA_HOME_DIR: home,
+    KAFKA_NUM_PARTITIONS: '6',
+  };
   const run = (...args: string[]) =>
     new Promise<void>((resolve, reject) => {
       const child = spawn('bash', [script, ...args], { env, stdio: ['ignore', 'ignore', 'pipe'] });
       let err = '';
       child.stderr.on('data', (chunk) => (err += chunk));
-      child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`kafka.sh ${args.join(' ')} exited ${code}: ${err.slice(-2000)}`))));
+      child.on('exit', (code) =>
+        code === 0 ? resolve() : reject(new Error(`kafka.sh ${args.join(' ')} exited ${code}: ${err.slice(-2000)}`)),
+      );
     });
   await run('start');
   return {
@@ -354,7 +433,10 @@ export const storedCallsOfTeam = async (databaseUrl: string, teamId: string): Pr
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   try {
-    const { rows } = await client.query<{ n: number }>("SELECT count(*)::int AS n FROM events WHERE type = 'CallSubmitted' AND data->>'teamId' = $1", [teamId]);
+    const { rows } = await client.query<{ n: number }>(
+      "SELECT count(*)::int AS n FROM events WHERE type = 'CallSubmitted' AND data->>'teamId' = $1",
+      [teamId],
+    );
     return rows[0]!.n;
   } finally {
     await client.end();

@@ -12,7 +12,11 @@ historySuite(
   'Kafka + PostgreSQL',
   async () => {
     const schema = freshSchema(postgres.url!);
-    const eventStore = await createPostgresEventStore({ connectionString: postgres.url!, schema: schema.schema, pollMs: 50 });
+    const eventStore = await createPostgresEventStore({
+      connectionString: postgres.url!,
+      schema: schema.schema,
+      pollMs: 50,
+    });
     const readModels = await createPostgresReadModels({ connectionString: postgres.url!, schema: schema.schema });
     const eventLog = await createKafkaEventLog({ brokers: kafka.url!.split(',') });
     return {

@@ -46,7 +46,11 @@ const transcriptWith = (prospect: string) =>
     'Rep: Great, I will send you a proposal and book a demo for Friday.',
   ].join('\n');
 
-export const historySuite = (name: string, factory: () => Promise<HistoryBackends>, options: { skip?: string } = {}) => {
+export const historySuite = (
+  name: string,
+  factory: () => Promise<HistoryBackends>,
+  options: { skip?: string } = {},
+) => {
   describe(`call history and deals: ${name}`, { skip: options.skip }, () => {
     let backends: HistoryBackends;
     let h: PipelineHarness;
@@ -61,7 +65,10 @@ export const historySuite = (name: string, factory: () => Promise<HistoryBackend
     const search = async (query: string) => {
       const res = await get(`/api/calls?search=${encodeURIComponent(query)}&limit=100`);
       assert.equal(res.statusCode, 200, res.body);
-      return res.json<{ calls: CallItem[] }>().calls.map((c) => c.callId).sort();
+      return res
+        .json<{ calls: CallItem[] }>()
+        .calls.map((c) => c.callId)
+        .sort();
     };
     const ids = (...names: string[]) => names.map((n) => calls[n]!).sort();
 
@@ -77,12 +84,38 @@ export const historySuite = (name: string, factory: () => Promise<HistoryBackend
         calls[label] = res.json<{ callId: string }>().callId;
       };
       // Title rule 1: AI title from the transcript (the supplied callTitle is not displayed).
-      await submit('ai', { transcript: transcriptWith('Dana'), repName: 'Sam Seller', repEmail: 'SAM@acme.test', callTitle: 'Zebra supplied title', tags: ['demo', 'q4'] });
+      await submit('ai', {
+        transcript: transcriptWith('Dana'),
+        repName: 'Sam Seller',
+        repEmail: 'SAM@acme.test',
+        callTitle: 'Zebra supplied title',
+        tags: ['demo', 'q4'],
+      });
       // Title rule 2: AI disabled and a callTitle → the supplied title; the prospect's name goes in it.
-      await submit('supplied', { transcript: transcriptWith('Priya'), repName: 'Alex Müller', disableAiTitleGeneration: true, callTitle: 'Renewal with Priya Patel', tags: ['renewal'] });
+      await submit('supplied', {
+        transcript: transcriptWith('Priya'),
+        repName: 'Alex Müller',
+        disableAiTitleGeneration: true,
+        callTitle: 'Renewal with Priya Patel',
+        tags: ['renewal'],
+      });
       // Title rule 3: AI disabled, no callTitle → generic title.
-      await submit('generic', { transcript: transcriptWith('Kim'), repName: 'Jo Lee', useAiCallTitle: false, callDate: '2026-11-20', tags: ['demo'], notes: 'Mentioned Zebra Corp in notes' });
-      await submit('deal', { transcript: transcriptWith('Dana'), repName: 'Sam Seller', dealSize: '1200.50', revenueCollected: 300, dealDate: '2026-11-20', dealNotes: 'Signed' });
+      await submit('generic', {
+        transcript: transcriptWith('Kim'),
+        repName: 'Jo Lee',
+        useAiCallTitle: false,
+        callDate: '2026-11-20',
+        tags: ['demo'],
+        notes: 'Mentioned Zebra Corp in notes',
+      });
+      await submit('deal', {
+        transcript: transcriptWith('Dana'),
+        repName: 'Sam Seller',
+        dealSize: '1200.50',
+        revenueCollected: 300,
+        dealDate: '2026-11-20',
+        dealNotes: 'Signed',
+      });
       await submit('other-team', { transcript: transcriptWith('Dana'), repName: 'Sam Seller' }, other.key);
       await eventually(
         async () => {
@@ -107,21 +140,33 @@ export const historySuite = (name: string, factory: () => Promise<HistoryBackend
       const list = res.json<{ calls: CallItem[]; nextCursor: string | null }>();
       assert.deepEqual(list.calls.map((c) => c.callId).sort(), ids('ai', 'supplied', 'generic', 'deal'));
       const byId = Object.fromEntries(list.calls.map((c) => [c.callId, c]));
-      assert.notEqual(byId[calls.ai!]!.title, 'Zebra supplied title', 'title rule 1: the supplied title is not displayed by default');
+      assert.notEqual(
+        byId[calls.ai!]!.title,
+        'Zebra supplied title',
+        'title rule 1: the supplied title is not displayed by default',
+      );
       assert.match(byId[calls.ai!]!.title, /Dana/);
       assert.equal(byId[calls.supplied!]!.title, 'Renewal with Priya Patel', 'title rule 2');
       assert.equal(byId[calls.generic!]!.title, 'Call with Jo Lee on 2026-11-20', 'title rule 3');
-      for (const c of list.calls) assert.deepEqual([c.status, c.statusReason, c.processingError], ['completed', 'completed', null]);
+      for (const c of list.calls)
+        assert.deepEqual([c.status, c.statusReason, c.processingError], ['completed', 'completed', null]);
       const created = list.calls.map((c) => c.createdAt as string);
       assert.deepEqual(created, [...created].sort().reverse(), 'newest first');
     });
 
     test('the detail carries transcript, analysis, deal and attribution', async () => {
       const detail = (await get(`/api/calls/${calls.deal}`)).json<Record<string, unknown>>();
-      assert.deepEqual(detail.deal, { dealSize: 1200.5, revenueCollected: 300, dealDate: '2026-11-20T00:00:00.000Z', notes: 'Signed' });
+      assert.deepEqual(detail.deal, {
+        dealSize: 1200.5,
+        revenueCollected: 300,
+        dealDate: '2026-11-20T00:00:00.000Z',
+        notes: 'Signed',
+      });
       assert.equal((detail.transcript as { source: string }).source, 'inline');
       const analysis = detail.analysis as { score: number; insights: unknown[]; summary: string };
-      assert.ok(analysis.score >= 0 && analysis.score <= 100 && analysis.insights.length > 0 && analysis.summary.length > 0);
+      assert.ok(
+        analysis.score >= 0 && analysis.score <= 100 && analysis.insights.length > 0 && analysis.summary.length > 0,
+      );
       const ai = (await get(`/api/calls/${calls.ai}`)).json<CallItem>();
       assert.deepEqual(ai.attributedTo, { kind: 'member', email: 'sam@acme.test', name: 'Sam Seller' });
       assert.deepEqual(ai.tags, ['demo', 'q4']);
@@ -140,7 +185,11 @@ export const historySuite = (name: string, factory: () => Promise<HistoryBackend
     test('search rule 2: exact, case-insensitive substring; a longer name does not match a shorter title', async () => {
       assert.deepEqual(await search('ALEX müller'), ids('supplied'), 'case-insensitive, Unicode');
       assert.deepEqual(await search('lex mül'), ids('supplied'), 'substring');
-      assert.deepEqual(await search('Renewal with Priya Patel Jr'), [], 'a longer text does not match the shorter title');
+      assert.deepEqual(
+        await search('Renewal with Priya Patel Jr'),
+        [],
+        'a longer text does not match the shorter title',
+      );
       assert.deepEqual(await search('Renewl'), [], 'not fuzzy');
     });
 
@@ -156,7 +205,11 @@ export const historySuite = (name: string, factory: () => Promise<HistoryBackend
     });
 
     test('search rule 5: tags filter the history (repeatable, all must match); the search box does not match tags', async () => {
-      const tagged = async (query: string) => (await get(`/api/calls?${query}`)).json<{ calls: CallItem[] }>().calls.map((c) => c.callId).sort();
+      const tagged = async (query: string) =>
+        (await get(`/api/calls?${query}`))
+          .json<{ calls: CallItem[] }>()
+          .calls.map((c) => c.callId)
+          .sort();
       assert.deepEqual(await tagged('tag=demo'), ids('ai', 'generic'));
       assert.deepEqual(await tagged('tag=demo&tag=q4'), ids('ai'));
       assert.deepEqual(await search('demo'), []);
@@ -167,7 +220,9 @@ export const historySuite = (name: string, factory: () => Promise<HistoryBackend
       const seen: string[] = [];
       let cursor: string | null = null;
       do {
-        const page: { calls: CallItem[]; nextCursor: string | null } = (await get(`/api/calls?limit=1${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)).json();
+        const page: { calls: CallItem[]; nextCursor: string | null } = (
+          await get(`/api/calls?limit=1${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)
+        ).json();
         seen.push(...page.calls.map((c) => c.callId));
         cursor = page.nextCursor;
       } while (cursor);
@@ -185,24 +240,41 @@ export const historySuite = (name: string, factory: () => Promise<HistoryBackend
       };
       // 'generic' is dated 2026-11-20; the others carry their submission time (today).
       const dated = await list('from=2026-11-20&to=2026-11-20&limit=100');
-      assert.deepEqual(dated.calls.map((c) => c.callId), [calls.generic]);
-      assert.deepEqual((await list(`from=2026-11-21&limit=100`)).calls.map((c) => c.callId).sort(), ids('ai', 'supplied', 'deal'));
-      assert.deepEqual((await list('repEmail=sam%40ACME.test')).calls.map((c) => c.callId), [calls.ai]);
+      assert.deepEqual(
+        dated.calls.map((c) => c.callId),
+        [calls.generic],
+      );
+      assert.deepEqual(
+        (await list(`from=2026-11-21&limit=100`)).calls.map((c) => c.callId).sort(),
+        ids('ai', 'supplied', 'deal'),
+      );
+      assert.deepEqual(
+        (await list('repEmail=sam%40ACME.test')).calls.map((c) => c.callId),
+        [calls.ai],
+      );
       assert.deepEqual((await list('repEmail=sam%40acme.tes')).calls, []);
 
       // Sync: every call by last change, one per page; updatedAt never goes down.
       const synced: CallItem[] = [];
       let cursor: string | null = null;
       do {
-        const page = await list(`order=updated_asc&updatedSince=2000-01-01T00:00:00Z&limit=1${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+        const page = await list(
+          `order=updated_asc&updatedSince=2000-01-01T00:00:00Z&limit=1${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+        );
         synced.push(...page.calls);
         cursor = page.nextCursor;
       } while (cursor);
       assert.deepEqual(synced.map((c) => c.callId).sort(), ids('ai', 'supplied', 'generic', 'deal'));
-      const detail = await Promise.all(synced.map(async (c) => (await get(`/api/calls/${c.callId}`)).json<{ updatedAt: string }>().updatedAt));
+      const detail = await Promise.all(
+        synced.map(async (c) => (await get(`/api/calls/${c.callId}`)).json<{ updatedAt: string }>().updatedAt),
+      );
       assert.deepEqual(detail, [...detail].sort(), 'least recently changed first');
       const since = await list(`order=updated_asc&updatedSince=${encodeURIComponent(detail.at(-1)!)}&limit=100`);
-      assert.deepEqual(since.calls.map((c) => c.callId), [synced.at(-1)!.callId], 'updatedSince is inclusive');
+      assert.deepEqual(
+        since.calls.map((c) => c.callId),
+        [synced.at(-1)!.callId],
+        'updatedSince is inclusive',
+      );
 
       for (const [query, field] of [
         ['from=2026-02-30', 'from'],
@@ -211,12 +283,18 @@ export const historySuite = (name: string, factory: () => Promise<HistoryBackend
         ['updatedSince=2026-11-20T25:00:00Z', 'updatedSince'],
         ['order=newest', 'order'],
         ['repEmail=a%00b', 'repEmail'],
-        [`order=updated_asc&cursor=${encodeURIComponent(dated.nextCursor ?? Buffer.from('[1,"x"]').toString('base64url'))}`, 'cursor'],
+        [
+          `order=updated_asc&cursor=${encodeURIComponent(dated.nextCursor ?? Buffer.from('[1,"x"]').toString('base64url'))}`,
+          'cursor',
+        ],
       ] as const) {
         const res = await get(`/api/calls?${query}`);
         assert.equal(res.statusCode, 400, `${query}: ${res.body}`);
         const problem = res.json<{ errors?: { field: string; message: string }[] }>();
-        assert.ok(problem.errors?.some((e) => e.field.includes(field)), `${query}: ${res.body}`);
+        assert.ok(
+          problem.errors?.some((e) => e.field.includes(field)),
+          `${query}: ${res.body}`,
+        );
       }
     });
 
@@ -242,7 +320,9 @@ export const historySuite = (name: string, factory: () => Promise<HistoryBackend
         const events = await backends.eventStore.readAll({ maxCount: 100_000 });
         await backends.readModels.deals.apply(events, await backends.readModels.deals.checkpoint());
         await h.projections!.caughtUp(); // the outbox is drained: every publish has happened
-        const onTopic = (await h.eventLog.read(h.topics.dealOutcomeUpdated, { limit: 1000 })).filter((r) => r.key === calls.deal);
+        const onTopic = (await h.eventLog.read(h.topics.dealOutcomeUpdated, { limit: 1000 })).filter(
+          (r) => r.key === calls.deal,
+        );
         assert.equal(onTopic.length, 1, 'one message on the topic');
         assert.equal(received.length, 1);
       } finally {
@@ -252,10 +332,17 @@ export const historySuite = (name: string, factory: () => Promise<HistoryBackend
       assert.equal(message.type, 'deal.outcome.updated');
       assert.equal(message.subject, calls.deal);
       assert.equal(message.id, message.data.eventId);
-      assert.deepEqual([message.data.dealSize, message.data.revenueCollected, message.data.teamId], [1200.5, 300, team.teamId]);
+      assert.deepEqual(
+        [message.data.dealSize, message.data.revenueCollected, message.data.teamId],
+        [1200.5, 300, team.teamId],
+      );
       FormatRegistry.Set('uuid', (v) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(v));
       FormatRegistry.Set('date-time', (v) => !Number.isNaN(Date.parse(v)) && /T/.test(v));
-      assert.deepEqual([...Value.Errors(DealOutcomeUpdatedSchema, message.data)].map((e) => `${e.path} ${e.message}`), [], 'the payload matches its documented JSON Schema');
+      assert.deepEqual(
+        [...Value.Errors(DealOutcomeUpdatedSchema, message.data)].map((e) => `${e.path} ${e.message}`),
+        [],
+        'the payload matches its documented JSON Schema',
+      );
       const served = await h.ingress.app.inject({ method: 'GET', url: '/docs/events/deal.outcome.updated.json' });
       assert.equal(served.statusCode, 200);
       assert.equal(served.json<{ title: string }>().title, 'deal.outcome.updated');
@@ -264,7 +351,9 @@ export const historySuite = (name: string, factory: () => Promise<HistoryBackend
     test('calls.events.v1 carries every call event in stream order, each with its event id', async () => {
       const stream = await backends.eventStore.readStream(`call-${calls.ai}`);
       const relayed = await eventually(async () => {
-        const records = (await h.eventLog.read(h.topics.callEvents, { limit: 10_000 })).filter((r) => r.key === calls.ai);
+        const records = (await h.eventLog.read(h.topics.callEvents, { limit: 10_000 })).filter(
+          (r) => r.key === calls.ai,
+        );
         assert.equal(records.length, stream.length);
         return records;
       });
@@ -281,9 +370,16 @@ export const historySuite = (name: string, factory: () => Promise<HistoryBackend
 
     test('replay rebuilds call history while the service runs; replaying again changes nothing', async () => {
       const before = (await get('/api/calls?limit=100')).json<{ calls: CallItem[] }>().calls;
-      const res = await h.ingress.app.inject({ method: 'POST', url: '/api/admin/projections/call-history/replay', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+      const res = await h.ingress.app.inject({
+        method: 'POST',
+        url: '/api/admin/projections/call-history/replay',
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      });
       assert.equal(res.statusCode, 200);
-      const lines = res.body.trim().split('\n').map((l) => JSON.parse(l) as { phase: string; events: number });
+      const lines = res.body
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { phase: string; events: number });
       assert.equal(lines.at(-1)!.phase, 'done');
       assert.ok(lines.at(-1)!.events > 0);
       await h.projections!.caughtUp();

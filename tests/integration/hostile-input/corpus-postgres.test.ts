@@ -12,7 +12,11 @@ corpusSuite(
   'PostgreSQL table log',
   async () => {
     const schema = freshSchema(postgres.url!);
-    const eventStore = await createPostgresEventStore({ connectionString: postgres.url!, schema: schema.schema, pollMs: 50 });
+    const eventStore = await createPostgresEventStore({
+      connectionString: postgres.url!,
+      schema: schema.schema,
+      pollMs: 50,
+    });
     const eventLog = await createPostgresEventLog({ connectionString: postgres.url!, schema: schema.schema });
     const readModels = await createPostgresReadModels({ connectionString: postgres.url!, schema: schema.schema });
     return {

@@ -55,7 +55,8 @@ interface Listed {
 const allStorable = (value: unknown): boolean => {
   if (typeof value === 'string') return isStorable(value);
   if (Array.isArray(value)) return value.every(allStorable);
-  if (typeof value === 'object' && value !== null) return Object.entries(value).every(([k, v]) => isStorable(k) && allStorable(v));
+  if (typeof value === 'object' && value !== null)
+    return Object.entries(value).every(([k, v]) => isStorable(k) && allStorable(v));
   return true;
 };
 
@@ -87,7 +88,9 @@ export const corpusSuite = (name: string, factory: () => Promise<CorpusBackends>
       const calls: Listed[] = [];
       let cursor: string | null = null;
       do {
-        const res: LightMyRequestResponse = await get(`/api/calls?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+        const res: LightMyRequestResponse = await get(
+          `/api/calls?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+        );
         assert.equal(res.statusCode, 200, res.body);
         const page = res.json<{ calls: Listed[]; nextCursor: string | null }>();
         calls.push(...page.calls);
@@ -156,14 +159,18 @@ export const corpusSuite = (name: string, factory: () => Promise<CorpusBackends>
           continue;
         }
         if (expect.status === 201) {
-          if (expect.warning && !a.warnings?.some((w) => expect.warning!.test(w))) wrong.push(`${a.case.name}: no warning matching ${expect.warning}: ${said}`);
+          if (expect.warning && !a.warnings?.some((w) => expect.warning!.test(w)))
+            wrong.push(`${a.case.name}: no warning matching ${expect.warning}: ${said}`);
           if (!a.warnings?.every((w) => isStorable(w))) wrong.push(`${a.case.name}: a warning is not storable text`);
           continue;
         }
         if (a.code !== expect.code) wrong.push(`${a.case.name}: expected code ${expect.code}, got ${said}`);
-        if (expect.field && !a.errors?.some((e) => e.field === expect.field)) wrong.push(`${a.case.name}: no error names ${expect.field}: ${said}`);
-        if (expect.detail && !expect.detail.test(a.detail ?? '')) wrong.push(`${a.case.name}: the detail does not name the rule (${expect.detail}): ${said}`);
-        if (a.errors?.some((e) => !isStorable(e.field) || !isStorable(e.message))) wrong.push(`${a.case.name}: an error quotes unstorable text`);
+        if (expect.field && !a.errors?.some((e) => e.field === expect.field))
+          wrong.push(`${a.case.name}: no error names ${expect.field}: ${said}`);
+        if (expect.detail && !expect.detail.test(a.detail ?? ''))
+          wrong.push(`${a.case.name}: the detail does not name the rule (${expect.detail}): ${said}`);
+        if (a.errors?.some((e) => !isStorable(e.field) || !isStorable(e.message)))
+          wrong.push(`${a.case.name}: an error quotes unstorable text`);
       }
       assert.deepEqual(wrong, []);
     });
@@ -176,12 +183,17 @@ export const corpusSuite = (name: string, factory: () => Promise<CorpusBackends>
         async () => {
           const byId = new Map((await listAll()).map((c) => [c.callId, c]));
           const open = ids.filter((id) => !['completed', 'failed'].includes(byId.get(id)?.status ?? 'missing'));
-          if (open.length > 0) throw new Error(`${open.length} of ${ids.length} accepted calls not finished or not listed: ${open.map((id) => `${id} ${byId.get(id)?.status ?? 'missing'}`).join(', ')}`);
+          if (open.length > 0)
+            throw new Error(
+              `${open.length} of ${ids.length} accepted calls not finished or not listed: ${open.map((id) => `${id} ${byId.get(id)?.status ?? 'missing'}`).join(', ')}`,
+            );
           return byId;
         },
         { timeoutMs: TERMINAL_WITHIN_MS, intervalMs: 250 },
       );
-      process.stdout.write(`# corpus on ${name}: ${ids.length} accepted calls finished within ${Date.now() - started} ms\n`);
+      process.stdout.write(
+        `# corpus on ${name}: ${ids.length} accepted calls finished within ${Date.now() - started} ms\n`,
+      );
       finalStates = new Map(ids.map((id) => [id, listed.get(id)!]));
       for (const id of ids) {
         const call = listed.get(id)!;
@@ -203,7 +215,13 @@ export const corpusSuite = (name: string, factory: () => Promise<CorpusBackends>
         const detail = res.json<{ submission: unknown; transcript: { text: string } | null }>();
         // The detail carries the transcript text apart from the submission.
         const { transcript, ...rest } = normalised.submission;
-        const expected = JSON.parse(JSON.stringify(transcript ? { ...rest, transcript: { truncated: transcript.truncated, originalBytes: transcript.originalBytes } } : rest)) as unknown;
+        const expected = JSON.parse(
+          JSON.stringify(
+            transcript
+              ? { ...rest, transcript: { truncated: transcript.truncated, originalBytes: transcript.originalBytes } }
+              : rest,
+          ),
+        ) as unknown;
         try {
           assert.deepEqual(detail.submission, expected);
           assert.equal(detail.transcript?.text, transcript?.text, 'the transcript as accepted');
@@ -223,14 +241,19 @@ export const corpusSuite = (name: string, factory: () => Promise<CorpusBackends>
           return event;
         });
       const submitted = decodeAll(await h.eventLog.read(h.topics.callsSubmitted, { limit: 100_000 }));
-      assert.deepEqual(new Set(submitted.map((e) => e.subject).filter((s) => ids.has(s))), ids, 'one CallSubmitted record per accepted call');
+      assert.deepEqual(
+        new Set(submitted.map((e) => e.subject).filter((s) => ids.has(s))),
+        ids,
+        'one CallSubmitted record per accepted call',
+      );
       const terminal = new Set([CLOUD_EVENT_TYPES.CallCompleted, CLOUD_EVENT_TYPES.CallFailed]);
       const relayed = await eventually(
         async () => {
           const events = decodeAll(await h.eventLog.read(h.topics.callEvents, { limit: 100_000 }));
           const finished = new Set(events.filter((e) => terminal.has(e.type)).map((e) => e.subject));
           const missing = [...ids].filter((id) => !finished.has(id));
-          if (missing.length > 0) throw new Error(`no terminal event on calls.events for ${missing.length} calls: ${missing.join(', ')}`);
+          if (missing.length > 0)
+            throw new Error(`no terminal event on calls.events for ${missing.length} calls: ${missing.join(', ')}`);
           return events;
         },
         { timeoutMs: 30_000, intervalMs: 250 },
@@ -249,18 +272,30 @@ export const corpusSuite = (name: string, factory: () => Promise<CorpusBackends>
         },
         { timeoutMs: 30_000, intervalMs: 250 },
       );
-      process.stdout.write(`# corpus on ${name}: decoded ${submitted.length} calls.submitted, ${relayed.length} calls.events, ${deals.length} deal.outcome.updated records\n`);
+      process.stdout.write(
+        `# corpus on ${name}: decoded ${submitted.length} calls.submitted, ${relayed.length} calls.events, ${deals.length} deal.outcome.updated records\n`,
+      );
     });
 
     test('hostile read queries are answered without a 5xx', async () => {
       const answersByUrl = [];
       for (const url of readProbes()) answersByUrl.push(`${(await get(url)).statusCode} ${url}`);
       process.stdout.write(`# corpus on ${name}: read probes ${answersByUrl.join('; ')}\n`);
-      assert.deepEqual(answersByUrl.filter((line) => line.startsWith('5')), []);
+      assert.deepEqual(
+        answersByUrl.filter((line) => line.startsWith('5')),
+        [],
+      );
     });
 
     test('a normal call sent after the corpus completes', async () => {
-      const res = await h.ingest({ key: await newKey(), body: { transcript: 'Rep: Hi Dana, what would success look like?\nDana: Fewer review meetings.', repName: 'Sam Seller', tags: ['after-corpus'] } });
+      const res = await h.ingest({
+        key: await newKey(),
+        body: {
+          transcript: 'Rep: Hi Dana, what would success look like?\nDana: Fewer review meetings.',
+          repName: 'Sam Seller',
+          tags: ['after-corpus'],
+        },
+      });
       assert.equal(res.statusCode, 201, res.body);
       const { callId } = res.json<{ callId: string }>();
       const call = await eventually(

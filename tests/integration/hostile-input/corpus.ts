@@ -23,16 +23,28 @@ export interface CorpusCase {
   expect: Expected;
 }
 
-const CONVERSATION = 'Rep: Hi Dana, thanks for joining. What does your team use today?\nDana: Spreadsheets, mostly. The price of tools worries me.\nRep: We can start with a pilot next Tuesday.';
+const CONVERSATION =
+  'Rep: Hi Dana, thanks for joining. What does your team use today?\nDana: Spreadsheets, mostly. The price of tools worries me.\nRep: We can start with a pilot next Tuesday.';
 
 /** A normal call with `extra` fields; the payload is JSON.stringify's text, so NUL and lone surrogates travel as \u escapes. */
-const call = (extra: Record<string, unknown>): string => JSON.stringify({ transcript: CONVERSATION, repName: 'Sam Seller', ...extra });
+const call = (extra: Record<string, unknown>): string =>
+  JSON.stringify({ transcript: CONVERSATION, repName: 'Sam Seller', ...extra });
 
-const accepted = (name: string, payload: string | Buffer, warning?: RegExp): CorpusCase => ({ name, payload, expect: { status: 201, ...(warning ? { warning } : {}) } });
-const invalid = (name: string, payload: string, field: string): CorpusCase => ({ name, payload, expect: { status: 400, code: 'VALIDATION_FAILED', field } });
+const accepted = (name: string, payload: string | Buffer, warning?: RegExp): CorpusCase => ({
+  name,
+  payload,
+  expect: { status: 201, ...(warning ? { warning } : {}) },
+});
+const invalid = (name: string, payload: string, field: string): CorpusCase => ({
+  name,
+  payload,
+  expect: { status: 400, code: 'VALIDATION_FAILED', field },
+});
 
 // Every code point of C0 and C1 but U+0000: all storable everywhere, kept as sent.
-const C0_C1 = [...Array.from({ length: 31 }, (_, i) => i + 1), ...Array.from({ length: 33 }, (_, i) => 0x7f + i)].map((c) => String.fromCharCode(c)).join('');
+const C0_C1 = [...Array.from({ length: 31 }, (_, i) => i + 1), ...Array.from({ length: 33 }, (_, i) => 0x7f + i)]
+  .map((c) => String.fromCharCode(c))
+  .join('');
 const NON_CHARACTERS = '\ufdd0\ufdef\ufffe\uffff\u{1fffe}\u{1ffff}\u{10fffe}\u{10ffff}';
 const INVISIBLE = '\u200b\u200c\u200d\u2060\ufeff\u00ad\u034f';
 const BIDI = '\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c';
@@ -46,19 +58,27 @@ const nest = (levels: number, leaf: unknown): unknown => {
 
 /** A transcript of multi-byte text (2-, 3- and 4-byte characters) of more than 512,000 bytes. */
 const multiByteTranscript = (): string => {
-  const lines = ['Rep: 日本語のテキストです😀 é ü ñ 𝐀 — what budget do you have for this?', 'Dana: はい、わかりました 👍 the price is high, Ωμέγα ✓.'];
+  const lines = [
+    'Rep: 日本語のテキストです😀 é ü ñ 𝐀 — what budget do you have for this?',
+    'Dana: はい、わかりました 👍 the price is high, Ωμέγα ✓.',
+  ];
   let text = '';
   for (let i = 0; Buffer.byteLength(text) <= TRANSCRIPT_MAX_BYTES + 10_000; i++) text += `${lines[i % 2]}\n`;
   return text;
 };
 
 /** A transcript of exactly `bytes` UTF-8 bytes ending in a 4-byte emoji. */
-const transcriptOfBytes = (bytes: number): string => `${CONVERSATION}\n${'a'.repeat(bytes - Buffer.byteLength(CONVERSATION) - 1 - 4)}${EMOJI}`;
+const transcriptOfBytes = (bytes: number): string =>
+  `${CONVERSATION}\n${'a'.repeat(bytes - Buffer.byteLength(CONVERSATION) - 1 - 4)}${EMOJI}`;
 
 export const corpus = (): CorpusCase[] => [
   // The two reproductions, verbatim.
   invalid('reproduction: NUL in notes', String.raw`{"transcript":"Rep: hello\nDana: hi","notes":"x\u0000y"}`, 'notes'),
-  invalid('reproduction: lone surrogate in repName', String.raw`{"transcript":"Rep: hi\nDana: ok","repName":"Sam \ud800 X"}`, 'repName'),
+  invalid(
+    'reproduction: lone surrogate in repName',
+    String.raw`{"transcript":"Rep: hi\nDana: ok","repName":"Sam \ud800 X"}`,
+    'repName',
+  ),
 
   // U+0000 in every kind of string.
   invalid('NUL in transcript', call({ transcript: `${CONVERSATION}\u0000` }), 'transcript'),
@@ -87,11 +107,51 @@ export const corpus = (): CorpusCase[] => [
   invalid('lone surrogate in an unknown nested field', call({ raw: [{ a: ['\udbff'] }] }), 'raw[0].a[0]'),
 
   // Storable on every backend: accepted and kept as sent.
-  accepted('C0 and C1 controls in every string field', call({ transcript: `${CONVERSATION}\n${C0_C1}`, repName: `Sam${C0_C1}X`, callTitle: C0_C1, notes: C0_C1, tags: [C0_C1.slice(0, 40)], metadata: { [C0_C1]: C0_C1 }, deal: { dealSize: 1, notes: C0_C1 } })),
-  accepted('non-characters (U+FFFE, U+FFFF, U+10FFFF…)', call({ repName: `Sam ${NON_CHARACTERS}`, callTitle: NON_CHARACTERS, tags: [NON_CHARACTERS], notes: NON_CHARACTERS, metadata: { [NON_CHARACTERS]: NON_CHARACTERS } })),
-  accepted('zero-width characters', call({ transcript: `Rep:${INVISIBLE} hello\nDana: hi${INVISIBLE}`, repName: `Sam${INVISIBLE}Seller`, tags: [INVISIBLE], callTitle: INVISIBLE })),
-  accepted('bidi controls and right-to-left text', call({ transcript: `Rep: ${BIDI} مرحبا שלום\nDana: hi`, repName: `\u202eSam Seller\u202c`, callTitle: `عرض ${BIDI}`, tags: ['עסקה', BIDI], disableAiTitleGeneration: true })),
-  accepted('emoji sequences (ZWJ families, flags, skin tones)', call({ repName: 'Sam 👩‍👩‍👧‍👦 🇫🇷 👍🏽', callTitle: '👩‍💻 demo', tags: ['🇺🇦', '👍🏽'], useAiCallTitle: false })),
+  accepted(
+    'C0 and C1 controls in every string field',
+    call({
+      transcript: `${CONVERSATION}\n${C0_C1}`,
+      repName: `Sam${C0_C1}X`,
+      callTitle: C0_C1,
+      notes: C0_C1,
+      tags: [C0_C1.slice(0, 40)],
+      metadata: { [C0_C1]: C0_C1 },
+      deal: { dealSize: 1, notes: C0_C1 },
+    }),
+  ),
+  accepted(
+    'non-characters (U+FFFE, U+FFFF, U+10FFFF…)',
+    call({
+      repName: `Sam ${NON_CHARACTERS}`,
+      callTitle: NON_CHARACTERS,
+      tags: [NON_CHARACTERS],
+      notes: NON_CHARACTERS,
+      metadata: { [NON_CHARACTERS]: NON_CHARACTERS },
+    }),
+  ),
+  accepted(
+    'zero-width characters',
+    call({
+      transcript: `Rep:${INVISIBLE} hello\nDana: hi${INVISIBLE}`,
+      repName: `Sam${INVISIBLE}Seller`,
+      tags: [INVISIBLE],
+      callTitle: INVISIBLE,
+    }),
+  ),
+  accepted(
+    'bidi controls and right-to-left text',
+    call({
+      transcript: `Rep: ${BIDI} مرحبا שלום\nDana: hi`,
+      repName: `\u202eSam Seller\u202c`,
+      callTitle: `عرض ${BIDI}`,
+      tags: ['עסקה', BIDI],
+      disableAiTitleGeneration: true,
+    }),
+  ),
+  accepted(
+    'emoji sequences (ZWJ families, flags, skin tones)',
+    call({ repName: 'Sam 👩‍👩‍👧‍👦 🇫🇷 👍🏽', callTitle: '👩‍💻 demo', tags: ['🇺🇦', '👍🏽'], useAiCallTitle: false }),
+  ),
 
   // Limits, with a 4-byte emoji on the boundary: exactly at the limit and one over.
   accepted('a tag of 50 characters ending in an emoji', call({ tags: [`${'t'.repeat(49)}${EMOJI}`] })),
@@ -102,29 +162,90 @@ export const corpus = (): CorpusCase[] => [
   invalid('notes of 2001 characters ending in an emoji', call({ notes: `${'n'.repeat(2000)}${EMOJI}` }), 'notes'),
   accepted('deal notes of 2000 emoji', call({ deal: { dealSize: 5, notes: EMOJI.repeat(2000) } })),
   invalid('deal notes of 2001 emoji', call({ dealNotes: EMOJI.repeat(2001) }), 'dealNotes'),
-  accepted('20 metadata keys', call({ metadata: Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`${EMOJI}${i}`, EMOJI])) })),
-  invalid('21 metadata keys', call({ metadata: Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`k${i}`, i])) }), 'metadata'),
+  accepted(
+    '20 metadata keys',
+    call({ metadata: Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`${EMOJI}${i}`, EMOJI])) }),
+  ),
+  invalid(
+    '21 metadata keys',
+    call({ metadata: Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`k${i}`, i])) }),
+    'metadata',
+  ),
   accepted('a rep name of 200 characters ending in an emoji', call({ repName: `${'r'.repeat(199)}${EMOJI}` })),
-  invalid('a rep name of 201 characters ending in an emoji', call({ repName: `${'r'.repeat(200)}${EMOJI}` }), 'repName'),
+  invalid(
+    'a rep name of 201 characters ending in an emoji',
+    call({ repName: `${'r'.repeat(200)}${EMOJI}` }),
+    'repName',
+  ),
   accepted('a call title of 500 emoji', call({ callTitle: EMOJI.repeat(500), disableAiTitleGeneration: true })),
   invalid('a call title of 501 emoji', call({ call_title: EMOJI.repeat(501) }), 'call_title'),
-  accepted('metadata with a 100-character key and a 1000-character value, emoji at both ends', call({ metadata: { [`${'k'.repeat(99)}${EMOJI}`]: `${EMOJI}${'v'.repeat(999)}` } })),
-  invalid('a metadata value of 1001 characters', call({ metadata: { source: `${'v'.repeat(1000)}${EMOJI}` } }), 'metadata.source'),
-  invalid('an audio URL of 2049 characters', call({ audioUrl: `https://calls.example/${'a'.repeat(2049 - 'https://calls.example/'.length)}` }), 'audioUrl'),
-  invalid('a call date that the offset pushes past year 9999', call({ callDate: '9999-12-31T23:59:59-23:59' }), 'callDate'),
-  accepted('a transcript of exactly 512,000 bytes ending in an emoji', JSON.stringify({ transcript: transcriptOfBytes(TRANSCRIPT_MAX_BYTES) })),
-  accepted('a transcript of 512,001 bytes: the emoji across the limit is dropped whole', JSON.stringify({ transcript: transcriptOfBytes(TRANSCRIPT_MAX_BYTES + 1) }), /transcript truncated/),
-  accepted('a 500 KB transcript of multi-byte characters', JSON.stringify({ transcript: multiByteTranscript(), repName: 'Sam Seller' }), /transcript truncated/),
-  accepted('an unknown field named with an emoji at the 100th character', call({ [`${'k'.repeat(99)}${EMOJI}${EMOJI}`]: 1 }), /unknown field/),
-  { name: 'a 255-character Idempotency-Key', payload: call({}), headers: { 'idempotency-key': 'k'.repeat(255) }, expect: { status: 201 } },
-  { name: 'a 256-character Idempotency-Key', payload: call({}), headers: { 'idempotency-key': 'x'.repeat(256) }, expect: { status: 400, code: 'VALIDATION_FAILED', field: 'Idempotency-Key' } },
+  accepted(
+    'metadata with a 100-character key and a 1000-character value, emoji at both ends',
+    call({ metadata: { [`${'k'.repeat(99)}${EMOJI}`]: `${EMOJI}${'v'.repeat(999)}` } }),
+  ),
+  invalid(
+    'a metadata value of 1001 characters',
+    call({ metadata: { source: `${'v'.repeat(1000)}${EMOJI}` } }),
+    'metadata.source',
+  ),
+  invalid(
+    'an audio URL of 2049 characters',
+    call({ audioUrl: `https://calls.example/${'a'.repeat(2049 - 'https://calls.example/'.length)}` }),
+    'audioUrl',
+  ),
+  invalid(
+    'a call date that the offset pushes past year 9999',
+    call({ callDate: '9999-12-31T23:59:59-23:59' }),
+    'callDate',
+  ),
+  accepted(
+    'a transcript of exactly 512,000 bytes ending in an emoji',
+    JSON.stringify({ transcript: transcriptOfBytes(TRANSCRIPT_MAX_BYTES) }),
+  ),
+  accepted(
+    'a transcript of 512,001 bytes: the emoji across the limit is dropped whole',
+    JSON.stringify({ transcript: transcriptOfBytes(TRANSCRIPT_MAX_BYTES + 1) }),
+    /transcript truncated/,
+  ),
+  accepted(
+    'a 500 KB transcript of multi-byte characters',
+    JSON.stringify({ transcript: multiByteTranscript(), repName: 'Sam Seller' }),
+    /transcript truncated/,
+  ),
+  accepted(
+    'an unknown field named with an emoji at the 100th character',
+    call({ [`${'k'.repeat(99)}${EMOJI}${EMOJI}`]: 1 }),
+    /unknown field/,
+  ),
+  {
+    name: 'a 255-character Idempotency-Key',
+    payload: call({}),
+    headers: { 'idempotency-key': 'k'.repeat(255) },
+    expect: { status: 201 },
+  },
+  {
+    name: 'a 256-character Idempotency-Key',
+    payload: call({}),
+    headers: { 'idempotency-key': 'x'.repeat(256) },
+    expect: { status: 400, code: 'VALIDATION_FAILED', field: 'Idempotency-Key' },
+  },
 
   // Numbers.
   accepted('deal amount 1e308', call({ deal: { dealSize: 1e308, revenueCollected: 1e308 } })),
   invalid('deal amount -1e308', call({ dealSize: -1e308 }), 'dealSize'),
-  accepted('deal amount -0', '{"transcript":"Rep: hi\\nDana: ok","dealSize":-0,"deal":{"deal_size":0,"revenueCollected":-0}}'),
-  accepted('deal amount 1e-320 (subnormal)', '{"transcript":"Rep: hi\\nDana: ok","deal":{"dealSize":1e-320,"revenueCollected":5e-324}}'),
-  invalid('deal amount 1e999 (beyond double range)', '{"transcript":"Rep: hi\\nDana: ok","dealSize":1e999}', 'dealSize'),
+  accepted(
+    'deal amount -0',
+    '{"transcript":"Rep: hi\\nDana: ok","dealSize":-0,"deal":{"deal_size":0,"revenueCollected":-0}}',
+  ),
+  accepted(
+    'deal amount 1e-320 (subnormal)',
+    '{"transcript":"Rep: hi\\nDana: ok","deal":{"dealSize":1e-320,"revenueCollected":5e-324}}',
+  ),
+  invalid(
+    'deal amount 1e999 (beyond double range)',
+    '{"transcript":"Rep: hi\\nDana: ok","dealSize":1e999}',
+    'dealSize',
+  ),
   invalid('duration 1e308', call({ duration: 1e308 }), 'duration'),
   invalid('duration 1e308 minutes', call({ duration: 1e308, durationUnit: 'minutes' }), 'duration'),
   invalid('duration -1e308', call({ duration: -1e308 }), 'duration'),
@@ -134,26 +255,69 @@ export const corpus = (): CorpusCase[] => [
 
   // Nesting.
   invalid('nested metadata (metadata is flat)', call({ metadata: nest(10, 'x') }), 'metadata.n'),
-  accepted(`an unknown field nested ${MAX_BODY_DEPTH - 1} levels`, call({ extra: nest(MAX_BODY_DEPTH - 1, 1) }), /unknown field/),
-  invalid(`an unknown field nested ${MAX_BODY_DEPTH} levels`, call({ extra: nest(MAX_BODY_DEPTH, 1) }), `extra${'.n'.repeat(MAX_BODY_DEPTH - 1)}`),
+  accepted(
+    `an unknown field nested ${MAX_BODY_DEPTH - 1} levels`,
+    call({ extra: nest(MAX_BODY_DEPTH - 1, 1) }),
+    /unknown field/,
+  ),
+  invalid(
+    `an unknown field nested ${MAX_BODY_DEPTH} levels`,
+    call({ extra: nest(MAX_BODY_DEPTH, 1) }),
+    `extra${'.n'.repeat(MAX_BODY_DEPTH - 1)}`,
+  ),
   {
     name: 'metadata nested 100,000 levels deep, with an Idempotency-Key (its body hash serialises the body)',
     payload: `{"transcript":"Rep: hi\\nDana: ok","metadata":${'['.repeat(100_000)}${']'.repeat(100_000)}}`,
     headers: { 'idempotency-key': 'deep-nesting-1' },
     expect: { status: 400, code: 'VALIDATION_FAILED', field: `metadata${'[0]'.repeat(MAX_BODY_DEPTH - 1)}` },
   },
-  invalid('an unknown field nested 1,000,000 levels deep', `{"transcript":"x","extra":${'{"a":'.repeat(1_000_000)}1${'}'.repeat(1_000_000)}}`, `extra${'.a'.repeat(MAX_BODY_DEPTH - 1)}`),
+  invalid(
+    'an unknown field nested 1,000,000 levels deep',
+    `{"transcript":"x","extra":${'{"a":'.repeat(1_000_000)}1${'}'.repeat(1_000_000)}}`,
+    `extra${'.a'.repeat(MAX_BODY_DEPTH - 1)}`,
+  ),
 
   // Odd keys.
-  accepted('a duplicate key: the last value wins', '{"transcript":"Rep: first\\nDana: one","transcript":"Rep: second\\nDana: two","repName":"A","repName":"B"}'),
-  accepted('"constructor", "toString" and "hasOwnProperty" keys', '{"transcript":"Rep: hi\\nDana: ok","constructor":"c","toString":"t","hasOwnProperty":1,"metadata":{"constructor":"m","valueOf":"v"}}', /unknown field/),
-  { name: '"__proto__" at the top level', payload: '{"transcript":"Rep: hi\\nDana: ok","__proto__":{"isAdmin":true}}', expect: { status: 400, code: 'MALFORMED_JSON', detail: /__proto__/ } },
-  { name: '"__proto__" in metadata', payload: '{"transcript":"Rep: hi\\nDana: ok","metadata":{"__proto__":"x"}}', expect: { status: 400, code: 'MALFORMED_JSON', detail: /__proto__/ } },
-  { name: '"constructor": {"prototype": …}', payload: '{"transcript":"Rep: hi\\nDana: ok","constructor":{"prototype":{"isAdmin":true}}}', expect: { status: 400, code: 'MALFORMED_JSON', detail: /constructor/ } },
+  accepted(
+    'a duplicate key: the last value wins',
+    '{"transcript":"Rep: first\\nDana: one","transcript":"Rep: second\\nDana: two","repName":"A","repName":"B"}',
+  ),
+  accepted(
+    '"constructor", "toString" and "hasOwnProperty" keys',
+    '{"transcript":"Rep: hi\\nDana: ok","constructor":"c","toString":"t","hasOwnProperty":1,"metadata":{"constructor":"m","valueOf":"v"}}',
+    /unknown field/,
+  ),
+  {
+    name: '"__proto__" at the top level',
+    payload: '{"transcript":"Rep: hi\\nDana: ok","__proto__":{"isAdmin":true}}',
+    expect: { status: 400, code: 'MALFORMED_JSON', detail: /__proto__/ },
+  },
+  {
+    name: '"__proto__" in metadata',
+    payload: '{"transcript":"Rep: hi\\nDana: ok","metadata":{"__proto__":"x"}}',
+    expect: { status: 400, code: 'MALFORMED_JSON', detail: /__proto__/ },
+  },
+  {
+    name: '"constructor": {"prototype": …}',
+    payload: '{"transcript":"Rep: hi\\nDana: ok","constructor":{"prototype":{"isAdmin":true}}}',
+    expect: { status: 400, code: 'MALFORMED_JSON', detail: /constructor/ },
+  },
 
   // Not quite JSON.
-  { name: 'a body that is not valid UTF-8 (a CESU-8 surrogate, an overlong NUL, a stray 0xFF)', payload: Buffer.concat([Buffer.from('{"transcript":"Rep: hi\\nDana: ok","repName":"Sam '), Buffer.from([0xed, 0xa0, 0x80, 0xc0, 0x80, 0xff]), Buffer.from('"}')]), expect: { status: 'any-4xx-or-201' } },
-  { name: 'a body with a raw control character inside a string (invalid JSON)', payload: '{"transcript":"Rep: hi\u0001\nDana: ok"}', expect: { status: 400, code: 'MALFORMED_JSON' } },
+  {
+    name: 'a body that is not valid UTF-8 (a CESU-8 surrogate, an overlong NUL, a stray 0xFF)',
+    payload: Buffer.concat([
+      Buffer.from('{"transcript":"Rep: hi\\nDana: ok","repName":"Sam '),
+      Buffer.from([0xed, 0xa0, 0x80, 0xc0, 0x80, 0xff]),
+      Buffer.from('"}'),
+    ]),
+    expect: { status: 'any-4xx-or-201' },
+  },
+  {
+    name: 'a body with a raw control character inside a string (invalid JSON)',
+    payload: '{"transcript":"Rep: hi\u0001\nDana: ok"}',
+    expect: { status: 400, code: 'MALFORMED_JSON' },
+  },
 ];
 
 /** Read API probes: hostile query strings, each answered without a 5xx. */

@@ -37,13 +37,26 @@ after(async () => {
 test('a stored call whose rep name, tags and AI title hold unpaired surrogates and U+0000 is indexed, and history goes on', async () => {
   const teamId = `team-${randomUUID()}`;
   // Submitted, then folded alone: the row is written once with its generic title…
-  const poisoned = await submitCall(store, { teamId, submission: { repName: 'Sam \ud800 X\u0000', tags: ['vip\udc00\ud800', 'x\u0000'], aiTitleEnabled: true } });
+  const poisoned = await submitCall(store, {
+    teamId,
+    submission: { repName: 'Sam \ud800 X\u0000', tags: ['vip\udc00\ud800', 'x\u0000'], aiTitleEnabled: true },
+  });
   await catchUp(store, readModels.callHistory);
   // …then rewritten: the index entry of the old title is deleted and the new one, from a remote
   // analyser's answer with a lone surrogate, inserted.
-  await appendCall(store, poisoned.callId, [events.started(), events.transcript('Rep: hi'), events.analysed('Pricing with Dana \udbff\u0000'), events.completed()]);
+  await appendCall(store, poisoned.callId, [
+    events.started(),
+    events.transcript('Rep: hi'),
+    events.analysed('Pricing with Dana \udbff\u0000'),
+    events.completed(),
+  ]);
   await catchUp(store, readModels.callHistory);
-  const normal = await submitCall(store, { teamId, submission: { repName: 'Dana Reyes' } }, [events.started(), events.transcript('Rep: hi'), events.analysed('Renewal with Priya'), events.completed()]);
+  const normal = await submitCall(store, { teamId, submission: { repName: 'Dana Reyes' } }, [
+    events.started(),
+    events.transcript('Rep: hi'),
+    events.analysed('Renewal with Priya'),
+    events.completed(),
+  ]);
   await catchUp(store, readModels.callHistory);
 
   const listed = await readModels.callHistory.list(teamId, { limit: 10 });
@@ -51,13 +64,21 @@ test('a stored call whose rep name, tags and AI title hold unpaired surrogates a
   const row = await readModels.callHistory.get(teamId, poisoned.callId);
   assert.equal(row?.status, 'completed');
   assert.equal(row?.repName, 'Sam \ud800 X\u0000', 'the row keeps the text as recorded');
-  const search = async (term: string) => (await readModels.callHistory.list(teamId, { search: term })).calls.map((c) => c.callId);
+  const search = async (term: string) =>
+    (await readModels.callHistory.list(teamId, { search: term })).calls.map((c) => c.callId);
   assert.deepEqual(await search('pricing with dana'), [poisoned.callId], 'the title is found by its well-formed part');
   assert.deepEqual(await search('sam \ufffd x'), [poisoned.callId], 'the unpaired surrogate is indexed as U+FFFD');
   assert.deepEqual(await search('renewal with'), [normal.callId]);
-  assert.deepEqual((await readModels.callHistory.list(teamId, { tags: ['vip\ufffd\ufffd'] })).calls.map((c) => c.callId), [poisoned.callId]);
+  assert.deepEqual(
+    (await readModels.callHistory.list(teamId, { tags: ['vip\ufffd\ufffd'] })).calls.map((c) => c.callId),
+    [poisoned.callId],
+  );
   // FTS5's own check reads every index entry back.
-  const indexes = opened.db.prepare<[], { name: string }>(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'call_search_v%'`).all().map((r) => r.name).filter((name) => /^call_search_v\d+$/.test(name));
+  const indexes = opened.db
+    .prepare<[], { name: string }>(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'call_search_v%'`)
+    .all()
+    .map((r) => r.name)
+    .filter((name) => /^call_search_v\d+$/.test(name));
   assert.ok(indexes.length > 0);
   for (const name of indexes) opened.db.prepare(`INSERT INTO ${name} (${name}) VALUES ('integrity-check')`).run();
 });

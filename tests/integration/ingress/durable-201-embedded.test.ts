@@ -25,7 +25,10 @@ test('on the embedded default a 201 is sent only once the WAL holding the reserv
     const db = embedded.sqlite.db;
     // Both are committed: the reservation on the team stream and the record on the log.
     await eventually(() => {
-      assert.equal((db.prepare("SELECT count(*) AS n FROM events WHERE type = 'CapacityReserved'").get() as { n: number }).n, 1);
+      assert.equal(
+        (db.prepare("SELECT count(*) AS n FROM events WHERE type = 'CapacityReserved'").get() as { n: number }).n,
+        1,
+      );
       assert.equal((db.prepare('SELECT count(*) AS n FROM log_records').get() as { n: number }).n, 1);
     });
     await new Promise((resolve) => setImmediate(resolve));
@@ -41,7 +44,7 @@ test('on the embedded default a 201 is sent only once the WAL holding the reserv
   }
 });
 
-test('on the embedded default the processor\'s steps do not wait for the disk: a call completes while every sync is held, and the feed shows it after', async () => {
+test("on the embedded default the processor's steps do not wait for the disk: a call completes while every sync is held, and the feed shows it after", async () => {
   const embedded = await openEmbeddedPipeline();
   let open = () => {};
   try {
@@ -55,11 +58,23 @@ test('on the embedded default the processor\'s steps do not wait for the disk: a
     const gate = new Promise<void>((resolve) => (open = resolve));
     sync.afterCommit = () => gate.then(real);
     await eventually(() =>
-      assert.equal((db.prepare("SELECT count(*) AS n FROM events WHERE stream_id = ? AND type = 'CallCompleted'").get(`call-${callId}`) as { n: number }).n, 1),
+      assert.equal(
+        (
+          db
+            .prepare("SELECT count(*) AS n FROM events WHERE stream_id = ? AND type = 'CallCompleted'")
+            .get(`call-${callId}`) as { n: number }
+        ).n,
+        1,
+      ),
     );
-    assert.ok(!(await embedded.h.eventStore.readAll({ maxCount: 10_000 })).some((e) => e.type === 'CallCompleted'), 'the feed holds back what is not on disk');
+    assert.ok(
+      !(await embedded.h.eventStore.readAll({ maxCount: 10_000 })).some((e) => e.type === 'CallCompleted'),
+      'the feed holds back what is not on disk',
+    );
     open();
-    await eventually(async () => assert.ok((await embedded.h.eventStore.readAll({ maxCount: 10_000 })).some((e) => e.type === 'CallCompleted')));
+    await eventually(async () =>
+      assert.ok((await embedded.h.eventStore.readAll({ maxCount: 10_000 })).some((e) => e.type === 'CallCompleted')),
+    );
   } finally {
     // Whatever failed, the held commits go to disk so that everything can stop.
     open();

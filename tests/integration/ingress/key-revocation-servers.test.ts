@@ -50,7 +50,10 @@ describe('key revocation across ingress processes (PostgreSQL)', { skip: postgre
     await eventually(async () => assert.equal((await b.ingest({ key, body })).statusCode, 201), { timeoutMs: 5000 });
     assert.equal((await a.admin('DELETE', `/api/admin/teams/${teamId}/keys/${keyId}`)).statusCode, 204);
     const revokedAt = Date.now();
-    await eventually(async () => assert.equal((await b.ingest({ key, body, remoteAddress: '10.9.9.9' })).statusCode, 401), { timeoutMs: 5000, intervalMs: 20 });
+    await eventually(
+      async () => assert.equal((await b.ingest({ key, body, remoteAddress: '10.9.9.9' })).statusCode, 401),
+      { timeoutMs: 5000, intervalMs: 20 },
+    );
     t.diagnostic(`the other process refused the revoked key after ${Date.now() - revokedAt} ms`);
   });
 });

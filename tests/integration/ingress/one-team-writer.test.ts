@@ -49,7 +49,10 @@ const CALLS = 300;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Reserves and settles CALLS calls of one team, the two sides interleaved; returns the conflicts seen. */
-const run = async (open: () => Promise<Opened>, shared: boolean): Promise<{ conflicts: number; remainingMinutes: number }> => {
+const run = async (
+  open: () => Promise<Opened>,
+  shared: boolean,
+): Promise<{ conflicts: number; remainingMinutes: number }> => {
   const opened = await open();
   const inner = opened.store;
   let conflicts = 0;
@@ -66,7 +69,11 @@ const run = async (open: () => Promise<Opened>, shared: boolean): Promise<{ conf
   try {
     const ingressWriter: TeamWriter = createTeamWriter(store);
     const processorWriter = shared ? ingressWriter : createTeamWriter(store);
-    const teams = new TeamService({ repository: ingressWriter.repository, directory: ingressWriter.directory, keySecret: 'k'.repeat(40) });
+    const teams = new TeamService({
+      repository: ingressWriter.repository,
+      directory: ingressWriter.directory,
+      keySecret: 'k'.repeat(40),
+    });
     const teamId = await teams.createTeam({ name: 'Acme', ownerEmail: 'o@acme.test', capacityHours: 1000 });
     await Promise.all(
       Array.from({ length: CALLS }, async (_, i) => {
@@ -97,9 +104,13 @@ for (const [name, open, skip] of [
   });
 }
 
-test('the same work through two writers in one process conflicts on PostgreSQL (why there is one)', { skip: postgres.skip }, async () => {
-  const { conflicts, remainingMinutes } = await run(onPostgres, false);
-  console.log(`# two writers: ${conflicts} version conflicts for ${CALLS} reservations + ${CALLS} settlements`);
-  assert.ok(conflicts > 0);
-  assert.equal(remainingMinutes, 1000 * 60 - CALLS * 4, 'the retries still get every minute right');
-});
+test(
+  'the same work through two writers in one process conflicts on PostgreSQL (why there is one)',
+  { skip: postgres.skip },
+  async () => {
+    const { conflicts, remainingMinutes } = await run(onPostgres, false);
+    console.log(`# two writers: ${conflicts} version conflicts for ${CALLS} reservations + ${CALLS} settlements`);
+    assert.ok(conflicts > 0);
+    assert.equal(remainingMinutes, 1000 * 60 - CALLS * 4, 'the retries still get every minute right');
+  },
+);

@@ -30,19 +30,32 @@ interface CollectedSpan {
 /** An OTLP/HTTP JSON receiver: what the exporters of the service's processes send. */
 const collector = async () => {
   const spans: CollectedSpan[] = [];
-  const hex = (id: unknown) => (typeof id === 'string' && /^[0-9a-f]*$/i.test(id) ? id.toLowerCase() : Buffer.from(typeof id === 'string' ? id : '', 'base64').toString('hex'));
+  const hex = (id: unknown) =>
+    typeof id === 'string' && /^[0-9a-f]*$/i.test(id)
+      ? id.toLowerCase()
+      : Buffer.from(typeof id === 'string' ? id : '', 'base64').toString('hex');
   const server: Server = createServer((request, response) => {
     let body = '';
     request.on('data', (chunk) => (body += chunk));
     request.on('end', () => {
       const payload = JSON.parse(body) as {
-        resourceSpans: { resource: { attributes: { key: string; value: { stringValue?: string } }[] }; scopeSpans: { spans: Record<string, unknown>[] }[] }[];
+        resourceSpans: {
+          resource: { attributes: { key: string; value: { stringValue?: string } }[] };
+          scopeSpans: { spans: Record<string, unknown>[] }[];
+        }[];
       };
       for (const resourceSpans of payload.resourceSpans) {
-        const service = resourceSpans.resource.attributes.find((a) => a.key === 'service.name')?.value.stringValue ?? '';
+        const service =
+          resourceSpans.resource.attributes.find((a) => a.key === 'service.name')?.value.stringValue ?? '';
         for (const scope of resourceSpans.scopeSpans) {
           for (const span of scope.spans) {
-            spans.push({ service, traceId: hex(span.traceId), spanId: hex(span.spanId), parentSpanId: hex(span.parentSpanId), name: String(span.name) });
+            spans.push({
+              service,
+              traceId: hex(span.traceId),
+              spanId: hex(span.spanId),
+              parentSpanId: hex(span.parentSpanId),
+              name: String(span.name),
+            });
           }
         }
       }
@@ -51,7 +64,11 @@ const collector = async () => {
   });
   const port = await freePort();
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${port}`, spans, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    spans,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
 };
 
 describe('observability across processes (Kafka + PostgreSQL)', { skip, timeout: 5 * 60_000 }, () => {
@@ -86,7 +103,11 @@ describe('observability across processes (Kafka + PostgreSQL)', { skip, timeout:
 
     const trace = await eventually(
       () => {
-        const request = otlp.spans.find((s) => s.name === 'POST /api/integrations/push-api/ingest' && otlp.spans.some((p) => p.traceId === s.traceId && p.name === 'step complete'));
+        const request = otlp.spans.find(
+          (s) =>
+            s.name === 'POST /api/integrations/push-api/ingest' &&
+            otlp.spans.some((p) => p.traceId === s.traceId && p.name === 'step complete'),
+        );
         if (!request) throw new Error(`no complete trace yet: ${otlp.spans.length} spans`);
         const spans = otlp.spans.filter((s) => s.traceId === request.traceId);
         if (!spans.some((s) => s.name === 'project call-history')) throw new Error('projection spans not exported yet');
@@ -96,31 +117,51 @@ describe('observability across processes (Kafka + PostgreSQL)', { skip, timeout:
     );
     const services = new Map(trace.map((s) => [s.name, s.service]));
     assert.equal(services.get('POST /api/integrations/push-api/ingest'), 'call-ingestion-ingress');
-    assert.ok([...services].some(([name, service]) => name.startsWith('process ') && service === 'call-ingestion-processor'), 'the intake span comes from the processor process');
+    assert.ok(
+      [...services].some(([name, service]) => name.startsWith('process ') && service === 'call-ingestion-processor'),
+      'the intake span comes from the processor process',
+    );
     assert.equal(services.get('step complete'), 'call-ingestion-processor');
     assert.equal(services.get('project call-history'), 'call-ingestion-projections');
     const request = trace.find((s) => s.name === 'POST /api/integrations/push-api/ingest')!;
     const publish = trace.find((s) => s.name.startsWith('publish ') && s.service === 'call-ingestion-ingress')!;
     assert.equal(publish.parentSpanId, request.spanId);
-    assert.equal(trace.find((s) => s.name.startsWith('process '))!.parentSpanId, publish.spanId, 'the processor continues from the record the ingress wrote');
-    console.log(`# call ${callId}: ${trace.length} spans in trace ${request.traceId} from ${[...new Set(trace.map((s) => s.service))].join(', ')}`);
+    assert.equal(
+      trace.find((s) => s.name.startsWith('process '))!.parentSpanId,
+      publish.spanId,
+      'the processor continues from the record the ingress wrote',
+    );
+    console.log(
+      `# call ${callId}: ${trace.length} spans in trace ${request.traceId} from ${[...new Set(trace.map((s) => s.service))].join(', ')}`,
+    );
   });
 
   test('the standalone processor serves /metrics on its health port for METRICS_TOKEN only', async () => {
     const processor = stack.processors[0]!.url;
     assert.equal((await fetch(`${processor}/metrics`)).status, 401);
-    assert.equal((await fetch(`${processor}/metrics`, { headers: { authorization: 'Bearer wrong-wrong-wrong-wrong-wrong-wrong' } })).status, 401);
+    assert.equal(
+      (
+        await fetch(`${processor}/metrics`, {
+          headers: { authorization: 'Bearer wrong-wrong-wrong-wrong-wrong-wrong' },
+        })
+      ).status,
+      401,
+    );
     const scraped = await eventually(
       async () => {
         const res = await fetch(`${processor}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
         assert.equal(res.status, 200);
         const text = await res.text();
-        if (!/^calls_finished_total\{status="completed",processing_error="none"\} 1$/m.test(text)) throw new Error('the completed call is not counted yet');
+        if (!/^calls_finished_total\{status="completed",processing_error="none"\} 1$/m.test(text))
+          throw new Error('the completed call is not counted yet');
         return text;
       },
       { timeoutMs: 30_000, intervalMs: 250 },
     );
-    assert.match(scraped, /^event_log_consumer_lag_records\{group="[^"]+",topic="[^"]+calls\.submitted\.v1",partition="0"\} \d+$/m);
+    assert.match(
+      scraped,
+      /^event_log_consumer_lag_records\{group="[^"]+",topic="[^"]+calls\.submitted\.v1",partition="0"\} \d+$/m,
+    );
     const ingress = stack.ingress[0]!.url;
     const ingressMetrics = await fetch(`${ingress}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
     assert.equal(ingressMetrics.status, 200);

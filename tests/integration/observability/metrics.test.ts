@@ -18,7 +18,9 @@ const parse = (text: string): Map<string, number> => {
     if (line === '' || line.startsWith('#')) continue;
     const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
     assert.ok(match, `not a sample line: ${line}`);
-    const labels = [...(match[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)].map(([, k, v]) => `${k}="${v}"`).sort();
+    const labels = [...(match[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)]
+      .map(([, k, v]) => `${k}="${v}"`)
+      .sort();
     samples.set(`${match[1]}{${labels.join(',')}}`, Number(match[3]));
   }
   return samples;
@@ -43,7 +45,11 @@ describe('GET /metrics', () => {
   });
 
   const scrape = async () => {
-    const response = await h.ingress.app.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    const response = await h.ingress.app.inject({
+      method: 'GET',
+      url: '/metrics',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    });
     assert.equal(response.statusCode, 200, response.body);
     assert.match(String(response.headers['content-type']), /^text\/plain; version=0\.0\.4/);
     return parse(response.body);
@@ -53,7 +59,11 @@ describe('GET /metrics', () => {
     const anonymous = await h.ingress.app.inject({ method: 'GET', url: '/metrics' });
     assert.equal(anonymous.statusCode, 401);
     assert.equal(anonymous.json<{ code: string }>().code, 'ADMIN_TOKEN_INVALID');
-    const wrong = await h.ingress.app.inject({ method: 'GET', url: '/metrics', headers: { authorization: 'Bearer not-the-token-not-the-token-not-the-token' } });
+    const wrong = await h.ingress.app.inject({
+      method: 'GET',
+      url: '/metrics',
+      headers: { authorization: 'Bearer not-the-token-not-the-token-not-the-token' },
+    });
     assert.equal(wrong.statusCode, 401);
   });
 
@@ -65,11 +75,17 @@ describe('GET /metrics', () => {
 
     const callIds: string[] = [];
     for (let i = 0; i < 3; i++) {
-      const accepted = await h.ingest({ key: rich.key, body: { transcript: `Rep: hello number ${i}\nDana: we need pricing by Friday`, repName: 'Sam Seller' } });
+      const accepted = await h.ingest({
+        key: rich.key,
+        body: { transcript: `Rep: hello number ${i}\nDana: we need pricing by Friday`, repName: 'Sam Seller' },
+      });
       assert.equal(accepted.statusCode, 201, accepted.body);
       callIds.push(accepted.json<{ callId: string }>().callId);
     }
-    assert.equal((await h.ingest({ key: rich.key, body: { repName: 'no recording and no transcript' } })).statusCode, 400);
+    assert.equal(
+      (await h.ingest({ key: rich.key, body: { repName: 'no recording and no transcript' } })).statusCode,
+      400,
+    );
     for (let i = 0; i < 30; i++) assert.equal((await h.ingest({ key: flooded.key, body: {} })).statusCode, 400);
     assert.equal((await h.ingest({ key: flooded.key, body: {} })).statusCode, 429);
     assert.equal((await h.ingest({ key: broke.key, body: { transcript: 'Rep: hi\nDana: hello' } })).statusCode, 402);
@@ -78,13 +94,18 @@ describe('GET /metrics', () => {
     // One record nobody can parse goes to the dead letters.
     await h.eventLog.publish(h.topics.callsSubmitted, [{ key: 'poison', value: '{not json', headers: {} }]);
 
-    const delta = (name: string, labels?: Record<string, string>) => (after.get(key(name, labels)) ?? 0) - (before.get(key(name, labels)) ?? 0);
+    const delta = (name: string, labels?: Record<string, string>) =>
+      (after.get(key(name, labels)) ?? 0) - (before.get(key(name, labels)) ?? 0);
     let after = await scrape();
     after = await eventually(
       async () => {
         const now = await scrape();
-        const finished = (now.get(key('calls_finished_total', { status: 'completed', processing_error: 'none' })) ?? 0) - (before.get(key('calls_finished_total', { status: 'completed', processing_error: 'none' })) ?? 0);
-        const dead = (now.get(key('dead_letters_total', { source_topic: h.topics.callsSubmitted })) ?? 0) - (before.get(key('dead_letters_total', { source_topic: h.topics.callsSubmitted })) ?? 0);
+        const finished =
+          (now.get(key('calls_finished_total', { status: 'completed', processing_error: 'none' })) ?? 0) -
+          (before.get(key('calls_finished_total', { status: 'completed', processing_error: 'none' })) ?? 0);
+        const dead =
+          (now.get(key('dead_letters_total', { source_topic: h.topics.callsSubmitted })) ?? 0) -
+          (before.get(key('dead_letters_total', { source_topic: h.topics.callsSubmitted })) ?? 0);
         if (finished < 3 || dead < 1) throw new Error(`finished ${finished}, dead-lettered ${dead}`);
         return now;
       },
@@ -104,12 +125,25 @@ describe('GET /metrics', () => {
     assert.equal(delta('http_request_duration_seconds_bucket', { ...ingestRoute, status: '201', le: '+Inf' }), 3);
     assert.equal(delta('calls_finished_total', { status: 'completed', processing_error: 'none' }), 3);
     assert.equal(delta('pipeline_step_duration_seconds_count', { step: 'analyse', outcome: 'ok' }), 3);
-    assert.equal(delta('pipeline_step_duration_seconds_count', { step: 'fetch', outcome: 'ok' }), 0, 'transcript-only calls fetch nothing');
+    assert.equal(
+      delta('pipeline_step_duration_seconds_count', { step: 'fetch', outcome: 'ok' }),
+      0,
+      'transcript-only calls fetch nothing',
+    );
     assert.equal(delta('dead_letters_total', { source_topic: h.topics.callsSubmitted }), 1);
     // Each call appends its own events (submitted, started, transcript, analysis, deal?, completed) and settles capacity.
-    assert.ok(delta('event_store_append_duration_seconds_count', { store: 'sqlite' }) >= 3 * 5, 'event store appends were timed');
-    assert.ok(delta('group_commit_batch_size_count', { writer: 'sqlite-event-store' }) >= 1, 'event store group commits were measured');
-    assert.ok(delta('group_commit_batch_size_count', { writer: 'sql-event-log' }) >= 4, 'event log group commits were measured (3 calls, 1 poison record)');
+    assert.ok(
+      delta('event_store_append_duration_seconds_count', { store: 'sqlite' }) >= 3 * 5,
+      'event store appends were timed',
+    );
+    assert.ok(
+      delta('group_commit_batch_size_count', { writer: 'sqlite-event-store' }) >= 1,
+      'event store group commits were measured',
+    );
+    assert.ok(
+      delta('group_commit_batch_size_count', { writer: 'sql-event-log' }) >= 4,
+      'event log group commits were measured (3 calls, 1 poison record)',
+    );
     assert.ok(after.has(key('process_resident_memory_bytes')), 'the default process metrics are there');
   });
 
@@ -118,7 +152,10 @@ describe('GET /metrics', () => {
     const samples = await eventually(
       async () => {
         const now = await scrape();
-        const lagging = [...now].filter(([name, value]) => /^(pipeline_open_calls|event_log_consumer_lag_records|projection_lag_events)\{/.test(name) && value !== 0);
+        const lagging = [...now].filter(
+          ([name, value]) =>
+            /^(pipeline_open_calls|event_log_consumer_lag_records|projection_lag_events)\{/.test(name) && value !== 0,
+        );
         if (lagging.length > 0) throw new Error(`still lagging: ${lagging.map(([n, v]) => `${n} ${v}`).join('; ')}`);
         return now;
       },
@@ -126,9 +163,21 @@ describe('GET /metrics', () => {
     );
     const names = [...samples.keys()];
     for (const partition of ['0', '1', '2']) {
-      assert.ok(names.some((n) => n.startsWith('event_log_consumer_lag_records{') && n.includes(`partition="${partition}"`) && n.includes(`topic="${h.topics.callsSubmitted}"`)), `lag of partition ${partition}`);
+      assert.ok(
+        names.some(
+          (n) =>
+            n.startsWith('event_log_consumer_lag_records{') &&
+            n.includes(`partition="${partition}"`) &&
+            n.includes(`topic="${h.topics.callsSubmitted}"`),
+        ),
+        `lag of partition ${partition}`,
+      );
     }
-    for (const projection of ['call-history', 'deals', 'webhooks', 'call-events-relay']) assert.ok(samples.has(key('projection_lag_events', { projection })), `lag of ${projection}`);
-    assert.ok(names.some((n) => n.startsWith('pipeline_open_calls{')), 'the backlog gauge is there');
+    for (const projection of ['call-history', 'deals', 'webhooks', 'call-events-relay'])
+      assert.ok(samples.has(key('projection_lag_events', { projection })), `lag of ${projection}`);
+    assert.ok(
+      names.some((n) => n.startsWith('pipeline_open_calls{')),
+      'the backlog gauge is there',
+    );
   });
 });

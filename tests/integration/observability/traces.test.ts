@@ -36,8 +36,11 @@ describe('traces: one call, one trace', () => {
     eventually(
       () => {
         const spans = exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === traceId);
-        const missing = names.filter((name) => !spans.some((s) => (typeof name === 'string' ? s.name === name : name.test(s.name))));
-        if (missing.length > 0) throw new Error(`trace ${traceId} lacks ${missing.join(', ')}; has ${spans.map((s) => s.name).join(', ')}`);
+        const missing = names.filter(
+          (name) => !spans.some((s) => (typeof name === 'string' ? s.name === name : name.test(s.name))),
+        );
+        if (missing.length > 0)
+          throw new Error(`trace ${traceId} lacks ${missing.join(', ')}; has ${spans.map((s) => s.name).join(', ')}`);
         return spans;
       },
       { timeoutMs: 15_000, intervalMs: 50 },
@@ -47,7 +50,10 @@ describe('traces: one call, one trace', () => {
 
   test('ingress, processor and projections spans of one call share its trace id, each a child of the step before', async () => {
     const team = await h.team();
-    const accepted = await h.ingest({ key: team.key, body: { transcript: 'Rep: hello\nDana: we will sign by Friday', repName: 'Sam Seller' } });
+    const accepted = await h.ingest({
+      key: team.key,
+      body: { transcript: 'Rep: hello\nDana: we will sign by Friday', repName: 'Sam Seller' },
+    });
     assert.equal(accepted.statusCode, 201, accepted.body);
     const { callId } = accepted.json<{ callId: string }>();
     await h.callEvents(callId);
@@ -75,27 +81,43 @@ describe('traces: one call, one trace', () => {
     const publish = byName(`publish ${submitted}`);
     const intake = byName(`process ${submitted}`);
     assert.equal(parentOf(publish), request.spanContext().spanId, 'the append is part of the request');
-    assert.equal(parentOf(intake), publish.spanContext().spanId, 'the intake continues from the record the ingress wrote');
+    assert.equal(
+      parentOf(intake),
+      publish.spanContext().spanId,
+      'the intake continues from the record the ingress wrote',
+    );
     for (const step of spans.filter((s) => s.name.startsWith('step '))) {
-      assert.equal(parentOf(step), intake.spanContext().spanId, `${step.name} follows the intake (context from the call's first event)`);
+      assert.equal(
+        parentOf(step),
+        intake.spanContext().spanId,
+        `${step.name} follows the intake (context from the call's first event)`,
+      );
       assert.equal(step.attributes['call.id'], callId);
     }
     const completeStep = byName('step complete');
-    const projected = spans.filter((s) => s.name === 'project call-history' && s.attributes['event.type'] === 'CallCompleted');
+    const projected = spans.filter(
+      (s) => s.name === 'project call-history' && s.attributes['event.type'] === 'CallCompleted',
+    );
     assert.equal(projected.length, 1, 'the history projection of CallCompleted is in the trace');
-    assert.equal(parentOf(projected[0]!), completeStep.spanContext().spanId, 'projecting CallCompleted is a child of the step that appended it');
+    assert.equal(
+      parentOf(projected[0]!),
+      completeStep.spanContext().spanId,
+      'projecting CallCompleted is a child of the step that appended it',
+    );
     assert.ok(spans.every((s) => s.spanContext().traceId === traceId));
 
     // Downstream systems continue the trace from calls.events.v1.
     const relayed = await eventually(
       async () => {
         const records = (await h.eventLog.read(h.topics.callEvents, { limit: 10_000 })).filter((r) => r.key === callId);
-        if (!records.some((r) => r.headers.ce_type === 'call.completed')) throw new Error('call.completed not relayed yet');
+        if (!records.some((r) => r.headers.ce_type === 'call.completed'))
+          throw new Error('call.completed not relayed yet');
         return records;
       },
       { timeoutMs: 15_000 },
     );
-    for (const r of relayed) assert.equal(traceIdOf(r.headers.ce_traceparent), traceId, `${r.headers.ce_type} carries the call's trace`);
+    for (const r of relayed)
+      assert.equal(traceIdOf(r.headers.ce_traceparent), traceId, `${r.headers.ce_type} carries the call's trace`);
   });
 
   test("a caller's traceparent makes the call part of the caller's trace", async () => {
@@ -109,7 +131,10 @@ describe('traces: one call, one trace', () => {
     assert.equal(accepted.statusCode, 201, accepted.body);
     await h.callEvents(accepted.json<{ callId: string }>().callId);
     const spans = await spansOf(callerTrace, ['POST /api/integrations/push-api/ingest', 'step complete']);
-    assert.equal(spans.find((s) => s.name === 'POST /api/integrations/push-api/ingest')!.parentSpanContext?.spanId, '00f067aa0ba902b7');
+    assert.equal(
+      spans.find((s) => s.name === 'POST /api/integrations/push-api/ingest')!.parentSpanContext?.spanId,
+      '00f067aa0ba902b7',
+    );
   });
 
   test('two calls are two traces', async () => {

@@ -33,7 +33,8 @@ export interface OperatorBackends {
   cleanup(): Promise<void>;
 }
 
-const TRANSCRIPT = 'Rep: Hello Dana, thanks for joining.\nDana: Happy to. Pricing is my worry.\nRep: We can start with a pilot next Tuesday.';
+const TRANSCRIPT =
+  'Rep: Hello Dana, thanks for joining.\nDana: Happy to. Pricing is my worry.\nRep: We can start with a pilot next Tuesday.';
 
 /**
  * The built-in analyser, except for transcripts carrying a marker: `REJECT-ONCE` is refused
@@ -50,9 +51,14 @@ const scriptedAnalyser = () => {
     async analyse(input, options) {
       if (input.transcript.includes('REJECT-ONCE') && !rejected.has(input.transcript)) {
         rejected.add(input.transcript);
-        throw new StepError('analysis_rejected', 'The analyser refused the request (HTTP 400: model not found).', false);
+        throw new StepError(
+          'analysis_rejected',
+          'The analyser refused the request (HTTP 400: model not found).',
+          false,
+        );
       }
-      if (input.transcript.includes('UNRETRIABLE')) throw new StepError('transcript_empty', 'The transcript has no words to analyse.', false);
+      if (input.transcript.includes('UNRETRIABLE'))
+        throw new StepError('transcript_empty', 'The transcript has no words to analyse.', false);
       if (input.transcript.includes('HOLD')) await gate;
       return real.analyse(input, options);
     },
@@ -84,7 +90,11 @@ const closedPort = async (): Promise<number> => {
 
 type Problem = { status: number; code: string; detail: string; errors?: { field: string; message: string }[] };
 
-export const operatorSuite = (name: string, factory: () => Promise<OperatorBackends>, options: { skip?: string } = {}) => {
+export const operatorSuite = (
+  name: string,
+  factory: () => Promise<OperatorBackends>,
+  options: { skip?: string } = {},
+) => {
   describe(`operator controls: ${name}`, { skip: options.skip }, () => {
     let backends: OperatorBackends;
     let h: PipelineHarness;
@@ -98,22 +108,47 @@ export const operatorSuite = (name: string, factory: () => Promise<OperatorBacke
     };
     const lastIs = (type: string) => (events: RecordedEvent[]) => events.at(-1)?.type === type;
     const history = async (callId: string, key = team.key) => {
-      const res = await h.ingress.app.inject({ method: 'GET', url: `/api/calls/${callId}`, headers: { 'x-api-key': key } });
-      return res.statusCode === 200 ? res.json<{ status: string; stage: string | null; statusReason: string; processingError: string | null }>() : undefined;
+      const res = await h.ingress.app.inject({
+        method: 'GET',
+        url: `/api/calls/${callId}`,
+        headers: { 'x-api-key': key },
+      });
+      return res.statusCode === 200
+        ? res.json<{ status: string; stage: string | null; statusReason: string; processingError: string | null }>()
+        : undefined;
     };
-    const deadLettersOf = async (key: string) => (await h.eventLog.read(h.topics.deadLetter, { limit: 10_000 })).filter((r) => r.key === key);
-    const redrive = (body: Record<string, unknown>, topic = h.topics.deadLetter) => h.admin('POST', `/api/admin/topics/${encodeURIComponent(topic)}/redrive`, body);
-    type Status = { name: string; checkpoint: string; head: string; lag: number; version: number | null; state: string; stoppedOn?: { position: string; error: string } };
+    const deadLettersOf = async (key: string) =>
+      (await h.eventLog.read(h.topics.deadLetter, { limit: 10_000 })).filter((r) => r.key === key);
+    const redrive = (body: Record<string, unknown>, topic = h.topics.deadLetter) =>
+      h.admin('POST', `/api/admin/topics/${encodeURIComponent(topic)}/redrive`, body);
+    type Status = {
+      name: string;
+      checkpoint: string;
+      head: string;
+      lag: number;
+      version: number | null;
+      state: string;
+      stoppedOn?: { position: string; error: string };
+    };
     const statuses = async (app = h.ingress.app) => {
-      const res = await app.inject({ method: 'GET', url: '/api/admin/projections', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+      const res = await app.inject({
+        method: 'GET',
+        url: '/api/admin/projections',
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      });
       assert.equal(res.statusCode, 200, res.body);
       return res.json<{ head: string; projections: Status[] }>();
     };
-    const byName = (all: { projections: Status[] }, projection: string) => all.projections.find((p) => p.name === projection)!;
+    const byName = (all: { projections: Status[] }, projection: string) =>
+      all.projections.find((p) => p.name === projection)!;
 
     before(async () => {
       backends = await factory();
-      h = await createPipelineHarness(backends, { analyser: scripted.analyser, transcriber: fixedTranscriber }, { retryThresholdMs: 60_000 });
+      h = await createPipelineHarness(
+        backends,
+        { analyser: scripted.analyser, transcriber: fixedTranscriber },
+        { retryThresholdMs: 60_000 },
+      );
       team = await h.team();
     });
     after(async () => {
@@ -137,8 +172,13 @@ export const operatorSuite = (name: string, factory: () => Promise<OperatorBacke
         },
         { timeoutMs: 20_000, intervalMs: 50 },
       );
-      console.log(`# projections: ${JSON.stringify(caughtUp.projections.map(({ name, checkpoint, head, lag, version, state }) => ({ name, checkpoint, head, lag, version, state })))}`);
-      assert.deepEqual(caughtUp.projections.map((p) => p.name), ['call-history', 'deals', 'webhooks', 'call-events-relay']);
+      console.log(
+        `# projections: ${JSON.stringify(caughtUp.projections.map(({ name, checkpoint, head, lag, version, state }) => ({ name, checkpoint, head, lag, version, state })))}`,
+      );
+      assert.deepEqual(
+        caughtUp.projections.map((p) => p.name),
+        ['call-history', 'deals', 'webhooks', 'call-events-relay'],
+      );
       assert.ok(BigInt(caughtUp.head) > BigInt(before.head), 'the head moved');
       for (const p of caughtUp.projections) {
         assert.ok(BigInt(p.checkpoint) > BigInt(byName(before, p.name).checkpoint), `${p.name} checkpoint advanced`);
@@ -151,7 +191,12 @@ export const operatorSuite = (name: string, factory: () => Promise<OperatorBacke
 
     test('a projection stopped on an event is `stopped` with its error, also in a process that does not run it; running again after the skip', async () => {
       // Another ingress on the same backends, without the projections: a split deployment.
-      const elsewhere = await createHarness({ eventStore: h.eventStore, eventLog: h.eventLog, readModels: backends.readModels, topics: h.topics });
+      const elsewhere = await createHarness({
+        eventStore: h.eventStore,
+        eventLog: h.eventLog,
+        readModels: backends.readModels,
+        topics: h.topics,
+      });
       try {
         const poisonStream = `call-${randomUUID()}`;
         await h.eventStore.append(poisonStream, [{ type: 'CallSubmitted', data: { nonsense: true } }]);
@@ -173,7 +218,10 @@ export const operatorSuite = (name: string, factory: () => Promise<OperatorBacke
         assert.equal(relayElsewhere.state, 'unknown', 'a process that does not run the relay cannot say it runs');
 
         for (const projection of ['call-history', 'deals']) {
-          const skipped = await h.admin('POST', `/api/admin/projections/${projection}/skip`, { position: poison.position.toString(), reason: 'malformed test event' });
+          const skipped = await h.admin('POST', `/api/admin/projections/${projection}/skip`, {
+            position: poison.position.toString(),
+            reason: 'malformed test event',
+          });
           assert.equal(skipped.statusCode, 201, skipped.body);
         }
         await eventually(
@@ -181,7 +229,8 @@ export const operatorSuite = (name: string, factory: () => Promise<OperatorBacke
             const here = await statuses();
             for (const projection of ['call-history', 'deals']) assert.equal(byName(here, projection).state, 'running');
             const there = await statuses(elsewhere.ingress.app);
-            for (const projection of ['call-history', 'deals']) assert.equal(byName(there, projection).state, 'unknown');
+            for (const projection of ['call-history', 'deals'])
+              assert.equal(byName(there, projection).state, 'unknown');
           },
           { timeoutMs: 30_000, intervalMs: 100 },
         );
@@ -204,30 +253,59 @@ export const operatorSuite = (name: string, factory: () => Promise<OperatorBacke
       const template = await h.submitted(await submit());
       const callId = randomUUID();
       const value = JSON.stringify({ ...JSON.parse(template.value), callId });
-      const original: LogRecord = { ...template, key: callId, value, headers: { ...template.headers, ce_id: callId, ce_subject: callId } };
-      const [dead] = await h.eventLog.publish(h.topics.deadLetter, [deadLetterRecord(original, 'Error: the store refused it (a fault since fixed)')]);
+      const original: LogRecord = {
+        ...template,
+        key: callId,
+        value,
+        headers: { ...template.headers, ce_id: callId, ce_subject: callId },
+      };
+      const [dead] = await h.eventLog.publish(h.topics.deadLetter, [
+        deadLetterRecord(original, 'Error: the store refused it (a fault since fixed)'),
+      ]);
 
       const res = await redrive({ partition: dead!.partition, fromOffset: Number(dead!.offset), limit: 1 });
       assert.equal(res.statusCode, 200, res.body);
-      const body = res.json<{ redriven: number; records: { partition: number; offset: string; sourceTopic: string; sourceOffset: string | null; redrivenTo: { partition: number; offset: string } }[]; nextOffset: string }>();
+      const body = res.json<{
+        redriven: number;
+        records: {
+          partition: number;
+          offset: string;
+          sourceTopic: string;
+          sourceOffset: string | null;
+          redrivenTo: { partition: number; offset: string };
+        }[];
+        nextOffset: string;
+      }>();
       assert.equal(body.redriven, 1);
       assert.equal(body.records[0]!.sourceTopic, h.topics.callsSubmitted);
       assert.equal(body.records[0]!.sourceOffset, template.offset.toString());
       assert.equal(body.nextOffset, (dead!.offset + 1n).toString());
 
-      const copy = (await h.eventLog.read(h.topics.callsSubmitted, { partition: body.records[0]!.redrivenTo.partition, fromOffset: BigInt(body.records[0]!.redrivenTo.offset), limit: 1 }))[0]!;
+      const copy = (
+        await h.eventLog.read(h.topics.callsSubmitted, {
+          partition: body.records[0]!.redrivenTo.partition,
+          fromOffset: BigInt(body.records[0]!.redrivenTo.offset),
+          limit: 1,
+        })
+      )[0]!;
       assert.equal(copy.key, callId);
       assert.equal(copy.value, value);
       assert.equal(copy.headers.dlq_redriven_from, `${h.topics.deadLetter}/${dead!.partition}/${dead!.offset}`);
       assert.equal(copy.headers.ce_type, template.headers.ce_type);
       assert.equal(copy.headers.ce_id, callId);
-      assert.deepEqual(Object.keys(copy.headers).filter((k) => k.startsWith('dlq_')), ['dlq_redriven_from'], 'the dead-lettering headers are not carried back');
+      assert.deepEqual(
+        Object.keys(copy.headers).filter((k) => k.startsWith('dlq_')),
+        ['dlq_redriven_from'],
+        'the dead-lettering headers are not carried back',
+      );
       await h.callEvents(callId, lastIs('CallCompleted'), 30_000);
     });
 
     test('redrive: a copy that fails again is dead-lettered again exactly once, naming the redrive; the operator may redrive it again', async () => {
       const key = randomUUID();
-      await h.eventLog.publish(h.topics.callsSubmitted, [{ key, value: 'not a call', headers: { ce_type: 'call.submitted', ce_id: key } }]);
+      await h.eventLog.publish(h.topics.callsSubmitted, [
+        { key, value: 'not a call', headers: { ce_type: 'call.submitted', ce_id: key } },
+      ]);
       const [first] = await eventually(
         async () => {
           const dead = await deadLettersOf(key);
@@ -238,14 +316,21 @@ export const operatorSuite = (name: string, factory: () => Promise<OperatorBacke
       );
       const res = await redrive({ partition: first!.partition, fromOffset: Number(first!.offset), limit: 1 });
       assert.equal(res.statusCode, 200, res.body);
-      const redrivenTo = res.json<{ records: { redrivenTo: { partition: number; offset: string } }[] }>().records[0]!.redrivenTo;
+      const redrivenTo = res.json<{ records: { redrivenTo: { partition: number; offset: string } }[] }>().records[0]!
+        .redrivenTo;
       // A valid call with the same key after the copy: same partition, handled after it.
       const template = await h.submitted(await submit());
-      await h.eventLog.publish(h.topics.callsSubmitted, [{ key, value: JSON.stringify({ ...JSON.parse(template.value), callId: key }), headers: template.headers }]);
+      await h.eventLog.publish(h.topics.callsSubmitted, [
+        { key, value: JSON.stringify({ ...JSON.parse(template.value), callId: key }), headers: template.headers },
+      ]);
       await h.callEvents(key, lastIs('CallCompleted'), 30_000);
 
       const dead = await deadLettersOf(key);
-      assert.equal(dead.length, 2, `dead-lettered again exactly once: ${dead.map((d) => JSON.stringify(d.headers)).join(' | ')}`);
+      assert.equal(
+        dead.length,
+        2,
+        `dead-lettered again exactly once: ${dead.map((d) => JSON.stringify(d.headers)).join(' | ')}`,
+      );
       const again = dead.find((d) => d.offset !== first!.offset || d.partition !== first!.partition)!;
       assert.equal(again.value, 'not a call');
       assert.equal(again.headers.dlq_redriven_from, `${h.topics.deadLetter}/${first!.partition}/${first!.offset}`);
@@ -261,7 +346,9 @@ export const operatorSuite = (name: string, factory: () => Promise<OperatorBacke
         async () => {
           const all = await deadLettersOf(key);
           assert.equal(all.length, 3, 'not dead-lettered yet');
-          return all.find((d) => d.headers.dlq_redriven_from === `${h.topics.deadLetter}/${again.partition}/${again.offset}`);
+          return all.find(
+            (d) => d.headers.dlq_redriven_from === `${h.topics.deadLetter}/${again.partition}/${again.offset}`,
+          );
         },
         { timeoutMs: 20_000, intervalMs: 50 },
       );
@@ -272,12 +359,23 @@ export const operatorSuite = (name: string, factory: () => Promise<OperatorBacke
       const callId = await submit({ transcript: `${TRANSCRIPT}\nRep: REJECT-ONCE HOLD` });
       const failed = await h.callEvents(callId, lastIs('CallFailed'));
       assert.equal((failed.at(-1)!.data as { code: string }).code, 'analysis_rejected');
-      await eventually(async () => assert.equal((await history(callId))?.processingError, 'analysis_rejected'), { timeoutMs: 20_000, intervalMs: 50 });
+      await eventually(async () => assert.equal((await history(callId))?.processingError, 'analysis_rejected'), {
+        timeoutMs: 20_000,
+        intervalMs: 50,
+      });
 
       const res = await h.admin('POST', `/api/admin/calls/${callId}/retry`);
       assert.equal(res.statusCode, 202, res.body);
-      const retried = res.json<{ status: string; resumesAt: string; previousFailure: { code: string }; capacity: { reservedMinutes: number } }>();
-      assert.deepEqual([retried.status, retried.resumesAt, retried.previousFailure.code], ['pending', 'analysing', 'analysis_rejected']);
+      const retried = res.json<{
+        status: string;
+        resumesAt: string;
+        previousFailure: { code: string };
+        capacity: { reservedMinutes: number };
+      }>();
+      assert.deepEqual(
+        [retried.status, retried.resumesAt, retried.previousFailure.code],
+        ['pending', 'analysing', 'analysis_rejected'],
+      );
 
       // Held at analysis: the history shows the call pending again, without its error.
       const pending = await eventually(
@@ -288,22 +386,44 @@ export const operatorSuite = (name: string, factory: () => Promise<OperatorBacke
         },
         { timeoutMs: 20_000, intervalMs: 50 },
       );
-      assert.deepEqual([pending.stage, pending.statusReason, pending.processingError], ['analysing', 'analysing', null]);
+      assert.deepEqual(
+        [pending.stage, pending.statusReason, pending.processingError],
+        ['analysing', 'analysing', null],
+      );
       scripted.release();
 
       const events = await h.callEvents(callId, lastIs('CallCompleted'), 30_000);
       const types = events.map((e) => e.type);
-      assert.deepEqual(types, ['CallSubmitted', 'ProcessingStarted', 'TranscriptRecorded', 'CallFailed', 'CallRetried', 'CallAnalysed', 'CallCompleted'], 'resumed at analysis: nothing before it again');
-      await eventually(async () => assert.equal((await history(callId))?.status, 'completed'), { timeoutMs: 20_000, intervalMs: 50 });
+      assert.deepEqual(
+        types,
+        [
+          'CallSubmitted',
+          'ProcessingStarted',
+          'TranscriptRecorded',
+          'CallFailed',
+          'CallRetried',
+          'CallAnalysed',
+          'CallCompleted',
+        ],
+        'resumed at analysis: nothing before it again',
+      );
+      await eventually(async () => assert.equal((await history(callId))?.status, 'completed'), {
+        timeoutMs: 20_000,
+        intervalMs: 50,
+      });
 
       // Capacity: reserved at ingest, released at the failure, reserved again by the retry, settled at completion.
-      const capacity = (await h.eventStore.readStream(`team-${team.teamId}`)).filter((e) => (e.data as { callId?: string }).callId === callId).map((e) => e.type);
+      const capacity = (await h.eventStore.readStream(`team-${team.teamId}`))
+        .filter((e) => (e.data as { callId?: string }).callId === callId)
+        .map((e) => e.type);
       assert.deepEqual(capacity, ['CapacityReserved', 'CapacityReleased', 'CapacityReserved', 'CapacitySettled']);
 
       // Downstream consumers see the retry on calls.events.v1.
       await eventually(
         async () => {
-          const messages = (await h.eventLog.read(h.topics.callEvents, { limit: 10_000 })).filter((r) => r.key === callId).map((r) => r.headers.ce_type);
+          const messages = (await h.eventLog.read(h.topics.callEvents, { limit: 10_000 }))
+            .filter((r) => r.key === callId)
+            .map((r) => r.headers.ce_type);
           assert.deepEqual(messages.slice(-3), ['call.retried', 'call.analysed', 'call.completed']);
         },
         { timeoutMs: 20_000, intervalMs: 100 },
@@ -334,10 +454,25 @@ export const operatorSuite = (name: string, factory: () => Promise<OperatorBacke
         const events = await h.callEvents(callId, lastIs('CallCompleted'), 30_000);
         assert.deepEqual(
           events.map((e) => e.type),
-          ['CallSubmitted', 'ProcessingStarted', 'CallFailed', 'CallRetried', 'AudioFetched', 'TranscriptRecorded', 'CallAnalysed', 'CallCompleted'],
+          [
+            'CallSubmitted',
+            'ProcessingStarted',
+            'CallFailed',
+            'CallRetried',
+            'AudioFetched',
+            'TranscriptRecorded',
+            'CallAnalysed',
+            'CallCompleted',
+          ],
         );
-        assert.equal((events.find((e) => e.type === 'AudioFetched')!.data as { bytes: number }).bytes, recording.length);
-        await eventually(async () => assert.equal((await history(callId))?.status, 'completed'), { timeoutMs: 20_000, intervalMs: 50 });
+        assert.equal(
+          (events.find((e) => e.type === 'AudioFetched')!.data as { bytes: number }).bytes,
+          recording.length,
+        );
+        await eventually(async () => assert.equal((await history(callId))?.status, 'completed'), {
+          timeoutMs: 20_000,
+          intervalMs: 50,
+        });
       } finally {
         host.closeAllConnections();
         await new Promise<void>((resolve) => host.close(() => resolve()));
@@ -357,7 +492,9 @@ export const operatorSuite = (name: string, factory: () => Promise<OperatorBacke
       assert.equal(problem.code, 'CALL_NOT_RETRIABLE');
       assert.match(problem.detail, /failed with transcript_empty/);
       assert.equal((await h.eventStore.readStream(`call-${callId}`)).at(-1)!.type, 'CallFailed', 'nothing recorded');
-      const reserved = (await h.eventStore.readStream(`team-${team.teamId}`)).filter((e) => (e.data as { callId?: string }).callId === callId).map((e) => e.type);
+      const reserved = (await h.eventStore.readStream(`team-${team.teamId}`))
+        .filter((e) => (e.data as { callId?: string }).callId === callId)
+        .map((e) => e.type);
       assert.deepEqual(reserved, ['CapacityReserved', 'CapacityReleased'], 'a refused retry reserves nothing');
     });
 

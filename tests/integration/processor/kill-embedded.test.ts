@@ -14,7 +14,11 @@ killSuite('embedded (SQLite)', async () => {
       return eventually(() => {
         const db = new Database(join(dir.path, 'calls.sqlite'), { fileMustExist: true, timeout: 5000 });
         try {
-          return db.prepare<[], { streamId: string; type: string }>("SELECT stream_id AS streamId, type FROM events WHERE stream_id LIKE 'call-%' ORDER BY stream_id, revision").all();
+          return db
+            .prepare<[], { streamId: string; type: string }>(
+              "SELECT stream_id AS streamId, type FROM events WHERE stream_id LIKE 'call-%' ORDER BY stream_id, revision",
+            )
+            .all();
         } finally {
           db.close();
         }

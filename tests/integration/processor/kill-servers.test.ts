@@ -25,7 +25,9 @@ killSuite(
         try {
           const exists = await client.query(`SELECT to_regclass('${schema.schema}.events') AS t`);
           if (!exists.rows[0].t) return [];
-          const { rows } = await client.query(`SELECT stream_id AS "streamId", type FROM ${schema.schema}.events WHERE stream_id LIKE 'call-%' ORDER BY stream_id, revision`);
+          const { rows } = await client.query(
+            `SELECT stream_id AS "streamId", type FROM ${schema.schema}.events WHERE stream_id LIKE 'call-%' ORDER BY stream_id, revision`,
+          );
           return rows as { streamId: string; type: string }[];
         } finally {
           await client.end();

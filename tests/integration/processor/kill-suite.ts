@@ -20,7 +20,8 @@ export interface KillBackends {
   cleanup(): Promise<void>;
 }
 
-const TRANSCRIPT = 'Rep: Hi Dana, what do you use today?\nDana: Spreadsheets, and the price worries me.\nRep: I will send a proposal and book a demo for Friday.';
+const TRANSCRIPT =
+  'Rep: Hi Dana, what do you use today?\nDana: Spreadsheets, and the price worries me.\nRep: I will send a proposal and book a demo for Friday.';
 
 /** An OpenAI-compatible transcription endpoint on loopback that answers after a delay. */
 const slowTranscriptionServer = async (delayMs: number) => {
@@ -29,7 +30,9 @@ const slowTranscriptionServer = async (delayMs: number) => {
     request.on('end', () => {
       const timer = setTimeout(() => {
         response.writeHead(200, { 'content-type': 'application/json' });
-        response.end(JSON.stringify({ text: 'Rep: hello from the recording. Dana: thanks, send the pricing.', duration: 42 }));
+        response.end(
+          JSON.stringify({ text: 'Rep: hello from the recording. Dana: thanks, send the pricing.', duration: 42 }),
+        );
       }, delayMs);
       response.on('close', () => clearTimeout(timer)); // the client went away
     });
@@ -42,9 +45,20 @@ const slowTranscriptionServer = async (delayMs: number) => {
 };
 
 const PIPELINE = ['CallSubmitted', 'ProcessingStarted', 'TranscriptRecorded', 'CallAnalysed', 'CallCompleted'];
-const AUDIO_PIPELINE = ['CallSubmitted', 'ProcessingStarted', 'AudioFetched', 'TranscriptRecorded', 'CallAnalysed', 'CallCompleted'];
+const AUDIO_PIPELINE = [
+  'CallSubmitted',
+  'ProcessingStarted',
+  'AudioFetched',
+  'TranscriptRecorded',
+  'CallAnalysed',
+  'CallCompleted',
+];
 
-export const killSuite = (name: string, factory: () => Promise<KillBackends>, options: { skip?: string; kills?: number } = {}) => {
+export const killSuite = (
+  name: string,
+  factory: () => Promise<KillBackends>,
+  options: { skip?: string; kills?: number } = {},
+) => {
   describe(`kill -9 of the service mid-pipeline: ${name}`, { skip: options.skip }, () => {
     const cleanups: (() => Promise<unknown>)[] = [];
     after(async () => {
@@ -70,18 +84,33 @@ export const killSuite = (name: string, factory: () => Promise<KillBackends>, op
       cleanups.push(() => service.kill9());
 
       const admin = async (path: string, body: unknown) => {
-        const res = await fetch(`${service.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+        const res = await fetch(`${service.url}${path}`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
         const text = await res.text();
         assert.ok(res.ok, `${path}: ${res.status} ${text}`);
         return JSON.parse(text) as Record<string, string>;
       };
-      const { teamId } = await admin('/api/admin/teams', { name: 'Kill test', ownerEmail: 'owner@kill.test', capacityHours: 100 });
+      const { teamId } = await admin('/api/admin/teams', {
+        name: 'Kill test',
+        ownerEmail: 'owner@kill.test',
+        capacityHours: 100,
+      });
       const { key } = await admin(`/api/admin/teams/${teamId}/keys`, { label: 'kill' });
 
       const accepted = new Map<string, 'audio' | 'transcript'>();
       const submit = async (i: number) => {
-        const body = i % 2 === 0 ? { transcript: `${TRANSCRIPT} (${i})`, repName: 'Sam' } : { audioUrl: `${audio.url}?call=${i}`, repName: 'Sam' };
-        const res = await fetch(`${service.url}/api/integrations/push-api/ingest`, { method: 'POST', headers: { 'x-api-key': key!, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+        const body =
+          i % 2 === 0
+            ? { transcript: `${TRANSCRIPT} (${i})`, repName: 'Sam' }
+            : { audioUrl: `${audio.url}?call=${i}`, repName: 'Sam' };
+        const res = await fetch(`${service.url}/api/integrations/push-api/ingest`, {
+          method: 'POST',
+          headers: { 'x-api-key': key!, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
         const text = await res.text();
         assert.equal(res.status, 201, text);
         accepted.set((JSON.parse(text) as { callId: string }).callId, i % 2 === 0 ? 'transcript' : 'audio');
@@ -101,8 +130,11 @@ export const killSuite = (name: string, factory: () => Promise<KillBackends>, op
       const streams = await eventually(
         async () => {
           const byStream = new Map<string, string[]>();
-          for (const e of await backends.callEvents()) byStream.set(e.streamId, [...(byStream.get(e.streamId) ?? []), e.type]);
-          const unfinished = [...accepted.keys()].filter((id) => !(byStream.get(`call-${id}`) ?? []).some((t) => t === 'CallCompleted' || t === 'CallFailed'));
+          for (const e of await backends.callEvents())
+            byStream.set(e.streamId, [...(byStream.get(e.streamId) ?? []), e.type]);
+          const unfinished = [...accepted.keys()].filter(
+            (id) => !(byStream.get(`call-${id}`) ?? []).some((t) => t === 'CallCompleted' || t === 'CallFailed'),
+          );
           assert.equal(
             unfinished.length,
             0,
@@ -113,10 +145,16 @@ export const killSuite = (name: string, factory: () => Promise<KillBackends>, op
         { timeoutMs: 60_000, intervalMs: 250 },
       );
       for (const [callId, mode] of accepted) {
-        assert.deepEqual(streams.get(`call-${callId}`), mode === 'audio' ? AUDIO_PIPELINE : PIPELINE, `call ${callId}: every step once, in order`);
+        assert.deepEqual(
+          streams.get(`call-${callId}`),
+          mode === 'audio' ? AUDIO_PIPELINE : PIPELINE,
+          `call ${callId}: every step once, in order`,
+        );
       }
       await eventually(async () => {
-        const res = await fetch(`${service.url}/api/admin/teams/${teamId}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+        const res = await fetch(`${service.url}/api/admin/teams/${teamId}`, {
+          headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+        });
         const team = (await res.json()) as { capacity: { reservedCalls: number } };
         assert.equal(team.capacity.reservedCalls, 0, 'every reservation settled');
       });

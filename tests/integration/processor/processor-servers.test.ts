@@ -11,7 +11,11 @@ processorSuite(
   'Kafka + PostgreSQL',
   async () => {
     const schema = freshSchema(postgres.url!);
-    const eventStore = await createPostgresEventStore({ connectionString: postgres.url!, schema: schema.schema, pollMs: 50 });
+    const eventStore = await createPostgresEventStore({
+      connectionString: postgres.url!,
+      schema: schema.schema,
+      pollMs: 50,
+    });
     const eventLog = await createKafkaEventLog({ brokers: kafka.url!.split(',') });
     return {
       eventStore,

@@ -10,7 +10,12 @@ import type { EventLog } from '../../../shared/ports/event-log.ts';
 import type { EventStore } from '../../../shared/ports/event-store.ts';
 import { eventually } from '../../support/eventually.ts';
 import { audioServer, createPipelineHarness, eventData, type PipelineHarness } from '../../support/pipeline-harness.ts';
-import { localTranscriptionRequired, missingForLocalTranscription, SPEECH_SAMPLE, synthesizeSpeech } from '../../support/speech.ts';
+import {
+  localTranscriptionRequired,
+  missingForLocalTranscription,
+  SPEECH_SAMPLE,
+  synthesizeSpeech,
+} from '../../support/speech.ts';
 import { tempDir } from '../../support/temp-dir.ts';
 
 export interface ProcessorBackends {
@@ -27,9 +32,14 @@ const TRANSCRIPT = [
   'Rep: Great, as a next step I will send you a proposal and schedule a demo for Friday.',
 ].join('\n');
 
-const statusOf = (types: string[]) => (types.includes('CallCompleted') ? 'completed' : types.includes('CallFailed') ? 'failed' : 'pending');
+const statusOf = (types: string[]) =>
+  types.includes('CallCompleted') ? 'completed' : types.includes('CallFailed') ? 'failed' : 'pending';
 
-export const processorSuite = (name: string, factory: () => Promise<ProcessorBackends>, options: { skip?: string } = {}) => {
+export const processorSuite = (
+  name: string,
+  factory: () => Promise<ProcessorBackends>,
+  options: { skip?: string } = {},
+) => {
   describe(`call processor: ${name}`, { skip: options.skip }, () => {
     let backends: ProcessorBackends;
     let h: PipelineHarness;
@@ -62,16 +72,33 @@ export const processorSuite = (name: string, factory: () => Promise<ProcessorBac
       assert.ok(analysis.title.length > 0 && analysis.title !== 'ignored by default', analysis.title);
       assert.ok(Number.isInteger(analysis.score) && analysis.score >= 0 && analysis.score <= 100);
       assert.ok(analysis.insights.length > 0);
-      for (const insight of analysis.insights) assert.ok(insight.evidence.length > 0 && TRANSCRIPT.includes(insight.evidence.replace(/^"|"$/g, '').slice(0, 20)), insight.evidence);
+      for (const insight of analysis.insights)
+        assert.ok(
+          insight.evidence.length > 0 && TRANSCRIPT.includes(insight.evidence.replace(/^"|"$/g, '').slice(0, 20)),
+          insight.evidence,
+        );
       console.log(`# transcript-only call completed in ${elapsed} ms (submit → CallCompleted)`);
     });
 
     test('valid deal data is recorded on the call before it completes', async () => {
-      const callId = await submit({ transcript: TRANSCRIPT, dealSize: '1200.50', revenue_collected: 300, deal_date: '2026-11-20' });
+      const callId = await submit({
+        transcript: TRANSCRIPT,
+        dealSize: '1200.50',
+        revenue_collected: 300,
+        deal_date: '2026-11-20',
+      });
       const events = await h.callEvents(callId);
       const types = events.map((e) => e.type);
-      assert.ok(types.indexOf('DealRecorded') > types.indexOf('CallAnalysed') && types.indexOf('DealRecorded') < types.indexOf('CallCompleted'), types.join());
-      assert.deepEqual(eventData(events, 'DealRecorded')!.deal, { dealSize: 1200.5, revenueCollected: 300, dealDate: '2026-11-20T00:00:00.000Z' });
+      assert.ok(
+        types.indexOf('DealRecorded') > types.indexOf('CallAnalysed') &&
+          types.indexOf('DealRecorded') < types.indexOf('CallCompleted'),
+        types.join(),
+      );
+      assert.deepEqual(eventData(events, 'DealRecorded')!.deal, {
+        dealSize: 1200.5,
+        revenueCollected: 300,
+        dealDate: '2026-11-20T00:00:00.000Z',
+      });
     });
 
     test('completing a call settles its capacity to the real length', async () => {
@@ -79,20 +106,27 @@ export const processorSuite = (name: string, factory: () => Promise<ProcessorBac
       const callId = await submit({ transcript: TRANSCRIPT, duration: 600, durationUnit: 'seconds' }, key);
       await h.callEvents(callId);
       await eventually(async () => {
-        const team = (await h.admin('GET', `/api/admin/teams/${teamId}`)).json<{ capacity: { remainingMinutes: number; reservedCalls: number } }>();
+        const team = (await h.admin('GET', `/api/admin/teams/${teamId}`)).json<{
+          capacity: { remainingMinutes: number; reservedCalls: number };
+        }>();
         assert.deepEqual([team.capacity.remainingMinutes, team.capacity.reservedCalls], [50, 0]);
       });
     });
 
     test('audio that cannot be fetched (blocked address) fails the call with a stable code and a reason', async () => {
       await h.stopProcessor();
-      await h.startProcessor({ audio: createHttpAudioSource({ maxBytes: 1024, timeoutMs: 5000, allowPrivate: false }) });
+      await h.startProcessor({
+        audio: createHttpAudioSource({ maxBytes: 1024, timeoutMs: 5000, allowPrivate: false }),
+      });
       try {
         const callId = await submit({ audioUrl: 'http://127.0.0.1/recording.wav' });
         const events = await h.callEvents(callId);
         const failed = eventData(events, 'CallFailed')!;
         assert.equal(failed.code, 'audio_fetch_blocked');
-        assert.equal(failed.reason, 'The audio host "127.0.0.1" could not be reached, or is not a public internet address.');
+        assert.equal(
+          failed.reason,
+          'The audio host "127.0.0.1" could not be reached, or is not a public internet address.',
+        );
       } finally {
         await h.stopProcessor();
         await h.startProcessor();
@@ -110,7 +144,9 @@ export const processorSuite = (name: string, factory: () => Promise<ProcessorBac
         const failed = eventData(events, 'CallFailed')!;
         assert.deepEqual([failed.code, failed.reason], ['processing_timeout', 'processing_timeout']);
         await eventually(async () => {
-          const team = (await h.admin('GET', `/api/admin/teams/${teamId}`)).json<{ capacity: { remainingMinutes: number; reservedCalls: number } }>();
+          const team = (await h.admin('GET', `/api/admin/teams/${teamId}`)).json<{
+            capacity: { remainingMinutes: number; reservedCalls: number };
+          }>();
           assert.deepEqual([team.capacity.remainingMinutes, team.capacity.reservedCalls], [60, 0]);
         });
       } finally {
@@ -129,12 +165,20 @@ export const processorSuite = (name: string, factory: () => Promise<ProcessorBac
         await eventually(() => assert.ok(stalling.hits >= 1, 'the fetch started'));
         await h.stopProcessor();
         const atStop = (await backends.eventStore.readStream(`call-${callId}`)).map((e) => e.type);
-        assert.deepEqual(atStop, ['CallSubmitted', 'ProcessingStarted'], 'still pending when the first processor stopped');
+        assert.deepEqual(
+          atStop,
+          ['CallSubmitted', 'ProcessingStarted'],
+          'still pending when the first processor stopped',
+        );
         // The next processor is configured with a long timeout: only the recorded deadline can fail the call.
         await h.startProcessor({ processingTimeoutMs: 3_600_000 });
         const events = await h.callEvents(callId);
         assert.equal(eventData(events, 'CallFailed')!.code, 'processing_timeout');
-        assert.equal(Date.parse(eventData(events, 'CallFailed')!.at) >= Date.parse(eventData(events, 'ProcessingStarted')!.deadline), true);
+        assert.equal(
+          Date.parse(eventData(events, 'CallFailed')!.at) >=
+            Date.parse(eventData(events, 'ProcessingStarted')!.deadline),
+          true,
+        );
       } finally {
         await stalling.close();
         await h.stopProcessor();
@@ -143,7 +187,19 @@ export const processorSuite = (name: string, factory: () => Promise<ProcessorBac
     });
 
     test('a record that cannot be parsed goes to calls.dead-letter.v1 with the reason, and the consumer moves on', async () => {
-      await h.eventLog.publish(h.topics.callsSubmitted, [{ key: 'garbage-1', value: '{not json', headers: { ce_specversion: '1.0', ce_id: 'x', ce_type: 'call.submitted', ce_source: 'test', ce_time: new Date().toISOString() } }]);
+      await h.eventLog.publish(h.topics.callsSubmitted, [
+        {
+          key: 'garbage-1',
+          value: '{not json',
+          headers: {
+            ce_specversion: '1.0',
+            ce_id: 'x',
+            ce_type: 'call.submitted',
+            ce_source: 'test',
+            ce_time: new Date().toISOString(),
+          },
+        },
+      ]);
       await h.eventLog.publish(h.topics.callsSubmitted, [{ key: 'garbage-2', value: '{}', headers: {} }]);
       const callId = await submit({ transcript: TRANSCRIPT });
       await h.callEvents(callId);
@@ -163,10 +219,17 @@ export const processorSuite = (name: string, factory: () => Promise<ProcessorBac
       const callId = await submit({ transcript: TRANSCRIPT });
       await h.callEvents(callId);
       const record = (await h.submitted(callId)) as { key: string; value: string; headers: Record<string, string> };
-      await h.eventLog.publish(h.topics.callsSubmitted, [{ key: record.key, value: record.value, headers: record.headers }]);
+      await h.eventLog.publish(h.topics.callsSubmitted, [
+        { key: record.key, value: record.value, headers: record.headers },
+      ]);
       const marker = await submit({ transcript: TRANSCRIPT });
       await h.callEvents(marker); // processed after the duplicate, on whatever partition
-      await eventually(async () => assert.ok((await h.eventLog.read(h.topics.callsSubmitted, { limit: 100_000 })).filter((r) => r.key === callId).length === 2));
+      await eventually(async () =>
+        assert.ok(
+          (await h.eventLog.read(h.topics.callsSubmitted, { limit: 100_000 })).filter((r) => r.key === callId)
+            .length === 2,
+        ),
+      );
       const events = await backends.eventStore.readStream(`call-${callId}`);
       assert.deepEqual(
         events.map((e) => e.type),
@@ -190,7 +253,11 @@ export const processorSuite = (name: string, factory: () => Promise<ProcessorBac
         assert.equal(types.filter((t) => t === 'CallSubmitted').length, 1);
         assert.equal(types.filter((t) => t === 'ProcessingStarted').length, 1);
         assert.equal(types.filter((t) => t === 'AudioFetched').length, 1);
-        assert.match(eventData(events, 'CallFailed')?.code ?? '', /^transcription_/, 'the unreachable engine ends the call after its retries');
+        assert.match(
+          eventData(events, 'CallFailed')?.code ?? '',
+          /^transcription_/,
+          'the unreachable engine ends the call after its retries',
+        );
       } finally {
         await slow.close();
         await h.stopProcessor();
@@ -218,7 +285,10 @@ export const processorSuite = (name: string, factory: () => Promise<ProcessorBac
           const transcript = eventData(events, 'TranscriptRecorded')!;
           assert.equal(transcript.source, 'audio');
           const words = SPEECH_SAMPLE.keyWords.filter((w) => transcript.text.toLowerCase().includes(w));
-          assert.ok(words.length >= 3, `transcript "${transcript.text}" has too few of the spoken words ${SPEECH_SAMPLE.keyWords.join(', ')}`);
+          assert.ok(
+            words.length >= 3,
+            `transcript "${transcript.text}" has too few of the spoken words ${SPEECH_SAMPLE.keyWords.join(', ')}`,
+          );
           assert.ok(transcript.durationSeconds! > 1 && transcript.durationSeconds! < 10);
         } finally {
           await server.close();

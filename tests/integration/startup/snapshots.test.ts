@@ -53,7 +53,10 @@ const observed = (store: EventStore) => {
   const wrapped = overriding(store, {
     subscribeToAll: (options: SubscribeToAllOptions) => {
       seen.after.push(options.after ?? 0n);
-      return store.subscribeToAll({ ...options, handler: async (events) => ((seen.handed += events.length), options.handler(events)) });
+      return store.subscribeToAll({
+        ...options,
+        handler: async (events) => ((seen.handed += events.length), options.handler(events)),
+      });
     },
   });
   return { store: wrapped, seen };
@@ -62,7 +65,10 @@ const observed = (store: EventStore) => {
 /** The same store without its snapshots: what a start that folds the whole feed holds. */
 const withoutSnapshots = (store: EventStore) => overriding(store, { readSnapshot: async () => undefined });
 
-const callSubmitted = (callId: string, teamId: string, i: number) => ({ type: 'CallSubmitted', data: { callId, teamId, submittedAt: new Date(Date.UTC(2026, 10, 1, 0, 0, i)).toISOString() } });
+const callSubmitted = (callId: string, teamId: string, i: number) => ({
+  type: 'CallSubmitted',
+  data: { callId, teamId, submittedAt: new Date(Date.UTC(2026, 10, 1, 0, 0, i)).toISOString() },
+});
 
 for (const [name, open, skip] of [
   ['embedded', embedded, undefined],
@@ -74,12 +80,17 @@ for (const [name, open, skip] of [
       try {
         const writer = createTeamWriter(store);
         await writer.directory.start(store);
-        const teams = new TeamService({ repository: writer.repository, directory: writer.directory, keySecret: 'k'.repeat(40) });
+        const teams = new TeamService({
+          repository: writer.repository,
+          directory: writer.directory,
+          keySecret: 'k'.repeat(40),
+        });
         const teamId = await teams.createTeam({ name: 'Acme', ownerEmail: 'o@acme.test', capacityHours: 1000 });
         const { key } = await teams.issueKey(teamId, 'first');
         for (let i = 0; i < 200; i++) {
           await teams.reserve(teamId, `c${i}`, 3);
-          if (i % 2 === 0) await writer.repository.handle(teamId, { type: 'SettleCapacity', callId: `c${i}`, actualMinutes: 2 });
+          if (i % 2 === 0)
+            await writer.repository.handle(teamId, { type: 'SettleCapacity', callId: `c${i}`, actualMinutes: 2 });
         }
         await writer.directory.stop(); // stores the snapshot
         const snapshot = await store.readSnapshot('team-directory');
@@ -87,7 +98,11 @@ for (const [name, open, skip] of [
 
         // After the snapshot: another process revokes the first key, issues a second and reserves more.
         const other = createTeamWriter(store);
-        const otherTeams = new TeamService({ repository: other.repository, directory: other.directory, keySecret: 'k'.repeat(40) });
+        const otherTeams = new TeamService({
+          repository: other.repository,
+          directory: other.directory,
+          keySecret: 'k'.repeat(40),
+        });
         await other.directory.start(store);
         const keyId = (await otherTeams.load(teamId))!.apiKeys.keys().next().value!;
         await otherTeams.revokeKey(teamId, keyId);
@@ -103,15 +118,30 @@ for (const [name, open, skip] of [
 
         const reference = new TeamDirectory();
         await reference.start(withoutSnapshots(store));
-        assert.deepEqual(JSON.stringify(restarted.get(teamId)?.version), JSON.stringify(reference.get(teamId)?.version));
+        assert.deepEqual(
+          JSON.stringify(restarted.get(teamId)?.version),
+          JSON.stringify(reference.get(teamId)?.version),
+        );
         const view = (d: TeamDirectory) => {
           const state = d.team(teamId)!;
-          return { remaining: state.remainingMinutes, open: [...state.reservations.entries()].map(([k]) => k).sort(), keys: [...state.apiKeys.values()].map((k) => [k.keyId, k.revokedAt ?? null]) };
+          return {
+            remaining: state.remainingMinutes,
+            open: [...state.reservations.entries()].map(([k]) => k).sort(),
+            keys: [...state.apiKeys.values()].map((k) => [k.keyId, k.revokedAt ?? null]),
+          };
         };
         assert.deepEqual(view(restarted), view(reference));
-        const restartedService = new TeamService({ repository: createTeamWriter(store).repository, directory: restarted, keySecret: 'k'.repeat(40) });
+        const restartedService = new TeamService({
+          repository: createTeamWriter(store).repository,
+          directory: restarted,
+          keySecret: 'k'.repeat(40),
+        });
         assert.equal(restartedService.authenticate(key), undefined, 'the key revoked after the snapshot is refused');
-        assert.equal(restartedService.authenticate(second.key)?.teamId, teamId, 'the key issued after the snapshot works');
+        assert.equal(
+          restartedService.authenticate(second.key)?.teamId,
+          teamId,
+          'the key issued after the snapshot works',
+        );
         await Promise.all([restarted.stop(), reference.stop(), other.directory.stop()]);
       } finally {
         await close();
@@ -125,8 +155,17 @@ for (const [name, open, skip] of [
         const ids = Array.from({ length: 300 }, () => randomUUID());
         for (const [i, callId] of ids.entries()) {
           await store.append(`call-${callId}`, [callSubmitted(callId, teamId, i)]);
-          if (i % 3 !== 0) await store.append(`call-${callId}`, [{ type: 'ProcessingStarted', data: { deadline: '2026-11-01T01:00:00.000Z', at: '2026-11-01T00:00:00.000Z' } }]);
-          if (i % 3 === 1) await store.append(`call-${callId}`, [{ type: 'CallCompleted', data: { durationSeconds: 60, at: '2026-11-01T00:10:00.000Z' } }]);
+          if (i % 3 !== 0)
+            await store.append(`call-${callId}`, [
+              {
+                type: 'ProcessingStarted',
+                data: { deadline: '2026-11-01T01:00:00.000Z', at: '2026-11-01T00:00:00.000Z' },
+              },
+            ]);
+          if (i % 3 === 1)
+            await store.append(`call-${callId}`, [
+              { type: 'CallCompleted', data: { durationSeconds: 60, at: '2026-11-01T00:10:00.000Z' } },
+            ]);
         }
         const first = new OpenCalls();
         await first.start(store);
@@ -135,9 +174,16 @@ for (const [name, open, skip] of [
         assert.ok(snapshot && snapshot.position > 0n);
 
         // After the snapshot: some open calls finish, new ones arrive.
-        for (const callId of ids.filter((_, i) => i % 3 === 2).slice(0, 20)) await store.append(`call-${callId}`, [{ type: 'CallFailed', data: { code: 'processing_timeout', reason: 'late', at: '2026-11-01T02:00:00.000Z' } }]);
+        for (const callId of ids.filter((_, i) => i % 3 === 2).slice(0, 20))
+          await store.append(`call-${callId}`, [
+            {
+              type: 'CallFailed',
+              data: { code: 'processing_timeout', reason: 'late', at: '2026-11-01T02:00:00.000Z' },
+            },
+          ]);
         const fresh = Array.from({ length: 15 }, () => randomUUID());
-        for (const [i, callId] of fresh.entries()) await store.append(`call-${callId}`, [callSubmitted(callId, teamId, 1000 + i)]);
+        for (const [i, callId] of fresh.entries())
+          await store.append(`call-${callId}`, [callSubmitted(callId, teamId, 1000 + i)]);
 
         const { store: watched, seen } = observed(store);
         const opened: string[] = [];
@@ -151,8 +197,14 @@ for (const [name, open, skip] of [
         const sorted = (calls: OpenCalls) => calls.all().sort((a, b) => a.callId.localeCompare(b.callId));
         assert.deepEqual(sorted(restarted), sorted(reference));
         assert.equal(restarted.all().length, 300 - 100 - 20 + 15);
-        assert.ok(restarted.all().some((call) => call.deadline === '2026-11-01T01:00:00.000Z'), 'deadlines come back from the snapshot');
-        assert.ok(fresh.every((id) => opened.includes(id)), 'calls submitted after the snapshot are announced');
+        assert.ok(
+          restarted.all().some((call) => call.deadline === '2026-11-01T01:00:00.000Z'),
+          'deadlines come back from the snapshot',
+        );
+        assert.ok(
+          fresh.every((id) => opened.includes(id)),
+          'calls submitted after the snapshot are announced',
+        );
         await Promise.all([restarted.stop(), reference.stop()]);
       } finally {
         await close();

@@ -62,11 +62,14 @@ before(async () => {
     const answer = async () => {
       const contentType = req.headers['content-type'] ?? '';
       const form = contentType.startsWith('multipart/form-data')
-        ? await new Response(Buffer.concat(chunks), { headers: { 'content-type': contentType } }).formData().catch(() => undefined)
+        ? await new Response(Buffer.concat(chunks), { headers: { 'content-type': contentType } })
+            .formData()
+            .catch(() => undefined)
         : undefined;
       const entry: Seen = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, form };
       seen.push(entry);
-      if (entry.method !== 'POST' || entry.path !== '/v1/audio/transcriptions') return json(res, 404, { detail: 'Not Found' });
+      if (entry.method !== 'POST' || entry.path !== '/v1/audio/transcriptions')
+        return json(res, 404, { detail: 'Not Found' });
       const problem = validRequest(entry);
       if (problem) return json(res, 400, { error: { message: problem, type: 'invalid_request_error' } });
       respond(entry, res);
@@ -82,7 +85,14 @@ after(async () => {
 });
 beforeEach(() => {
   seen = [];
-  respond = (_req, res) => json(res, 200, { task: 'transcribe', language: 'english', duration: 12.5, text: ' Hello, this is Dana from Acme. ', segments: [] });
+  respond = (_req, res) =>
+    json(res, 200, {
+      task: 'transcribe',
+      language: 'english',
+      duration: 12.5,
+      text: ' Hello, this is Dana from Acme. ',
+      segments: [],
+    });
 });
 
 const transcriber = (overrides: Partial<Parameters<typeof createOpenAiTranscriber>[0]> = {}) =>
@@ -98,7 +108,12 @@ const rejection = async (promise: Promise<unknown>): Promise<unknown> => {
 };
 
 /** Rejects with a StepError of this code and retriability whose text never holds the API key. */
-const rejectsWith = async (promise: Promise<unknown>, code: string, retriable: boolean, message?: RegExp): Promise<StepError> => {
+const rejectsWith = async (
+  promise: Promise<unknown>,
+  code: string,
+  retriable: boolean,
+  message?: RegExp,
+): Promise<StepError> => {
   const error = await rejection(promise);
   assert.ok(isStepError(error), `expected a StepError, got ${String(error)}`);
   assert.equal(error.code, code, error.message);
@@ -110,7 +125,11 @@ const rejectsWith = async (promise: Promise<unknown>, code: string, retriable: b
 
 test('200: the transcript and duration come from the verbose_json answer', async () => {
   const result = await transcriber().transcribe({ audioPath: recording, contentType: 'audio/wav' });
-  assert.deepEqual(result, { text: 'Hello, this is Dana from Acme.', durationSeconds: 12.5, engine: 'openai:whisper-1' });
+  assert.deepEqual(result, {
+    text: 'Hello, this is Dana from Acme.',
+    durationSeconds: 12.5,
+    engine: 'openai:whisper-1',
+  });
 });
 
 test('200: the verbose_json segments are kept as timed segments (text trimmed, speaker when the server names one, odd entries skipped)', async () => {
@@ -120,7 +139,18 @@ test('200: the verbose_json segments are kept as timed segments (text trimmed, s
       duration: 9.5,
       text: ' Hi Dana. Hi Sam, thanks. ',
       segments: [
-        { id: 0, seek: 0, start: 0.0, end: 2.4, text: ' Hi Dana.', tokens: [1, 2], temperature: 0, avg_logprob: -0.2, compression_ratio: 1.1, no_speech_prob: 0.01 },
+        {
+          id: 0,
+          seek: 0,
+          start: 0.0,
+          end: 2.4,
+          text: ' Hi Dana.',
+          tokens: [1, 2],
+          temperature: 0,
+          avg_logprob: -0.2,
+          compression_ratio: 1.1,
+          no_speech_prob: 0.01,
+        },
         { id: 1, seek: 0, start: 2.6, end: 5.25, text: ' Hi Sam, thanks.', speaker: 'B' },
         { id: 2, start: 'soon', end: null, text: ' untimed' },
         { id: 3, start: 6, end: 7, text: '   ' },
@@ -153,7 +183,9 @@ test('the request is a multipart POST with the file as uploaded, model whisper-1
 });
 
 test('a base URL ending in /v1/ and another model reach the same endpoint with that model', async () => {
-  const result = await transcriber({ url: `${baseUrl}/v1/`, model: 'Systran/faster-whisper-small' }).transcribe({ audioPath: recording });
+  const result = await transcriber({ url: `${baseUrl}/v1/`, model: 'Systran/faster-whisper-small' }).transcribe({
+    audioPath: recording,
+  });
   assert.equal(seen[0]!.path, '/v1/audio/transcriptions');
   assert.equal(seen[0]!.form!.get('model'), 'Systran/faster-whisper-small');
   assert.equal(result.engine, 'openai:Systran/faster-whisper-small');
@@ -179,28 +211,62 @@ test('an answer without duration: the real length is measured locally', async ()
 
 test('401 is transcription_rejected (terminal) and the key the server echoes is scrubbed', async () => {
   respond = (req, res) =>
-    json(res, 401, { error: { message: `Incorrect API key provided: ${String(req.headers.authorization).slice(7)}.`, type: 'invalid_request_error', code: 'invalid_api_key' } });
-  await rejectsWith(transcriber().transcribe({ audioPath: recording }), 'transcription_rejected', false, /HTTP 401.*Incorrect API key provided: \[redacted\]/);
+    json(res, 401, {
+      error: {
+        message: `Incorrect API key provided: ${String(req.headers.authorization).slice(7)}.`,
+        type: 'invalid_request_error',
+        code: 'invalid_api_key',
+      },
+    });
+  await rejectsWith(
+    transcriber().transcribe({ audioPath: recording }),
+    'transcription_rejected',
+    false,
+    /HTTP 401.*Incorrect API key provided: \[redacted\]/,
+  );
 });
 
 test('400 from the server (e.g. an unknown model) is transcription_rejected (terminal) quoting the server', async () => {
-  respond = (_req, res) => json(res, 400, { error: { message: 'The model `nope` does not exist', type: 'invalid_request_error' } });
-  await rejectsWith(transcriber({ model: 'nope' }).transcribe({ audioPath: recording }), 'transcription_rejected', false, /does not exist/);
+  respond = (_req, res) =>
+    json(res, 400, { error: { message: 'The model `nope` does not exist', type: 'invalid_request_error' } });
+  await rejectsWith(
+    transcriber({ model: 'nope' }).transcribe({ audioPath: recording }),
+    'transcription_rejected',
+    false,
+    /does not exist/,
+  );
 });
 
 test('404 is transcription_rejected (terminal) and points at TRANSCRIBE_URL', async () => {
-  await rejectsWith(transcriber({ url: `${baseUrl}/not-openai` }).transcribe({ audioPath: recording }), 'transcription_rejected', false, /TRANSCRIBE_URL/);
+  await rejectsWith(
+    transcriber({ url: `${baseUrl}/not-openai` }).transcribe({ audioPath: recording }),
+    'transcription_rejected',
+    false,
+    /TRANSCRIBE_URL/,
+  );
 });
 
 test('429 is transcription_rate_limited (retriable) with the Retry-After', async () => {
-  respond = (_req, res) => json(res, 429, { error: { message: 'Rate limit reached for whisper-1' } }, { 'retry-after': '20' });
-  await rejectsWith(transcriber().transcribe({ audioPath: recording }), 'transcription_rate_limited', true, /Retry-After 20/);
+  respond = (_req, res) =>
+    json(res, 429, { error: { message: 'Rate limit reached for whisper-1' } }, { 'retry-after': '20' });
+  await rejectsWith(
+    transcriber().transcribe({ audioPath: recording }),
+    'transcription_rate_limited',
+    true,
+    /Retry-After 20/,
+  );
 });
 
 test('500 and 503 are transcription_failed (retriable)', async () => {
   for (const status of [500, 503]) {
-    respond = (_req, res) => json(res, status, { error: { message: 'The server had an error while processing your request.' } });
-    await rejectsWith(transcriber().transcribe({ audioPath: recording }), 'transcription_failed', true, new RegExp(`HTTP ${status}`));
+    respond = (_req, res) =>
+      json(res, status, { error: { message: 'The server had an error while processing your request.' } });
+    await rejectsWith(
+      transcriber().transcribe({ audioPath: recording }),
+      'transcription_failed',
+      true,
+      new RegExp(`HTTP ${status}`),
+    );
   }
 });
 
@@ -223,7 +289,11 @@ test('a 200 that is not a transcription is transcription_failed (retriable)', as
 test('no answer within timeoutMs is transcription_timeout (retriable)', async () => {
   respond = () => {}; // holds the request open
   const started = performance.now();
-  await rejectsWith(transcriber({ timeoutMs: 300 }).transcribe({ audioPath: recording }), 'transcription_timeout', true);
+  await rejectsWith(
+    transcriber({ timeoutMs: 300 }).transcribe({ audioPath: recording }),
+    'transcription_timeout',
+    true,
+  );
   assert.ok(performance.now() - started < 2_000);
 });
 
@@ -232,7 +302,12 @@ test('an unreachable server is transcription_failed (retriable)', async () => {
   await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
   const port = (closed.address() as AddressInfo).port;
   await new Promise((resolve) => closed.close(resolve));
-  await rejectsWith(transcriber({ url: `http://127.0.0.1:${port}` }).transcribe({ audioPath: recording }), 'transcription_failed', true, /could not be reached/);
+  await rejectsWith(
+    transcriber({ url: `http://127.0.0.1:${port}` }).transcribe({ audioPath: recording }),
+    'transcription_failed',
+    true,
+    /could not be reached/,
+  );
 });
 
 test("an aborted signal rejects with the signal's reason, not a StepError", async () => {

@@ -13,12 +13,18 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { type EmbeddedPipeline, openEmbeddedPipeline } from '../../support/embedded-pipeline.ts';
 import { audioServer, eventData } from '../../support/pipeline-harness.ts';
-import { localTranscriptionRequired, missingForLocalTranscription, SPEECH_SAMPLE, synthesizeSpeech } from '../../support/speech.ts';
+import {
+  localTranscriptionRequired,
+  missingForLocalTranscription,
+  SPEECH_SAMPLE,
+  synthesizeSpeech,
+} from '../../support/speech.ts';
 import { tempDir } from '../../support/temp-dir.ts';
 
 const missing = await missingForLocalTranscription();
 if (missing && localTranscriptionRequired()) {
-  test('the local transcription engine and espeak-ng are installed (REQUIRE_LOCAL_TRANSCRIPTION=1)', () => assert.fail(missing));
+  test('the local transcription engine and espeak-ng are installed (REQUIRE_LOCAL_TRANSCRIPTION=1)', () =>
+    assert.fail(missing));
 }
 
 describe('an audio call on the local engine: timed segments', { skip: missing ? `skipped: ${missing}` : false }, () => {
@@ -34,8 +40,24 @@ describe('an audio call on the local engine: timed segments', { skip: missing ? 
     await synthesizeSpeech(SPEECH_SAMPLE.text, first);
     await synthesizeSpeech('please send the contract tomorrow', second);
     const joined = spawnSync('ffmpeg', [
-      '-nostdin', '-loglevel', 'error', '-i', first, '-f', 'lavfi', '-t', '1.5', '-i', 'anullsrc=r=22050:cl=mono', '-i', second,
-      '-filter_complex', '[0:a][1:a][2:a]concat=n=3:v=0:a=1', '-c:a', 'pcm_s16le', both,
+      '-nostdin',
+      '-loglevel',
+      'error',
+      '-i',
+      first,
+      '-f',
+      'lavfi',
+      '-t',
+      '1.5',
+      '-i',
+      'anullsrc=r=22050:cl=mono',
+      '-i',
+      second,
+      '-filter_complex',
+      '[0:a][1:a][2:a]concat=n=3:v=0:a=1',
+      '-c:a',
+      'pcm_s16le',
+      both,
     ]);
     assert.equal(joined.status, 0, String(joined.stderr));
     recording = await readFile(both);
@@ -67,11 +89,19 @@ describe('an audio call on the local engine: timed segments', { skip: missing ? 
         assert.ok(s.start >= previousEnd && s.end > s.start, `segments out of order: ${JSON.stringify(segments)}`);
         previousEnd = s.end;
       }
-      assert.ok(previousEnd <= transcript.durationSeconds!, `the last segment ends at ${previousEnd}, after the audio (${transcript.durationSeconds} s)`);
+      assert.ok(
+        previousEnd <= transcript.durationSeconds!,
+        `the last segment ends at ${previousEnd}, after the audio (${transcript.durationSeconds} s)`,
+      );
       // The pause: the second sentence starts over a second after the first ends.
       assert.ok(segments.at(-1)!.start! - segments[0]!.end! > 1, JSON.stringify(segments));
 
-      const get = (format: string) => h.ingress.app.inject({ method: 'GET', url: `/api/calls/${callId}/transcript?format=${format}`, headers: { 'x-api-key': key } });
+      const get = (format: string) =>
+        h.ingress.app.inject({
+          method: 'GET',
+          url: `/api/calls/${callId}/transcript?format=${format}`,
+          headers: { 'x-api-key': key },
+        });
       const json = await get('json');
       assert.equal(json.statusCode, 200, json.body);
       assert.deepEqual(json.json(), { callId, segments, text: transcript.text });
@@ -79,7 +109,10 @@ describe('an audio call on the local engine: timed segments', { skip: missing ? 
       assert.equal(vtt.statusCode, 200, vtt.body);
       assert.match(String(vtt.headers['content-type']), /^text\/vtt/);
       assert.equal(vtt.body.split('\n')[0], 'WEBVTT');
-      assert.equal((vtt.body.match(/^\d{2}:\d{2}:\d{2}\.\d{3} --> \d{2}:\d{2}:\d{2}\.\d{3}$/gm) ?? []).length, segments.length);
+      assert.equal(
+        (vtt.body.match(/^\d{2}:\d{2}:\d{2}\.\d{3} --> \d{2}:\d{2}:\d{2}\.\d{3}$/gm) ?? []).length,
+        segments.length,
+      );
     } finally {
       await server.close();
     }

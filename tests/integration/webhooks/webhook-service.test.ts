@@ -37,7 +37,10 @@ describe('webhooks on the real service: deliveries across kill -9, and the admin
   const admin = async (method: string, path: string, body?: unknown) => {
     const res = await fetch(`${service!.url}${path}`, {
       method,
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        authorization: `Bearer ${ADMIN_TOKEN}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
     assert.ok(res.ok, `${method} ${path}: ${res.status}`);
@@ -55,13 +58,25 @@ describe('webhooks on the real service: deliveries across kill -9, and the admin
   });
 
   test('every accepted call is delivered after a restart, once the receiver answers', async () => {
-    const { teamId } = (await admin('POST', '/api/admin/teams', { name: 'Kill', ownerEmail: 'owner@kill.test', capacityHours: 100 })) as { teamId: string };
+    const { teamId } = (await admin('POST', '/api/admin/teams', {
+      name: 'Kill',
+      ownerEmail: 'owner@kill.test',
+      capacityHours: 100,
+    })) as { teamId: string };
     const { key } = (await admin('POST', `/api/admin/teams/${teamId}/keys`, {})) as { key: string };
-    const { webhookId, secret } = (await admin('POST', `/api/admin/teams/${teamId}/webhooks`, { url: receiver.url('/kill'), events: ['call.completed'] })) as {
+    const { webhookId, secret } = (await admin('POST', `/api/admin/teams/${teamId}/webhooks`, {
+      url: receiver.url('/kill'),
+      events: ['call.completed'],
+    })) as {
       webhookId: string;
       secret: string;
     };
-    await eventually(async () => assert.equal(((await admin('GET', `/api/admin/teams/${teamId}/webhooks`)) as { webhooks: unknown[] }).webhooks.length, 1));
+    await eventually(async () =>
+      assert.equal(
+        ((await admin('GET', `/api/admin/teams/${teamId}/webhooks`)) as { webhooks: unknown[] }).webhooks.length,
+        1,
+      ),
+    );
 
     const callIds: string[] = [];
     for (let i = 0; i < CALLS; i++) {
@@ -98,35 +113,78 @@ describe('webhooks on the real service: deliveries across kill -9, and the admin
     assert.equal(ids.size, CALLS, 'one webhook-id per call, the same across its attempts');
     // One delivery per call, none queued twice, all delivered.
     await eventually(async () => {
-      const listing = (await admin('GET', `/api/admin/teams/${teamId}/webhooks/${webhookId}/deliveries?limit=100`)) as { deliveries: Array<{ status: string }> };
-      assert.deepEqual(listing.deliveries.map((d) => d.status), Array.from({ length: CALLS }, () => 'delivered'));
+      const listing = (await admin('GET', `/api/admin/teams/${teamId}/webhooks/${webhookId}/deliveries?limit=100`)) as {
+        deliveries: Array<{ status: string }>;
+      };
+      assert.deepEqual(
+        listing.deliveries.map((d) => d.status),
+        Array.from({ length: CALLS }, () => 'delivered'),
+      );
     });
   });
 
   test('npm run admin -- webhook create, list, test, deliveries, rotate-secret, redeliver, delete', async () => {
     const cli = async (...args: string[]) => {
-      const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'services/admin-cli.ts', ...args], {
-        cwd: root,
-        env: { ...process.env, API_URL: service!.url, ADMIN_TOKEN },
-      });
+      const { stdout } = await promisify(execFile)(
+        process.execPath,
+        ['--import', 'tsx', 'services/admin-cli.ts', ...args],
+        {
+          cwd: root,
+          env: { ...process.env, API_URL: service!.url, ADMIN_TOKEN },
+        },
+      );
       return stdout.trim() === 'deleted' ? {} : (JSON.parse(stdout) as Record<string, unknown>);
     };
-    const { teamId } = (await admin('POST', '/api/admin/teams', { name: 'CLI', ownerEmail: 'owner@cli.test', capacityHours: 1 })) as { teamId: string };
-    const created = await cli('webhook', 'create', '--team', teamId, '--url', receiver.url('/cli'), '--events', 'call.completed,call.failed');
+    const { teamId } = (await admin('POST', '/api/admin/teams', {
+      name: 'CLI',
+      ownerEmail: 'owner@cli.test',
+      capacityHours: 1,
+    })) as { teamId: string };
+    const created = await cli(
+      'webhook',
+      'create',
+      '--team',
+      teamId,
+      '--url',
+      receiver.url('/cli'),
+      '--events',
+      'call.completed,call.failed',
+    );
     assert.deepEqual(created.events, ['call.completed', 'call.failed']);
     const webhookId = String(created.webhookId);
-    await eventually(async () => assert.equal(((await cli('webhook', 'list', '--team', teamId)).webhooks as unknown[]).length, 1), { timeoutMs: 20_000, intervalMs: 200 });
+    await eventually(
+      async () => assert.equal(((await cli('webhook', 'list', '--team', teamId)).webhooks as unknown[]).length, 1),
+      { timeoutMs: 20_000, intervalMs: 200 },
+    );
     const { eventId } = await cli('webhook', 'test', '--team', teamId, '--webhook', webhookId);
     const [got] = await receiver.waitFor(1, (r) => r.path === '/cli');
     assert.equal(got!.headers['webhook-id'], eventId);
     new Webhook(String(created.secret)).verify(got!.body, got!.headers as Record<string, string>);
-    const listing = await cli('webhook', 'deliveries', '--team', teamId, '--webhook', webhookId, '--status', 'delivered');
+    const listing = await cli(
+      'webhook',
+      'deliveries',
+      '--team',
+      teamId,
+      '--webhook',
+      webhookId,
+      '--status',
+      'delivered',
+    );
     const [delivery] = listing.deliveries as Array<{ deliveryId: string; eventId: string }>;
     assert.equal(delivery?.eventId, eventId);
-    assert.match(String((await cli('webhook', 'rotate-secret', '--team', teamId, '--webhook', webhookId)).secret), /^whsec_/);
-    assert.deepEqual(await cli('webhook', 'redeliver', '--team', teamId, '--webhook', webhookId, '--delivery', delivery!.deliveryId), { deliveryId: delivery!.deliveryId });
+    assert.match(
+      String((await cli('webhook', 'rotate-secret', '--team', teamId, '--webhook', webhookId)).secret),
+      /^whsec_/,
+    );
+    assert.deepEqual(
+      await cli('webhook', 'redeliver', '--team', teamId, '--webhook', webhookId, '--delivery', delivery!.deliveryId),
+      { deliveryId: delivery!.deliveryId },
+    );
     await receiver.waitFor(2, (r) => r.path === '/cli');
     await cli('webhook', 'delete', '--team', teamId, '--webhook', webhookId);
-    await eventually(async () => assert.equal(((await cli('webhook', 'list', '--team', teamId)).webhooks as unknown[]).length, 0), { timeoutMs: 20_000, intervalMs: 200 });
+    await eventually(
+      async () => assert.equal(((await cli('webhook', 'list', '--team', teamId)).webhooks as unknown[]).length, 0),
+      { timeoutMs: 20_000, intervalMs: 200 },
+    );
   });
 });

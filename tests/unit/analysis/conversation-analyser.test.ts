@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Value } from '@sinclair/typebox/value';
-import { analyseTranscript, createConversationAnalyser } from '../../../shared/adapters/analysis/conversation-analyser.ts';
+import {
+  analyseTranscript,
+  createConversationAnalyser,
+} from '../../../shared/adapters/analysis/conversation-analyser.ts';
 import { AnalysisSchema, type Analysis } from '../../../shared/ports/analyser.ts';
 import { isStepError } from '../../../shared/ports/step-error.ts';
 import { POOR_CALL, SALES_CALL, words } from './fixtures.ts';
@@ -10,13 +13,24 @@ import { POOR_CALL, SALES_CALL, words } from './fixtures.ts';
 const assertEvidenceInTranscript = (analysis: Analysis, transcript: string) => {
   for (const insight of analysis.insights) {
     const quoted = insight.evidence.endsWith('…') ? insight.evidence.slice(0, -1) : insight.evidence;
-    assert.ok(quoted.length > 0 && transcript.includes(quoted), `${insight.code}: "${insight.evidence}" is not in the transcript`);
+    assert.ok(
+      quoted.length > 0 && transcript.includes(quoted),
+      `${insight.code}: "${insight.evidence}" is not in the transcript`,
+    );
   }
 };
 
 test('worked example: a well-run discovery call with Dana scores 85–100, and every figure is as documented', () => {
-  const analysis = analyseTranscript({ transcript: SALES_CALL, repName: 'Alex Kim', repEmail: 'alex@acme.io', callTitle: 'Acme <> Dana' });
-  assert.ok(Value.Check(AnalysisSchema, analysis), [...Value.Errors(AnalysisSchema, analysis)].map((e) => `${e.path} ${e.message}`).join('; '));
+  const analysis = analyseTranscript({
+    transcript: SALES_CALL,
+    repName: 'Alex Kim',
+    repEmail: 'alex@acme.io',
+    callTitle: 'Acme <> Dana',
+  });
+  assert.ok(
+    Value.Check(AnalysisSchema, analysis),
+    [...Value.Errors(AnalysisSchema, analysis)].map((e) => `${e.path} ${e.message}`).join('; '),
+  );
   assert.ok(analysis.score >= 85 && analysis.score <= 100, `score ${analysis.score}`);
   assert.equal(analysis.title, 'Pricing objection and next steps with Dana');
   assert.equal(
@@ -44,7 +58,10 @@ test('worked example: a well-run discovery call with Dana scores 85–100, and e
     analysis.insights.find((i) => i.code === 'next_steps_agreed')?.evidence,
     "As a next step, I'll send you a proposal for the pilot by Friday, and let's schedule a call with your VP next Tuesday at 2pm.",
   );
-  assert.equal(analysis.insights.find((i) => i.code === 'objection_handled')?.evidence, "That sounds useful, but I'm worried about the price.");
+  assert.equal(
+    analysis.insights.find((i) => i.code === 'objection_handled')?.evidence,
+    "That sounds useful, but I'm worried about the price.",
+  );
   assertEvidenceInTranscript(analysis, SALES_CALL);
 });
 
@@ -52,14 +69,23 @@ test('worked example: a pitch-heavy call that ignores two objections and sets no
   const analysis = analyseTranscript({ transcript: POOR_CALL, repName: 'Sam Lee' });
   assert.ok(analysis.score >= 10 && analysis.score <= 35, `score ${analysis.score}`);
   assert.equal(analysis.title, 'Timing objection with Jordan');
-  assert.match(analysis.summary, /Jordan raised 2 objections \(timing and pricing\); none was answered\. No next step was agreed\./);
+  assert.match(
+    analysis.summary,
+    /Jordan raised 2 objections \(timing and pricing\); none was answered\. No next step was agreed\./,
+  );
   assert.deepEqual(
     analysis.insights.filter((i) => i.kind === 'improvement').map((i) => i.code),
     ['questions_few', 'next_steps_missing', 'objection_unanswered', 'talk_ratio_high', 'filler_words_high'],
     'improvements ordered by what they cost the score',
   );
-  assert.equal(analysis.insights.find((i) => i.code === 'objection_unanswered')?.evidence, 'Honestly the timing is not great.');
-  assert.equal(analysis.insights.find((i) => i.code === 'filler_words_high')?.evidence, 'Um, so, basically I wanted to, like, walk you through our platform today.');
+  assert.equal(
+    analysis.insights.find((i) => i.code === 'objection_unanswered')?.evidence,
+    'Honestly the timing is not great.',
+  );
+  assert.equal(
+    analysis.insights.find((i) => i.code === 'filler_words_high')?.evidence,
+    'Um, so, basically I wanted to, like, walk you through our platform today.',
+  );
   assertEvidenceInTranscript(analysis, POOR_CALL);
 });
 
@@ -70,17 +96,23 @@ test('deterministic: the same input gives the same output, call after call and a
   assert.deepEqual(analyseTranscript({ transcript: POOR_CALL }), analyseTranscript({ transcript: POOR_CALL }));
 });
 
-test('title rule 1: the integrator\'s callTitle is never the title, nor changes the analysis', () => {
+test("title rule 1: the integrator's callTitle is never the title, nor changes the analysis", () => {
   const without = analyseTranscript({ transcript: SALES_CALL });
   const withTitle = analyseTranscript({ transcript: SALES_CALL, callTitle: 'Outbound - Connected - Interested' });
   assert.deepEqual(withTitle, without);
   assert.notEqual(withTitle.title, 'Outbound - Connected - Interested');
 });
 
-test('title: the prospect\'s name as labelled and the dominant objection or topic; fallbacks', () => {
+test("title: the prospect's name as labelled and the dominant objection or topic; fallbacks", () => {
   const table: [transcript: string, title: string][] = [
-    ['Alex: Let me show you the demo.\nDana Reyes: Can the demo show the dashboard?\nAlex: Yes.', 'Product demo with Dana Reyes'],
-    ["Alex: Let's review security.\nLEE PARK: We need SOC 2 and SSO.\nAlex: I'll send you our security pack on Monday.", 'Security review and next steps with Lee Park'],
+    [
+      'Alex: Let me show you the demo.\nDana Reyes: Can the demo show the dashboard?\nAlex: Yes.',
+      'Product demo with Dana Reyes',
+    ],
+    [
+      "Alex: Let's review security.\nLEE PARK: We need SOC 2 and SSO.\nAlex: I'll send you our security pack on Monday.",
+      'Security review and next steps with Lee Park',
+    ],
     ['Rep: Hi there.\nDana: We already use Gong for this.\nRep: Got it.', 'Competitor objection with Dana'],
     ['Rep: Hi there.\nDana: Good, thanks.\nRep: Great.', 'Sales conversation with Dana'],
     ['Speaker 1: Hi there.\nSpeaker 2: Good, thanks.', 'Sales call'],
@@ -98,7 +130,14 @@ test('title: the prospect is the non-rep speaker who said most, whichever label 
 
 test('insights: 2 to 6, each quoting a line really in the transcript, for labelled, plain, VTT and tiny transcripts', () => {
   const vtt = `WEBVTT\n\n1\n00:00:01.000 --> 00:00:05.000\n<v Alex>What is your biggest challenge with onboarding today?\n\n2\n00:00:05.000 --> 00:00:09.000\n<v Dana>Honestly it takes too long, and the price of our current tool is too high.\n\n3\n00:00:09.000 --> 00:00:12.000\n<v Alex>That makes sense, our pilot plan fixes both. Can I send you the pricing on Friday?`;
-  for (const transcript of [SALES_CALL, POOR_CALL, SALES_CALL.replace(/^\w+: /gm, ''), vtt, 'Hi.', 'Rep: Hi?\nDana: Yes.']) {
+  for (const transcript of [
+    SALES_CALL,
+    POOR_CALL,
+    SALES_CALL.replace(/^\w+: /gm, ''),
+    vtt,
+    'Hi.',
+    'Rep: Hi?\nDana: Yes.',
+  ]) {
     const analysis = analyseTranscript({ transcript });
     assert.ok(analysis.insights.length >= 2 && analysis.insights.length <= 6, `${analysis.insights.length} insights`);
     assert.ok(Value.Check(AnalysisSchema, analysis), transcript);
@@ -119,7 +158,10 @@ test('plain unlabelled text: no speakers, no talk_ratio, longest_monologue or ob
   const plain = SALES_CALL.replace(/^\w+: /gm, '');
   const analysis = analyseTranscript({ transcript: plain });
   assert.equal(analysis.speakers, undefined);
-  assert.deepEqual(analysis.components.map((c) => c.name), ['questions_asked', 'filler_words', 'next_steps']);
+  assert.deepEqual(
+    analysis.components.map((c) => c.name),
+    ['questions_asked', 'filler_words', 'next_steps'],
+  );
   assert.equal(analysis.title, 'Pricing discussion and next steps');
   assert.match(analysis.summary, /^An unlabelled transcript of 372 words about pricing and integrations\./);
 });
@@ -127,14 +169,24 @@ test('plain unlabelled text: no speakers, no talk_ratio, longest_monologue or ob
 test('the same call as WebVTT or SRT analyses like its labelled text', () => {
   const lines = SALES_CALL.split('\n');
   const vtt = `WEBVTT\n\n${lines.map((l, i) => `${i + 1}\n00:00:${String(i).padStart(2, '0')}.000 --> 00:00:${String(i).padStart(2, '0')}.900\n${l.replace(/^(\w+): /, '<v $1>')}`).join('\n\n')}\n`;
-  const srt = lines.map((l, i) => `${i + 1}\n00:00:${String(i).padStart(2, '0')},000 --> 00:00:${String(i).padStart(2, '0')},900\n${l}`).join('\n\n');
+  const srt = lines
+    .map(
+      (l, i) => `${i + 1}\n00:00:${String(i).padStart(2, '0')},000 --> 00:00:${String(i).padStart(2, '0')},900\n${l}`,
+    )
+    .join('\n\n');
   const expected = analyseTranscript({ transcript: SALES_CALL, repName: 'Alex' });
   assert.deepEqual(analyseTranscript({ transcript: vtt, repName: 'Alex' }), expected);
   assert.deepEqual(analyseTranscript({ transcript: srt, repName: 'Alex' }), expected);
 });
 
 test('decision: a transcript with no words after cleaning is the terminal StepError transcript_empty', async () => {
-  for (const transcript of ['', '   \n\n', 'WEBVTT\n\n00:00:01.000 --> 00:00:02.000\n\n', '1\n00:00:01,000 --> 00:00:02,000\n[00:00:01]\n', '...']) {
+  for (const transcript of [
+    '',
+    '   \n\n',
+    'WEBVTT\n\n00:00:01.000 --> 00:00:02.000\n\n',
+    '1\n00:00:01,000 --> 00:00:02,000\n[00:00:01]\n',
+    '...',
+  ]) {
     await assert.rejects(createConversationAnalyser().analyse({ transcript }), (error: unknown) => {
       assert.ok(isStepError(error));
       assert.deepEqual([error.code, error.retriable], ['transcript_empty', false]);
@@ -154,7 +206,10 @@ test('a very short transcript is analysed, and says it carries little informatio
 test('an aborted signal rejects with its reason before any work', async () => {
   const controller = new AbortController();
   controller.abort(new Error('shutting down'));
-  await assert.rejects(createConversationAnalyser().analyse({ transcript: SALES_CALL }, { signal: controller.signal }), /shutting down/);
+  await assert.rejects(
+    createConversationAnalyser().analyse({ transcript: SALES_CALL }, { signal: controller.signal }),
+    /shutting down/,
+  );
 });
 
 test('pathological 500 KB inputs each finish in under two seconds (times reported): unclosed tags, whitespace runs, one huge line, tiny turns', (t) => {

@@ -9,21 +9,38 @@ import {
   questionTarget,
   talkRatioScore,
 } from '../../../shared/adapters/analysis/conversation-analyser.ts';
-import { fillerWords, isOpenQuestion, isQuestion, nextStepSignals, objectionsIn } from '../../../shared/adapters/analysis/conversation-signals.ts';
+import {
+  fillerWords,
+  isOpenQuestion,
+  isQuestion,
+  nextStepSignals,
+  objectionsIn,
+} from '../../../shared/adapters/analysis/conversation-signals.ts';
 import type { Analysis } from '../../../shared/ports/analyser.ts';
 import { words } from './fixtures.ts';
 
 const component = (analysis: Analysis, name: string) => analysis.components.find((c) => c.name === name);
-const analyse = (transcript: string, repName?: string) => analyseTranscript(repName ? { transcript, repName } : { transcript });
+const analyse = (transcript: string, repName?: string) =>
+  analyseTranscript(repName ? { transcript, repName } : { transcript });
 
 test('talk_ratio score: piecewise linear through (0,0) (30,80) (40,100) (60,100) (65,80) (100,0)', () => {
   const table: [ratio: number, score: number][] = [
-    [0, 0], [15, 40], [30, 80], [35, 90], [40, 100], [50, 100], [60, 100], [62.5, 90], [65, 80], [82.5, 40], [100, 0],
+    [0, 0],
+    [15, 40],
+    [30, 80],
+    [35, 90],
+    [40, 100],
+    [50, 100],
+    [60, 100],
+    [62.5, 90],
+    [65, 80],
+    [82.5, 40],
+    [100, 0],
   ];
   for (const [ratio, score] of table) assert.equal(talkRatioScore(ratio), score, `ratio ${ratio}%`);
 });
 
-test('talk_ratio from a transcript: the rep\'s share of labelled words', () => {
+test("talk_ratio from a transcript: the rep's share of labelled words", () => {
   const table: [rep: number, prospect: number, value: number, score: number][] = [
     [50, 50, 50, 100],
     [80, 20, 80, 46],
@@ -38,11 +55,14 @@ test('talk_ratio from a transcript: the rep\'s share of labelled words', () => {
 
 test('talk_ratio is omitted when speakers are not known, and the other weights are renormalised', () => {
   const analysis = analyse(`${words(30)}. What do you need?\nI will send you the deck on Friday.`);
-  assert.deepEqual(analysis.components.map((c) => [c.name, c.weight]), [
-    ['questions_asked', 0.4],
-    ['filler_words', 0.2],
-    ['next_steps', 0.4],
-  ]);
+  assert.deepEqual(
+    analysis.components.map((c) => [c.name, c.weight]),
+    [
+      ['questions_asked', 0.4],
+      ['filler_words', 0.2],
+      ['next_steps', 0.4],
+    ],
+  );
 });
 
 test('questions: a "?" sentence; with no "?" anywhere, a sentence opening with a question word; open ones invite more than yes/no', () => {
@@ -77,16 +97,30 @@ test('questions_asked score: min(100, 100·q/t) with t = clamp(ceil(W/250), 3, 1
   }
 });
 
-test('questions_asked counts only the rep\'s questions when speakers are known', () => {
-  const analysis = analyse('Alex: What matters most to you? How do you measure it?\nDana: Speed. What does it cost?\nAlex: It depends on seats.', 'Alex');
+test("questions_asked counts only the rep's questions when speakers are known", () => {
+  const analysis = analyse(
+    'Alex: What matters most to you? How do you measure it?\nDana: Speed. What does it cost?\nAlex: It depends on seats.',
+    'Alex',
+  );
   const c = component(analysis, 'questions_asked');
   assert.deepEqual([c?.value, c?.score], [2, 67]);
 });
 
 test('longest_monologue score: 100 up to 150 words, then −0.4 per word, 0 from 400', () => {
-  const table: [words: number, score: number][] = [[0, 100], [150, 100], [151, 100], [200, 80], [275, 50], [400, 0], [1000, 0]];
+  const table: [words: number, score: number][] = [
+    [0, 100],
+    [150, 100],
+    [151, 100],
+    [200, 80],
+    [275, 50],
+    [400, 0],
+    [1000, 0],
+  ];
   for (const [w, score] of table) assert.equal(monologueScore(w), score, `${w} words`);
-  const c = component(analyse(`Rep: ${words(100)}\nDana: ok\nRep: ${words(300)}\nDana: ${words(300)}`), 'longest_monologue');
+  const c = component(
+    analyse(`Rep: ${words(100)}\nDana: ok\nRep: ${words(300)}\nDana: ${words(300)}`),
+    'longest_monologue',
+  );
   assert.deepEqual([c?.value, c?.score], [300, 40]);
 });
 
@@ -102,10 +136,20 @@ test('filler words: um/uh/basically/actually always; like, you know, I mean only
 });
 
 test('filler_words score: 100 up to 1 per 100 rep words, −12.5 per extra one, 0 from 9', () => {
-  const table: [perHundred: number, score: number][] = [[0, 100], [1, 100], [3, 75], [5, 50], [9, 0], [20, 0]];
+  const table: [perHundred: number, score: number][] = [
+    [0, 100],
+    [1, 100],
+    [3, 75],
+    [5, 50],
+    [9, 0],
+    [20, 0],
+  ];
   for (const [rate, score] of table) assert.equal(fillerScore(rate), score, `${rate} per 100`);
-  const c = component(analyse(`Rep: um ${words(49)} basically ${words(49)}\nDana: um um um um ${words(10)}`), 'filler_words');
-  assert.deepEqual([c?.value, c?.score], [2, 88], '2 fillers in 100 rep words; the prospect\'s do not count');
+  const c = component(
+    analyse(`Rep: um ${words(49)} basically ${words(49)}\nDana: um um um um ${words(10)}`),
+    'filler_words',
+  );
+  assert.deepEqual([c?.value, c?.score], [2, 88], "2 fillers in 100 rep words; the prospect's do not count");
 });
 
 test('next steps: an action (send, schedule, follow up…) and a concrete time (weekday, date, tomorrow, 2pm…)', () => {
@@ -159,14 +203,20 @@ test('objections: price, timing, competitor, doubt — in that precedence; price
   for (const [sentence, categories] of table) assert.deepEqual(objectionsIn(sentence), categories, sentence);
 });
 
-test('objection_handling: answered when the very next turn is the rep\'s and asks back, or has ≥ 8 words that acknowledge or address it', () => {
+test("objection_handling: answered when the very next turn is the rep's and asks back, or has ≥ 8 words that acknowledge or address it", () => {
   const answer = 'Totally fair, most teams recover the cost within one quarter.';
   const table: [transcript: string, value: number | undefined][] = [
     [`Rep: Hello there.\nDana: It is too expensive.\nRep: ${answer}`, 100],
     ['Rep: Hello there.\nDana: It is too expensive.\nRep: I understand, many teams felt the same way at first.', 100],
-    ['Rep: Hello there.\nDana: Not a priority this quarter.\nRep: We can phase it in next quarter with a small group.', 100],
+    [
+      'Rep: Hello there.\nDana: Not a priority this quarter.\nRep: We can phase it in next quarter with a small group.',
+      100,
+    ],
     ['Rep: Hello there.\nDana: It is too expensive.\nRep: Okay. Moving on.', 0],
-    ['Rep: Hello there.\nDana: It is too expensive.\nRep: Okay. Anyway, the other thing is our mobile app for reps.', 0],
+    [
+      'Rep: Hello there.\nDana: It is too expensive.\nRep: Okay. Anyway, the other thing is our mobile app for reps.',
+      0,
+    ],
     ['Rep: Hello there.\nDana: It is too expensive.\nLee: I agree with Dana on that point, it really is.', 0],
     ['Rep: Hello there.\nDana: It is too expensive.\nRep: What budget works?', 100],
     ['Rep: Hello there.\nDana: It is too expensive.', 0],

@@ -13,12 +13,19 @@ test('no analyseUrl (absent or blank): the built-in conversation analyser', asyn
 });
 
 test('analyseUrl set: the OpenAI-compatible analyser for that model and host, the key kept out of describe()', () => {
-  const analyser = selectAnalyser({ analyseUrl: 'https://llm.internal:8443/v1', analyseModel: 'llama-3.1-8b', analyseApiKey: 'sk-secret-value' });
+  const analyser = selectAnalyser({
+    analyseUrl: 'https://llm.internal:8443/v1',
+    analyseModel: 'llama-3.1-8b',
+    analyseApiKey: 'sk-secret-value',
+  });
   assert.equal(analyser.describe(), 'OpenAI-compatible analyser (model llama-3.1-8b at https://llm.internal:8443)');
   assert.ok(!analyser.describe().includes('sk-secret-value'));
 });
 
 test('analyseUrl without analyseModel, or not an http(s) URL, fails at startup', () => {
-  assert.throws(() => selectAnalyser({ analyseUrl: 'https://llm.internal' }), /analyseModel \(ANALYSE_MODEL\) is required/);
+  assert.throws(
+    () => selectAnalyser({ analyseUrl: 'https://llm.internal' }),
+    /analyseModel \(ANALYSE_MODEL\) is required/,
+  );
   assert.throws(() => selectAnalyser({ analyseUrl: 'not a url', analyseModel: 'm' }), TypeError);
 });

@@ -1,6 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { cleanTranscript, countWords, parseTranscript, splitSentences } from '../../../shared/adapters/analysis/transcript-parser.ts';
+import {
+  cleanTranscript,
+  countWords,
+  parseTranscript,
+  splitSentences,
+} from '../../../shared/adapters/analysis/transcript-parser.ts';
 
 const turns = (raw: string, hints?: { repName?: string; repEmail?: string }) => {
   const parsed = parseTranscript(raw, hints);
@@ -71,7 +76,10 @@ test('SRT without labels is plain text: one turn per line, no speakers', () => {
   const parsed = parseTranscript(srt);
   assert.equal(parsed.speakersKnown, false);
   assert.deepEqual(parsed.speakers, []);
-  assert.deepEqual(parsed.utterances.map((u) => u.text), ['Hello there.', 'How are you?']);
+  assert.deepEqual(
+    parsed.utterances.map((u) => u.text),
+    ['Hello there.', 'How are you?'],
+  );
 });
 
 test('label forms: "Name:", "Full Name:", "NAME:", "Speaker 1:", "SPEAKER_02:", a company in brackets, bracketed and leading timestamps', () => {
@@ -110,7 +118,8 @@ test('an unlabelled line continues the current speaker; consecutive lines of one
 });
 
 test('prose that ends in a colon is not a label: Note:, Next steps:, weekdays, "The Problem:"', () => {
-  const raw = 'Alex: Hello.\nDana: Hi.\nNote: this is Dana still.\nNext steps: send the deck.\nFriday: works.\nThe Problem: none.';
+  const raw =
+    'Alex: Hello.\nDana: Hi.\nNote: this is Dana still.\nNext steps: send the deck.\nFriday: works.\nThe Problem: none.';
   assert.deepEqual(turns(raw), [
     ['Alex', 'Hello.'],
     ['Dana', 'Hi. Note: this is Dana still. Next steps: send the deck. Friday: works. The Problem: none.'],
@@ -122,14 +131,20 @@ test('plain text: no speakers, every line a turn, the text untouched; a bare 10:
   const parsed = parseTranscript(raw);
   assert.equal(parsed.speakersKnown, false);
   assert.equal(parsed.rep, undefined);
-  assert.deepEqual(parsed.utterances.map((u) => u.text), ['We talked about pricing.', '10:30 works for the follow-up.', 'Note: they use Salesforce.']);
+  assert.deepEqual(
+    parsed.utterances.map((u) => u.text),
+    ['We talked about pricing.', '10:30 works for the follow-up.', 'Note: they use Salesforce.'],
+  );
   assert.equal(parsed.totalWords, 15, '10:30 counts as two words, follow-up as two');
 });
 
 test('a single label is not enough to know the speakers: the transcript is read as plain text, label kept', () => {
   const parsed = parseTranscript('Rep: Hello?\nAnyone there?');
   assert.equal(parsed.speakersKnown, false);
-  assert.deepEqual(parsed.utterances.map((u) => u.text), ['Rep: Hello?', 'Anyone there?']);
+  assert.deepEqual(
+    parsed.utterances.map((u) => u.text),
+    ['Rep: Hello?', 'Anyone there?'],
+  );
 });
 
 test('rep identification, in order: repName (full, first, first word of the label), repEmail, role label, first speaker', () => {
@@ -154,7 +169,9 @@ test('rep identification, in order: repName (full, first, first word of the labe
 });
 
 test('roles: other speakers are prospects, except a second rep-side role label (unknown); words are counted per speaker', () => {
-  const parsed = parseTranscript('Alex: One two three.\nDana: Four five.\nSales Engineer: Six.\nLee: Seven.', { repName: 'Alex' });
+  const parsed = parseTranscript('Alex: One two three.\nDana: Four five.\nSales Engineer: Six.\nLee: Seven.', {
+    repName: 'Alex',
+  });
   assert.deepEqual(
     parsed.speakers.map(({ name, role, words, isPersonName }) => ({ name, role, words, isPersonName })),
     [
@@ -167,7 +184,10 @@ test('roles: other speakers are prospects, except a second rep-side role label (
 });
 
 test('cleanTranscript of cues only leaves nothing', () => {
-  assert.deepEqual(cleanTranscript('WEBVTT\n\n00:00:01.000 --> 00:00:02.000\n\n00:00:02.000 --> 00:00:03.000\n<v Dana></v>\n'), { lines: [], labelled: false });
+  assert.deepEqual(
+    cleanTranscript('WEBVTT\n\n00:00:01.000 --> 00:00:02.000\n\n00:00:02.000 --> 00:00:03.000\n<v Dana></v>\n'),
+    { lines: [], labelled: false },
+  );
 });
 
 test('words and sentences: contractions are one word; a decimal point does not end a sentence; sentences are verbatim slices', () => {

@@ -12,8 +12,14 @@ const resolver =
   };
 
 const table = {
-  'public.test': [{ address: '203.0.0.1', family: 4 }, { address: '2606:4700::1', family: 6 }],
-  'mixed.test': [{ address: '203.0.0.1', family: 4 }, { address: '10.0.0.1', family: 4 }],
+  'public.test': [
+    { address: '203.0.0.1', family: 4 },
+    { address: '2606:4700::1', family: 6 },
+  ],
+  'mixed.test': [
+    { address: '203.0.0.1', family: 4 },
+    { address: '10.0.0.1', family: 4 },
+  ],
   'v6only.test': [{ address: '2606:4700::1', family: 6 }],
 };
 const refuseTen = (address: string) => (address.startsWith('10.') ? new Error(`refused ${address}`) : undefined);
@@ -21,7 +27,9 @@ const refuseTen = (address: string) => (address.startsWith('10.') ? new Error(`r
 /** Calls the lookup the way net.connect does and collects what it hands back. */
 const lookUp = (hostname: string, options: LookupOptions) =>
   new Promise<{ error: Error | null; address: string | LookupAddress[]; family?: number }>((resolve) =>
-    guardedLookup(resolver(table), refuseTen)(hostname, options, (error, address, family) => resolve({ error, address, family })),
+    guardedLookup(resolver(table), refuseTen)(hostname, options, (error, address, family) =>
+      resolve({ error, address, family }),
+    ),
   );
 
 test('single-address form: the first checked address and its family', async () => {
@@ -31,7 +39,9 @@ test('single-address form: the first checked address and its family', async () =
 
 test('all form (happy eyeballs): every checked address, filtered by family', async () => {
   assert.deepEqual((await lookUp('public.test', { all: true })).address, table['public.test']);
-  assert.deepEqual((await lookUp('public.test', { all: true, family: 4 })).address, [{ address: '203.0.0.1', family: 4 }]);
+  assert.deepEqual((await lookUp('public.test', { all: true, family: 4 })).address, [
+    { address: '203.0.0.1', family: 4 },
+  ]);
 });
 
 test('one refused address refuses the host, whichever address would have been used', async () => {

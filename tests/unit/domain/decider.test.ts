@@ -39,8 +39,16 @@ test('thenThrows passes on the expected code and fails on another code or on no 
 
 test('DomainError carries a code and a message, no HTTP status', () => {
   const error = new DomainError('CAPACITY_EXHAUSTED', 'no minutes left');
-  assert.deepEqual({ name: error.name, code: error.code, message: error.message }, { name: 'DomainError', code: 'CAPACITY_EXHAUSTED', message: 'no minutes left' });
+  assert.deepEqual(
+    { name: error.name, code: error.code, message: error.message },
+    { name: 'DomainError', code: 'CAPACITY_EXHAUSTED', message: 'no minutes left' },
+  );
   assert.ok(error instanceof Error);
   assert.equal('status' in error, false);
-  assert.ok(isDomainError(error) && isDomainError(error, 'CAPACITY_EXHAUSTED') && !isDomainError(error, 'X') && !isDomainError(new Error('x')));
+  assert.ok(
+    isDomainError(error) &&
+      isDomainError(error, 'CAPACITY_EXHAUSTED') &&
+      !isDomainError(error, 'X') &&
+      !isDomainError(new Error('x')),
+  );
 });

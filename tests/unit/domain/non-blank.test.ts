@@ -15,16 +15,23 @@ const T0 = '2026-11-20T10:00:00.000Z';
 test('nonBlank: the text as written when it has more than white space; undefined otherwise', () => {
   assert.equal(nonBlank('Dana'), 'Dana');
   assert.equal(nonBlank('  Dana Reyes \n'), '  Dana Reyes \n', 'not trimmed');
-  for (const blank of [undefined, '', ' ', '\t\n ', '\u00a0\u2003', '\ufeff']) assert.equal(nonBlank(blank), undefined, JSON.stringify(blank));
+  for (const blank of [undefined, '', ' ', '\t\n ', '\u00a0\u2003', '\ufeff'])
+    assert.equal(nonBlank(blank), undefined, JSON.stringify(blank));
   assert.equal(nonBlank('\u200b'), '\u200b', 'a zero-width space is not white space to String.prototype.trim');
 });
 
 test('the title trims the rep name and e-mail, and passes over blank ones', () => {
   assert.equal(genericTitle({ repName: '  Dana Reyes  ', callDate: T0 }), 'Call with Dana Reyes on 2026-11-20');
-  assert.equal(genericTitle({ repName: ' \t', repEmail: ' dana@acme.test ', callDate: T0 }), 'Call with dana@acme.test on 2026-11-20');
+  assert.equal(
+    genericTitle({ repName: ' \t', repEmail: ' dana@acme.test ', callDate: T0 }),
+    'Call with dana@acme.test on 2026-11-20',
+  );
   assert.equal(genericTitle({ repName: ' ', repEmail: '', callDate: T0 }), 'Call with unknown rep on 2026-11-20');
   assert.equal(displayedTitle({ aiTitleEnabled: true, aiTitle: '  Pricing  ', callDate: T0 }), 'Pricing');
-  assert.equal(displayedTitle({ aiTitleEnabled: false, callTitle: '   ', repName: 'Dana', callDate: T0 }), 'Call with Dana on 2026-11-20');
+  assert.equal(
+    displayedTitle({ aiTitleEnabled: false, callTitle: '   ', repName: 'Dana', callDate: T0 }),
+    'Call with Dana on 2026-11-20',
+  );
 });
 
 const submitted = (repName: string | undefined, repEmail: string | undefined): CallSubmittedData => ({
@@ -32,7 +39,15 @@ const submitted = (repName: string | undefined, repEmail: string | undefined): C
   teamId: 't1',
   keyId: 'k1',
   submittedAt: T0,
-  submission: { aiTitleEnabled: false, tags: [], metadata: {}, audioUrl: 'https://a.test/x.wav', repName, repEmail, deal: { dealSize: 1 } },
+  submission: {
+    aiTitleEnabled: false,
+    tags: [],
+    metadata: {},
+    audioUrl: 'https://a.test/x.wav',
+    repName,
+    repEmail,
+    deal: { dealSize: 1 },
+  },
   attributedTo: { kind: 'owner', email: 'olive@acme.test', name: 'Olive Owner' },
   capacity: { reservedMinutes: 1, autoRechargedMinutes: 0 },
   warnings: [],
@@ -40,9 +55,21 @@ const submitted = (repName: string | undefined, repEmail: string | undefined): C
 
 test('the history row keeps the rep name and e-mail as sent, and null for blank ones (its title trims)', () => {
   const rowOf = (data: CallSubmittedData) =>
-    evolveHistoryRow(undefined, { id: 'e0', streamId: 'call-c1', revision: 0, position: 1n, type: 'CallSubmitted', data: JSON.parse(JSON.stringify(data)), metadata: {}, recordedAt: new Date(T0) })!;
+    evolveHistoryRow(undefined, {
+      id: 'e0',
+      streamId: 'call-c1',
+      revision: 0,
+      position: 1n,
+      type: 'CallSubmitted',
+      data: JSON.parse(JSON.stringify(data)),
+      metadata: {},
+      recordedAt: new Date(T0),
+    })!;
   const row = rowOf(submitted('  Dana Reyes ', ' '));
-  assert.deepEqual([row.repName, row.repEmail, row.title], ['  Dana Reyes ', null, 'Call with Dana Reyes on 2026-11-20']);
+  assert.deepEqual(
+    [row.repName, row.repEmail, row.title],
+    ['  Dana Reyes ', null, 'Call with Dana Reyes on 2026-11-20'],
+  );
   const none = rowOf(submitted(undefined, '\t'));
   assert.deepEqual([none.repName, none.repEmail], [null, null]);
 });

@@ -34,6 +34,9 @@ test('updates leave the old map unchanged (values, not references)', () => {
 });
 
 test('keys such as __proto__ and toString are plain keys', () => {
-  const map = PersistentMap.of([['__proto__', 1], ['toString', 2]]);
+  const map = PersistentMap.of([
+    ['__proto__', 1],
+    ['toString', 2],
+  ]);
   assert.deepEqual([map.get('__proto__'), map.get('toString'), map.get('constructor')], [1, 2, undefined]);
 });

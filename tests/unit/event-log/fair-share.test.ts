@@ -38,7 +38,13 @@ describe('fairShare (SQL event log group split)', () => {
     ];
     const split = shares(members, { a: 2, b: 3 });
     assert.ok(!split.get('m1')!.some((r) => r.topic === 'b'));
-    assert.deepEqual(split.get('m2')!.filter((r) => r.topic === 'b').map((r) => r.partition), [0, 1, 2]);
+    assert.deepEqual(
+      split
+        .get('m2')!
+        .filter((r) => r.topic === 'b')
+        .map((r) => r.partition),
+      [0, 1, 2],
+    );
   });
 
   test('a member that is not live gets nothing', () => {

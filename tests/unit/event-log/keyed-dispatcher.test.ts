@@ -58,7 +58,10 @@ describe('KeyedDispatcher', () => {
     assert.deepEqual(h.runningOffsets(), [1]);
     await h.finish(1);
     await h.finish(2);
-    assert.deepEqual(h.started.map((r) => r.offset), [0n, 1n, 2n]);
+    assert.deepEqual(
+      h.started.map((r) => r.offset),
+      [0n, 1n, 2n],
+    );
   });
 
   test('runs different keys concurrently up to the bound, and push waits when full', async () => {
@@ -106,7 +109,10 @@ describe('KeyedDispatcher', () => {
     assert.deepEqual(h.runningOffsets(), [2]);
     await h.finish(2);
     await Promise.all(later);
-    assert.deepEqual(h.started.map((r) => r.offset), [0n, 1n, 2n]);
+    assert.deepEqual(
+      h.started.map((r) => r.offset),
+      [0n, 1n, 2n],
+    );
   });
 
   test('the committable offset never passes an unfinished record', async () => {
@@ -235,7 +241,11 @@ describe('KeyedDispatcher', () => {
     assert.equal(d.committable(ref), undefined);
     assert.equal(d.position(ref), undefined);
     await h.finish(0);
-    assert.deepEqual(h.started.map((r) => r.offset), [0n], 'a record queued in a dropped partition ran');
+    assert.deepEqual(
+      h.started.map((r) => r.offset),
+      [0n],
+      'a record queued in a dropped partition ran',
+    );
     assert.equal(d.committable(ref), undefined, 'a finished record of a dropped partition was counted');
     await d.push(record(0, 'a'));
     await settle();
@@ -251,7 +261,8 @@ describe('KeyedDispatcher', () => {
       const total = 40;
       const finished = new Set<number>();
       const pushing = (async () => {
-        for (let offset = 0; offset < total; offset++) await d.push(record(offset, keys[Math.floor(Math.random() * keys.length)]!));
+        for (let offset = 0; offset < total; offset++)
+          await d.push(record(offset, keys[Math.floor(Math.random() * keys.length)]!));
       })();
       while (finished.size < total) {
         await settle();
@@ -274,7 +285,11 @@ describe('KeyedDispatcher', () => {
       await pushing;
       for (const key of keys) {
         const offsets = h.started.filter((r) => r.key === key).map((r) => r.offset);
-        assert.deepEqual(offsets, [...offsets].sort((x, y) => (x < y ? -1 : 1)), `key ${key} out of order`);
+        assert.deepEqual(
+          offsets,
+          [...offsets].sort((x, y) => (x < y ? -1 : 1)),
+          `key ${key} out of order`,
+        );
       }
       assert.equal(d.committable(ref), BigInt(total));
     }

@@ -8,7 +8,11 @@ import { murmur2, partitionForKey } from '../../../shared/adapters/event-log/par
 const kafkajsPartition = (key: string, partitions: number): number => {
   const partitioner = kafkajs.Partitioners.DefaultPartitioner();
   const partitionMetadata = Array.from({ length: partitions }, (_, partitionId) => ({ partitionId, leader: 0 }));
-  return partitioner({ topic: 't', partitionMetadata: partitionMetadata as kafkajs.PartitionMetadata[], message: { key, value: null } });
+  return partitioner({
+    topic: 't',
+    partitionMetadata: partitionMetadata as kafkajs.PartitionMetadata[],
+    message: { key, value: null },
+  });
 };
 
 const randomKey = (i: number): string => {
@@ -29,7 +33,11 @@ describe('murmur2 partitioner', () => {
     for (let i = 0; i < 400; i++) {
       const key = randomKey(i);
       for (const partitions of [1, 2, 3, 4, 7, 12, 100]) {
-        assert.equal(partitionForKey(key, partitions), kafkajsPartition(key, partitions), `key ${JSON.stringify(key)}, ${partitions} partitions`);
+        assert.equal(
+          partitionForKey(key, partitions),
+          kafkajsPartition(key, partitions),
+          `key ${JSON.stringify(key)}, ${partitions} partitions`,
+        );
       }
     }
   });

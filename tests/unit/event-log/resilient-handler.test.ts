@@ -14,7 +14,10 @@ const record = (offset: number): LogRecord => ({
   timestamp: new Date(),
 });
 
-const setup = (handle: (r: LogRecord) => Promise<void>, publish: (topic: string, records: OutgoingRecord[]) => Promise<void> = async () => {}) => {
+const setup = (
+  handle: (r: LogRecord) => Promise<void>,
+  publish: (topic: string, records: OutgoingRecord[]) => Promise<void> = async () => {},
+) => {
   const lines: { level: string; message: string }[] = [];
   const published: { topic: string; records: OutgoingRecord[] }[] = [];
   const controller = new AbortController();
@@ -50,7 +53,10 @@ describe('resilient record handler', () => {
     await resilient.handler(record(7));
     assert.equal(calls, 5);
     assert.deepEqual(published, []);
-    assert.deepEqual(lines.map((l) => l.level), ['warn', 'info']);
+    assert.deepEqual(
+      lines.map((l) => l.level),
+      ['warn', 'info'],
+    );
     assert.equal(resilient.retrying().count, 0);
   });
 
@@ -69,10 +75,13 @@ describe('resilient record handler', () => {
     assert.equal(dead!.headers!.dlq_source_offset, '9');
     assert.equal(dead!.headers!.dlq_source_partition, '2');
     assert.equal(resilient.deadLettered, 1);
-    assert.deepEqual(lines.map((l) => l.level), ['error']);
+    assert.deepEqual(
+      lines.map((l) => l.level),
+      ['error'],
+    );
   });
 
-  test('an unknown error (a bug, a refused write) counts as the record\'s, not as an outage', async () => {
+  test("an unknown error (a bug, a refused write) counts as the record's, not as an outage", async () => {
     const { resilient, published } = setup(async () => {
       throw new TypeError('Cannot read properties of undefined');
     });

@@ -32,7 +32,8 @@ describe('ambiguous publishes, Idempotency-Key retries and orphaned reservations
         publish: async (...args: Parameters<EventLog['publish']>) => {
           if (faults.publish === 'not-sent') throw new EventLogUnavailableError('broker refused the connection (test)');
           const positions = await log.publish(...args);
-          if (faults.publish === 'written-unconfirmed') throw new EventLogUnavailableError('no acknowledgement in time (test)', { outcomeUnknown: true });
+          if (faults.publish === 'written-unconfirmed')
+            throw new EventLogUnavailableError('no acknowledgement in time (test)', { outcomeUnknown: true });
           return positions;
         },
       }),
@@ -48,8 +49,12 @@ describe('ambiguous publishes, Idempotency-Key retries and orphaned reservations
 
   after(() => embedded.close());
 
-  const capacity = async (teamId: string) => (await h.admin('GET', `/api/admin/teams/${teamId}`)).json<{ capacity: { remainingMinutes: number; reservedCalls: number } }>().capacity;
-  const recordsOf = async (callId: string) => (await eventLog.read(TOPICS.callsSubmitted, { limit: 100_000 })).filter((r) => r.key === callId);
+  const capacity = async (teamId: string) =>
+    (await h.admin('GET', `/api/admin/teams/${teamId}`)).json<{
+      capacity: { remainingMinutes: number; reservedCalls: number };
+    }>().capacity;
+  const recordsOf = async (callId: string) =>
+    (await eventLog.read(TOPICS.callsSubmitted, { limit: 100_000 })).filter((r) => r.key === callId);
 
   test('unknown outcome: 503 "may have been accepted", the reservation stays, and the retry with the same key names the same call', async () => {
     const { teamId, key, keyId } = await h.team();
@@ -66,7 +71,11 @@ describe('ambiguous publishes, Idempotency-Key retries and orphaned reservations
     const held = await capacity(teamId);
     assert.equal(held.reservedCalls, before.reservedCalls + 1, 'the reservation of a call that may exist is kept');
 
-    const other = await h.ingest({ key, body: { transcript: `${TRANSCRIPT}\nRep: another body` }, headers: { 'idempotency-key': 'sync-1' } });
+    const other = await h.ingest({
+      key,
+      body: { transcript: `${TRANSCRIPT}\nRep: another body` },
+      headers: { 'idempotency-key': 'sync-1' },
+    });
     assert.equal(other.statusCode, 422, 'the key stays bound to the body whose call may exist');
 
     const retry = await h.ingest({ key, body: { transcript: TRANSCRIPT }, headers: { 'idempotency-key': 'sync-1' } });
@@ -91,7 +100,11 @@ describe('ambiguous publishes, Idempotency-Key retries and orphaned reservations
       faults.publish = undefined;
     }
     assert.deepEqual(await capacity(teamId), before);
-    const res = await h.ingest({ key, body: { transcript: `${TRANSCRIPT}\nRep: fixed` }, headers: { 'idempotency-key': 'sync-2' } });
+    const res = await h.ingest({
+      key,
+      body: { transcript: `${TRANSCRIPT}\nRep: fixed` },
+      headers: { 'idempotency-key': 'sync-2' },
+    });
     assert.equal(res.statusCode, 201, res.body);
   });
 
@@ -121,13 +134,25 @@ describe('ambiguous publishes, Idempotency-Key retries and orphaned reservations
     const young = startOrphanSweep({ teams: h.ingress.teams, eventStore, orphanAfterMs: 60_000, log });
     assert.deepEqual(await young.sweep(), { orphaned: 0, stale: 0 });
     await young.stop();
-    const later = startOrphanSweep({ teams: h.ingress.teams, eventStore, orphanAfterMs: 60_000, log, now: () => new Date(Date.now() + 61_000) });
+    const later = startOrphanSweep({
+      teams: h.ingress.teams,
+      eventStore,
+      orphanAfterMs: 60_000,
+      log,
+      now: () => new Date(Date.now() + 61_000),
+    });
     const swept = await later.sweep();
     await later.stop();
     // Calls accepted by the tests above count too: no processor runs here, so none has a stream.
     assert.ok(swept.orphaned >= 1, JSON.stringify(swept));
     assert.deepEqual(await capacity(teamId), before);
-    const again = startOrphanSweep({ teams: h.ingress.teams, eventStore, orphanAfterMs: 60_000, log, now: () => new Date(Date.now() + 61_000) });
+    const again = startOrphanSweep({
+      teams: h.ingress.teams,
+      eventStore,
+      orphanAfterMs: 60_000,
+      log,
+      now: () => new Date(Date.now() + 61_000),
+    });
     assert.deepEqual(await again.sweep(), { orphaned: 0, stale: 0 }, 'a released reservation is released once');
     await again.stop();
   });

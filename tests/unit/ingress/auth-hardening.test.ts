@@ -26,16 +26,31 @@ describe('authentication edges', () => {
 
   test('admin token guesses: 20 × 401 with WWW-Authenticate per address and minute, then 429 with Retry-After; other addresses unaffected', async () => {
     const guess = (remoteAddress: string, token = 'wrong-token-0123456789abcdef0123456789') =>
-      h.ingress.app.inject({ method: 'GET', url: '/api/admin/teams/x', remoteAddress, headers: { authorization: `Bearer ${token}` } });
+      h.ingress.app.inject({
+        method: 'GET',
+        url: '/api/admin/teams/x',
+        remoteAddress,
+        headers: { authorization: `Bearer ${token}` },
+      });
     const answers = [];
     for (let i = 0; i < 25; i++) answers.push(await guess('203.0.113.7'));
-    assert.deepEqual(answers.slice(0, 20).map((a) => a.statusCode), Array(20).fill(401));
+    assert.deepEqual(
+      answers.slice(0, 20).map((a) => a.statusCode),
+      Array(20).fill(401),
+    );
     assert.equal(answers[0]!.headers['www-authenticate'], 'Bearer realm="admin"');
     assert.equal(answers[0]!.headers.connection, 'close');
-    assert.deepEqual(answers.slice(20).map((a) => a.statusCode), Array(5).fill(429));
+    assert.deepEqual(
+      answers.slice(20).map((a) => a.statusCode),
+      Array(5).fill(429),
+    );
     assert.ok(Number(answers[24]!.headers['retry-after']) > 0);
     assert.equal((await guess('203.0.113.8')).statusCode, 401, 'another address still gets its own budget');
-    assert.equal((await guess('203.0.113.7', ADMIN_TOKEN)).statusCode, 404, 'the right token still works from the throttled address');
+    assert.equal(
+      (await guess('203.0.113.7', ADMIN_TOKEN)).statusCode,
+      404,
+      'the right token still works from the throttled address',
+    );
   });
 
   test('a request refused for its key is answered and its socket closed, however much body it announced', async () => {
@@ -47,7 +62,9 @@ describe('authentication edges', () => {
       socket.on('error', reject);
       socket.on('close', () => resolve({ text, closedAfterMs: Date.now() - started }));
       // Announces 5 MB and sends a few bytes: a slow-body client.
-      socket.write('POST /api/integrations/push-api/ingest HTTP/1.1\r\nHost: x\r\nX-API-Key: pk_notavalidkey\r\nContent-Type: application/json\r\nContent-Length: 5000000\r\n\r\n{"transcript":');
+      socket.write(
+        'POST /api/integrations/push-api/ingest HTTP/1.1\r\nHost: x\r\nX-API-Key: pk_notavalidkey\r\nContent-Type: application/json\r\nContent-Length: 5000000\r\n\r\n{"transcript":',
+      );
     });
     assert.match(answer.text, /^HTTP\/1\.1 401/);
     assert.match(answer.text, /connection: close/i);
@@ -59,14 +76,23 @@ describe('authentication edges', () => {
     assert.equal(redactUrl('/api/calls?q=%70%6B%5F%41%62%63'), '/api/calls?q=[redacted]');
     assert.equal(redactUrl('/api/calls/pk_AbCdEf123/x'), '/api/calls/[redacted]/x');
     assert.equal(redactUrl(`/api/admin/${ADMIN_TOKEN}/teams`), '/api/admin/[redacted]/teams');
-    assert.equal(redactUrl(`/api/admin/${encodeURIComponent(ADMIN_TOKEN).replace(/-/g, '%2D')}`), '/api/admin/[redacted]');
+    assert.equal(
+      redactUrl(`/api/admin/${encodeURIComponent(ADMIN_TOKEN).replace(/-/g, '%2D')}`),
+      '/api/admin/[redacted]',
+    );
     assert.equal(redactUrl(`/x?${ADMIN_TOKEN}`), '/x?[redacted]');
-    assert.equal(redactUrl('/api/calls?access_token=abc&search=Dana'), '/api/calls?access_token=[redacted]&search=Dana');
+    assert.equal(
+      redactUrl('/api/calls?access_token=abc&search=Dana'),
+      '/api/calls?access_token=[redacted]&search=Dana',
+    );
     assert.equal(redactUrl('/api/calls?search=Dana&limit=5'), '/api/calls?search=Dana&limit=5');
   });
 
   test('ADMIN_TOKEN shorter than 32 characters is refused at start, naming the variable', () => {
-    assert.throws(() => loadConfig({ ADMIN_TOKEN: 'a'.repeat(31) }), (error) => error instanceof ConfigError && /ADMIN_TOKEN/.test(error.message));
+    assert.throws(
+      () => loadConfig({ ADMIN_TOKEN: 'a'.repeat(31) }),
+      (error) => error instanceof ConfigError && /ADMIN_TOKEN/.test(error.message),
+    );
     assert.equal(loadConfig({ ADMIN_TOKEN: 'a'.repeat(32) }).adminToken, 'a'.repeat(32));
   });
 });

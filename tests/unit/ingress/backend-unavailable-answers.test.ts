@@ -28,19 +28,27 @@ describe('503 + Retry-After for every backend unavailability, never a 500', () =
       const unavailable = () => Promise.reject(new ReadModelUnavailableError('read models down (test)'));
       const callHistory = readModels.callHistory;
       const flakyHistory = overriding(callHistory, {
-        list: (...args: Parameters<typeof callHistory.list>) => (faults.readModels ? unavailable() : callHistory.list(...args)),
-        get: (...args: Parameters<typeof callHistory.get>) => (faults.readModels ? unavailable() : callHistory.get(...args)),
+        list: (...args: Parameters<typeof callHistory.list>) =>
+          faults.readModels ? unavailable() : callHistory.list(...args),
+        get: (...args: Parameters<typeof callHistory.get>) =>
+          faults.readModels ? unavailable() : callHistory.get(...args),
       });
       return {
         eventLog: overriding(eventLog, {
           publish: (...args: Parameters<EventLog['publish']>) =>
             faults.publish
-              ? Promise.reject(new EventLogUnavailableError('produce timed out (test)', { outcomeUnknown: faults.publish.outcomeUnknown }))
+              ? Promise.reject(
+                  new EventLogUnavailableError('produce timed out (test)', {
+                    outcomeUnknown: faults.publish.outcomeUnknown,
+                  }),
+                )
               : eventLog.publish(...args),
         }),
         eventStore: overriding(eventStore, {
           append: (...args: Parameters<EventStore['append']>) =>
-            faults.teamAppends && args[0].startsWith('team-') ? Promise.reject(new ExpectedVersionConflictError(args[0], 3, 5)) : eventStore.append(...args),
+            faults.teamAppends && args[0].startsWith('team-')
+              ? Promise.reject(new ExpectedVersionConflictError(args[0], 3, 5))
+              : eventStore.append(...args),
         }),
         readModels: { ...readModels, callHistory: flakyHistory },
       };
@@ -65,12 +73,21 @@ describe('503 + Retry-After for every backend unavailability, never a 500', () =
     faults.readModels = true;
     try {
       expect503(await h.ingress.app.inject({ method: 'GET', url: '/api/calls', headers: { 'x-api-key': key } }));
-      expect503(await h.ingress.app.inject({ method: 'GET', url: '/api/calls/some-call', headers: { 'x-api-key': key } }));
+      expect503(
+        await h.ingress.app.inject({ method: 'GET', url: '/api/calls/some-call', headers: { 'x-api-key': key } }),
+      );
     } finally {
       faults.readModels = false;
     }
-    assert.equal((await h.ingress.app.inject({ method: 'GET', url: '/api/calls', headers: { 'x-api-key': key } })).statusCode, 200);
-    assert.equal((await h.ingress.app.inject({ method: 'GET', url: '/api/calls/some-call', headers: { 'x-api-key': key } })).statusCode, 404);
+    assert.equal(
+      (await h.ingress.app.inject({ method: 'GET', url: '/api/calls', headers: { 'x-api-key': key } })).statusCode,
+      200,
+    );
+    assert.equal(
+      (await h.ingress.app.inject({ method: 'GET', url: '/api/calls/some-call', headers: { 'x-api-key': key } }))
+        .statusCode,
+      404,
+    );
   });
 
   test('a publish that surely failed says nothing was accepted', async () => {

@@ -22,7 +22,10 @@ test('an erasure request erases its calls and completes; a failed one is taken u
     opened.close();
     dir.remove();
   });
-  const callHistory = { callsOfEmail: async (teamId: string, email: string) => (teamId === 't1' && email === 'dana@acme.test' ? ['c1', 'c2'] : []) } as unknown as CallHistoryStore;
+  const callHistory = {
+    callsOfEmail: async (teamId: string, email: string) =>
+      teamId === 't1' && email === 'dana@acme.test' ? ['c1', 'c2'] : [],
+  } as unknown as CallHistoryStore;
   const erased: string[] = [];
   let failOnce = true;
   const erase: CallEraser = async (_teamId, callId, cause, erasureId) => {
@@ -53,5 +56,8 @@ test('an erasure request erases its calls and completes; a failed one is taken u
   assert.deepEqual(done.calls, ['c1', 'c2']);
   assert.ok(erased.includes('c2'));
   assert.equal(await requests.get('t2', erasureId), undefined);
-  assert.ok(!JSON.stringify((await store.readStream(`erasure-${erasureId}`)).map((e) => e.data)).includes('dana@acme.test'), 'the address is not stored');
+  assert.ok(
+    !JSON.stringify((await store.readStream(`erasure-${erasureId}`)).map((e) => e.data)).includes('dana@acme.test'),
+    'the address is not stored',
+  );
 });

@@ -26,7 +26,12 @@ const rawRequest = (port: number, raw: string): Promise<string> =>
 const statusOf = (answer: string) => Number(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1]);
 const problemOf = (answer: string) => {
   assert.match(answer, /content-type: application\/problem\+json/i, answer.slice(0, 300));
-  return JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)) as { code: string; status: number; detail: string; errors?: { field: string; message: string }[] };
+  return JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)) as {
+    code: string;
+    status: number;
+    detail: string;
+    errors?: { field: string; message: string }[];
+  };
 };
 
 describe('no 500 for anything a caller can send; every error is problem+json', () => {
@@ -80,7 +85,9 @@ describe('no 500 for anything a caller can send; every error is problem+json', (
   });
 
   test('an admin topic read from an offset beyond 64 bits: 400 naming fromOffset', async () => {
-    const res = await get('/api/admin/topics/calls.submitted.v1/messages?fromOffset=99999999999999999999', { authorization: `Bearer ${ADMIN_TOKEN}` });
+    const res = await get('/api/admin/topics/calls.submitted.v1/messages?fromOffset=99999999999999999999', {
+      authorization: `Bearer ${ADMIN_TOKEN}`,
+    });
     assert.equal(res.status, 400);
     const body = (await res.json()) as { errors: { field: string }[] };
     assert.match(body.errors[0]!.field, /fromOffset/);
@@ -93,7 +100,10 @@ describe('no 500 for anything a caller can send; every error is problem+json', (
   });
 
   test('a malformed Content-Length: 400 BAD_REQUEST as problem+json', async () => {
-    const answer = await rawRequest(port, 'POST /api/integrations/push-api/ingest HTTP/1.1\r\nHost: x\r\nContent-Length: 12abc\r\n\r\n{}');
+    const answer = await rawRequest(
+      port,
+      'POST /api/integrations/push-api/ingest HTTP/1.1\r\nHost: x\r\nContent-Length: 12abc\r\n\r\n{}',
+    );
     assert.equal(statusOf(answer), 400, answer.slice(0, 200));
     assert.equal(problemOf(answer).code, 'BAD_REQUEST');
   });

@@ -19,16 +19,27 @@ describe('X-Request-Id', () => {
   after(() => embedded.close());
 
   test("the caller's id comes back on the answer and is on every log line of the request", async () => {
-    const res = await h.ingest({ key, body: { transcript: 'Rep: hi\nDana: hello' }, headers: { 'x-request-id': 'sync-7f3a.42' } });
+    const res = await h.ingest({
+      key,
+      body: { transcript: 'Rep: hi\nDana: hello' },
+      headers: { 'x-request-id': 'sync-7f3a.42' },
+    });
     assert.equal(res.statusCode, 201);
     assert.equal(res.headers['x-request-id'], 'sync-7f3a.42');
     const lines = h.logLines.filter((line) => line.includes('"reqId":"sync-7f3a.42"'));
-    assert.ok(lines.some((line) => line.includes('call accepted')), 'the acceptance log line carries the id');
+    assert.ok(
+      lines.some((line) => line.includes('call accepted')),
+      'the acceptance log line carries the id',
+    );
   });
 
   test('an id that is not a sane token is replaced by a new UUID; errors carry one too', async () => {
     for (const given of ['has spaces', 'x'.repeat(129), '<script>']) {
-      const res = await h.ingest({ key, body: { transcript: 'Rep: hi\nDana: hello' }, headers: { 'x-request-id': given } });
+      const res = await h.ingest({
+        key,
+        body: { transcript: 'Rep: hi\nDana: hello' },
+        headers: { 'x-request-id': given },
+      });
       assert.match(String(res.headers['x-request-id']), UUID, given);
     }
     const refused = await h.ingest({ key: 'pk_wrong', body: {} });

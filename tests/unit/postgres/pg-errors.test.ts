@@ -5,7 +5,8 @@ import { isRetriablePgError, translatePgError } from '../../../shared/adapters/p
 import { EventStoreUnavailableError } from '../../../shared/ports/event-store.ts';
 
 /** An error as the server reports it (pg's DatabaseError with a SQLSTATE). */
-const serverError = (code: string, message = `server error ${code}`) => Object.assign(new pg.DatabaseError(message, message.length, 'error'), { code });
+const serverError = (code: string, message = `server error ${code}`) =>
+  Object.assign(new pg.DatabaseError(message, message.length, 'error'), { code });
 /** A socket error as Node.js reports it. */
 const socketError = (code: string) => Object.assign(new Error(`connect ${code} 127.0.0.1:5432`), { code });
 
@@ -42,7 +43,10 @@ describe('PostgreSQL error classifier', () => {
   }
 
   test('retriable: an AggregateError of connection attempts (IPv6 and IPv4 both refused)', () => {
-    assert.equal(isRetriablePgError(new AggregateError([socketError('ECONNREFUSED'), socketError('ECONNREFUSED')], '')), true);
+    assert.equal(
+      isRetriablePgError(new AggregateError([socketError('ECONNREFUSED'), socketError('ECONNREFUSED')], '')),
+      true,
+    );
   });
 
   for (const [code, meaning] of [
@@ -53,7 +57,8 @@ describe('PostgreSQL error classifier', () => {
     ['42601', 'syntax error'],
     ['57014', 'query canceled'],
   ]) {
-    test(`not retriable: SQLSTATE ${code} (${meaning})`, () => assert.equal(isRetriablePgError(serverError(code!)), false));
+    test(`not retriable: SQLSTATE ${code} (${meaning})`, () =>
+      assert.equal(isRetriablePgError(serverError(code!)), false));
   }
 
   test('not retriable: a plain bug, and things that are not errors', () => {
@@ -63,7 +68,10 @@ describe('PostgreSQL error classifier', () => {
   });
 
   test('a real refused connection is classified retriable', async () => {
-    const client = new pg.Client({ connectionString: 'postgres://postgres@127.0.0.1:1/none', connectionTimeoutMillis: 2000 });
+    const client = new pg.Client({
+      connectionString: 'postgres://postgres@127.0.0.1:1/none',
+      connectionTimeoutMillis: 2000,
+    });
     client.on('error', () => undefined);
     const error = await client.connect().then(
       () => undefined,

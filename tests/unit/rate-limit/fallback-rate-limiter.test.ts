@@ -47,14 +47,23 @@ test('while the primary is unavailable, the in-process fallback answers with its
   await primary.limiter.hit('k', rule, 1);
   primary.down();
   const limiter = createFallbackRateLimiter(primary.limiter, createMemoryRateLimiter());
-  const decisions = await Promise.all([limiter.hit('k', rule, 2), limiter.hit('k', rule, 3), limiter.hit('k', rule, 4)]);
-  assert.deepEqual(decisions.map((d) => d.allowed), [true, true, false]);
+  const decisions = await Promise.all([
+    limiter.hit('k', rule, 2),
+    limiter.hit('k', rule, 3),
+    limiter.hit('k', rule, 4),
+  ]);
+  assert.deepEqual(
+    decisions.map((d) => d.allowed),
+    [true, true, false],
+  );
 });
 
 test('the outage is reported once, with its error, and again only for a new outage', async () => {
   const primary = switchable();
   const reported: RateLimiterUnavailableError[] = [];
-  const limiter = createFallbackRateLimiter(primary.limiter, createMemoryRateLimiter(), (error) => reported.push(error));
+  const limiter = createFallbackRateLimiter(primary.limiter, createMemoryRateLimiter(), (error) =>
+    reported.push(error),
+  );
   const first = new RateLimiterUnavailableError('first outage');
   primary.down(first);
   for (let t = 0; t < 3; t++) await limiter.hit(`k${t}`, rule, t);
@@ -86,7 +95,9 @@ test('when the primary comes back, it answers again and hits counted by the fall
 test('an error that is not RateLimiterUnavailableError is rethrown, not answered by the fallback', async () => {
   const primary = switchable();
   const reported: unknown[] = [];
-  const limiter = createFallbackRateLimiter(primary.limiter, createMemoryRateLimiter(), (error) => reported.push(error));
+  const limiter = createFallbackRateLimiter(primary.limiter, createMemoryRateLimiter(), (error) =>
+    reported.push(error),
+  );
   const bug = new Error('WRONGTYPE Operation against a key holding the wrong kind of value');
   primary.down(bug);
   await assert.rejects(limiter.hit('k', rule, 0), (error) => error === bug);

@@ -38,7 +38,9 @@ const system = (capacity = 4) => {
   const held = handHeld();
   const errors: [string, string][] = [];
   const slots = new FairQueue(capacity);
-  const actors = new ActorSystem(held.behaviour, slots, (callId, error) => errors.push([callId, (error as Error).message]));
+  const actors = new ActorSystem(held.behaviour, slots, (callId, error) =>
+    errors.push([callId, (error as Error).message]),
+  );
   return { ...held, actors, slots, errors };
 };
 
@@ -77,10 +79,16 @@ describe('ActorSystem', () => {
     const { actors, runs, finish, slots } = system(2);
     for (const id of ['a', 'b', 'c']) actors.wake(id, 't1');
     await settled();
-    assert.deepEqual(runs.map((r) => r.callId), ['a', 'b']);
+    assert.deepEqual(
+      runs.map((r) => r.callId),
+      ['a', 'b'],
+    );
     assert.equal(slots.used, 2);
     await finish(0);
-    assert.deepEqual(runs.map((r) => r.callId), ['a', 'b', 'c']);
+    assert.deepEqual(
+      runs.map((r) => r.callId),
+      ['a', 'b', 'c'],
+    );
     await finish(1);
     await finish(2);
     assert.equal(slots.used, 0, 'every slot given back');
@@ -94,7 +102,11 @@ describe('ActorSystem', () => {
     const outside = runs[0]!.context.outsideSlot(() => download.promise);
     actors.wake('b', 't1');
     await settled();
-    assert.deepEqual(runs.map((r) => r.callId), ['a', 'b'], 'b runs while a waits outside its slot');
+    assert.deepEqual(
+      runs.map((r) => r.callId),
+      ['a', 'b'],
+      'b runs while a waits outside its slot',
+    );
     download.resolve('bytes');
     await settled();
     let back = false;

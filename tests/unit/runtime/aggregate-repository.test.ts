@@ -18,7 +18,12 @@ import {
   type RecordedEvent,
   EventStoreUnavailableError,
 } from '../../../shared/ports/event-store.ts';
-import { AggregateRepository, BoundedStateCache, MemoryStateCache, type RepositoryOptions } from '../../../services/runtime/aggregate-repository.ts';
+import {
+  AggregateRepository,
+  BoundedStateCache,
+  MemoryStateCache,
+  type RepositoryOptions,
+} from '../../../services/runtime/aggregate-repository.ts';
 import { type Deferred, deferred, settled } from '../../support/deferred.ts';
 import { wallet, type WalletEvent, type WalletState } from './wallet-decider.ts';
 
@@ -43,12 +48,25 @@ class MemoryStore {
   write(streamId: string, events: WalletEvent[]): void {
     const stream = this.streams.get(streamId) ?? [];
     for (const e of events) {
-      stream.push({ id: randomUUID(), streamId, revision: stream.length, position: ++this.position, type: e.type, data: e.data, metadata: {}, recordedAt: new Date(0) });
+      stream.push({
+        id: randomUUID(),
+        streamId,
+        revision: stream.length,
+        position: ++this.position,
+        type: e.type,
+        data: e.data,
+        metadata: {},
+        recordedAt: new Date(0),
+      });
     }
     this.streams.set(streamId, stream);
   }
 
-  async append(streamId: string, events: NewEvent[], options?: { expectedVersion?: ExpectedVersion }): Promise<AppendResult> {
+  async append(
+    streamId: string,
+    events: NewEvent[],
+    options?: { expectedVersion?: ExpectedVersion },
+  ): Promise<AppendResult> {
     this.appends.push({ streamId, types: events.map((e) => e.type), expectedVersion: options?.expectedVersion });
     const gate = this.gate;
     this.gate = undefined;
@@ -56,7 +74,8 @@ class MemoryStore {
     if (this.failures.length > 0) throw this.failures.shift();
     const actual = (this.streams.get(streamId)?.length ?? 0) - 1;
     const expected = options?.expectedVersion ?? 'any';
-    if (expected !== 'any' && (expected === 'no_stream' ? actual !== -1 : expected !== actual)) throw new ExpectedVersionConflictError(streamId, expected, actual);
+    if (expected !== 'any' && (expected === 'no_stream' ? actual !== -1 : expected !== actual))
+      throw new ExpectedVersionConflictError(streamId, expected, actual);
     this.write(streamId, events as WalletEvent[]);
     return { nextExpectedVersion: actual + events.length, position: this.position };
   }
@@ -69,14 +88,20 @@ class MemoryStore {
 
   /** As the port, for the repository (it uses append and readStream only). */
   asEventStore(): EventStore {
-    const port: Pick<EventStore, 'append' | 'readStream'> = { append: (...a) => this.append(...a), readStream: (...a) => this.readStream(...a) };
+    const port: Pick<EventStore, 'append' | 'readStream'> = {
+      append: (...a) => this.append(...a),
+      readStream: (...a) => this.readStream(...a),
+    };
     return port as EventStore;
   }
 }
 
 const setup = (options: RepositoryOptions<WalletState> = {}) => {
   const store = new MemoryStore();
-  const repository = new AggregateRepository(store.asEventStore(), wallet, (id) => `wallet-${id}`, { conflictBackoff: { baseDelayMs: 0, maxDelayMs: 0 }, ...options });
+  const repository = new AggregateRepository(store.asEventStore(), wallet, (id) => `wallet-${id}`, {
+    conflictBackoff: { baseDelayMs: 0, maxDelayMs: 0 },
+    ...options,
+  });
   return { store, repository };
 };
 
@@ -127,7 +152,10 @@ describe('AggregateRepository: batching', () => {
     ];
     release();
     const settledResults = await Promise.allSettled([first, ...batch]);
-    assert.deepEqual(settledResults.map((r) => r.status), ['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+    assert.deepEqual(
+      settledResults.map((r) => r.status),
+      ['fulfilled', 'fulfilled', 'rejected', 'fulfilled'],
+    );
     const refused = settledResults[2] as PromiseRejectedResult;
     assert.ok(refused.reason instanceof DomainError && refused.reason.code === 'INSUFFICIENT');
     assert.deepEqual(store.appends[1]!.types, ['Spent', 'Deposited']);
@@ -142,7 +170,10 @@ describe('AggregateRepository: batching', () => {
     const queued = Array.from({ length: 501 }, () => repository.handle('w', { type: 'deposit', amount: 1 }));
     release();
     await Promise.all([first, ...queued]);
-    assert.deepEqual(store.appends.map((a) => a.types.length), [1, 500, 1]);
+    assert.deepEqual(
+      store.appends.map((a) => a.types.length),
+      [1, 500, 1],
+    );
     assert.equal((await repository.load('w')).state.balance, 502);
   });
 
@@ -153,7 +184,10 @@ describe('AggregateRepository: batching', () => {
     await settled();
     const b = await repository.handle('b', { type: 'deposit', amount: 2 });
     assert.equal(b.state.balance, 2);
-    assert.deepEqual(store.appends.map((a) => a.streamId), ['wallet-a', 'wallet-b']);
+    assert.deepEqual(
+      store.appends.map((a) => a.streamId),
+      ['wallet-a', 'wallet-b'],
+    );
   });
 });
 
@@ -166,7 +200,11 @@ describe('AggregateRepository: conflict retry', () => {
     await settled();
     store.write('wallet-w', [{ type: 'Spent', data: { amount: 3 } }]); // lands while ours is held
     release();
-    await assert.rejects(spending, (e: unknown) => e instanceof DomainError && e.code === 'INSUFFICIENT', 'decided again on balance 2, not 5');
+    await assert.rejects(
+      spending,
+      (e: unknown) => e instanceof DomainError && e.code === 'INSUFFICIENT',
+      'decided again on balance 2, not 5',
+    );
     const deposit = await repository.handle('w', { type: 'deposit', amount: 1 });
     assert.deepEqual([deposit.state.balance, deposit.version], [3, 2]);
     assert.deepEqual(
@@ -185,7 +223,10 @@ describe('AggregateRepository: conflict retry', () => {
     store.failures.push(new ExpectedVersionConflictError('wallet-w', 0, 1));
     const result = await repository.handle('w', { type: 'spend', amount: 2 });
     assert.deepEqual([result.state.balance, result.version], [7, 1]);
-    assert.deepEqual(store.appends.map((a) => a.expectedVersion), [0, 0]);
+    assert.deepEqual(
+      store.appends.map((a) => a.expectedVersion),
+      [0, 0],
+    );
   });
 
   test('retries are bounded: after maxRetries conflicts the conflict is thrown, to every command of the batch', async () => {
@@ -201,11 +242,20 @@ describe('AggregateRepository: conflict retry', () => {
     store.failures.push(new EventStoreUnavailableError('down'));
     const results = Promise.allSettled([repository.handle('w', { type: 'deposit', amount: 1 })]);
     await settled();
-    const batch = Promise.allSettled([repository.handle('w', { type: 'deposit', amount: 2 }), repository.handle('w', { type: 'deposit', amount: 3 })]);
+    const batch = Promise.allSettled([
+      repository.handle('w', { type: 'deposit', amount: 2 }),
+      repository.handle('w', { type: 'deposit', amount: 3 }),
+    ]);
     store.failures.push(new EventStoreUnavailableError('still down'));
     release();
-    assert.deepEqual((await results).map((r) => r.status), ['rejected']);
-    assert.deepEqual((await batch).map((r) => (r.status === 'rejected' ? (r.reason as Error).message : 'ok')), ['still down', 'still down']);
+    assert.deepEqual(
+      (await results).map((r) => r.status),
+      ['rejected'],
+    );
+    assert.deepEqual(
+      (await batch).map((r) => (r.status === 'rejected' ? (r.reason as Error).message : 'ok')),
+      ['still down', 'still down'],
+    );
     assert.equal(store.appends.length, 2, 'each batch tried once');
     // The repository is usable afterwards.
     assert.equal((await repository.handle('w', { type: 'deposit', amount: 4 })).state.balance, 4);
@@ -223,7 +273,10 @@ describe('AggregateRepository: the state cache', () => {
     assert.deepEqual(await repository.load('w'), { state: { balance: 11, claimed: [] }, version: 1 });
     store.write('wallet-w', [{ type: 'Spent', data: { amount: 1 } }]);
     assert.deepEqual(await repository.load('w'), { state: { balance: 10, claimed: [] }, version: 2 });
-    assert.deepEqual(store.reads.map((r) => r.fromRevision), [0, 2]);
+    assert.deepEqual(
+      store.reads.map((r) => r.fromRevision),
+      [0, 2],
+    );
     assert.deepEqual(cache.get('w'), { state: { balance: 10, claimed: [] }, version: 2 });
   });
 
@@ -233,14 +286,20 @@ describe('AggregateRepository: the state cache', () => {
     await repository.handle('w', { type: 'deposit', amount: 3 });
     assert.deepEqual(cache.get('w'), { state: { balance: 3, claimed: [] }, version: 0 });
     await repository.handle('w', { type: 'deposit', amount: 4 });
-    assert.deepEqual(store.reads.map((r) => r.fromRevision), [0, 1]);
+    assert.deepEqual(
+      store.reads.map((r) => r.fromRevision),
+      [0, 1],
+    );
   });
 
   test('without a cache every load reads the whole stream', async () => {
     const { store, repository } = setup();
     await repository.handle('w', { type: 'deposit', amount: 3 });
     await repository.handle('w', { type: 'deposit', amount: 4 });
-    assert.deepEqual(store.reads.map((r) => r.fromRevision), [0, 0]);
+    assert.deepEqual(
+      store.reads.map((r) => r.fromRevision),
+      [0, 0],
+    );
   });
 
   test('MemoryStateCache never replaces a state with an older one', () => {

@@ -22,7 +22,10 @@ describe('Deadlines', () => {
     mock.timers.enable({ apis: ['setTimeout'] });
     clock = START;
     fired = [];
-    deadlines = new Deadlines((callId) => fired.push(callId), () => clock);
+    deadlines = new Deadlines(
+      (callId) => fired.push(callId),
+      () => clock,
+    );
     advance = (ms) => {
       clock += ms;
       mock.timers.tick(ms);

@@ -38,7 +38,11 @@ describe('AggregateRepository, decideOnCachedState', () => {
     return { store: counted, reads: () => reads };
   };
   const repository = (eventStore: EventStore) =>
-    new AggregateRepository(eventStore, wallet, (id) => `wallet-${id}`, { cache: new MemoryStateCache<State>(), decideOnCachedState: true, conflictBackoff: { baseDelayMs: 0, maxDelayMs: 0 } });
+    new AggregateRepository(eventStore, wallet, (id) => `wallet-${id}`, {
+      cache: new MemoryStateCache<State>(),
+      decideOnCachedState: true,
+      conflictBackoff: { baseDelayMs: 0, maxDelayMs: 0 },
+    });
   let n = 0;
   const fresh = () => `w${++n}-${Date.now()}`;
 
@@ -60,7 +64,10 @@ describe('AggregateRepository, decideOnCachedState', () => {
     const other = repository(store);
     await mine.handle(id, { type: 'deposit', amount: 5 });
     await other.handle(id, { type: 'spend', amount: 5 }); // mine's cache still says 5
-    await assert.rejects(mine.handle(id, { type: 'spend', amount: 5 }), (e: unknown) => e instanceof DomainError && e.code === 'INSUFFICIENT');
+    await assert.rejects(
+      mine.handle(id, { type: 'spend', amount: 5 }),
+      (e: unknown) => e instanceof DomainError && e.code === 'INSUFFICIENT',
+    );
     const result = await mine.handle(id, { type: 'deposit', amount: 2 });
     assert.deepEqual(result.state, { balance: 2, claimed: [] });
     assert.equal(result.version, 2);
@@ -107,7 +114,11 @@ describe('AggregateRepository, decideOnCachedState', () => {
       mine.handle(id, { type: 'spend', amount: 2 }),
       mine.handle(id, { type: 'spend', amount: 2 }),
     ]);
-    assert.deepEqual(results.map((r) => r.status), ['fulfilled', 'fulfilled', 'fulfilled', 'rejected'], 'three spends of 2 fit in 6, the fourth is refused');
+    assert.deepEqual(
+      results.map((r) => r.status),
+      ['fulfilled', 'fulfilled', 'fulfilled', 'rejected'],
+      'three spends of 2 fit in 6, the fourth is refused',
+    );
     assert.deepEqual((await repository(store).load(id)).state, { balance: 0, claimed: [] });
   });
 });

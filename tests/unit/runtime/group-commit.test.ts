@@ -75,7 +75,9 @@ describe('GroupCommit', () => {
   });
 
   test('an Error outcome fails its item alone; the others of the batch succeed', async () => {
-    const group = new GroupCommit<number, number>((items) => items.map((n) => (n === 2 ? new Error(`conflict on ${n}`) : n)));
+    const group = new GroupCommit<number, number>((items) =>
+      items.map((n) => (n === 2 ? new Error(`conflict on ${n}`) : n)),
+    );
     const results = await Promise.allSettled([group.submit(1), group.submit(2), group.submit(3)]);
     assert.deepEqual(
       results.map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as Error).message)),
@@ -90,7 +92,10 @@ describe('GroupCommit', () => {
     await settled();
     const next = group.submit(3);
     answers[0]!.reject(new Error('disk full'));
-    assert.deepEqual((await failing).map((r) => r.status === 'rejected' && (r.reason as Error).message), ['disk full', 'disk full']);
+    assert.deepEqual(
+      (await failing).map((r) => r.status === 'rejected' && (r.reason as Error).message),
+      ['disk full', 'disk full'],
+    );
     await settled();
     assert.deepEqual(batches, [[1, 2], [3]]);
     answer(1);

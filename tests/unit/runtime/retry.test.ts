@@ -27,9 +27,19 @@ const failing = <T>(errors: Error[], value: T) => {
 
 describe('backoffDelay', () => {
   test('full jitter: random × min(maxDelay, base × 2^(attempt-1)), rounded down', () => {
-    assert.deepEqual([1, 2, 3, 4, 10].map((attempt) => backoffDelay(policy, attempt, () => 0.5)), [50, 100, 150, 150, 150]);
-    assert.equal(backoffDelay(policy, 1, () => 0), 0);
-    assert.equal(backoffDelay(policy, 3, () => 0.999_999), 299, 'never reaches the ceiling');
+    assert.deepEqual(
+      [1, 2, 3, 4, 10].map((attempt) => backoffDelay(policy, attempt, () => 0.5)),
+      [50, 100, 150, 150, 150],
+    );
+    assert.equal(
+      backoffDelay(policy, 1, () => 0),
+      0,
+    );
+    assert.equal(
+      backoffDelay(policy, 3, () => 0.999_999),
+      299,
+      'never reaches the ceiling',
+    );
   });
 });
 
@@ -66,9 +76,22 @@ describe('retrying', () => {
   });
 
   test('after maxAttempts the last error is thrown', async () => {
-    const { work, calls } = failing([retriable('1'), retriable('2'), retriable('3'), retriable('4'), retriable('5')], 'never');
+    const { work, calls } = failing(
+      [retriable('1'), retriable('2'), retriable('3'), retriable('4'), retriable('5')],
+      'never',
+    );
     const pauses: number[] = [];
-    await assert.rejects(retrying(work, policy, new AbortController().signal, undefined, async (ms) => void pauses.push(ms), () => 1 - Number.EPSILON), /^Error: 4$/);
+    await assert.rejects(
+      retrying(
+        work,
+        policy,
+        new AbortController().signal,
+        undefined,
+        async (ms) => void pauses.push(ms),
+        () => 1 - Number.EPSILON,
+      ),
+      /^Error: 4$/,
+    );
     assert.equal(calls(), 4);
     assert.deepEqual(pauses, [99, 199, 299]);
   });
@@ -76,7 +99,10 @@ describe('retrying', () => {
   test('a terminal error is thrown at once, without a pause', async () => {
     const { work, calls } = failing([terminal('bad input')], 'never');
     let paused = false;
-    await assert.rejects(retrying(work, policy, new AbortController().signal, undefined, async () => void (paused = true)), /bad input/);
+    await assert.rejects(
+      retrying(work, policy, new AbortController().signal, undefined, async () => void (paused = true)),
+      /bad input/,
+    );
     assert.equal(calls(), 1);
     assert.equal(paused, false);
   });
@@ -85,7 +111,10 @@ describe('retrying', () => {
     const controller = new AbortController();
     const { work, calls } = failing([retriable('first'), retriable('second')], 'never');
     const pausing = async () => controller.abort(new Error('stopped'));
-    await assert.rejects(retrying(work, policy, controller.signal, undefined, pausing, () => 0), /second/);
+    await assert.rejects(
+      retrying(work, policy, controller.signal, undefined, pausing, () => 0),
+      /second/,
+    );
     assert.equal(calls(), 2, 'no attempt after the one that failed while aborted');
   });
 });
@@ -126,4 +155,3 @@ describe('sleep', () => {
     assert.equal(calls(), 2);
   });
 });
-

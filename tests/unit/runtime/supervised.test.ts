@@ -37,7 +37,13 @@ const fakeSubscription = (): FakeSubscription => {
   return sub;
 };
 
-const badEvent: Pick<RecordedEvent, 'position' | 'streamId' | 'revision' | 'type' | 'id'> = { position: 42n, streamId: 'call-1', revision: 3, type: 'CallAnalysed', id: 'e1' };
+const badEvent: Pick<RecordedEvent, 'position' | 'streamId' | 'revision' | 'type' | 'id'> = {
+  position: 42n,
+  streamId: 'call-1',
+  revision: 3,
+  type: 'CallAnalysed',
+  id: 'e1',
+};
 const never = () => false;
 
 describe('supervised', () => {
@@ -48,7 +54,11 @@ describe('supervised', () => {
     started.push(sub);
     return sub;
   };
-  const logger = () => pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line) as { level: number; msg: string }) });
+  const logger = () =>
+    pino(
+      { level: 'info' },
+      { write: (line: string) => void logs.push(JSON.parse(line) as { level: number; msg: string }) },
+    );
   const run = (options?: SupervisedOptions) => supervised('history', start, logger(), options);
   /** Fails the newest subscription and lets the supervisor react. */
   const failLatest = async (error: unknown) => {
@@ -106,17 +116,27 @@ describe('supervised', () => {
     assert.deepEqual(s.report(never), { ready: true, state: 'live' });
     await failLatest(new Error('connection refused'));
     started[0]!.state = { state: 'failed', since: new Date(), error: 'connection refused' };
-    assert.deepEqual(s.report(never), { ready: false, reason: 'restarting since 2026-11-20T10:00:00.000Z: connection refused' });
+    assert.deepEqual(s.report(never), {
+      ready: false,
+      reason: 'restarting since 2026-11-20T10:00:00.000Z: connection refused',
+    });
     await tick(1000);
     assert.deepEqual(s.report(never), { ready: true, state: 'live' }, 'the restarted subscription is live');
     started[1]!.state = { state: 'retrying', since: new Date(), error: 'timeout' };
     assert.equal(s.report(never).ready, false, 'retrying soon after a restart is still restarting');
-    assert.deepEqual(s.report(() => true), { ready: false, reason: 'retrying since 2026-11-20T10:00:01.000Z: timeout' });
+    assert.deepEqual(
+      s.report(() => true),
+      { ready: false, reason: 'retrying since 2026-11-20T10:00:01.000Z: timeout' },
+    );
     started[1]!.state = { state: 'live', since: new Date() };
     await tick(60_001);
     assert.deepEqual(s.report(never), { ready: true, state: 'live' });
     started[1]!.state = { state: 'retrying', since: new Date(), error: 'timeout' };
-    assert.deepEqual(s.report(never), { ready: true, state: 'retrying' }, 'a brief retry a minute after the restart is no restart');
+    assert.deepEqual(
+      s.report(never),
+      { ready: true, state: 'retrying' },
+      'a brief retry a minute after the restart is no restart',
+    );
     await s.stop();
   });
 
@@ -152,7 +172,13 @@ describe('supervised', () => {
     const error = new ProjectionEventError('history', badEvent, new Error('bad score'));
     await failLatest(error);
     assert.deepEqual(halted, [error], 'told once');
-    assert.deepEqual(s.report(never), { ready: false, reason: error.message, position: '42', streamId: 'call-1', eventType: 'CallAnalysed' });
+    assert.deepEqual(s.report(never), {
+      ready: false,
+      reason: error.message,
+      position: '42',
+      streamId: 'call-1',
+      eventType: 'CallAnalysed',
+    });
     for (let i = 0; i < 3; i++) await tick(500);
     assert.deepEqual(asked, [42n, 42n, 42n], 'asked every skipPollMs');
     assert.equal(started.length, 1, 'not restarted into the same failure');

@@ -12,13 +12,22 @@ import { openSqlite } from '../../../shared/adapters/sqlite/sqlite-database.ts';
 import { evolveTeam, initialTeamState, type TeamState } from '../../../shared/domain/team/team-state.ts';
 import { encodeTeamState } from '../../../shared/domain/team/team-state-codec.ts';
 import type { TeamEvent } from '../../../shared/domain/team/team-events.ts';
-import type { EventStore, Json, Snapshot, SubscribeToAllOptions, Subscription } from '../../../shared/ports/event-store.ts';
+import type {
+  EventStore,
+  Json,
+  Snapshot,
+  SubscribeToAllOptions,
+  Subscription,
+} from '../../../shared/ports/event-store.ts';
 import { TEAM_DIRECTORY_SNAPSHOT, TeamDirectory } from '../../../services/ingress/teams/team-directory.ts';
 import { tempDir } from '../../support/temp-dir.ts';
 import { hash, keyIssued, reserved, teamCreated } from '../domain/team/fixtures.ts';
 
 const never = () => false;
-const revoked = (keyId: string): TeamEvent => ({ type: 'ApiKeyRevoked', data: { keyId, at: '2026-11-21T10:00:00.000Z' } });
+const revoked = (keyId: string): TeamEvent => ({
+  type: 'ApiKeyRevoked',
+  data: { keyId, at: '2026-11-21T10:00:00.000Z' },
+});
 const createdAs = (teamId: string, capacityMinutes: number): TeamEvent => {
   const created = teamCreated(capacityMinutes);
   return created.type === 'TeamCreated' ? { ...created, data: { ...created.data, teamId } } : created;
@@ -56,7 +65,11 @@ describe('TeamDirectory', () => {
       },
       storeSnapshot: (name, snapshot) => (snapshots.push(snapshot), real.storeSnapshot(name, snapshot)),
     };
-    const append = (teamId: string, events: TeamEvent[]) => real.append(`team-${teamId}`, events.map((e) => ({ type: e.type, data: e.data as Json })));
+    const append = (teamId: string, events: TeamEvent[]) =>
+      real.append(
+        `team-${teamId}`,
+        events.map((e) => ({ type: e.type, data: e.data as Json })),
+      );
     return { store, append, subscriptions, following, snapshots };
   };
   const started = async (store: EventStore) => {
@@ -70,14 +83,23 @@ describe('TeamDirectory', () => {
     const { store, append } = freshStore();
     await append('t1', [teamCreated(), keyIssued('k1', hash('a')), reserved('c1', 30)]);
     await append('t2', [createdAs('t2', 120), keyIssued('k2', hash('b'))]);
-    await store.append('call-t9', [{ type: 'CallSubmitted', data: {} }, { type: 'TeamCreated', data: createdAs('t9', 60).data as Json }]);
+    await store.append('call-t9', [
+      { type: 'CallSubmitted', data: {} },
+      { type: 'TeamCreated', data: createdAs('t9', 60).data as Json },
+    ]);
     const directory = await started(store);
     assert.deepEqual(directory.ownerOf(hash('a')), { teamId: 't1', keyId: 'k1' });
     assert.deepEqual(directory.ownerOf(hash('b')), { teamId: 't2', keyId: 'k2' });
     assert.equal(directory.ownerOf(hash('c')), undefined);
     assert.equal(directory.team('t1')?.remainingMinutes, 570);
     assert.equal(directory.get('t1')?.version, 2);
-    assert.deepEqual(directory.activeTeams().map((t) => t.teamId).sort(), ['t1', 't2']);
+    assert.deepEqual(
+      directory
+        .activeTeams()
+        .map((t) => t.teamId)
+        .sort(),
+      ['t1', 't2'],
+    );
     assert.equal(directory.team('t3'), undefined);
   });
 
@@ -143,7 +165,10 @@ describe('TeamDirectory', () => {
     await append('t1', [teamCreated(), reserved('c1', 10)]);
     const [, second] = await store.readAll({ maxCount: 10 });
     // A snapshot that holds t1 at revision 0 but covers the feed up to revision 1.
-    await store.storeSnapshot(TEAM_DIRECTORY_SNAPSHOT, { position: second!.position, data: { teams: [{ teamId: 't1', version: 0, state: encodeTeamState(fold([teamCreated()])) }] } });
+    await store.storeSnapshot(TEAM_DIRECTORY_SNAPSHOT, {
+      position: second!.position,
+      data: { teams: [{ teamId: 't1', version: 0, state: encodeTeamState(fold([teamCreated()])) }] },
+    });
     await append('t1', [reserved('c2', 20)]);
     const directory = await started(store);
     assert.equal(subscriptions.at(-1)!.after, second!.position);
@@ -169,7 +194,10 @@ describe('TeamDirectory', () => {
     const { store, append, subscriptions } = freshStore();
     await append('t1', [teamCreated(), keyIssued('k1', hash('a'))]);
     const state = encodeTeamState(fold([teamCreated()]));
-    await store.storeSnapshot(TEAM_DIRECTORY_SNAPSHOT, { position: 1n, data: { teams: [{ teamId: 't1', version: 'zero', state }] } });
+    await store.storeSnapshot(TEAM_DIRECTORY_SNAPSHOT, {
+      position: 1n,
+      data: { teams: [{ teamId: 't1', version: 'zero', state }] },
+    });
     const directory = await started(store);
     assert.equal(subscriptions.at(-1)!.after, 0n);
     assert.deepEqual(directory.ownerOf(hash('a')), { teamId: 't1', keyId: 'k1' });

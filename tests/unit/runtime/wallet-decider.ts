@@ -4,8 +4,12 @@
  */
 import { type Decider, DomainError } from '../../../shared/domain/decider.ts';
 
-export type WalletCommand = { type: 'deposit'; amount: number } | { type: 'spend'; amount: number } | { type: 'claim'; ticket: string };
-export type WalletEvent = { type: 'Deposited'; data: { amount: number } } | { type: 'Spent'; data: { amount: number } } | { type: 'Claimed'; data: { ticket: string } };
+export type WalletCommand =
+  { type: 'deposit'; amount: number } | { type: 'spend'; amount: number } | { type: 'claim'; ticket: string };
+export type WalletEvent =
+  | { type: 'Deposited'; data: { amount: number } }
+  | { type: 'Spent'; data: { amount: number } }
+  | { type: 'Claimed'; data: { ticket: string } };
 export interface WalletState {
   balance: number;
   claimed: string[];
@@ -18,7 +22,8 @@ export const wallet: Decider<WalletCommand, WalletState, WalletEvent> = {
       case 'deposit':
         return [{ type: 'Deposited', data: { amount: command.amount } }];
       case 'spend':
-        if (state.balance < command.amount) throw new DomainError('INSUFFICIENT', `balance ${state.balance} < ${command.amount}`);
+        if (state.balance < command.amount)
+          throw new DomainError('INSUFFICIENT', `balance ${state.balance} < ${command.amount}`);
         return [{ type: 'Spent', data: { amount: command.amount } }];
       case 'claim':
         return state.claimed.includes(command.ticket) ? [] : [{ type: 'Claimed', data: { ticket: command.ticket } }];

@@ -68,7 +68,19 @@ test('two adjacent characters swapped are rejected', () => {
 
 test('anything not shaped like a key is invalid-format', () => {
   const key = generateApiKey();
-  for (const raw of [undefined, 42, '', 'pk_', key.slice(0, -1), `${key}0`, ` ${key}`, `Bearer ${key}`, `sk_${key.slice(3)}`, `PK_${key.slice(3)}`, `${key.slice(0, 10)}-${key.slice(11)}`]) {
+  for (const raw of [
+    undefined,
+    42,
+    '',
+    'pk_',
+    key.slice(0, -1),
+    `${key}0`,
+    ` ${key}`,
+    `Bearer ${key}`,
+    `sk_${key.slice(3)}`,
+    `PK_${key.slice(3)}`,
+    `${key.slice(0, 10)}-${key.slice(11)}`,
+  ]) {
     assert.deepEqual(parseApiKey(raw), { ok: false, reason: 'invalid-format' }, String(raw));
   }
 });
@@ -82,7 +94,10 @@ test('the stored form is HMAC-SHA256 hex, keyed by the server secret', () => {
   assert.notEqual(hashApiKey(formatApiKey(bytes(8)), 'server-secret'), stored);
   assert.ok(!stored.includes(key.slice(3, 20)));
   // RFC 4231 test case 2: the construction is plain HMAC-SHA256.
-  assert.equal(hashApiKey('what do ya want for nothing?', 'Jefe'), '5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843');
+  assert.equal(
+    hashApiKey('what do ya want for nothing?', 'Jefe'),
+    '5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843',
+  );
 });
 
 test('hashes compare in constant time; different lengths or non-hex never match', () => {

@@ -10,7 +10,16 @@ test('the token of a Bearer header: scheme in any case, white space around the t
 });
 
 test('no token: another scheme, no token, two tokens, a missing or repeated header', () => {
-  for (const header of ['Basic dXNlcjpwYXNz', 'Bearer', 'Bearer ', 'Bearer a b', ' Bearer a', 'Bearerpk_abc', 'pk_abc', '']) {
+  for (const header of [
+    'Basic dXNlcjpwYXNz',
+    'Bearer',
+    'Bearer ',
+    'Bearer a b',
+    ' Bearer a',
+    'Bearerpk_abc',
+    'pk_abc',
+    '',
+  ]) {
     assert.equal(bearerToken(header), undefined, JSON.stringify(header));
   }
   assert.equal(bearerToken(undefined), undefined);

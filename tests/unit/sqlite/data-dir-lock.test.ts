@@ -13,7 +13,10 @@ test('only one opener of a data directory: a second one is refused with the hold
   try {
     assert.throws(
       () => openSqlite(dir.path),
-      (error: unknown) => error instanceof DataDirLockedError && error.message.includes(`process ${process.pid}`) && error.message.includes('DATA_DIR'),
+      (error: unknown) =>
+        error instanceof DataDirLockedError &&
+        error.message.includes(`process ${process.pid}`) &&
+        error.message.includes('DATA_DIR'),
     );
   } finally {
     first.close();
@@ -36,7 +39,10 @@ test('a lock left by a process that died (kill -9) is taken over', () => {
   try {
     // A real process id that no longer runs: a child that has exited.
     const dead = spawnSync(process.execPath, ['-e', '0']).pid;
-    writeFileSync(join(dir.path, 'LOCK'), JSON.stringify({ pid: dead, host: hostname(), since: new Date().toISOString() }));
+    writeFileSync(
+      join(dir.path, 'LOCK'),
+      JSON.stringify({ pid: dead, host: hostname(), since: new Date().toISOString() }),
+    );
     const opened = openSqlite(dir.path);
     assert.equal(JSON.parse(readFileSync(join(dir.path, 'LOCK'), 'utf8')).pid, process.pid);
     opened.close();

@@ -42,9 +42,27 @@ test('a database file left readable by others is made 0600 on open; an existing 
 
 test('on a shared database, missing secrets are refused before any service starts, naming the variable', () => {
   const base = { DATABASE_URL: 'postgres://x@127.0.0.1/db' };
-  assert.throws(() => checkSecrets(loadConfig(base)), (e) => e instanceof ConfigError && /ADMIN_TOKEN/.test(e.message));
-  assert.throws(() => checkSecrets(loadConfig({ ...base, ADMIN_TOKEN: 'a'.repeat(32) })), (e) => e instanceof ConfigError && /API_KEY_SECRET/.test(e.message));
-  assert.throws(() => checkSecrets(loadConfig({ ...base, ADMIN_TOKEN: 'a'.repeat(32), API_KEY_SECRET: 's'.repeat(32) })), (e) => e instanceof ConfigError && /DATA_KEY_SECRET/.test(e.message));
-  assert.doesNotThrow(() => checkSecrets(loadConfig({ ...base, ADMIN_TOKEN: 'a'.repeat(32), API_KEY_SECRET: 's'.repeat(32), DATA_KEY_SECRET: 'd'.repeat(32) })));
+  assert.throws(
+    () => checkSecrets(loadConfig(base)),
+    (e) => e instanceof ConfigError && /ADMIN_TOKEN/.test(e.message),
+  );
+  assert.throws(
+    () => checkSecrets(loadConfig({ ...base, ADMIN_TOKEN: 'a'.repeat(32) })),
+    (e) => e instanceof ConfigError && /API_KEY_SECRET/.test(e.message),
+  );
+  assert.throws(
+    () => checkSecrets(loadConfig({ ...base, ADMIN_TOKEN: 'a'.repeat(32), API_KEY_SECRET: 's'.repeat(32) })),
+    (e) => e instanceof ConfigError && /DATA_KEY_SECRET/.test(e.message),
+  );
+  assert.doesNotThrow(() =>
+    checkSecrets(
+      loadConfig({
+        ...base,
+        ADMIN_TOKEN: 'a'.repeat(32),
+        API_KEY_SECRET: 's'.repeat(32),
+        DATA_KEY_SECRET: 'd'.repeat(32),
+      }),
+    ),
+  );
   assert.doesNotThrow(() => checkSecrets(loadConfig({})), 'the embedded default generates them');
 });

@@ -77,10 +77,24 @@ test('the SQLite event store answers a busy database with a retriable EventStore
 
 test('faults of the machine, not of the statement, are retriable: a full or failing disk, a file that cannot be opened, a closed database', () => {
   const coded = (code: string) => Object.assign(new Error(code), { code });
-  for (const code of ['SQLITE_FULL', 'SQLITE_IOERR', 'SQLITE_IOERR_WRITE', 'SQLITE_CANTOPEN', 'SQLITE_PROTOCOL', 'SQLITE_BUSY_SNAPSHOT', 'SQLITE_LOCKED_SHAREDCACHE']) {
+  for (const code of [
+    'SQLITE_FULL',
+    'SQLITE_IOERR',
+    'SQLITE_IOERR_WRITE',
+    'SQLITE_CANTOPEN',
+    'SQLITE_PROTOCOL',
+    'SQLITE_BUSY_SNAPSHOT',
+    'SQLITE_LOCKED_SHAREDCACHE',
+  ]) {
     assert.equal(isRetriableSqliteError(coded(code)), true, code);
   }
-  for (const code of ['SQLITE_CONSTRAINT_PRIMARYKEY', 'SQLITE_CORRUPT', 'SQLITE_ERROR', 'SQLITE_MISMATCH', 'SQLITE_TOOBIG']) {
+  for (const code of [
+    'SQLITE_CONSTRAINT_PRIMARYKEY',
+    'SQLITE_CORRUPT',
+    'SQLITE_ERROR',
+    'SQLITE_MISMATCH',
+    'SQLITE_TOOBIG',
+  ]) {
     assert.equal(isRetriableSqliteError(coded(code)), false, code);
   }
   const db = new Database(':memory:');

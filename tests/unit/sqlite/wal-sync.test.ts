@@ -35,7 +35,11 @@ const holdSyncs = (sync: NonNullable<ReturnType<typeof walSyncOf>>) => {
 test('the embedded database commits without fsync and syncs its WAL after; concurrent appends share syncs', async () => {
   const files = opened();
   try {
-    assert.equal(files.sqlite.db.pragma('synchronous', { simple: true }), 1, 'synchronous=NORMAL on the write connection');
+    assert.equal(
+      files.sqlite.db.pragma('synchronous', { simple: true }),
+      1,
+      'synchronous=NORMAL on the write connection',
+    );
     const store = createSqliteEventStore(files.sqlite.db);
     const before = files.sync.count;
     await Promise.all(Array.from({ length: 200 }, (_, i) => store.append(`s-${i % 20}`, [{ type: 'E', data: { i } }])));
@@ -73,11 +77,18 @@ test('an append and a publish resolve only once their commit is synced, and the 
     await new Promise((resolve) => setImmediate(resolve));
     assert.equal(appended, false, 'the append waits for the sync');
     assert.equal(published, false, 'the publish waits for the sync');
-    assert.deepEqual((await store.readAll()).map((e) => e.type), ['First'], 'the feed stops at the last synced event');
+    assert.deepEqual(
+      (await store.readAll()).map((e) => e.type),
+      ['First'],
+      'the feed stops at the last synced event',
+    );
     assert.equal(await store.headPosition(), 1n);
     held.open();
     await Promise.all([append, publish]);
-    assert.deepEqual((await store.readAll()).map((e) => e.type), ['First', 'Second']);
+    assert.deepEqual(
+      (await store.readAll()).map((e) => e.type),
+      ['First', 'Second'],
+    );
     await log.close();
     await store.close();
   } finally {
@@ -85,15 +96,23 @@ test('an append and a publish resolve only once their commit is synced, and the 
   }
 });
 
-test('checkpoints run beside the write connection: the database file takes the WAL\'s pages without a checkpoint on it', async () => {
+test("checkpoints run beside the write connection: the database file takes the WAL's pages without a checkpoint on it", async () => {
   const files = opened();
   try {
-    assert.equal(files.sqlite.db.pragma('wal_autocheckpoint', { simple: true }), 0, 'no automatic checkpoint inside COMMIT');
+    assert.equal(
+      files.sqlite.db.pragma('wal_autocheckpoint', { simple: true }),
+      0,
+      'no automatic checkpoint inside COMMIT',
+    );
     const store = createSqliteEventStore(files.sqlite.db);
     const file = join(files.sqlite.dataDir, 'calls.sqlite');
     const sizeBefore = statSync(file).size;
-    await Promise.all(Array.from({ length: 50 }, (_, i) => store.append(`s-${i}`, [{ type: 'E', data: { text: 'x'.repeat(4000) } }])));
-    await eventually(() => assert.ok(statSync(file).size > sizeBefore + 100_000, 'the checkpointer copied the pages'), { timeoutMs: 10_000 });
+    await Promise.all(
+      Array.from({ length: 50 }, (_, i) => store.append(`s-${i}`, [{ type: 'E', data: { text: 'x'.repeat(4000) } }])),
+    );
+    await eventually(() => assert.ok(statSync(file).size > sizeBefore + 100_000, 'the checkpointer copied the pages'), {
+      timeoutMs: 10_000,
+    });
     await store.close();
   } finally {
     files.close();
@@ -113,14 +132,19 @@ test('deferDurability: an append resolves once committed, and a later durable pu
     let published = false;
     const append = store.append('team-1', [{ type: 'Other', data: {} }]).then(() => (durableAppend = true));
     const publish = log.publish('t', [{ key: 'k', value: 'v' }]).then(() => (published = true));
-    await eventually(() => assert.equal((files.sqlite.db.prepare('SELECT count(*) AS n FROM log_records').get() as { n: number }).n, 1));
+    await eventually(() =>
+      assert.equal((files.sqlite.db.prepare('SELECT count(*) AS n FROM log_records').get() as { n: number }).n, 1),
+    );
     await new Promise((resolve) => setImmediate(resolve));
     assert.equal(durableAppend, false, 'without deferDurability an append waits for the sync');
     assert.equal(published, false);
     assert.deepEqual(await store.readAll(), [], 'the feed waits for the sync, deferred or not');
     held.open();
     await Promise.all([append, publish]);
-    assert.deepEqual((await store.readAll()).map((e) => e.type), ['CapacityReserved', 'Other']);
+    assert.deepEqual(
+      (await store.readAll()).map((e) => e.type),
+      ['CapacityReserved', 'Other'],
+    );
     await log.close();
     await store.close();
   } finally {

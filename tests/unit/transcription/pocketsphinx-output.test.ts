@@ -1,9 +1,15 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { parsePocketsphinxOutput, readPocketsphinxOutput } from '../../../shared/adapters/transcription/pocketsphinx-output.ts';
+import {
+  parsePocketsphinxOutput,
+  readPocketsphinxOutput,
+} from '../../../shared/adapters/transcription/pocketsphinx-output.ts';
 
 test('5prealpha (pocketsphinx_continuous): one plain hypothesis per utterance, joined in order', () => {
-  assert.equal(parsePocketsphinxOutput('hello this is a test of a price proposal\nplease send the contract\n'), 'hello this is a test of a price proposal please send the contract');
+  assert.equal(
+    parsePocketsphinxOutput('hello this is a test of a price proposal\nplease send the contract\n'),
+    'hello this is a test of a price proposal please send the contract',
+  );
 });
 
 test('5.x (pocketsphinx live): the "t" of each JSON line, word segments ignored', () => {
@@ -29,7 +35,12 @@ test('silence and noise markers and alternate-pronunciation suffixes are removed
 });
 
 test('log lines that reach stdout are not taken for speech', () => {
-  assert.equal(parsePocketsphinxOutput('INFO: continuous.c(307): Ready....\nhello there\nWARN: "ps_lattice.c", line 1081: Failed\n'), 'hello there');
+  assert.equal(
+    parsePocketsphinxOutput(
+      'INFO: continuous.c(307): Ready....\nhello there\nWARN: "ps_lattice.c", line 1081: Failed\n',
+    ),
+    'hello there',
+  );
 });
 
 test('whitespace is normalised: CRLF line ends, runs of spaces', () => {

@@ -10,17 +10,27 @@ import { uploadFileName } from '../../../shared/adapters/transcription/openai-tr
 import { selectTranscriber } from '../../../shared/adapters/transcription/select-transcriber.ts';
 import { isStepError } from '../../../shared/ports/step-error.ts';
 
-const absent = { ffmpegPath: '/nonexistent/bin/ffmpeg', pocketsphinxPath: '/nonexistent/bin/pocketsphinx_continuous', modelDir: '/nonexistent/model/en-us' };
+const absent = {
+  ffmpegPath: '/nonexistent/bin/ffmpeg',
+  pocketsphinxPath: '/nonexistent/bin/pocketsphinx_continuous',
+  modelDir: '/nonexistent/model/en-us',
+};
 
 test('a transcribe URL selects the OpenAI-compatible endpoint, model whisper-1 by default; describe shows no key', () => {
-  const transcriber = selectTranscriber({ transcribeUrl: ' https://api.openai.com ', transcribeApiKey: 'sk-live-abcdef123456' }, absent);
+  const transcriber = selectTranscriber(
+    { transcribeUrl: ' https://api.openai.com ', transcribeApiKey: 'sk-live-abcdef123456' },
+    absent,
+  );
   const text = transcriber.describe();
   assert.match(text, /OpenAI-compatible transcriber \(model whisper-1 at https:\/\/api\.openai\.com\)/);
   assert.ok(!text.includes('sk-live-abcdef123456'));
 });
 
 test('the configured model is used for the remote endpoint', () => {
-  assert.match(selectTranscriber({ transcribeUrl: 'http://127.0.0.1:8000', transcribeModel: 'large-v3' }, absent).describe(), /model large-v3/);
+  assert.match(
+    selectTranscriber({ transcribeUrl: 'http://127.0.0.1:8000', transcribeModel: 'large-v3' }, absent).describe(),
+    /model large-v3/,
+  );
 });
 
 test('a remote endpoint is available without a network round trip (reachability shows per call)', async () => {
@@ -37,8 +47,14 @@ test('no URL and no local engine: available() says exactly what is missing', asy
   assert.equal(availability.ok, false);
   const { reason } = availability as { reason: string };
   assert.match(reason, /ffmpeg is not installed \(\/nonexistent\/bin\/ffmpeg cannot be run; Debian package ffmpeg\)/);
-  assert.match(reason, /pocketsphinx is not installed \(\/nonexistent\/bin\/pocketsphinx_continuous cannot be run; Debian package pocketsphinx\)/);
-  assert.match(reason, /US English model is not installed \(missing \/nonexistent\/model\/en-us\/en-us\/mdef, .*en-us\.lm\.bin, .*cmudict-en-us\.dict; Debian package pocketsphinx-en-us\)/);
+  assert.match(
+    reason,
+    /pocketsphinx is not installed \(\/nonexistent\/bin\/pocketsphinx_continuous cannot be run; Debian package pocketsphinx\)/,
+  );
+  assert.match(
+    reason,
+    /US English model is not installed \(missing \/nonexistent\/model\/en-us\/en-us\/mdef, .*en-us\.lm\.bin, .*cmudict-en-us\.dict; Debian package pocketsphinx-en-us\)/,
+  );
 });
 
 test('no URL and no local engine: audio calls fail with transcription_unavailable (terminal) saying how to configure one', async () => {
@@ -70,17 +86,36 @@ test('the local transcriber itself, when its engine is missing, fails the same w
 
 test('an already aborted signal rejects with its reason before anything runs', async () => {
   const reason = new Error('shutdown');
-  await assert.rejects(selectTranscriber({}, absent).transcribe({ audioPath: '/tmp/call.wav', signal: AbortSignal.abort(reason) }), (e) => e === reason);
+  await assert.rejects(
+    selectTranscriber({}, absent).transcribe({ audioPath: '/tmp/call.wav', signal: AbortSignal.abort(reason) }),
+    (e) => e === reason,
+  );
 });
 
 test('pocketsphinx command lines: -infile with word times (-time yes) for 5prealpha (Debian 12), the live command for 5.x', () => {
   const model = { hmm: '/m/en-us', lm: '/m/en-us.lm.bin', dict: '/m/cmudict-en-us.dict' };
-  assert.deepEqual(pocketsphinxArgs({ ffmpeg: 'ffmpeg', pocketsphinx: { path: 'pocketsphinx_continuous', cli: 'continuous' }, model }, '/t/audio.wav'), [
-    '-infile', '/t/audio.wav', '-hmm', '/m/en-us', '-lm', '/m/en-us.lm.bin', '-dict', '/m/cmudict-en-us.dict', '-time', 'yes',
-  ]);
-  assert.deepEqual(pocketsphinxArgs({ ffmpeg: 'ffmpeg', pocketsphinx: { path: 'pocketsphinx', cli: 'live' }, model }, '/t/audio.wav'), [
-    '-hmm', '/m/en-us', '-lm', '/m/en-us.lm.bin', '-dict', '/m/cmudict-en-us.dict', 'live', '/t/audio.wav',
-  ]);
+  assert.deepEqual(
+    pocketsphinxArgs(
+      { ffmpeg: 'ffmpeg', pocketsphinx: { path: 'pocketsphinx_continuous', cli: 'continuous' }, model },
+      '/t/audio.wav',
+    ),
+    [
+      '-infile',
+      '/t/audio.wav',
+      '-hmm',
+      '/m/en-us',
+      '-lm',
+      '/m/en-us.lm.bin',
+      '-dict',
+      '/m/cmudict-en-us.dict',
+      '-time',
+      'yes',
+    ],
+  );
+  assert.deepEqual(
+    pocketsphinxArgs({ ffmpeg: 'ffmpeg', pocketsphinx: { path: 'pocketsphinx', cli: 'live' }, model }, '/t/audio.wav'),
+    ['-hmm', '/m/en-us', '-lm', '/m/en-us.lm.bin', '-dict', '/m/cmudict-en-us.dict', 'live', '/t/audio.wav'],
+  );
 });
 
 test('upload file name: recording.<ext> from the path, else from the content type, else none', () => {

@@ -40,7 +40,12 @@ const wav = (shape: Shape): Buffer => {
   }
   const data = chunk('data', Buffer.alloc(shape.dataBytes));
   data.writeUInt32LE(shape.declaredDataSize ?? shape.dataBytes, 4);
-  const body = Buffer.concat([Buffer.from('WAVE'), chunk('fmt ', fmt), ...(shape.extraChunks ?? []).map((c) => chunk(c.id, c.body)), data]);
+  const body = Buffer.concat([
+    Buffer.from('WAVE'),
+    chunk('fmt ', fmt),
+    ...(shape.extraChunks ?? []).map((c) => chunk(c.id, c.body)),
+    data,
+  ]);
   const riff = Buffer.alloc(8);
   riff.write('RIFF', 0, 'ascii');
   riff.writeUInt32LE(shape.riffSize ?? body.byteLength, 4);

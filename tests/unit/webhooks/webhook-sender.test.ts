@@ -38,11 +38,23 @@ const send = createWebhookSender({ timeoutMs: 1_000, maxResponseBytes: 64 * 1024
 test('loopback, private and metadata addresses are refused unless allowed', async () => {
   const strict = createWebhookSender({ timeoutMs: 1_000, maxResponseBytes: 1024, allowPrivate: false });
   for (const url of [`${base}/ok`, 'http://10.0.0.1/', 'http://169.254.169.254/latest', 'http://[::1]/']) {
-    await assert.rejects(strict(url, {}, '{}'), (error: unknown) => error instanceof WebhookSendError && /not a public internet address/.test(error.message), url);
+    await assert.rejects(
+      strict(url, {}, '{}'),
+      (error: unknown) => error instanceof WebhookSendError && /not a public internet address/.test(error.message),
+      url,
+    );
   }
   // A name that resolves to loopback is refused at connect time.
-  const named = createWebhookSender({ timeoutMs: 1_000, maxResponseBytes: 1024, allowPrivate: false, resolveHost: async () => [{ address: '127.0.0.1', family: 4 }] });
-  await assert.rejects(named(`${base.replace('127.0.0.1', 'hooks.example.com')}/ok`, {}, '{}'), /not a public internet address/);
+  const named = createWebhookSender({
+    timeoutMs: 1_000,
+    maxResponseBytes: 1024,
+    allowPrivate: false,
+    resolveHost: async () => [{ address: '127.0.0.1', family: 4 }],
+  });
+  await assert.rejects(
+    named(`${base.replace('127.0.0.1', 'hooks.example.com')}/ok`, {}, '{}'),
+    /not a public internet address/,
+  );
   assert.equal((await send(`${base}/ok`, {}, '{}')).statusCode, 204);
 });
 
@@ -67,10 +79,17 @@ test('signatures verify with standardwebhooks, each of a rotation alone', () => 
   const [oldSecret, newSecret] = [newWebhookSecret(), newWebhookSecret()];
   const body = JSON.stringify({ type: 'webhook.test', timestamp: new Date().toISOString(), data: { x: 'é' } });
   const timestamp = Math.floor(Date.now() / 1000);
-  const headers = { 'webhook-id': 'msg_1', 'webhook-timestamp': String(timestamp), 'webhook-signature': signWebhook([newSecret, oldSecret], 'msg_1', timestamp, body) };
+  const headers = {
+    'webhook-id': 'msg_1',
+    'webhook-timestamp': String(timestamp),
+    'webhook-signature': signWebhook([newSecret, oldSecret], 'msg_1', timestamp, body),
+  };
   assert.deepEqual(new Webhook(newSecret).verify(body, headers), JSON.parse(body));
   assert.deepEqual(new Webhook(oldSecret).verify(body, headers), JSON.parse(body));
-  assert.equal(signWebhook([newSecret], 'msg_1', timestamp, body), new Webhook(newSecret).sign('msg_1', new Date(timestamp * 1000), body));
+  assert.equal(
+    signWebhook([newSecret], 'msg_1', timestamp, body),
+    new Webhook(newSecret).sign('msg_1', new Date(timestamp * 1000), body),
+  );
   assert.throws(() => new Webhook(newWebhookSecret()).verify(body, headers));
   assert.throws(() => new Webhook(newSecret).verify(`${body} `, headers));
 });

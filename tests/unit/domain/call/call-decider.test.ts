@@ -1,6 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { callDecider, nextStep, PROCESSING_TIMEOUT, processingMode } from '../../../../shared/domain/call/call-decider.ts';
+import {
+  callDecider,
+  nextStep,
+  PROCESSING_TIMEOUT,
+  processingMode,
+} from '../../../../shared/domain/call/call-decider.ts';
 import type { CallAnalysis, CallEvent } from '../../../../shared/domain/call/call-events.ts';
 import type { CallSubmittedData } from '../../../../shared/domain/call/call-submitted.ts';
 import type { Submission } from '../../../../shared/domain/submission/submission.ts';
@@ -17,19 +22,35 @@ const submitted = (submission: Partial<Submission> = {}): CallSubmittedData => (
   teamId: 't1',
   keyId: 'k1',
   submittedAt: T0,
-  submission: { aiTitleEnabled: true, tags: [], metadata: {}, transcript: { text: 'Rep: hi', truncated: false, originalBytes: 7 }, ...submission },
+  submission: {
+    aiTitleEnabled: true,
+    tags: [],
+    metadata: {},
+    transcript: { text: 'Rep: hi', truncated: false, originalBytes: 7 },
+    ...submission,
+  },
   attributedTo: { kind: 'owner', email: 'o@acme.test', name: 'Olive' },
   capacity: { reservedMinutes: 1, autoRechargedMinutes: 0 },
   warnings: [],
 });
-const analysis: CallAnalysis = { title: 'Pricing with Dana', summary: 'Talked pricing.', score: 71, components: [], insights: [], engine: 'built-in' };
+const analysis: CallAnalysis = {
+  title: 'Pricing with Dana',
+  summary: 'Talked pricing.',
+  score: 71,
+  components: [],
+  insights: [],
+  engine: 'built-in',
+};
 
 const callSubmitted = (s = submitted()): CallEvent => ({ type: 'CallSubmitted', data: s });
 const started = (mode: 'audio' | 'transcript' = 'transcript'): CallEvent => ({
   type: 'ProcessingStarted',
   data: { mode, deadline: '2026-11-20T11:00:00.000Z', at: T1 },
 });
-const inlineTranscript: CallEvent = { type: 'TranscriptRecorded', data: { source: 'inline', text: 'Rep: hi', truncated: false, durationSeconds: 60, engine: null, at: T1 } };
+const inlineTranscript: CallEvent = {
+  type: 'TranscriptRecorded',
+  data: { source: 'inline', text: 'Rep: hi', truncated: false, durationSeconds: 60, engine: null, at: T1 },
+};
 const analysed: CallEvent = { type: 'CallAnalysed', data: { ...analysis, at: T2 } };
 const completed: CallEvent = { type: 'CallCompleted', data: { durationSeconds: 60, at: T2 } };
 const failed: CallEvent = { type: 'CallFailed', data: { code: 'audio_fetch_blocked', reason: 'blocked', at: T2 } };
@@ -55,33 +76,88 @@ describe('Call decider', () => {
   test('start processing records the mode and a deadline one timeout after submission', () => {
     given([callSubmitted()])
       .when({ type: 'StartProcessing', now: T1, timeoutMs: HOUR })
-      .then([{ type: 'ProcessingStarted', data: { mode: 'transcript', deadline: '2026-11-20T11:00:00.000Z', at: T1 } }]);
+      .then([
+        { type: 'ProcessingStarted', data: { mode: 'transcript', deadline: '2026-11-20T11:00:00.000Z', at: T1 } },
+      ]);
   });
 
   test('transcript-only: inline transcript → analysis → completed', () => {
-    const transcript = { type: 'RecordTranscript', source: 'inline', text: 'Rep: hi', truncated: false, durationSeconds: 60, engine: null, now: T1 } as const;
+    const transcript = {
+      type: 'RecordTranscript',
+      source: 'inline',
+      text: 'Rep: hi',
+      truncated: false,
+      durationSeconds: 60,
+      engine: null,
+      now: T1,
+    } as const;
     given([callSubmitted(), started()]).when(transcript).then([inlineTranscript]);
-    given([callSubmitted(), started(), inlineTranscript]).when({ type: 'RecordAnalysis', analysis, now: T2 }).then([analysed]);
-    given([callSubmitted(), started(), inlineTranscript, analysed]).when({ type: 'CompleteCall', now: T2 }).then([completed]);
-    assert.equal(given([callSubmitted(), started(), inlineTranscript, analysed, completed]).state().status, 'completed');
+    given([callSubmitted(), started(), inlineTranscript])
+      .when({ type: 'RecordAnalysis', analysis, now: T2 })
+      .then([analysed]);
+    given([callSubmitted(), started(), inlineTranscript, analysed])
+      .when({ type: 'CompleteCall', now: T2 })
+      .then([completed]);
+    assert.equal(
+      given([callSubmitted(), started(), inlineTranscript, analysed, completed]).state().status,
+      'completed',
+    );
   });
 
   test('audio: fetched → audio transcript (the inline one is not primary)', () => {
     const both = submitted({ audioUrl: 'https://a/x.mp3' });
     const base = [callSubmitted(both), started('audio')];
     assert.equal(nextStep(given(base).state()), 'fetch_and_transcribe');
-    given(base).when({ type: 'RecordAudioFetched', bytes: 100, contentType: 'audio/wav', now: T1 }).then([{ type: 'AudioFetched', data: { bytes: 100, contentType: 'audio/wav', at: T1 } }]);
     given(base)
-      .when({ type: 'RecordTranscript', source: 'inline', text: 'x', truncated: false, durationSeconds: null, engine: null, now: T1 })
+      .when({ type: 'RecordAudioFetched', bytes: 100, contentType: 'audio/wav', now: T1 })
+      .then([{ type: 'AudioFetched', data: { bytes: 100, contentType: 'audio/wav', at: T1 } }]);
+    given(base)
+      .when({
+        type: 'RecordTranscript',
+        source: 'inline',
+        text: 'x',
+        truncated: false,
+        durationSeconds: null,
+        engine: null,
+        now: T1,
+      })
       .thenThrows('CALL_STEP_OUT_OF_ORDER');
     given(base)
-      .when({ type: 'RecordTranscript', source: 'audio', text: 'hello', truncated: false, durationSeconds: 5, engine: 'pocketsphinx', now: T1 })
-      .then([{ type: 'TranscriptRecorded', data: { source: 'audio', text: 'hello', truncated: false, durationSeconds: 5, engine: 'pocketsphinx', at: T1 } }]);
+      .when({
+        type: 'RecordTranscript',
+        source: 'audio',
+        text: 'hello',
+        truncated: false,
+        durationSeconds: 5,
+        engine: 'pocketsphinx',
+        now: T1,
+      })
+      .then([
+        {
+          type: 'TranscriptRecorded',
+          data: {
+            source: 'audio',
+            text: 'hello',
+            truncated: false,
+            durationSeconds: 5,
+            engine: 'pocketsphinx',
+            at: T1,
+          },
+        },
+      ]);
   });
 
   test('a transcript-only call cannot record an audio transcript', () => {
     given([callSubmitted(), started()])
-      .when({ type: 'RecordTranscript', source: 'audio', text: 'x', truncated: false, durationSeconds: 1, engine: 'e', now: T1 })
+      .when({
+        type: 'RecordTranscript',
+        source: 'audio',
+        text: 'x',
+        truncated: false,
+        durationSeconds: 1,
+        engine: 'e',
+        now: T1,
+      })
       .thenThrows('CALL_STEP_OUT_OF_ORDER');
   });
 
@@ -92,12 +168,18 @@ describe('Call decider', () => {
     given(base).when({ type: 'CompleteCall', now: T2 }).thenThrows('CALL_STEP_OUT_OF_ORDER');
     const dealRecorded: CallEvent = { type: 'DealRecorded', data: { deal: { dealSize: 1200.5 }, at: T2 } };
     given(base).when({ type: 'RecordDeal', now: T2 }).then([dealRecorded]);
-    given([...base, dealRecorded]).when({ type: 'RecordDeal', now: T2 }).thenThrows('CALL_STEP_OUT_OF_ORDER');
-    given([...base, dealRecorded]).when({ type: 'CompleteCall', now: T2 }).then([completed]);
+    given([...base, dealRecorded])
+      .when({ type: 'RecordDeal', now: T2 })
+      .thenThrows('CALL_STEP_OUT_OF_ORDER');
+    given([...base, dealRecorded])
+      .when({ type: 'CompleteCall', now: T2 })
+      .then([completed]);
   });
 
   test('a step out of order is refused (analysis before a transcript)', () => {
-    given([callSubmitted(), started()]).when({ type: 'RecordAnalysis', analysis, now: T1 }).thenThrows('CALL_STEP_OUT_OF_ORDER');
+    given([callSubmitted(), started()])
+      .when({ type: 'RecordAnalysis', analysis, now: T1 })
+      .thenThrows('CALL_STEP_OUT_OF_ORDER');
     given([callSubmitted()]).when({ type: 'CompleteCall', now: T1 }).thenThrows('CALL_STEP_OUT_OF_ORDER');
   });
 
@@ -112,7 +194,9 @@ describe('Call decider', () => {
   });
 
   test('a second CallCompleted is rejected', () => {
-    given([callSubmitted(), started(), inlineTranscript, analysed, completed]).when({ type: 'CompleteCall', now: T2 }).thenThrows('CALL_ALREADY_FINISHED');
+    given([callSubmitted(), started(), inlineTranscript, analysed, completed])
+      .when({ type: 'CompleteCall', now: T2 })
+      .thenThrows('CALL_ALREADY_FINISHED');
   });
 
   test('a terminal step error fails the pending call with its code and reason', () => {
@@ -124,17 +208,30 @@ describe('Call decider', () => {
   test('processing timeout: a pending call past its deadline fails with processing_timeout', () => {
     given([callSubmitted(), started()])
       .when({ type: 'TimeOut', now: '2026-11-20T11:00:00.000Z', timeoutMs: HOUR })
-      .then([{ type: 'CallFailed', data: { code: PROCESSING_TIMEOUT, reason: PROCESSING_TIMEOUT, at: '2026-11-20T11:00:00.000Z' } }]);
+      .then([
+        {
+          type: 'CallFailed',
+          data: { code: PROCESSING_TIMEOUT, reason: PROCESSING_TIMEOUT, at: '2026-11-20T11:00:00.000Z' },
+        },
+      ]);
   });
 
   test('processing timeout counts from submission even before processing started', () => {
     given([callSubmitted()]).when({ type: 'TimeOut', now: '2026-11-20T10:59:59.999Z', timeoutMs: HOUR }).thenNothing();
-    assert.equal(given([callSubmitted()]).when({ type: 'TimeOut', now: '2026-11-20T11:00:00.000Z', timeoutMs: HOUR }).stateAfter().status, 'failed');
+    assert.equal(
+      given([callSubmitted()]).when({ type: 'TimeOut', now: '2026-11-20T11:00:00.000Z', timeoutMs: HOUR }).stateAfter()
+        .status,
+      'failed',
+    );
   });
 
   test('a timeout after completion does nothing', () => {
-    given([callSubmitted(), started(), inlineTranscript, analysed, completed]).when({ type: 'TimeOut', now: '2026-11-21T00:00:00.000Z', timeoutMs: HOUR }).thenNothing();
-    given([callSubmitted(), failed]).when({ type: 'TimeOut', now: '2026-11-21T00:00:00.000Z', timeoutMs: HOUR }).thenNothing();
+    given([callSubmitted(), started(), inlineTranscript, analysed, completed])
+      .when({ type: 'TimeOut', now: '2026-11-21T00:00:00.000Z', timeoutMs: HOUR })
+      .thenNothing();
+    given([callSubmitted(), failed])
+      .when({ type: 'TimeOut', now: '2026-11-21T00:00:00.000Z', timeoutMs: HOUR })
+      .thenNothing();
   });
 
   test('a late result never revives a failed call: the state stays failed', () => {

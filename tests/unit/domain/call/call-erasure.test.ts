@@ -22,7 +22,15 @@ const submittedData = {
   teamId: 't1',
   keyId: 'k1',
   submittedAt: T0,
-  submission: { aiTitleEnabled: true, tags: ['a'], metadata: { crm: 'secret-meta' }, transcript: { text: 'secret transcript', truncated: false, originalBytes: 17 }, notes: 'secret notes', repEmail: 'rep@secret.test', deal: { dealSize: 5, notes: 'secret deal' } },
+  submission: {
+    aiTitleEnabled: true,
+    tags: ['a'],
+    metadata: { crm: 'secret-meta' },
+    transcript: { text: 'secret transcript', truncated: false, originalBytes: 17 },
+    notes: 'secret notes',
+    repEmail: 'rep@secret.test',
+    deal: { dealSize: 5, notes: 'secret deal' },
+  },
   attributedTo: { kind: 'owner' as const, email: 'owner@x.test', name: 'Owner' },
   capacity: { reservedMinutes: 1, autoRechargedMinutes: 0 },
   warnings: [],
@@ -38,17 +46,40 @@ test('a pending, completed or failed call can be erased; the erased state keeps 
     assert.deepEqual(events, [{ type: 'CallErased', data: { cause: 'deleted', at: erase.now } }]);
     const state = fold([...history, ...events]);
     assert.deepEqual(state, { status: 'erased', callId: 'c1', teamId: 't1', erasedAt: erase.now });
-    for (const command of [erase, { type: 'StartProcessing', now: T0, timeoutMs: 1000 } as const, { type: 'FailCall', code: 'x', reason: 'y', now: T0 } as const]) {
-      assert.throws(() => decideCall(command, state), (e) => isDomainError(e, 'CALL_ERASED'));
+    for (const command of [
+      erase,
+      { type: 'StartProcessing', now: T0, timeoutMs: 1000 } as const,
+      { type: 'FailCall', code: 'x', reason: 'y', now: T0 } as const,
+    ]) {
+      assert.throws(
+        () => decideCall(command, state),
+        (e) => isDomainError(e, 'CALL_ERASED'),
+      );
     }
     assert.deepEqual(decideCall({ type: 'TimeOut', now: '2027-01-01T00:00:00.000Z', timeoutMs: 1 }, state), []);
-    assert.deepEqual(decideCall({ type: 'SubmitCall', data: submittedData }, state), [], 'a redelivered submission does not revive it');
+    assert.deepEqual(
+      decideCall({ type: 'SubmitCall', data: submittedData }, state),
+      [],
+      'a redelivered submission does not revive it',
+    );
   }
-  assert.throws(() => decideCall(erase, callDecider.initialState), (e) => isDomainError(e, 'CALL_NOT_FOUND'));
+  assert.throws(
+    () => decideCall(erase, callDecider.initialState),
+    (e) => isDomainError(e, 'CALL_NOT_FOUND'),
+  );
 });
 
 test('the history row goes at CallErased and the batch names the call', () => {
-  const recorded = (type: string, data: Json, position: bigint): RecordedEvent => ({ id: `e${position}`, streamId: 'call-c1', revision: Number(position), position, type, data, metadata: {}, recordedAt: new Date(T0) });
+  const recorded = (type: string, data: Json, position: bigint): RecordedEvent => ({
+    id: `e${position}`,
+    streamId: 'call-c1',
+    revision: Number(position),
+    position,
+    type,
+    data,
+    metadata: {},
+    recordedAt: new Date(T0),
+  });
   const row = evolveHistoryRow(undefined, recorded('CallSubmitted', submittedData, 1n));
   assert.ok(row);
   const erased = recorded('CallErased', { cause: 'deleted', at: T0 }, 2n);
@@ -59,7 +90,8 @@ test('the history row goes at CallErased and the batch names the call', () => {
 test('personal fields split out and back; with the key gone they read as placeholders', () => {
   const { rest, personal } = splitPersonal('CallSubmitted', submittedData);
   const text = JSON.stringify(rest);
-  for (const secret of ['secret transcript', 'secret notes', 'rep@secret.test', 'secret-meta', 'secret deal']) assert.ok(!text.includes(secret), secret);
+  for (const secret of ['secret transcript', 'secret notes', 'rep@secret.test', 'secret-meta', 'secret deal'])
+    assert.ok(!text.includes(secret), secret);
   assert.deepEqual(mergePersonal('CallSubmitted', rest, personal), submittedData);
   const erased = mergePersonal('CallSubmitted', rest, undefined) as typeof submittedData;
   assert.equal(erased.submission.transcript.text, '');
@@ -89,10 +121,16 @@ test('sealed payloads hold nothing personal in clear, open with the key, and rea
   assert.ok(!JSON.stringify(sealed).includes('secret'));
   assert.deepEqual(await personal.open('c1', 'CallSubmitted', sealed), submittedData);
   await store.obtain('c2');
-  await assert.rejects(personal.open('c2', 'CallSubmitted', sealed), 'bound to its call: another call key cannot open it');
+  await assert.rejects(
+    personal.open('c2', 'CallSubmitted', sealed),
+    'bound to its call: another call key cannot open it',
+  );
   await personal.erase('c1');
   const opened = await personal.opened('c1', 'CallSubmitted', sealed);
   assert.equal(opened.erased, true);
   assert.ok(!JSON.stringify(opened.data).includes('secret'));
-  assert.ok(!JSON.stringify(await personal.seal('c1', 'CallSubmitted', submittedData)).includes('secret'), 'an erased call takes no new personal data');
+  assert.ok(
+    !JSON.stringify(await personal.seal('c1', 'CallSubmitted', submittedData)).includes('secret'),
+    'an erased call takes no new personal data',
+  );
 });

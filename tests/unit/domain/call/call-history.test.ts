@@ -22,7 +22,13 @@ const submitted = (submission: Partial<Submission> = {}, callId = 'c1'): CallSub
   teamId: 't1',
   keyId: 'k1',
   submittedAt: T0,
-  submission: { aiTitleEnabled: true, tags: [], metadata: {}, transcript: { text: 'Rep: hi', truncated: false, originalBytes: 7 }, ...submission },
+  submission: {
+    aiTitleEnabled: true,
+    tags: [],
+    metadata: {},
+    transcript: { text: 'Rep: hi', truncated: false, originalBytes: 7 },
+    ...submission,
+  },
   attributedTo: { kind: 'member', memberId: 'm1', email: 'dana@acme.test', name: 'Dana Reyes' },
   capacity: { reservedMinutes: 1, autoRechargedMinutes: 0 },
   warnings: [],
@@ -30,7 +36,10 @@ const submitted = (submission: Partial<Submission> = {}, callId = 'c1'): CallSub
 
 const e = {
   submitted: (s: CallSubmittedData): CallEvent => ({ type: 'CallSubmitted', data: s }),
-  started: (mode: 'audio' | 'transcript' = 'transcript'): CallEvent => ({ type: 'ProcessingStarted', data: { mode, deadline: at(3600), at: at(1) } }),
+  started: (mode: 'audio' | 'transcript' = 'transcript'): CallEvent => ({
+    type: 'ProcessingStarted',
+    data: { mode, deadline: at(3600), at: at(1) },
+  }),
   fetched: (): CallEvent => ({ type: 'AudioFetched', data: { bytes: 10, contentType: 'audio/wav', at: at(2) } }),
   transcript: (text = 'Rep: hi', durationSeconds: number | null = 61): CallEvent => ({
     type: 'TranscriptRecorded',
@@ -41,8 +50,14 @@ const e = {
     data: { title, summary: 's', score: 64, components: [], insights: [], engine: 'built-in', at: at(4) },
   }),
   deal: (): CallEvent => ({ type: 'DealRecorded', data: { deal: { dealSize: 10 }, at: at(5) } }),
-  completed: (durationSeconds: number | null = 62): CallEvent => ({ type: 'CallCompleted', data: { durationSeconds, at: at(6) } }),
-  failed: (): CallEvent => ({ type: 'CallFailed', data: { code: 'audio_fetch_failed', reason: 'The recording could not be downloaded (HTTP 404)', at: at(6) } }),
+  completed: (durationSeconds: number | null = 62): CallEvent => ({
+    type: 'CallCompleted',
+    data: { durationSeconds, at: at(6) },
+  }),
+  failed: (): CallEvent => ({
+    type: 'CallFailed',
+    data: { code: 'audio_fetch_failed', reason: 'The recording could not be downloaded (HTTP 404)', at: at(6) },
+  }),
 };
 
 /** Records a call's events as the event store would: revisions from 0, positions from `firstPosition`. */
@@ -69,16 +84,34 @@ const call = (submission: Partial<Submission>, aiTitle?: string): CallHistoryRow
   project([e.submitted(submitted(submission)), ...(aiTitle ? [e.started(), e.transcript(), e.analysed(aiTitle)] : [])]);
 
 const check = (cases: Array<{ row: CallHistoryRow; search: string; match: boolean; why: string }>) => {
-  for (const c of cases) assert.equal(matchesSearch(c.row, c.search), c.match, `${c.why}: ${JSON.stringify(c.search)} in ${JSON.stringify(c.row.title)} / ${JSON.stringify(c.row.repName)}`);
+  for (const c of cases)
+    assert.equal(
+      matchesSearch(c.row, c.search),
+      c.match,
+      `${c.why}: ${JSON.stringify(c.search)} in ${JSON.stringify(c.row.title)} / ${JSON.stringify(c.row.repName)}`,
+    );
 };
 
 describe('call history search (spec, "Call history search")', () => {
   test('rule 1: "Search matches only the displayed call title and the rep name."', () => {
-    const row = call({ repName: 'Dana Reyes', repEmail: 'dana.reyes@acme.test', callTitle: 'Hidden supplied title', metadata: { account: 'Globex' } }, 'Pricing review');
+    const row = call(
+      {
+        repName: 'Dana Reyes',
+        repEmail: 'dana.reyes@acme.test',
+        callTitle: 'Hidden supplied title',
+        metadata: { account: 'Globex' },
+      },
+      'Pricing review',
+    );
     check([
       { row, search: 'pricing', match: true, why: 'displayed title' },
       { row, search: 'reyes', match: true, why: 'rep name' },
-      { row, search: 'hidden supplied', match: false, why: 'the supplied title is not displayed while AI titles are on' },
+      {
+        row,
+        search: 'hidden supplied',
+        match: false,
+        why: 'the supplied title is not displayed while AI titles are on',
+      },
       { row, search: 'acme.test', match: false, why: 'rep e-mail' },
       { row, search: 'globex', match: false, why: 'metadata' },
       { row, search: 'summary', match: false, why: 'analysis summary' },
@@ -101,18 +134,30 @@ describe('call history search (spec, "Call history search")', () => {
 
   test('rule 3: "Search does not look at the transcript, the prospect or contact name, tags, or notes."', () => {
     const row = project([
-      e.submitted(submitted({ repName: 'Ann', tags: ['zebracorn-tag'], notes: 'notes zebracorn', metadata: { contactName: 'Zebracorn Contact' } })),
+      e.submitted(
+        submitted({
+          repName: 'Ann',
+          tags: ['zebracorn-tag'],
+          notes: 'notes zebracorn',
+          metadata: { contactName: 'Zebracorn Contact' },
+        }),
+      ),
       e.started(),
       e.transcript('Prospect: my name is Zebracorn'),
       e.analysed('Intro call'),
     ]);
-    for (const search of ['zebracorn', 'Zebracorn Contact', 'zebracorn-tag', 'notes', 'my name is']) check([{ row, search, match: false, why: 'not searched' }]);
+    for (const search of ['zebracorn', 'Zebracorn Contact', 'zebracorn-tag', 'notes', 'my name is'])
+      check([{ row, search, match: false, why: 'not searched' }]);
     check([{ row, search: 'intro', match: true, why: 'the title still is' }]);
   });
 
   test('rule 4: "A call has no separate prospect or contact field. To find a call by the person spoken with, that name goes in the call title."', () => {
     const withName = call({ aiTitleEnabled: false, callTitle: 'Discovery – Marisol Ortega (Globex)' });
-    const withoutName = call({ aiTitleEnabled: false, callTitle: 'Discovery', metadata: { contact: 'Marisol Ortega' } });
+    const withoutName = call({
+      aiTitleEnabled: false,
+      callTitle: 'Discovery',
+      metadata: { contact: 'Marisol Ortega' },
+    });
     check([
       { row: withName, search: 'marisol ortega', match: true, why: 'the prospect name in the title' },
       { row: withoutName, search: 'marisol ortega', match: false, why: 'a prospect name anywhere else' },
@@ -133,7 +178,12 @@ describe('call history search (spec, "Call history search")', () => {
       { row: call({ repName: 'Jörg Müller' }), search: 'MÜLLER', match: true, why: 'non-ASCII upper case' },
       { row: call({ repName: 'Jörg Mu\u0308ller' }), search: 'müller', match: true, why: 'decomposed ü in the row' },
       { row: call({ repName: 'Jörg Müller' }), search: 'MU\u0308LLER', match: true, why: 'decomposed Ü in the query' },
-      { row: call({ aiTitleEnabled: false, callTitle: 'Hauptstraße' }), search: 'HAUPTSTRASSE', match: true, why: 'ß folds like SS' },
+      {
+        row: call({ aiTitleEnabled: false, callTitle: 'Hauptstraße' }),
+        search: 'HAUPTSTRASSE',
+        match: true,
+        why: 'ß folds like SS',
+      },
       { row: call({ repName: 'ΟΔΥΣΣΕΑΣ' }), search: 'οδυσσεας', match: true, why: 'final sigma' },
       { row: call({ repName: 'ΟΔΥΣΣΕΑΣ' }), search: 'δυσσεασ', match: true, why: 'σ at the end of a term' },
       { row: call({ repName: 'Müller' }), search: 'muller', match: false, why: 'accents are not removed' },
@@ -153,11 +203,17 @@ describe('title rules through the projection', () => {
 
   test('rule 2: "The supplied title is displayed only when both hold: AI generation is disabled, and callTitle is non-empty"', () => {
     assert.equal(call({ aiTitleEnabled: false, callTitle: 'Supplied' }, 'AI made this').title, 'Supplied');
-    assert.equal(call({ aiTitleEnabled: false, callTitle: '  ', repName: 'Dana' }).title, 'Call with Dana on 2026-11-20');
+    assert.equal(
+      call({ aiTitleEnabled: false, callTitle: '  ', repName: 'Dana' }).title,
+      'Call with Dana on 2026-11-20',
+    );
   });
 
   test('rule 3: "When AI generation is disabled and no callTitle is given, the call gets a generic title" (callDate, else submission time)', () => {
-    assert.equal(call({ aiTitleEnabled: false, repEmail: 'dana@acme.test' }, 'AI').title, 'Call with dana@acme.test on 2026-11-20');
+    assert.equal(
+      call({ aiTitleEnabled: false, repEmail: 'dana@acme.test' }, 'AI').title,
+      'Call with dana@acme.test on 2026-11-20',
+    );
     const dated = call({ aiTitleEnabled: false, repName: 'Dana', callDate: '2026-10-01T23:30:00.000Z' });
     assert.equal(dated.title, 'Call with Dana on 2026-10-01');
     assert.equal(dated.callDate, '2026-10-01T23:30:00.000Z');
@@ -167,7 +223,15 @@ describe('title rules through the projection', () => {
 
 describe('evolveHistoryRow', () => {
   test('status context: queued_for_processing, then the stage, then completed', () => {
-    const flow = [e.submitted(submitted({ audioUrl: 'https://a.test/x.wav', deal: { dealSize: 1 } })), e.started('audio'), e.fetched(), e.transcript(), e.analysed('T'), e.deal(), e.completed()];
+    const flow = [
+      e.submitted(submitted({ audioUrl: 'https://a.test/x.wav', deal: { dealSize: 1 } })),
+      e.started('audio'),
+      e.fetched(),
+      e.transcript(),
+      e.analysed('T'),
+      e.deal(),
+      e.completed(),
+    ];
     const events = recorded(flow);
     const seen: Array<[string, string | null, string]> = [];
     let row: CallHistoryRow | undefined;
@@ -185,7 +249,11 @@ describe('evolveHistoryRow', () => {
       ['completed', null, 'completed'],
     ]);
     assert.equal(row!.processingError, null);
-    assert.deepEqual(row!.deal, { dealSize: 10, revenueCollected: null, dealDate: null, notes: null }, 'the deal as written');
+    assert.deepEqual(
+      row!.deal,
+      { dealSize: 10, revenueCollected: null, dealDate: null, notes: null },
+      'the deal as written',
+    );
     assert.equal(row!.updatedAt, at(6));
     assert.equal(row!.lastPosition, '7');
   });
@@ -193,7 +261,15 @@ describe('evolveHistoryRow', () => {
   test('the stage agrees with the Call aggregate after every event', () => {
     const flows: CallEvent[][] = [
       [e.submitted(submitted()), e.started(), e.transcript(), e.analysed('T'), e.completed()],
-      [e.submitted(submitted({ audioUrl: 'https://a.test/x.wav', deal: { dealSize: 1 } })), e.started('audio'), e.fetched(), e.transcript(), e.analysed('T'), e.deal(), e.completed()],
+      [
+        e.submitted(submitted({ audioUrl: 'https://a.test/x.wav', deal: { dealSize: 1 } })),
+        e.started('audio'),
+        e.fetched(),
+        e.transcript(),
+        e.analysed('T'),
+        e.deal(),
+        e.completed(),
+      ],
       [e.submitted(submitted()), e.started(), e.failed()],
     ];
     for (const flow of flows) {
@@ -226,19 +302,32 @@ describe('evolveHistoryRow', () => {
 
   test('details: transcript, analysis, score and duration (submitted, then transcript, then completion)', () => {
     const sub = submitted({ duration: { seconds: 600, unit: 'seconds', basis: 'magnitude', raw: 600 } });
-    const events = recorded([e.submitted(sub), e.started(), e.transcript('Rep: hello', 61), e.analysed('T'), e.completed(62)]);
+    const events = recorded([
+      e.submitted(sub),
+      e.started(),
+      e.transcript('Rep: hello', 61),
+      e.analysed('T'),
+      e.completed(62),
+    ]);
     const rows: CallHistoryRow[] = [];
     events.reduce<CallHistoryRow | undefined>((row, event) => {
       const next = evolveHistoryRow(row, event)!;
       rows.push(next);
       return next;
     }, undefined);
-    assert.deepEqual(rows.map((r) => r.durationSeconds), [600, 600, 61, 61, 62]);
+    assert.deepEqual(
+      rows.map((r) => r.durationSeconds),
+      [600, 600, 61, 61, 62],
+    );
     const last = rows[rows.length - 1]!;
     assert.deepEqual(last.transcript, { text: 'Rep: hello', source: 'inline', truncated: false });
     assert.deepEqual(last.analysis, { title: 'T', summary: 's', score: 64, components: [], insights: [] });
     assert.equal(last.score, 64);
-    assert.deepEqual(last.attributedTo, { kind: 'member', email: 'dana@acme.test', name: 'Dana Reyes' }, 'no member id in the row');
+    assert.deepEqual(
+      last.attributedTo,
+      { kind: 'member', email: 'dana@acme.test', name: 'Dana Reyes' },
+      'no member id in the row',
+    );
   });
 
   test('other streams and events before CallSubmitted leave the input; an event of another call is a bug', () => {

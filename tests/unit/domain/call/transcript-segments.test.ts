@@ -29,10 +29,18 @@ const history: CallEvent[] = [
   { type: 'ProcessingStarted', data: { mode: 'audio', deadline: '2026-11-20T11:00:00.000Z', at: T0 } },
   { type: 'AudioFetched', data: { bytes: 10, contentType: 'audio/wav', at: T0 } },
 ];
-const record = { type: 'RecordTranscript', source: 'audio', text: 'hello there how are you', truncated: false, durationSeconds: 3, engine: 'pocketsphinx', now: T1 } as const;
+const record = {
+  type: 'RecordTranscript',
+  source: 'audio',
+  text: 'hello there how are you',
+  truncated: false,
+  durationSeconds: 3,
+  engine: 'pocketsphinx',
+  now: T1,
+} as const;
 
 describe('TranscriptRecorded segments', () => {
-  test('the step\'s segments are recorded, bounded (times to the ms, blank ones dropped)', () => {
+  test("the step's segments are recorded, bounded (times to the ms, blank ones dropped)", () => {
     given(history)
       .when({
         ...record,
@@ -62,10 +70,26 @@ describe('TranscriptRecorded segments', () => {
   });
 
   test('without segments the event has none, and the state derives them from the text', () => {
-    given(history).when(record).then([{ type: 'TranscriptRecorded', data: { source: 'audio', text: 'hello there how are you', truncated: false, durationSeconds: 3, engine: 'pocketsphinx', at: T1 } }]);
+    given(history)
+      .when(record)
+      .then([
+        {
+          type: 'TranscriptRecorded',
+          data: {
+            source: 'audio',
+            text: 'hello there how are you',
+            truncated: false,
+            durationSeconds: 3,
+            engine: 'pocketsphinx',
+            at: T1,
+          },
+        },
+      ]);
     const state = given(history).when(record).stateAfter();
     assert.ok(state.status === 'pending' && state.transcript);
-    assert.deepEqual(state.transcript.segments, [{ start: null, end: null, speaker: null, text: 'hello there how are you' }]);
+    assert.deepEqual(state.transcript.segments, [
+      { start: null, end: null, speaker: null, text: 'hello there how are you' },
+    ]);
   });
 
   test('an event recorded before segments existed (an inline WebVTT transcript) reads with the segments its text holds', () => {
@@ -83,7 +107,17 @@ describe('TranscriptRecorded segments', () => {
     ];
     assert.deepEqual(transcriptSegments(old), expected);
     const state = given([
-      { type: 'CallSubmitted', data: { ...submitted, submission: { ...submitted.submission, audioUrl: undefined, transcript: { text: old.text, truncated: false, originalBytes: 1 } } } },
+      {
+        type: 'CallSubmitted',
+        data: {
+          ...submitted,
+          submission: {
+            ...submitted.submission,
+            audioUrl: undefined,
+            transcript: { text: old.text, truncated: false, originalBytes: 1 },
+          },
+        },
+      },
       { type: 'ProcessingStarted', data: { mode: 'transcript', deadline: '2026-11-20T11:00:00.000Z', at: T0 } },
       { type: 'TranscriptRecorded', data: old },
     ]).state();
@@ -94,6 +128,17 @@ describe('TranscriptRecorded segments', () => {
 
   test('recorded segments are read as recorded, never re-derived from the text', () => {
     const segments = [{ start: 0, end: 9, speaker: 'Speaker 1', text: 'Rep: not a label here' }];
-    assert.deepEqual(transcriptSegments({ source: 'audio', text: 'Rep: hi\nDana: hello', truncated: false, durationSeconds: 9, engine: 'openai:whisper-1', segments, at: T1 }), segments);
+    assert.deepEqual(
+      transcriptSegments({
+        source: 'audio',
+        text: 'Rep: hi\nDana: hello',
+        truncated: false,
+        durationSeconds: 9,
+        engine: 'openai:whisper-1',
+        segments,
+        at: T1,
+      }),
+      segments,
+    );
   });
 });

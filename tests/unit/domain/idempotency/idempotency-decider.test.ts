@@ -1,20 +1,34 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { current, type IdempotencyEvent, idempotencyDecider } from '../../../../shared/domain/idempotency/idempotency-decider.ts';
+import {
+  current,
+  type IdempotencyEvent,
+  idempotencyDecider,
+} from '../../../../shared/domain/idempotency/idempotency-decider.ts';
 import { deciderSpec } from '../../../support/decider-spec.ts';
 
 const { given } = deciderSpec(idempotencyDecider);
 const T0 = '2026-11-20T10:00:00.000Z';
 const claimed: IdempotencyEvent = { type: 'IdempotencyKeyClaimed', data: { bodyHash: 'h1', at: T0 } };
-const stored: IdempotencyEvent = { type: 'IdempotentResponseStored', data: { status: 201, body: { callId: 'c1' }, at: T0 } };
+const stored: IdempotencyEvent = {
+  type: 'IdempotentResponseStored',
+  data: { status: 201, body: { callId: 'c1' }, at: T0 },
+};
 
 test('the first request with a key claims it', () => {
   given([]).when({ type: 'Claim', bodyHash: 'h1', now: T0 }).then([claimed]);
 });
 
 test('the same key and body after the response is stored: nothing to do, the stored response is replayed', () => {
-  const state = given([claimed, stored]).when({ type: 'Claim', bodyHash: 'h1', now: '2026-11-20T12:00:00.000Z' }).stateAfter();
-  assert.deepEqual(state, { status: 'stored', bodyHash: 'h1', at: T0, response: { status: 201, body: { callId: 'c1' } } });
+  const state = given([claimed, stored])
+    .when({ type: 'Claim', bodyHash: 'h1', now: '2026-11-20T12:00:00.000Z' })
+    .stateAfter();
+  assert.deepEqual(state, {
+    status: 'stored',
+    bodyHash: 'h1',
+    at: T0,
+    response: { status: 201, body: { callId: 'c1' } },
+  });
   given([claimed, stored]).when({ type: 'Claim', bodyHash: 'h1', now: '2026-11-20T12:00:00.000Z' }).thenNothing();
 });
 
@@ -30,13 +44,17 @@ test('the same key while the first request is still being handled is refused as 
 test('a released key can be claimed again (the first request ended without a 201)', () => {
   const released: IdempotencyEvent = { type: 'IdempotencyKeyReleased', data: { at: T0 } };
   given([claimed]).when({ type: 'Release', now: T0 }).then([released]);
-  given([claimed, released]).when({ type: 'Claim', bodyHash: 'h2', now: T0 }).then([{ type: 'IdempotencyKeyClaimed', data: { bodyHash: 'h2', at: T0 } }]);
+  given([claimed, released])
+    .when({ type: 'Claim', bodyHash: 'h2', now: T0 })
+    .then([{ type: 'IdempotencyKeyClaimed', data: { bodyHash: 'h2', at: T0 } }]);
 });
 
 test('after 24 hours a key is forgotten: another body may use it', () => {
   const later = '2026-11-21T10:00:00.000Z';
   assert.deepEqual(current(given([claimed, stored]).state(), later), { status: 'free' });
-  given([claimed, stored]).when({ type: 'Claim', bodyHash: 'h2', now: later }).then([{ type: 'IdempotencyKeyClaimed', data: { bodyHash: 'h2', at: later } }]);
+  given([claimed, stored])
+    .when({ type: 'Claim', bodyHash: 'h2', now: later })
+    .then([{ type: 'IdempotencyKeyClaimed', data: { bodyHash: 'h2', at: later } }]);
 });
 
 test('a response can only be stored for a claim', () => {
@@ -45,8 +63,12 @@ test('a response can only be stored for a claim', () => {
 
 test('a claim is a lease: after 30 s the same body may claim the key again (its request died); another body may not', () => {
   const afterLease = '2026-11-20T10:00:30.000Z';
-  given([claimed]).when({ type: 'Claim', bodyHash: 'h1', now: '2026-11-20T10:00:29.999Z' }).thenThrows('IDEMPOTENCY_KEY_IN_USE');
-  given([claimed]).when({ type: 'Claim', bodyHash: 'h1', now: afterLease }).then([{ type: 'IdempotencyKeyClaimed', data: { bodyHash: 'h1', at: afterLease } }]);
+  given([claimed])
+    .when({ type: 'Claim', bodyHash: 'h1', now: '2026-11-20T10:00:29.999Z' })
+    .thenThrows('IDEMPOTENCY_KEY_IN_USE');
+  given([claimed])
+    .when({ type: 'Claim', bodyHash: 'h1', now: afterLease })
+    .then([{ type: 'IdempotencyKeyClaimed', data: { bodyHash: 'h1', at: afterLease } }]);
   given([claimed]).when({ type: 'Claim', bodyHash: 'h2', now: afterLease }).thenThrows('IDEMPOTENCY_KEY_REUSED');
 });
 

@@ -3,12 +3,23 @@ import assert from 'node:assert/strict';
 import { accepted, base, refused, refusedWith } from './helpers.ts';
 
 test('a valid deal object is read into the canonical deal', () => {
-  const { submission } = accepted({ ...base, deal: { dealSize: 1200.5, revenueCollected: 300, dealDate: '2026-11-20', notes: 'Signed' } });
-  assert.deepEqual(submission.deal, { dealSize: 1200.5, revenueCollected: 300, dealDate: '2026-11-20T00:00:00.000Z', notes: 'Signed' });
+  const { submission } = accepted({
+    ...base,
+    deal: { dealSize: 1200.5, revenueCollected: 300, dealDate: '2026-11-20', notes: 'Signed' },
+  });
+  assert.deepEqual(submission.deal, {
+    dealSize: 1200.5,
+    revenueCollected: 300,
+    dealDate: '2026-11-20T00:00:00.000Z',
+    notes: 'Signed',
+  });
 });
 
 test('deal fields inside the object accept their snake_case names', () => {
-  const { submission } = accepted({ ...base, deal: { deal_size: 10, revenue_collected: 5, deal_date: '2026-11-20T10:00:00+01:00' } });
+  const { submission } = accepted({
+    ...base,
+    deal: { deal_size: 10, revenue_collected: 5, deal_date: '2026-11-20T10:00:00+01:00' },
+  });
   assert.deepEqual(submission.deal, { dealSize: 10, revenueCollected: 5, dealDate: '2026-11-20T09:00:00.000Z' });
 });
 
@@ -45,23 +56,50 @@ for (const [fields, a, b] of conflicts) {
 }
 
 test('deal.x and flat dealX with equal values are fine, compared as numbers and instants', () => {
-  const { submission } = accepted({ ...base, deal: { dealSize: 1200.5, dealDate: '2026-11-20' }, deal_size: '1200.50', dealDate: '2026-11-20T00:00:00Z' });
+  const { submission } = accepted({
+    ...base,
+    deal: { dealSize: 1200.5, dealDate: '2026-11-20' },
+    deal_size: '1200.50',
+    dealDate: '2026-11-20T00:00:00Z',
+  });
   assert.deepEqual(submission.deal, { dealSize: 1200.5, dealDate: '2026-11-20T00:00:00.000Z' });
 });
 
 test('amounts sent as unambiguous decimal strings are accepted', () => {
-  assert.deepEqual(accepted({ ...base, deal: { dealSize: '1200.50', revenueCollected: '0' } }).submission.deal, { dealSize: 1200.5, revenueCollected: 0 });
+  assert.deepEqual(accepted({ ...base, deal: { dealSize: '1200.50', revenueCollected: '0' } }).submission.deal, {
+    dealSize: 1200.5,
+    revenueCollected: 0,
+  });
 });
 
-for (const value of ['1,200.50', '1.200,50', '1e3', '$1200', ' 12', '12.', '.5', 'twelve', true, [12], { amount: 12 }, '9'.repeat(400)]) {
+for (const value of [
+  '1,200.50',
+  '1.200,50',
+  '1e3',
+  '$1200',
+  ' 12',
+  '12.',
+  '.5',
+  'twelve',
+  true,
+  [12],
+  { amount: 12 },
+  '9'.repeat(400),
+]) {
   test(`amount ${JSON.stringify(value).slice(0, 20)} is a 400 naming the field`, () => {
-    refusedWith({ ...base, deal: { dealSize: value } }, [{ field: 'deal.dealSize', message: 'deal.dealSize must be a number or a plain decimal string like "1200.50"' }]);
+    refusedWith({ ...base, deal: { dealSize: value } }, [
+      { field: 'deal.dealSize', message: 'deal.dealSize must be a number or a plain decimal string like "1200.50"' },
+    ]);
   });
 }
 
 test('amounts must be ≥ 0', () => {
-  refusedWith({ ...base, revenue_collected: -0.01 }, [{ field: 'revenue_collected', message: 'revenue_collected must be ≥ 0' }]);
-  refusedWith({ ...base, deal: { dealSize: '-5' } }, [{ field: 'deal.dealSize', message: 'deal.dealSize must be ≥ 0' }]);
+  refusedWith({ ...base, revenue_collected: -0.01 }, [
+    { field: 'revenue_collected', message: 'revenue_collected must be ≥ 0' },
+  ]);
+  refusedWith({ ...base, deal: { dealSize: '-5' } }, [
+    { field: 'deal.dealSize', message: 'deal.dealSize must be ≥ 0' },
+  ]);
 });
 
 test('dealDate must be ISO 8601; date-only means midnight UTC', () => {
@@ -72,7 +110,8 @@ test('dealDate must be ISO 8601; date-only means midnight UTC', () => {
 });
 
 test('deal must be an object', () => {
-  for (const deal of ['big', 12, [1]]) refusedWith({ ...base, deal }, [{ field: 'deal', message: 'deal must be an object' }]);
+  for (const deal of ['big', 12, [1]])
+    refusedWith({ ...base, deal }, [{ field: 'deal', message: 'deal must be an object' }]);
 });
 
 test('no deal field sent, or only empty ones: no deal', () => {
@@ -82,5 +121,7 @@ test('no deal field sent, or only empty ones: no deal', () => {
 });
 
 test('an invalid deal refuses the whole submission (no partial deal write)', () => {
-  refusedWith({ ...base, deal: { dealSize: 100, revenueCollected: -1 } }, [{ field: 'deal.revenueCollected', message: 'deal.revenueCollected must be ≥ 0' }]);
+  refusedWith({ ...base, deal: { dealSize: 100, revenueCollected: -1 } }, [
+    { field: 'deal.revenueCollected', message: 'deal.revenueCollected must be ≥ 0' },
+  ]);
 });

@@ -19,7 +19,12 @@ const bounds: Array<{ field: string; limit: number; value: (n: number) => unknow
   { field: 'repName', limit: 200, value: (n) => EMOJI.repeat(n), rule: /repName at most 200 characters/ },
   { field: 'rep_name', limit: 200, value: (n) => 'a'.repeat(n), rule: /rep_name at most 200 characters/ },
   { field: 'callTitle', limit: 500, value: (n) => EMOJI.repeat(n), rule: /callTitle at most 500 characters/ },
-  { field: 'audioUrl', limit: 2048, value: (n) => `https://a.example/${'x'.repeat(n - 'https://a.example/'.length)}`, rule: /audioUrl at most 2048 characters/ },
+  {
+    field: 'audioUrl',
+    limit: 2048,
+    value: (n) => `https://a.example/${'x'.repeat(n - 'https://a.example/'.length)}`,
+    rule: /audioUrl at most 2048 characters/,
+  },
 ];
 
 for (const { field, limit, value, rule } of bounds) {
@@ -43,7 +48,9 @@ test('metadata keys up to 100 characters and string values up to 1000 pass; one 
 });
 
 test('a metadata object of huge keys and values lists at most 20 errors', () => {
-  const metadata = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`${i}${'k'.repeat(200)}`, 'v'.repeat(5000)]));
+  const metadata = Object.fromEntries(
+    Array.from({ length: 20 }, (_, i) => [`${i}${'k'.repeat(200)}`, 'v'.repeat(5000)]),
+  );
   const errors = errorsOf({ metadata });
   assert.equal(errors.length, 20);
 });

@@ -22,6 +22,7 @@ export const refused = (body: unknown): FieldError[] => {
 
 /** Asserts the body is refused with exactly these errors (in any order). */
 export const refusedWith = (body: unknown, expected: FieldError[]): void => {
-  const sort = (errors: FieldError[]) => [...errors].sort((a, b) => `${a.field}${a.message}`.localeCompare(`${b.field}${b.message}`));
+  const sort = (errors: FieldError[]) =>
+    [...errors].sort((a, b) => `${a.field}${a.message}`.localeCompare(`${b.field}${b.message}`));
   assert.deepEqual(sort(refused(body)), sort(expected));
 };

@@ -3,12 +3,19 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { accepted, base, refused, refusedWith } from './helpers.ts';
 import { MAX_DURATION_SECONDS } from '../../../../shared/domain/submission/duration.ts';
-import { TRANSCRIPT_MAX_BYTES, truncateChars, utf8ByteLength } from '../../../../shared/domain/submission/truncate-utf8.ts';
+import {
+  TRANSCRIPT_MAX_BYTES,
+  truncateChars,
+  utf8ByteLength,
+} from '../../../../shared/domain/submission/truncate-utf8.ts';
 
 const wellFormed = (text: string): boolean => !/[\ud800-\udfff]/u.test(text);
 
 test('deal amounts: 1e308 and 1e-320 are finite and accepted; -1e308 is a 400', () => {
-  assert.deepEqual(accepted({ ...base, deal: { dealSize: 1e308, revenueCollected: 1e-320 } }).submission.deal, { dealSize: 1e308, revenueCollected: 1e-320 });
+  assert.deepEqual(accepted({ ...base, deal: { dealSize: 1e308, revenueCollected: 1e-320 } }).submission.deal, {
+    dealSize: 1e308,
+    revenueCollected: 1e-320,
+  });
   refusedWith({ ...base, dealSize: -1e308 }, [{ field: 'dealSize', message: 'dealSize must be ≥ 0' }]);
 });
 
@@ -21,7 +28,9 @@ test('-0 is read as 0, so it agrees with an alias that says 0', () => {
 
 test('a number past the double range (1e999 in the JSON) reaches the normaliser as Infinity and is a 400', () => {
   const body = JSON.parse('{"transcript":"x","dealSize":1e999,"duration":-1e999}') as unknown;
-  const fields = refused(body).map((e) => e.field).sort();
+  const fields = refused(body)
+    .map((e) => e.field)
+    .sort();
   assert.deepEqual(fields, ['dealSize', 'duration']);
 });
 
@@ -31,25 +40,38 @@ test('duration: 1e-320 is a zero-length call; 1e308 and -1e308 are a 400', () =>
 });
 
 test(`duration at most 7 days (${MAX_DURATION_SECONDS} s) once read in its unit; 1e308 minutes never becomes Infinity`, () => {
-  assert.equal(accepted({ ...base, duration: MAX_DURATION_SECONDS, durationUnit: 'seconds' }).submission.duration?.seconds, MAX_DURATION_SECONDS);
+  assert.equal(
+    accepted({ ...base, duration: MAX_DURATION_SECONDS, durationUnit: 'seconds' }).submission.duration?.seconds,
+    MAX_DURATION_SECONDS,
+  );
   refusedWith({ ...base, duration: MAX_DURATION_SECONDS + 1, durationUnit: 'seconds' }, [
-    { field: 'duration', message: `duration must be at most 7 days (${MAX_DURATION_SECONDS} seconds); ${MAX_DURATION_SECONDS + 1} read as seconds is longer` },
+    {
+      field: 'duration',
+      message: `duration must be at most 7 days (${MAX_DURATION_SECONDS} seconds); ${MAX_DURATION_SECONDS + 1} read as seconds is longer`,
+    },
   ]);
   assert.equal(refused({ ...base, duration: 1e308, durationUnit: 'minutes' })[0]?.field, 'duration');
   // By magnitude a large number is milliseconds: 7 days of them are accepted, one more is not.
-  assert.equal(accepted({ ...base, duration: MAX_DURATION_SECONDS * 1000 }).submission.duration?.seconds, MAX_DURATION_SECONDS);
+  assert.equal(
+    accepted({ ...base, duration: MAX_DURATION_SECONDS * 1000 }).submission.duration?.seconds,
+    MAX_DURATION_SECONDS,
+  );
   assert.equal(refused({ ...base, duration: MAX_DURATION_SECONDS * 1000 + 1 })[0]?.field, 'duration');
 });
 
 test('tags: 50 characters ending in a 4-byte emoji are accepted, 51 are a 400', () => {
   accepted({ ...base, tags: [`${'t'.repeat(49)}😀`] });
-  refusedWith({ ...base, tags: [`${'t'.repeat(50)}😀`] }, [{ field: 'tags[0]', message: 'each tag at most 50 characters' }]);
+  refusedWith({ ...base, tags: [`${'t'.repeat(50)}😀`] }, [
+    { field: 'tags[0]', message: 'each tag at most 50 characters' },
+  ]);
 });
 
 test('notes and deal notes: 2000 characters ending in a 4-byte emoji are accepted, 2001 are a 400', () => {
   for (const name of ['notes', 'dealNotes']) {
     accepted({ ...base, [name]: `${'n'.repeat(1999)}😀` });
-    refusedWith({ ...base, [name]: `${'n'.repeat(2000)}😀` }, [{ field: name, message: `${name} at most 2000 characters` }]);
+    refusedWith({ ...base, [name]: `${'n'.repeat(2000)}😀` }, [
+      { field: name, message: `${name} at most 2000 characters` },
+    ]);
   }
 });
 
@@ -59,7 +81,11 @@ test('transcript: a 4-byte emoji ending exactly at 512,000 bytes is kept; one by
   assert.equal(kept.submission.transcript?.text, at);
   assert.deepEqual(kept.warnings, []);
   const over = accepted({ transcript: `b${at}` });
-  assert.equal(over.submission.transcript?.text, `b${'a'.repeat(TRANSCRIPT_MAX_BYTES - 4)}`, 'the emoji straddling the cut is dropped whole');
+  assert.equal(
+    over.submission.transcript?.text,
+    `b${'a'.repeat(TRANSCRIPT_MAX_BYTES - 4)}`,
+    'the emoji straddling the cut is dropped whole',
+  );
   assert.equal(over.submission.transcript?.truncated, true);
   assert.equal(over.warnings.length, 1);
 });
@@ -78,17 +104,27 @@ test('an unknown field named by a long emoji key is listed cut on a character bo
   const { warnings } = accepted({ ...base, [name]: 1, deal: { [name]: 1, dealSize: 1 } });
   assert.equal(warnings.length, 2);
   for (const warning of warnings) assert.ok(wellFormed(warning), warning);
-  assert.ok(warnings.some((w) => w.includes(`${'k'.repeat(99)}😀`) && !w.includes('😀😀')), JSON.stringify(warnings));
+  assert.ok(
+    warnings.some((w) => w.includes(`${'k'.repeat(99)}😀`) && !w.includes('😀😀')),
+    JSON.stringify(warnings),
+  );
 });
 
 test('"constructor", "toString" and "hasOwnProperty" are ordinary keys', () => {
-  const { submission, warnings } = accepted(JSON.parse('{"transcript":"x","constructor":"c","toString":1,"hasOwnProperty":2,"metadata":{"constructor":"m","toString":"t"}}'));
+  const { submission, warnings } = accepted(
+    JSON.parse(
+      '{"transcript":"x","constructor":"c","toString":1,"hasOwnProperty":2,"metadata":{"constructor":"m","toString":"t"}}',
+    ),
+  );
   assert.deepEqual(submission.metadata, { constructor: 'm', toString: 't' });
   assert.equal(warnings.length, 3, 'three unknown top-level fields ignored');
 });
 
 test('a duplicate key: the last value wins, as JSON.parse reads it', () => {
-  assert.equal(accepted(JSON.parse('{"transcript":"first","transcript":"second"}')).submission.transcript?.text, 'second');
+  assert.equal(
+    accepted(JSON.parse('{"transcript":"first","transcript":"second"}')).submission.transcript?.text,
+    'second',
+  );
 });
 
 test('truncateChars counts code points and never keeps half of a pair', () => {

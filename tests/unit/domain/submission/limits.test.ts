@@ -14,7 +14,9 @@ test('at most 20 tags: 21 are a 400', () => {
 
 test('each tag at most 50 characters: 50 are accepted, 51 are a 400 naming the tag', () => {
   accepted({ ...base, tags: ['x'.repeat(50)] });
-  refusedWith({ ...base, call_tags: ['ok', 'a', 'b', 'x'.repeat(51)] }, [{ field: 'call_tags[3]', message: 'each tag at most 50 characters' }]);
+  refusedWith({ ...base, call_tags: ['ok', 'a', 'b', 'x'.repeat(51)] }, [
+    { field: 'call_tags[3]', message: 'each tag at most 50 characters' },
+  ]);
 });
 
 test('tag characters are code points: 50 emoji (100 UTF-16 units) are 50 characters', () => {
@@ -32,7 +34,11 @@ test('each tag must be a non-empty string; tags must be an array', () => {
 });
 
 test('tags are trimmed and exact duplicates dropped, order kept', () => {
-  assert.deepEqual(accepted({ ...base, tags: [' demo ', 'Demo', 'demo', 'q4'] }).submission.tags, ['demo', 'Demo', 'q4']);
+  assert.deepEqual(accepted({ ...base, tags: [' demo ', 'Demo', 'demo', 'q4'] }).submission.tags, [
+    'demo',
+    'Demo',
+    'q4',
+  ]);
 });
 
 for (const name of ['notes', 'callNotes', 'call_notes', 'dealNotes', 'deal_notes']) {
@@ -44,7 +50,9 @@ for (const name of ['notes', 'callNotes', 'call_notes', 'dealNotes', 'deal_notes
 
 test('deal.notes: at most 2000 characters', () => {
   accepted({ ...base, deal: { notes: 'é'.repeat(2000) } });
-  refusedWith({ ...base, deal: { notes: 'n'.repeat(2001) } }, [{ field: 'deal.notes', message: 'deal.notes at most 2000 characters' }]);
+  refusedWith({ ...base, deal: { notes: 'n'.repeat(2001) } }, [
+    { field: 'deal.notes', message: 'deal.notes at most 2000 characters' },
+  ]);
 });
 
 const keys = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`key${i}`, i]));
@@ -68,8 +76,12 @@ test('metadata not nested: an object or array value is a 400 naming the key', ()
 test('metadata values may be strings, numbers, booleans or null; the object must be an object', () => {
   const metadata = { source: 'aircall', callId: 981, inbound: true, dealId: null, syncMethod: 'webhook' };
   assert.deepEqual(accepted({ ...base, metadata }).submission.metadata, metadata);
-  refusedWith({ ...base, metadata: ['source'] }, [{ field: 'metadata', message: 'metadata must be a flat object of key/value pairs' }]);
-  refusedWith({ ...base, metadata: 'source=aircall' }, [{ field: 'metadata', message: 'metadata must be a flat object of key/value pairs' }]);
+  refusedWith({ ...base, metadata: ['source'] }, [
+    { field: 'metadata', message: 'metadata must be a flat object of key/value pairs' },
+  ]);
+  refusedWith({ ...base, metadata: 'source=aircall' }, [
+    { field: 'metadata', message: 'metadata must be a flat object of key/value pairs' },
+  ]);
 });
 
 test('a "__proto__" metadata key stays a plain key', () => {
@@ -84,7 +96,9 @@ test('a transcript over 500 KB is accepted, truncated on a character boundary, w
   assert.equal(submission.transcript?.text, 'a'.repeat(511_999));
   assert.equal(submission.transcript?.truncated, true);
   assert.equal(submission.transcript?.originalBytes, 511_999 + 3 + 9);
-  assert.deepEqual(warnings, ['transcript truncated from 512011 to 512000 bytes or fewer: the inline transcript limit is 500 KB (512,000 bytes)']);
+  assert.deepEqual(warnings, [
+    'transcript truncated from 512011 to 512000 bytes or fewer: the inline transcript limit is 500 KB (512,000 bytes)',
+  ]);
 });
 
 test('a transcript of exactly 512,000 bytes is kept whole, without a warning', () => {

@@ -28,15 +28,21 @@ test('a transcript alone is accepted, with the canonical defaults', () => {
 });
 
 test('an audioUrl alone is accepted', () => {
-  assert.equal(accepted({ audioUrl: 'https://cdn.example.com/rec/1.mp3' }).submission.audioUrl, 'https://cdn.example.com/rec/1.mp3');
+  assert.equal(
+    accepted({ audioUrl: 'https://cdn.example.com/rec/1.mp3' }).submission.audioUrl,
+    'https://cdn.example.com/rec/1.mp3',
+  );
 });
 
 test('the body must be a JSON object', () => {
-  for (const body of [null, [], 'transcript', 42]) refusedWith(body, [{ field: 'body', message: 'the request body must be a JSON object' }]);
+  for (const body of [null, [], 'transcript', 42])
+    refusedWith(body, [{ field: 'body', message: 'the request body must be a JSON object' }]);
 });
 
 // Every alias, read into its canonical field.
-const aliases: Array<[string, unknown, keyof import('../../../../shared/domain/submission/submission.ts').Submission, unknown]> = [
+const aliases: Array<
+  [string, unknown, keyof import('../../../../shared/domain/submission/submission.ts').Submission, unknown]
+> = [
   ['audioUrl', 'https://x.example/a.mp3', 'audioUrl', 'https://x.example/a.mp3'],
   ['audio_url', 'https://x.example/a.mp3', 'audioUrl', 'https://x.example/a.mp3'],
   ['repName', 'Dana Reyes', 'repName', 'Dana Reyes'],
@@ -89,22 +95,32 @@ for (const [a, av, b, bv] of conflicts) {
 
 test('camelCase and snake_case compare after trimming and date canonicalisation', () => {
   accepted({ ...base, repName: 'Dana', rep_name: ' Dana ' });
-  assert.equal(accepted({ ...base, callDate: '2026-11-20', call_date: '2026-11-20T00:00:00Z' }).submission.callDate, '2026-11-20T00:00:00.000Z');
+  assert.equal(
+    accepted({ ...base, callDate: '2026-11-20', call_date: '2026-11-20T00:00:00Z' }).submission.callDate,
+    '2026-11-20T00:00:00.000Z',
+  );
 });
 
 test('AI titles are on by default and off when disabled either way', () => {
   assert.equal(accepted(base).submission.aiTitleEnabled, true);
   assert.equal(accepted({ ...base, useAiCallTitle: true }).submission.aiTitleEnabled, true);
   assert.equal(accepted({ ...base, disableAiTitleGeneration: false }).submission.aiTitleEnabled, true);
-  assert.equal(accepted({ ...base, disableAiTitleGeneration: true, useAiCallTitle: false }).submission.aiTitleEnabled, false);
-  assert.equal(accepted({ ...base, disableAiTitleGeneration: false, use_ai_call_title: true }).submission.aiTitleEnabled, true);
+  assert.equal(
+    accepted({ ...base, disableAiTitleGeneration: true, useAiCallTitle: false }).submission.aiTitleEnabled,
+    false,
+  );
+  assert.equal(
+    accepted({ ...base, disableAiTitleGeneration: false, use_ai_call_title: true }).submission.aiTitleEnabled,
+    true,
+  );
 });
 
 test('400 when useAiCallTitle contradicts disableAiTitleGeneration (it is the inverse)', () => {
   refusedWith({ ...base, disableAiTitleGeneration: true, useAiCallTitle: true }, [
     {
       field: 'disableAiTitleGeneration',
-      message: 'disableAiTitleGeneration and useAiCallTitle contradict each other (useAiCallTitle is the inverse of disableAiTitleGeneration); send one',
+      message:
+        'disableAiTitleGeneration and useAiCallTitle contradict each other (useAiCallTitle is the inverse of disableAiTitleGeneration); send one',
     },
   ]);
   const [error] = refused({ ...base, disable_ai_title_generation: false, use_ai_call_title: false });
@@ -116,22 +132,38 @@ test('booleans: real booleans and the exact strings "true"/"false"; anything els
   assert.equal(accepted({ ...base, disableAiTitleGeneration: 'true' }).submission.aiTitleEnabled, false);
   assert.equal(accepted({ ...base, useAiCallTitle: 'false' }).submission.aiTitleEnabled, false);
   for (const value of ['yes', 'TRUE', 1, 0, 'on', []]) {
-    refusedWith({ ...base, disableAiTitleGeneration: value }, [{ field: 'disableAiTitleGeneration', message: 'disableAiTitleGeneration must be a boolean (true or false)' }]);
+    refusedWith({ ...base, disableAiTitleGeneration: value }, [
+      { field: 'disableAiTitleGeneration', message: 'disableAiTitleGeneration must be a boolean (true or false)' },
+    ]);
   }
 });
 
 test('audioUrl must be an absolute http(s) URL', () => {
-  for (const url of ['ftp://x.example/a.mp3', '/recordings/1.mp3', 'not a url', 'file:///etc/passwd', 'javascript:alert(1)', 'https://']) {
-    refusedWith({ audio_url: url, transcript: 'x' }, [{ field: 'audio_url', message: 'audio_url must be an absolute http(s) URL' }]);
+  for (const url of [
+    'ftp://x.example/a.mp3',
+    '/recordings/1.mp3',
+    'not a url',
+    'file:///etc/passwd',
+    'javascript:alert(1)',
+    'https://',
+  ]) {
+    refusedWith({ audio_url: url, transcript: 'x' }, [
+      { field: 'audio_url', message: 'audio_url must be an absolute http(s) URL' },
+    ]);
   }
   accepted({ audioUrl: 'http://10.0.0.1:8080/rec.wav?sig=abc' }); // SSRF is the fetcher's job, not the validator's
 });
 
 test('repEmail must be an e-mail address', () => {
   for (const email of ['dana', 'dana@', '@acme.io', 'dana acme@acme.io', 'dana@acme..io']) {
-    refusedWith({ ...base, rep_email: email }, [{ field: 'rep_email', message: 'rep_email must be an e-mail address' }]);
+    refusedWith({ ...base, rep_email: email }, [
+      { field: 'rep_email', message: 'rep_email must be an e-mail address' },
+    ]);
   }
-  assert.equal(accepted({ ...base, repEmail: '  Dana.Reyes+calls@Acme.io ' }).submission.repEmail, 'Dana.Reyes+calls@Acme.io');
+  assert.equal(
+    accepted({ ...base, repEmail: '  Dana.Reyes+calls@Acme.io ' }).submission.repEmail,
+    'Dana.Reyes+calls@Acme.io',
+  );
 });
 
 test('callDate must be an ISO 8601 date or date-time', () => {
@@ -162,7 +194,16 @@ test('every error is reported, not only the first, each under the name the calle
     use_ai_call_title: 'maybe',
   });
   assert.deepEqual(errors.map((e) => e.field).sort(), [
-    'audio_url', 'call_date', 'call_notes', 'call_tags[1]', 'call_tags[3]', 'deal.deal_size', 'duration', 'metadata.nested', 'rep_email', 'use_ai_call_title',
+    'audio_url',
+    'call_date',
+    'call_notes',
+    'call_tags[1]',
+    'call_tags[3]',
+    'deal.deal_size',
+    'duration',
+    'metadata.nested',
+    'rep_email',
+    'use_ai_call_title',
   ]);
 });
 
@@ -170,32 +211,98 @@ test(`at most ${MAX_LISTED_ERRORS} errors are listed; the rest are counted in on
   const badTags = Array.from({ length: 500 }, () => 1); // 1 count error + 20 element errors per alias
   const metadata = Object.fromEntries(Array.from({ length: 25 }, (_, i) => [`k${i}`, {}]));
   const wrongType = Object.fromEntries(
-    ['repName', 'rep_name', 'repEmail', 'rep_email', 'callTitle', 'call_title', 'callDate', 'call_date', 'notes', 'callNotes', 'call_notes', 'dealSize', 'deal_size', 'dealDate', 'deal_date', 'audioUrl', 'audio_url', 'dealNotes', 'deal_notes', 'revenueCollected', 'revenue_collected'].map((name) => [name, { wrong: true }]),
+    [
+      'repName',
+      'rep_name',
+      'repEmail',
+      'rep_email',
+      'callTitle',
+      'call_title',
+      'callDate',
+      'call_date',
+      'notes',
+      'callNotes',
+      'call_notes',
+      'dealSize',
+      'deal_size',
+      'dealDate',
+      'deal_date',
+      'audioUrl',
+      'audio_url',
+      'dealNotes',
+      'deal_notes',
+      'revenueCollected',
+      'revenue_collected',
+    ].map((name) => [name, { wrong: true }]),
   );
-  const errors = refused({ transcript: 1, ...wrongType, tags: badTags, callTags: badTags, call_tags: badTags, metadata });
+  const errors = refused({
+    transcript: 1,
+    ...wrongType,
+    tags: badTags,
+    callTags: badTags,
+    call_tags: badTags,
+    metadata,
+  });
   assert.equal(errors.length, MAX_LISTED_ERRORS);
   assert.equal(errors.at(-1)?.field, 'body');
   assert.match(errors.at(-1)?.message ?? '', /^\d+ more errors not listed$/);
 });
 
 test('null and empty strings mean "not sent" for optional fields', () => {
-  const { submission } = accepted({ ...base, repName: null, repEmail: '', callTitle: '  ', callDate: null, tags: null, metadata: null, deal: null, duration: '', notes: '' });
-  assert.deepEqual(submission, { transcript: { text: base.transcript, truncated: false, originalBytes: 30 }, aiTitleEnabled: true, tags: [], metadata: {} });
+  const { submission } = accepted({
+    ...base,
+    repName: null,
+    repEmail: '',
+    callTitle: '  ',
+    callDate: null,
+    tags: null,
+    metadata: null,
+    deal: null,
+    duration: '',
+    notes: '',
+  });
+  assert.deepEqual(submission, {
+    transcript: { text: base.transcript, truncated: false, originalBytes: 30 },
+    aiTitleEnabled: true,
+    tags: [],
+    metadata: {},
+  });
 });
 
 test('short fields are trimmed; transcript and notes are kept verbatim', () => {
   const { submission } = accepted({ transcript: '  Hi \n', repName: ' Dana ', callTitle: ' Demo ', notes: ' note ' });
-  assert.deepEqual([submission.transcript?.text, submission.repName, submission.callTitle, submission.notes], ['  Hi \n', 'Dana', 'Demo', ' note ']);
+  assert.deepEqual(
+    [submission.transcript?.text, submission.repName, submission.callTitle, submission.notes],
+    ['  Hi \n', 'Dana', 'Demo', ' note '],
+  );
 });
 
 test('duration is normalised with durationUnit or metadata.source as hints', () => {
-  assert.deepEqual(accepted({ ...base, duration: 45, duration_unit: 'minutes' }).submission.duration, { seconds: 2700, unit: 'minutes', basis: 'explicit', raw: 45 });
-  assert.deepEqual(accepted({ ...base, duration: '45', metadata: { source: 'zoom' } }).submission.duration, { seconds: 2700, unit: 'minutes', basis: 'source', raw: 45 });
-  refusedWith({ ...base, duration: 45, durationUnit: 'hours' }, [{ field: 'durationUnit', message: 'durationUnit must be one of seconds, minutes, milliseconds' }]);
+  assert.deepEqual(accepted({ ...base, duration: 45, duration_unit: 'minutes' }).submission.duration, {
+    seconds: 2700,
+    unit: 'minutes',
+    basis: 'explicit',
+    raw: 45,
+  });
+  assert.deepEqual(accepted({ ...base, duration: '45', metadata: { source: 'zoom' } }).submission.duration, {
+    seconds: 2700,
+    unit: 'minutes',
+    basis: 'source',
+    raw: 45,
+  });
+  refusedWith({ ...base, duration: 45, durationUnit: 'hours' }, [
+    { field: 'durationUnit', message: 'durationUnit must be one of seconds, minutes, milliseconds' },
+  ]);
 });
 
 test('unknown fields are ignored and reported in warnings; a key or team id in the body gets a pointed warning', () => {
-  const { submission, warnings } = accepted({ ...base, repEmial: 'typo@acme.io', apiKey: 'pk_secret', teamId: 't1', deal: { dealSize: 1, currency: 'EUR' } });
+  const { submission, warnings } = accepted({
+    ...base,
+    repEmial: 'typo@acme.io',
+    apiKey: 'pk_secret',
+    teamId: 't1',
+    deal: { dealSize: 1, currency: 'EUR' },
+  });
   assert.equal(submission.repEmail, undefined);
   assert.deepEqual(warnings, [
     'apiKey in the body does not authenticate and is ignored; send the key in the X-API-Key header',

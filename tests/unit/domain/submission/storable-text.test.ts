@@ -12,7 +12,9 @@ test('the reported NUL reproduction: notes "x\\u0000y" is a 400 naming notes and
 });
 
 test('the reported lone-surrogate reproduction: repName "Sam \\ud800 X" is a 400 naming repName', () => {
-  refusedWith({ transcript: 'Rep: hi\nDana: ok', repName: 'Sam \ud800 X' }, [{ field: 'repName', message: lone('D800', 4) }]);
+  refusedWith({ transcript: 'Rep: hi\nDana: ok', repName: 'Sam \ud800 X' }, [
+    { field: 'repName', message: lone('D800', 4) },
+  ]);
 });
 
 test('a reversed pair (low half before high half) is two unpaired surrogates; the first is named', () => {
@@ -30,10 +32,30 @@ test('the index counts code points: an emoji before the NUL counts once', () => 
 });
 
 test('every top-level string field is checked, under the name the caller sent', () => {
-  const fields = ['transcript', 'repName', 'rep_name', 'repEmail', 'callTitle', 'call_title', 'callDate', 'notes', 'callNotes', 'call_notes', 'audioUrl', 'durationUnit', 'dealNotes', 'deal_notes', 'dealDate', 'dealSize'];
+  const fields = [
+    'transcript',
+    'repName',
+    'rep_name',
+    'repEmail',
+    'callTitle',
+    'call_title',
+    'callDate',
+    'notes',
+    'callNotes',
+    'call_notes',
+    'audioUrl',
+    'durationUnit',
+    'dealNotes',
+    'deal_notes',
+    'dealDate',
+    'dealSize',
+  ];
   for (const field of fields) {
     const errors = refused({ ...base, [field]: 'a\u0000' });
-    assert.ok(errors.some((e) => e.field === field && e.message === nul(1)), `${field}: ${JSON.stringify(errors)}`);
+    assert.ok(
+      errors.some((e) => e.field === field && e.message === nul(1)),
+      `${field}: ${JSON.stringify(errors)}`,
+    );
   }
 });
 
@@ -65,8 +87,15 @@ test('a key with an unpaired surrogate is named escaped, and a long key is cut o
 });
 
 test('everything else is accepted and stored as sent: controls, C1, non-characters, zero-width and bidi', () => {
-  const text = 'Rep: a\tb\r\n\u0001\u001f\u007f\u0085\u009f \ufffe\uffff\u{1fffe}\u{10ffff} \u200b\u200c\u200d\ufeff \u202e\u2066\u2069 😀👩‍👩‍👧';
-  const { submission, warnings } = accepted({ transcript: text, repName: `Sam ${text}`, notes: text, tags: [text.slice(5, 40)], metadata: { [text]: text } });
+  const text =
+    'Rep: a\tb\r\n\u0001\u001f\u007f\u0085\u009f \ufffe\uffff\u{1fffe}\u{10ffff} \u200b\u200c\u200d\ufeff \u202e\u2066\u2069 😀👩‍👩‍👧';
+  const { submission, warnings } = accepted({
+    transcript: text,
+    repName: `Sam ${text}`,
+    notes: text,
+    tags: [text.slice(5, 40)],
+    metadata: { [text]: text },
+  });
   assert.equal(submission.transcript?.text, text);
   assert.equal(submission.repName, `Sam ${text}`.trim());
   assert.equal(submission.notes, text);

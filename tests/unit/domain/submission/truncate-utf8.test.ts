@@ -1,6 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { TRANSCRIPT_MAX_BYTES, truncateUtf8, utf8ByteLength } from '../../../../shared/domain/submission/truncate-utf8.ts';
+import {
+  TRANSCRIPT_MAX_BYTES,
+  truncateUtf8,
+  utf8ByteLength,
+} from '../../../../shared/domain/submission/truncate-utf8.ts';
 
 test('the inline transcript cap is 500 KB read as 500 × 1024 = 512,000 bytes', () => {
   assert.equal(TRANSCRIPT_MAX_BYTES, 512_000);

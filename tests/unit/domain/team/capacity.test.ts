@@ -1,6 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { DEFAULT_ESTIMATE_MINUTES, estimateCallMinutes, hoursToMinutes, minutesForSeconds } from '../../../../shared/domain/team/capacity.ts';
+import {
+  DEFAULT_ESTIMATE_MINUTES,
+  estimateCallMinutes,
+  hoursToMinutes,
+  minutesForSeconds,
+} from '../../../../shared/domain/team/capacity.ts';
 import { normaliseDuration } from '../../../../shared/domain/submission/duration.ts';
 
 const duration = (raw: number) => {

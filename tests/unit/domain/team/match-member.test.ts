@@ -5,13 +5,24 @@ import type { ActiveTeam } from '../../../../shared/domain/team/team-state.ts';
 import { given, hash, keyIssued, memberAdded, now, teamCreated } from './fixtures.ts';
 
 const team = (): ActiveTeam => {
-  const state = given([teamCreated(), memberAdded('m1', 'Dana.Reyes@Acme.io', 'Dana Reyes'), keyIssued('k1', hash('a')), keyIssued('k2', hash('b')), { type: 'ApiKeyRevoked', data: { keyId: 'k2', at: now } }]).state();
+  const state = given([
+    teamCreated(),
+    memberAdded('m1', 'Dana.Reyes@Acme.io', 'Dana Reyes'),
+    keyIssued('k1', hash('a')),
+    keyIssued('k2', hash('b')),
+    { type: 'ApiKeyRevoked', data: { keyId: 'k2', at: now } },
+  ]).state();
   assert.equal(state.status, 'active');
   return state;
 };
 
 test('repEmail matches a member ignoring case and spaces; the stored spelling is returned', () => {
-  assert.deepEqual(matchMember(team(), ' dana.reyes@ACME.IO'), { kind: 'member', memberId: 'm1', email: 'Dana.Reyes@Acme.io', name: 'Dana Reyes' });
+  assert.deepEqual(matchMember(team(), ' dana.reyes@ACME.IO'), {
+    kind: 'member',
+    memberId: 'm1',
+    email: 'Dana.Reyes@Acme.io',
+    name: 'Dana Reyes',
+  });
 });
 
 test('when no rep matches, tags and notes are attached to the team owner', () => {

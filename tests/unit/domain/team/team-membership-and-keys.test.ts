@@ -4,11 +4,18 @@ import type { TeamCommand } from '../../../../shared/domain/team/team-commands.t
 import { given, hash, keyIssued, later, memberAdded, now, teamCreated } from './fixtures.ts';
 
 const createTeam: TeamCommand = {
-  type: 'CreateTeam', teamId: 't1', name: ' Acme Sales ', owner: { name: 'Olivia Owner', email: 'Olivia@Acme.io ' }, capacityMinutes: 600, now,
+  type: 'CreateTeam',
+  teamId: 't1',
+  name: ' Acme Sales ',
+  owner: { name: 'Olivia Owner', email: 'Olivia@Acme.io ' },
+  capacityMinutes: 600,
+  now,
 };
 
 test('a team is created once, with its owner and initial capacity in minutes', () => {
-  given([]).when(createTeam).then([teamCreated(600)]);
+  given([])
+    .when(createTeam)
+    .then([teamCreated(600)]);
 });
 
 test('creating a team that exists is refused: TEAM_ALREADY_EXISTS', () => {
@@ -16,11 +23,21 @@ test('creating a team that exists is refused: TEAM_ALREADY_EXISTS', () => {
 });
 
 test('a team needs a name, an owner with an e-mail, and whole minutes ≥ 0', () => {
-  given([]).when({ ...createTeam, name: '  ' }).thenThrows('INVALID_TEAM_INPUT');
-  given([]).when({ ...createTeam, owner: { name: 'O', email: 'not-an-email' } }).thenThrows('INVALID_TEAM_INPUT');
-  given([]).when({ ...createTeam, capacityMinutes: -1 }).thenThrows('INVALID_MINUTES');
-  given([]).when({ ...createTeam, capacityMinutes: 1.5 }).thenThrows('INVALID_MINUTES');
-  given([]).when({ ...createTeam, capacityMinutes: 0 }).then([teamCreated(0)]);
+  given([])
+    .when({ ...createTeam, name: '  ' })
+    .thenThrows('INVALID_TEAM_INPUT');
+  given([])
+    .when({ ...createTeam, owner: { name: 'O', email: 'not-an-email' } })
+    .thenThrows('INVALID_TEAM_INPUT');
+  given([])
+    .when({ ...createTeam, capacityMinutes: -1 })
+    .thenThrows('INVALID_MINUTES');
+  given([])
+    .when({ ...createTeam, capacityMinutes: 1.5 })
+    .thenThrows('INVALID_MINUTES');
+  given([])
+    .when({ ...createTeam, capacityMinutes: 0 })
+    .then([teamCreated(0)]);
 });
 
 const onExistingTeamOnly: TeamCommand[] = [
@@ -52,27 +69,41 @@ test('member e-mails are unique ignoring case: MEMBER_EMAIL_TAKEN', () => {
 });
 
 test("a member cannot take the owner's e-mail (a call must attribute to one person)", () => {
-  given([teamCreated()]).when({ type: 'AddMember', memberId: 'm1', email: 'olivia@acme.io', name: 'O' }).thenThrows('MEMBER_EMAIL_TAKEN');
+  given([teamCreated()])
+    .when({ type: 'AddMember', memberId: 'm1', email: 'olivia@acme.io', name: 'O' })
+    .thenThrows('MEMBER_EMAIL_TAKEN');
 });
 
 test('a member id is used once: MEMBER_ALREADY_EXISTS; a member needs an e-mail and a name', () => {
   const team = [teamCreated(), memberAdded('m1', 'a@acme.io', 'A')];
-  given(team).when({ type: 'AddMember', memberId: 'm1', email: 'b@acme.io', name: 'B' }).thenThrows('MEMBER_ALREADY_EXISTS');
+  given(team)
+    .when({ type: 'AddMember', memberId: 'm1', email: 'b@acme.io', name: 'B' })
+    .thenThrows('MEMBER_ALREADY_EXISTS');
   given(team).when({ type: 'AddMember', memberId: 'm2', email: 'b', name: 'B' }).thenThrows('INVALID_TEAM_INPUT');
-  given(team).when({ type: 'AddMember', memberId: 'm2', email: 'b@acme.io', name: '' }).thenThrows('INVALID_TEAM_INPUT');
+  given(team)
+    .when({ type: 'AddMember', memberId: 'm2', email: 'b@acme.io', name: '' })
+    .thenThrows('INVALID_TEAM_INPUT');
 });
 
 test('an API key is issued as its hash only', () => {
-  given([teamCreated()]).when({ type: 'IssueApiKey', keyId: 'k1', label: ' Aircall sync ', keyHash: hash('a'), now }).then([keyIssued('k1')]);
+  given([teamCreated()])
+    .when({ type: 'IssueApiKey', keyId: 'k1', label: ' Aircall sync ', keyHash: hash('a'), now })
+    .then([keyIssued('k1')]);
 });
 
 test('something that is not a 64-hex hash (e.g. the key itself) is refused: INVALID_TEAM_INPUT', () => {
-  given([teamCreated()]).when({ type: 'IssueApiKey', keyId: 'k1', label: 'l', keyHash: 'pk_0000000000000000000000000000000000', now }).thenThrows('INVALID_TEAM_INPUT');
+  given([teamCreated()])
+    .when({ type: 'IssueApiKey', keyId: 'k1', label: 'l', keyHash: 'pk_0000000000000000000000000000000000', now })
+    .thenThrows('INVALID_TEAM_INPUT');
 });
 
 test('a key id or a key hash is issued once: API_KEY_ALREADY_EXISTS', () => {
-  given([teamCreated(), keyIssued('k1', hash('a'))]).when({ type: 'IssueApiKey', keyId: 'k1', label: 'l', keyHash: hash('b'), now }).thenThrows('API_KEY_ALREADY_EXISTS');
-  given([teamCreated(), keyIssued('k1', hash('a'))]).when({ type: 'IssueApiKey', keyId: 'k2', label: 'l', keyHash: hash('a'), now }).thenThrows('API_KEY_ALREADY_EXISTS');
+  given([teamCreated(), keyIssued('k1', hash('a'))])
+    .when({ type: 'IssueApiKey', keyId: 'k1', label: 'l', keyHash: hash('b'), now })
+    .thenThrows('API_KEY_ALREADY_EXISTS');
+  given([teamCreated(), keyIssued('k1', hash('a'))])
+    .when({ type: 'IssueApiKey', keyId: 'k2', label: 'l', keyHash: hash('a'), now })
+    .thenThrows('API_KEY_ALREADY_EXISTS');
 });
 
 test('an existing, unrevoked key is revoked', () => {
@@ -83,7 +114,9 @@ test('an existing, unrevoked key is revoked', () => {
 });
 
 test('revoking an unknown key is refused: API_KEY_NOT_FOUND (even an id like "toString")', () => {
-  given([teamCreated(), keyIssued('k1')]).when({ type: 'RevokeApiKey', keyId: 'k2', now }).thenThrows('API_KEY_NOT_FOUND');
+  given([teamCreated(), keyIssued('k1')])
+    .when({ type: 'RevokeApiKey', keyId: 'k2', now })
+    .thenThrows('API_KEY_NOT_FOUND');
   given([teamCreated()]).when({ type: 'RevokeApiKey', keyId: 'toString', now }).thenThrows('API_KEY_NOT_FOUND');
 });
 

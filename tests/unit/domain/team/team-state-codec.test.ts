@@ -13,12 +13,17 @@ import { autoRecharge, keyIssued, memberAdded, reserved, teamCreated } from './f
 
 /** The state's content, whatever the internal layout of its maps. */
 const plain = (value: unknown): unknown => {
-  if (value instanceof PersistentMap || value instanceof Map) return [...(value as Map<string, unknown>).entries()].sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, plain(v)]);
+  if (value instanceof PersistentMap || value instanceof Map)
+    return [...(value as Map<string, unknown>).entries()]
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([k, v]) => [k, plain(v)]);
   if (Array.isArray(value)) return value.map(plain);
-  if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, plain(v)]));
+  if (value !== null && typeof value === 'object')
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, plain(v)]));
   return value;
 };
-const fold = (events: TeamEvent[], from: TeamState = teamDecider.initialState) => events.reduce(teamDecider.evolve, from);
+const fold = (events: TeamEvent[], from: TeamState = teamDecider.initialState) =>
+  events.reduce(teamDecider.evolve, from);
 const throughJson = (state: TeamState) => decodeTeamState(JSON.parse(JSON.stringify(encodeTeamState(state))));
 
 const history: TeamEvent[] = [
@@ -32,7 +37,11 @@ const history: TeamEvent[] = [
   { type: 'CapacitySettled', data: { callId: 'call-0', reservedMinutes: 3, actualMinutes: 2 } },
   { type: 'CapacityReleased', data: { callId: 'call-1', minutes: 4 } },
 ];
-const later: TeamEvent[] = [reserved('call-99', 5), { type: 'CapacitySettled', data: { callId: 'call-2', reservedMinutes: 5, actualMinutes: 7 } }, keyIssued('k3', 'c'.repeat(64))];
+const later: TeamEvent[] = [
+  reserved('call-99', 5),
+  { type: 'CapacitySettled', data: { callId: 'call-2', reservedMinutes: 5, actualMinutes: 7 } },
+  keyIssued('k3', 'c'.repeat(64)),
+];
 
 test('a snapshot of a team state folds later events exactly as the full history does', () => {
   const state = fold(history);

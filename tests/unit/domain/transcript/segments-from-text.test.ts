@@ -1,6 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { boundSegments, SEGMENT_LIMITS, segmentsAreTimed, segmentsFromText } from '../../../../shared/domain/transcript/transcript-segments.ts';
+import {
+  boundSegments,
+  SEGMENT_LIMITS,
+  segmentsAreTimed,
+  segmentsFromText,
+} from '../../../../shared/domain/transcript/transcript-segments.ts';
 
 test('WebVTT: each cue is a segment with its times; <v Name> names the speaker; multi-line cues keep their lines; header, NOTE and cue ids go', () => {
   const vtt = [
@@ -24,7 +29,8 @@ test('WebVTT: each cue is a segment with its times; <v Name> names the speaker; 
 });
 
 test('WebVTT timestamps with and without hours, and hours past 99', () => {
-  const vtt = 'WEBVTT\n\n00:59.5 --> 01:02.125\nfirst\n\n01:00:00.000 --> 01:00:01.000\nsecond\n\n100:00:00.000 --> 100:00:02.000\nthird\n';
+  const vtt =
+    'WEBVTT\n\n00:59.5 --> 01:02.125\nfirst\n\n01:00:00.000 --> 01:00:01.000\nsecond\n\n100:00:00.000 --> 100:00:02.000\nthird\n';
   assert.deepEqual(segmentsFromText(vtt), [
     { start: 59.5, end: 62.125, speaker: null, text: 'first' },
     { start: 3600, end: 3601, speaker: null, text: 'second' },
@@ -33,7 +39,9 @@ test('WebVTT timestamps with and without hours, and hours past 99', () => {
 });
 
 test('a <v Name> span names the speaker even when only one speaker is in the file', () => {
-  assert.deepEqual(segmentsFromText('WEBVTT\n\n00:00:00.000 --> 00:00:02.000\n<v Dana>Hello there\n'), [{ start: 0, end: 2, speaker: 'Dana', text: 'Hello there' }]);
+  assert.deepEqual(segmentsFromText('WEBVTT\n\n00:00:00.000 --> 00:00:02.000\n<v Dana>Hello there\n'), [
+    { start: 0, end: 2, speaker: 'Dana', text: 'Hello there' },
+  ]);
 });
 
 test('SRT: index and timing lines go, comma milliseconds are read, "Name:" labels name speakers, multi-line cues keep their lines', () => {
@@ -107,7 +115,12 @@ test('boundSegments: times rounded to the ms, negative or non-finite times null,
 });
 
 test(`boundSegments: at most ${SEGMENT_LIMITS.maxSegments} segments, ${SEGMENT_LIMITS.maxTextBytes} bytes of text in all (cut on a character boundary), speakers of ${SEGMENT_LIMITS.maxSpeakerChars} characters`, () => {
-  const many = Array.from({ length: SEGMENT_LIMITS.maxSegments + 5 }, (_, i) => ({ start: i, end: i + 1, speaker: null, text: 'x' }));
+  const many = Array.from({ length: SEGMENT_LIMITS.maxSegments + 5 }, (_, i) => ({
+    start: i,
+    end: i + 1,
+    speaker: null,
+    text: 'x',
+  }));
   assert.equal(boundSegments(many).length, SEGMENT_LIMITS.maxSegments);
 
   const big = 'é'.repeat(200_000); // 400,000 bytes each

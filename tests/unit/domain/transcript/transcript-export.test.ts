@@ -52,13 +52,19 @@ test('WebVTT: the header, HH:MM:SS.mmm, <v Speaker> voice spans, & < > as entiti
 });
 
 test('plain text: "Speaker: " when known, one segment a line, a final line break', () => {
-  assert.equal(renderText(timed), 'Sam Seller: Hi Dana, thanks for joining.\nHow is the quarter going?\nDana: Busy & <good>.\nbye\n');
+  assert.equal(
+    renderText(timed),
+    'Sam Seller: Hi Dana, thanks for joining.\nHow is the quarter going?\nDana: Busy & <good>.\nbye\n',
+  );
   assert.equal(renderText([{ start: null, end: null, speaker: null, text: 'hello there' }]), 'hello there\n');
   assert.equal(renderText([]), '');
 });
 
 test('a blank line inside a segment never ends its cue early', () => {
-  assert.equal(renderSrt([{ start: 0, end: 1, speaker: null, text: 'one\n\ntwo' }]), '1\n00:00:00,000 --> 00:00:01,000\none\ntwo\n');
+  assert.equal(
+    renderSrt([{ start: 0, end: 1, speaker: null, text: 'one\n\ntwo' }]),
+    '1\n00:00:00,000 --> 00:00:01,000\none\ntwo\n',
+  );
 });
 
 test('SubRip and WebVTT refuse segments without times', () => {

@@ -11,6 +11,7 @@ import type {
   Subscription,
   SubscriptionStatus,
 } from '../../shared/ports/event-store.ts';
+import { callIdOfStream } from '../../shared/domain/call/call-submitted.ts';
 
 export interface OpenCall {
   callId: string;
@@ -22,7 +23,6 @@ export interface OpenCall {
   deadline?: string;
 }
 
-const CALL_STREAM = /^call-(.+)$/;
 /** The category of call streams (`call-<callId>`): the only events this tracker reads. */
 const CALL_CATEGORY = 'call';
 
@@ -138,7 +138,7 @@ export class OpenCalls {
   }
 
   private apply(event: RecordedEvent): void {
-    const callId = CALL_STREAM.exec(event.streamId)?.[1];
+    const callId = callIdOfStream(event.streamId);
     if (!callId) return;
     switch (event.type) {
       case 'CallSubmitted': {

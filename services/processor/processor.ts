@@ -13,7 +13,7 @@ import type { Logger } from 'pino';
 import { partitionForKey } from '../../shared/adapters/event-log/partitioner.ts';
 import { jitteredBackoff } from '../../shared/adapters/event-log/consumer-status.ts';
 import { PoisonRecordError, resilientHandler } from '../../shared/adapters/event-log/resilient-handler.ts';
-import { callDecider } from '../../shared/domain/call/call-decider.ts';
+import { callDecider, deadlineAt } from '../../shared/domain/call/call-decider.ts';
 import { callStreamId } from '../../shared/domain/call/call-submitted.ts';
 import type { Analyser } from '../../shared/ports/analyser.ts';
 import type { AudioSource } from '../../shared/ports/audio-source.ts';
@@ -157,8 +157,9 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
         setTimeout(() => deadlines.arm(callId, new Date().toISOString()), 5000).unref();
       });
   });
+  // An open call's `submittedAt` is when its clock started: the submission, or its last retry.
   const deadlineOf = (call: { submittedAt: string; deadline?: string }) =>
-    call.deadline ?? new Date(Date.parse(call.submittedAt) + options.processingTimeoutMs).toISOString();
+    deadlineAt(call.deadline, call.submittedAt, options.processingTimeoutMs);
 
   const openCalls = new OpenCalls((call, change) => {
     if (change === 'closed') return deadlines.disarm(call.callId);

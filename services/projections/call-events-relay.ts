@@ -12,9 +12,9 @@ import type { EventLog } from '../../shared/ports/event-log.ts';
 import type { EventStore, Subscription } from '../../shared/ports/event-store.ts';
 import type { Topics } from '../../shared/topics.ts';
 import { inSpansPerItem } from '../../shared/observability/tracing.ts';
+import { callIdOfStream } from '../../shared/domain/call/call-submitted.ts';
 
 export const CALL_EVENTS_RELAY = 'relay.call-events';
-const CALL_STREAM = /^call-(.+)$/;
 /** The category of call streams (`call-<callId>`): the only events it reads. */
 const CALL_CATEGORY = 'call';
 
@@ -30,7 +30,7 @@ export const startCallEventsRelay = (deps: {
     batchSize: 500,
     handler: async (events) => {
       const records = events.flatMap((event) => {
-        const callId = CALL_STREAM.exec(event.streamId)?.[1];
+        const callId = callIdOfStream(event.streamId);
         if (!callId || !isCallEventType(event.type)) return [];
         const { teamId, traceparent, tracestate } = event.metadata;
         return [

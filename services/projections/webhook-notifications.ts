@@ -4,10 +4,10 @@
  * (the call as GET /api/calls/:callId shows it at that event, or the deal record as
  * deals.outcome-updated.v1 carries it). Telling integrators of a new event is one more line.
  */
-import { callIdOfStream, type CallHistoryRow, evolveHistoryRow } from '../../shared/domain/call/call-history.ts';
+import { type CallHistoryRow, evolveHistoryRow } from '../../shared/domain/call/call-history.ts';
 import type { CallSubmittedData } from '../../shared/domain/call/call-submitted.ts';
 import type { CallErased } from '../../shared/domain/call/call-events.ts';
-import { callStreamId } from '../../shared/domain/call/call-submitted.ts';
+import { callIdOfStream, callStreamId } from '../../shared/domain/call/call-submitted.ts';
 import { dealCallOf, dealEventId, dealRecordOf, type RecordedDeal } from '../../shared/domain/call/deal-record.ts';
 import { callDetailView } from '../../shared/domain/call/call-view.ts';
 import type { WebhookEventType, WebhookTestRequested } from '../../shared/domain/webhook/webhook-events.ts';

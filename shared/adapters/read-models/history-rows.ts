@@ -6,11 +6,11 @@
 import {
   type CallHistoryRow,
   type CallHistoryStatus,
-  callIdOfStream,
   evolveHistoryRow,
   searchText,
   tagKey,
 } from '../../domain/call/call-history.ts';
+import { callIdOfStream } from '../../domain/call/call-submitted.ts';
 import { toStorable } from '../../domain/submission/storable-text.ts';
 import type { RecordedEvent } from '../../ports/event-store.ts';
 

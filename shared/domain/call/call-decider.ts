@@ -63,9 +63,13 @@ const refuse = (code: CallErrorCode, message: string): never => {
 export const processingMode = (submitted: CallSubmittedData): ProcessingMode =>
   submitted.submission.audioUrl ? 'audio' : 'transcript';
 
+/** The instant processing times out: the recorded deadline, else when the clock started + timeout. */
+export const deadlineAt = (recorded: string | undefined, clockStartedAt: string, timeoutMs: number): string =>
+  recorded ?? new Date(Date.parse(clockStartedAt) + timeoutMs).toISOString();
+
 /** The instant a pending call times out: its recorded deadline, else submission (or last retry) time + timeout. */
 export const deadlineOf = (call: PendingCall, timeoutMs: number): string =>
-  call.deadline ?? new Date(Date.parse(call.retriedAt ?? call.submitted.submittedAt) + timeoutMs).toISOString();
+  deadlineAt(call.deadline, call.retriedAt ?? call.submitted.submittedAt, timeoutMs);
 
 const pendingCall = (state: CallState, step: string): PendingCall => {
   if (state.status === 'absent') return refuse('CALL_NOT_FOUND', `${step}: the call does not exist`);

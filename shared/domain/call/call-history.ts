@@ -43,7 +43,7 @@ import type {
   ScoreComponent,
   TranscriptRecorded,
 } from './call-events.ts';
-import type { CallSubmittedData } from './call-submitted.ts';
+import { callIdOfStream, type CallSubmittedData } from './call-submitted.ts';
 import type { CallStage } from './call-state.ts';
 import { displayedTitle } from './title.ts';
 import { nonBlank } from '../non-blank.ts';
@@ -104,11 +104,6 @@ export interface CallHistoryRow {
   /** Global position of the last event applied, as a decimal string. */
   lastPosition: string;
 }
-
-const CALL_STREAM = /^call-(.+)$/;
-
-/** The call id of a `call-{callId}` stream, or undefined for any other stream. */
-export const callIdOfStream = (streamId: string): string | undefined => CALL_STREAM.exec(streamId)?.[1];
 
 /** The calls a batch erases (CallErased), whose stored rows go. */
 export const erasedCallIds = (events: readonly RecordedEvent[]): string[] => {

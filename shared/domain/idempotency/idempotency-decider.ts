@@ -107,3 +107,6 @@ export const idempotencyDecider: Decider<IdempotencyCommand, IdempotencyState, I
   evolve,
   initialState: { status: 'free' },
 };
+
+/** The stream of one idempotency key: `idempotency-{id}` (category `idempotency`). */
+export const idempotencyStreamId = (id: string): string => `idempotency-${id}`;

@@ -23,6 +23,7 @@ import { inSpansPerItem } from '../../shared/observability/tracing.ts';
 import { type SkippableProjection, skippedPositions } from './skipped-events.ts';
 import { recordStopped } from './projection-status.ts';
 import { ProjectionEventError, type Supervised, supervised } from './supervised.ts';
+import { OutboxLoop } from './outbox-loop.ts';
 import { WebhookDeliveryWorker, type WebhookDeliveryOptions } from './webhook-delivery.ts';
 import { webhookNotifications } from './webhook-notifications.ts';
 import type { WebhookStore } from '../../shared/ports/webhook-store.ts';
@@ -274,11 +275,7 @@ export const startProjections = (options: ProjectionsOptions): Projections => {
  * event id), so consumers deduplicate by it.
  */
 class DealOutcomePublisher {
-  private timer?: NodeJS.Timeout;
-  private running?: Promise<void>;
-  private again = false;
-  private stopped = false;
-  private failing: { since: Date; error: string } | undefined;
+  private readonly loop: OutboxLoop;
 
   constructor(
     private readonly readModels: ReadModels,
@@ -286,61 +283,31 @@ class DealOutcomePublisher {
     private readonly topics: Topics,
     private readonly log: Logger,
     private readonly personalData?: PersonalData,
-  ) {}
+  ) {
+    // Logged once per outage; the outbox keeps every entry until it is published.
+    this.loop = new OutboxLoop(() => this.publishAll(), log, {
+      failed: 'deal.outcome.updated publishing failed; retrying every second',
+      recovered: 'deal.outcome.updated publishing recovered',
+      failing: 'publishing failing',
+    });
+  }
 
   start(): void {
-    this.wake();
+    this.loop.wake();
   }
 
   report(retryingTooLong: (since: Date) => boolean): ComponentReport {
-    if (this.failing && retryingTooLong(this.failing.since))
-      return {
-        ready: false,
-        reason: `publishing failing since ${this.failing.since.toISOString()}: ${this.failing.error}`,
-      };
-    return { ready: true, ...(this.failing ? { retryingSince: this.failing.since.toISOString() } : {}) };
+    return this.loop.report(retryingTooLong);
   }
 
   wake(): void {
-    if (this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    clearTimeout(this.timer);
-    this.running = this.publishAll()
-      .then(() => {
-        if (!this.failing) return;
-        this.log.info(
-          { failedForMs: Date.now() - this.failing.since.getTime() },
-          'deal.outcome.updated publishing recovered',
-        );
-        this.failing = undefined;
-      })
-      .catch((error: unknown) => {
-        // Logged once per outage; the outbox keeps every entry until it is published.
-        if (!this.failing)
-          this.log.error({ err: error }, 'deal.outcome.updated publishing failed; retrying every second');
-        this.failing = { since: this.failing?.since ?? new Date(), error: (error as Error)?.message ?? String(error) };
-      })
-      .finally(() => {
-        this.running = undefined;
-        if (this.stopped) return;
-        if (this.again) {
-          this.again = false;
-          this.wake();
-        } else {
-          // Poll now and then too: another process may have written deals.
-          this.timer = setTimeout(() => this.wake(), 1000);
-          this.timer.unref();
-        }
-      });
+    this.loop.wake();
   }
 
   /** Resolves once everything in the outbox now is published. */
   async drain(): Promise<void> {
     for (;;) {
-      await this.running;
+      await this.loop.current;
       if ((await this.readModels.deals.unpublished(1)).length === 0) return;
       this.wake();
       await new Promise((resolve) => setTimeout(resolve, 20));
@@ -348,9 +315,7 @@ class DealOutcomePublisher {
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.running;
+    await this.loop.stop();
   }
 
   private async publishAll(): Promise<void> {

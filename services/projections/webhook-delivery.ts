@@ -20,6 +20,7 @@ import type { AttemptOutcome, ClaimedDelivery, WebhookStore } from '../../shared
 import { AggregateRepository } from '../runtime/aggregate-repository.ts';
 import { webhookAttempts } from '../../shared/observability/metrics.ts';
 import type { ComponentReport } from '../runtime/health.ts';
+import { OutboxLoop } from './outbox-loop.ts';
 
 /** The Standard Webhooks retry schedule of the issue: 5s,30s,2m,10m,30m,1h,3h,6h,12h,24h. */
 export const DEFAULT_WEBHOOK_RETRY_SCHEDULE_MS = [
@@ -60,13 +61,9 @@ export class WebhookDeliveryWorker {
   private readonly inFlight = new Map<string, number>();
   private readonly attempts = new Set<Promise<void>>();
   private readonly webhooks: AggregateRepository<WebhookCommand, WebhookState, WebhookEvent>;
-  private timer?: NodeJS.Timeout;
-  private running?: Promise<void>;
-  private again = false;
-  private stopped = false;
+  private readonly loop: OutboxLoop;
   /** Ends attempts in flight when the process stops: their leases lapse and they are attempted again. */
   private readonly stopping = new AbortController();
-  private failing: { since: Date; error: string } | undefined;
 
   constructor(
     private readonly store: WebhookStore,
@@ -88,62 +85,30 @@ export class WebhookDeliveryWorker {
     // Longer than an attempt can take, so a lease outlives its attempt; a killed process's lease lapses.
     this.leaseMs = timeoutMs + 5_000;
     this.webhooks = new AggregateRepository(eventStore, webhookDecider, webhookStreamId);
+    this.loop = new OutboxLoop(() => this.claimAndSend(), log, {
+      failed: 'webhook delivery cannot read its outbox; retrying every second',
+      recovered: 'webhook delivery recovered',
+      failing: 'webhook delivery failing',
+    });
   }
 
   start(): void {
-    this.wake();
+    this.loop.wake();
   }
 
   report(retryingTooLong: (since: Date) => boolean): ComponentReport {
-    if (this.failing && retryingTooLong(this.failing.since))
-      return {
-        ready: false,
-        reason: `webhook delivery failing since ${this.failing.since.toISOString()}: ${this.failing.error}`,
-      };
-    return { ready: true, ...(this.failing ? { retryingSince: this.failing.since.toISOString() } : {}) };
+    return this.loop.report(retryingTooLong);
   }
 
   /** Looks for due deliveries now (after the projection queued some, or an attempt ended). */
   wake(): void {
-    if (this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    clearTimeout(this.timer);
-    this.running = this.claimAndSend()
-      .then((nextDue) => {
-        if (this.failing)
-          this.log.info({ failedForMs: Date.now() - this.failing.since.getTime() }, 'webhook delivery recovered');
-        this.failing = undefined;
-        return nextDue;
-      })
-      .catch((error: unknown) => {
-        if (!this.failing)
-          this.log.error({ err: error }, 'webhook delivery cannot read its outbox; retrying every second');
-        this.failing = { since: this.failing?.since ?? new Date(), error: (error as Error)?.message ?? String(error) };
-        return undefined;
-      })
-      .then((nextDue) => {
-        this.running = undefined;
-        if (this.stopped) return;
-        if (this.again) {
-          this.again = false;
-          this.wake();
-          return;
-        }
-        // Poll now and then too: another process may have queued deliveries.
-        const wait = nextDue === undefined ? 1000 : Math.min(1000, Math.max(10, nextDue.getTime() - Date.now()));
-        this.timer = setTimeout(() => this.wake(), wait);
-        this.timer.unref();
-      });
+    this.loop.wake();
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
+    const stopped = this.loop.stop();
     this.stopping.abort();
-    await this.running;
+    await stopped;
     await Promise.all(this.attempts);
   }
 

@@ -5,7 +5,7 @@
 import { loadConfig } from '../../shared/config.ts';
 import { openBackends } from '../runtime/backends.ts';
 import { Health } from '../runtime/health.ts';
-import { serveHealth } from '../runtime/health-server.ts';
+import { serveHealthPort } from '../runtime/health-server.ts';
 import { runUntilSignal } from '../runtime/lifecycle.ts';
 import { startTelemetry } from '../runtime/telemetry.ts';
 import { createLogger } from '../runtime/logger.ts';
@@ -18,17 +18,7 @@ runUntilSignal('processor', async () => {
   const backends = await openBackends(config, logger);
   const health = new Health(config.readyRetryThresholdMs);
   const processor = await startProcessorService(config, backends, logger, health);
-  const healthServer =
-    config.healthPort === undefined
-      ? undefined
-      : await serveHealth(
-          config.healthPort,
-          config.host,
-          backends,
-          health,
-          logger,
-          [config.metricsToken, config.adminToken].filter((token) => token !== undefined),
-        );
+  const healthServer = await serveHealthPort(config, backends, health, logger);
   logger.info({ ...backends.description }, 'processor running');
   return {
     logger,

@@ -8,6 +8,7 @@ import { createServer } from 'node:http';
 import { METRICS_CONTENT_TYPE, renderMetrics } from '../../shared/observability/metrics.ts';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
+import type { Config } from '../../shared/config.ts';
 import type { Backends } from './backends.ts';
 import type { Health } from './health.ts';
 import { readiness } from './readiness.ts';
@@ -73,3 +74,24 @@ export const serveHealth = async (
   logger.info({ port: address.port }, `health on http://${host}:${address.port}/readyz`);
   return { close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
 };
+
+/**
+ * The health port of a standalone processor or projections process, when HEALTH_PORT is set; its
+ * /metrics takes METRICS_TOKEN or the admin token.
+ */
+export const serveHealthPort = async (
+  config: Config,
+  backends: Pick<Backends, 'check'>,
+  health: Health,
+  logger: Logger,
+): Promise<Awaited<ReturnType<typeof serveHealth>> | undefined> =>
+  config.healthPort === undefined
+    ? undefined
+    : serveHealth(
+        config.healthPort,
+        config.host,
+        backends,
+        health,
+        logger,
+        [config.metricsToken, config.adminToken].filter((token) => token !== undefined),
+      );

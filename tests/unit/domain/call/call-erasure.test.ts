@@ -100,9 +100,10 @@ test('personal fields split out and back; with the key gone they read as placeho
   assert.equal(erased.submission.deal.dealSize, 5);
 });
 
-test('sealed payloads hold nothing personal in clear, open with the key, and read erased once it is destroyed', async () => {
+/** Data keys in memory: a real key per call, destroyed for good. */
+const memoryKeys = (): DataKeyStore => {
   const keys = new Map<string, Buffer | null>();
-  const store: DataKeyStore = {
+  return {
     async obtain(callId) {
       if (!keys.has(callId)) keys.set(callId, newDataKey());
       return keys.get(callId) ?? undefined;
@@ -115,6 +116,10 @@ test('sealed payloads hold nothing personal in clear, open with the key, and rea
     },
     async close() {},
   };
+};
+
+test('sealed payloads hold nothing personal in clear, open with the key, and read erased once it is destroyed', async () => {
+  const store = memoryKeys();
   const personal = createPersonalData(store);
   const sealed = await personal.seal('c1', 'CallSubmitted', submittedData);
   assert.ok(personal.isSealed(sealed));
@@ -133,4 +138,37 @@ test('sealed payloads hold nothing personal in clear, open with the key, and rea
     !JSON.stringify(await personal.seal('c1', 'CallSubmitted', submittedData)).includes('secret'),
     'an erased call takes no new personal data',
   );
+});
+
+test('odd text and extreme numbers the ingest accepts open exactly as they were sealed', async () => {
+  const personal = createPersonalData(memoryKeys());
+  const odd = [
+    'C0 \u0001\u0008\u001f DEL \u007f C1 \u0085\u009f',
+    'zero-width \u200b\u200c\u200d\u2060\ufeff and bidi \u202e\u2066',
+    'emoji 👩‍👩‍👧 🇺🇳 and combining e\u0301 and replacement \ufffd',
+    'quotes " \\ </script> \\u0000 as text',
+    'x'.repeat(100_000),
+  ];
+  const data = {
+    ...submittedData,
+    submission: {
+      ...submittedData.submission,
+      transcript: { text: odd.join('\n'), truncated: false, originalBytes: 0 },
+      notes: odd[0]!,
+      repName: odd[2]!,
+      repEmail: 'odd+\u200b@example.test',
+      metadata: {
+        [odd[1]!]: odd[3]!,
+        max: Number.MAX_VALUE,
+        min: Number.MIN_VALUE,
+        safe: Number.MAX_SAFE_INTEGER,
+        neg: -1e308,
+      },
+      deal: { dealSize: Number.MAX_VALUE, notes: odd[2]! },
+    },
+  };
+  const sealed = await personal.seal('c-odd', 'CallSubmitted', data);
+  assert.ok(personal.isSealed(sealed));
+  assert.ok(!JSON.stringify(sealed).includes('zero-width'), 'sealed: nothing in clear');
+  assert.deepEqual(await personal.open('c-odd', 'CallSubmitted', sealed), data);
 });

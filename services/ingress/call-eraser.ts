@@ -9,7 +9,7 @@
 import type { PersonalData } from '../../shared/adapters/crypto/personal-data.ts';
 import { callDecider } from '../../shared/domain/call/call-decider.ts';
 import type { ErasureCause } from '../../shared/domain/call/call-events.ts';
-import { callStreamId } from '../../shared/domain/call/call-submitted.ts';
+import { callEvents } from '../../shared/domain/call/call-catalogue.ts';
 import { isDomainError } from '../../shared/domain/decider.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import { AggregateRepository } from '../runtime/aggregate-repository.ts';
@@ -36,7 +36,7 @@ export type CallEraser = (
 ) => Promise<EraseOutcome>;
 
 export const createCallEraser = (deps: CallEraserDeps): CallEraser => {
-  const calls = new AggregateRepository(deps.eventStore, callDecider, callStreamId);
+  const calls = new AggregateRepository(deps.eventStore, callDecider, callEvents);
   const now = deps.now ?? (() => new Date());
   /**
    * A call accepted a moment ago may be on the log and not yet in its stream: while the team holds

@@ -12,7 +12,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { callDecider } from '../../shared/domain/call/call-decider.ts';
 import type { CallRetried } from '../../shared/domain/call/call-events.ts';
-import { callStreamId } from '../../shared/domain/call/call-submitted.ts';
+import { callEvents } from '../../shared/domain/call/call-catalogue.ts';
 import { isDomainError } from '../../shared/domain/decider.ts';
 import { estimateCallMinutes } from '../../shared/domain/team/capacity.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
@@ -30,7 +30,7 @@ export interface CallRetryDeps {
 export type RetriedCall = { callId: string; teamId: string; status: 'pending' } & CallRetried['data'];
 
 export const createCallRetry = (deps: CallRetryDeps) => {
-  const calls = new AggregateRepository(deps.eventStore, callDecider, callStreamId);
+  const calls = new AggregateRepository(deps.eventStore, callDecider, callEvents);
   const now = deps.now ?? (() => new Date());
 
   return async (callId: string, log: FastifyBaseLogger): Promise<RetriedCall> => {

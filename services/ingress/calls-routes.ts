@@ -9,7 +9,7 @@ import type { RateLimiter } from '../../shared/ports/rate-limiter.ts';
 import { CALL_HISTORY_LIMITS, type CallHistoryStore, InvalidQueryError } from '../../shared/ports/read-models.ts';
 import { apiKeyAccess } from './api-key-access.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
-import { callStreamId } from '../../shared/domain/call/call-submitted.ts';
+import { callStreamId } from '../../shared/domain/call/call-catalogue.ts';
 import { ProblemError } from './errors.ts';
 import type { TeamService } from './teams/team-service.ts';
 import type { TypedApp } from './typed-app.ts';

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
-import { erasureDecider, erasureStreamId, type ErasureState } from '../../shared/domain/erasure/erasure-request.ts';
+import { erasureDecider, erasureEvents, type ErasureState } from '../../shared/domain/erasure/erasure-request.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import type { CallHistoryStore } from '../../shared/ports/read-models.ts';
 import { AggregateRepository } from '../runtime/aggregate-repository.ts';
@@ -23,7 +23,7 @@ export interface ErasureRequestsDeps {
 export type ErasureView = Extract<ErasureState, { status: 'pending' | 'completed' }>;
 
 export const createErasureRequests = (deps: ErasureRequestsDeps) => {
-  const requests = new AggregateRepository(deps.eventStore, erasureDecider, erasureStreamId);
+  const requests = new AggregateRepository(deps.eventStore, erasureDecider, erasureEvents);
   const now = deps.now ?? (() => new Date());
   const working = new Map<string, Promise<void>>();
 

@@ -16,7 +16,7 @@ import type { PersonalData } from '../../shared/adapters/crypto/personal-data.ts
 import type { Json } from '../../shared/ports/event-store.ts';
 import { CALL_SUBMITTED_TYPE, type CallSubmittedData } from '../../shared/domain/call/call-submitted.ts';
 import { isDomainError } from '../../shared/domain/decider.ts';
-import { idempotencyDecider, idempotencyStreamId } from '../../shared/domain/idempotency/idempotency-decider.ts';
+import { idempotencyDecider, idempotencyEvents } from '../../shared/domain/idempotency/idempotency-decider.ts';
 import { type NormaliseResult, normaliseSubmission } from '../../shared/domain/submission/normalise-submission.ts';
 import {
   type SubmissionAccepted,
@@ -90,7 +90,7 @@ const readIdempotencyKey = (raw: string | string[]): string => {
 
 export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
   const now = deps.now ?? (() => new Date());
-  const idempotency = new AggregateRepository(deps.eventStore, idempotencyDecider, idempotencyStreamId);
+  const idempotency = new AggregateRepository(deps.eventStore, idempotencyDecider, idempotencyEvents);
 
   /** The normalised submission; a 400 with every broken rule otherwise. */
   const validate = (body: unknown): Extract<NormaliseResult, { ok: true }> => {

@@ -10,7 +10,7 @@
 import { Type } from '@sinclair/typebox';
 import { callDecider } from '../../shared/domain/call/call-decider.ts';
 import type { CallState } from '../../shared/domain/call/call-state.ts';
-import { callStreamId } from '../../shared/domain/call/call-submitted.ts';
+import { callEvents } from '../../shared/domain/call/call-catalogue.ts';
 import { isStorable } from '../../shared/domain/submission/storable-text.ts';
 import { ProblemSchema } from '../../shared/domain/submission/submission-schema.ts';
 import {
@@ -67,7 +67,7 @@ export const registerTranscriptRoute = (
   app: TypedApp,
   deps: { teams: TeamService; limiter: RateLimiter; eventStore: EventStore },
 ): void => {
-  const calls = new AggregateRepository(deps.eventStore, callDecider, callStreamId);
+  const calls = new AggregateRepository(deps.eventStore, callDecider, callEvents);
   app.get(
     '/api/calls/:callId/transcript',
     {

@@ -11,7 +11,8 @@ import { Type } from '@sinclair/typebox';
 import { newWebhookSecret } from '../../shared/adapters/webhooks/webhook-signature.ts';
 import { ProblemSchema } from '../../shared/domain/submission/submission-schema.ts';
 import { type WebhookCommand, webhookDecider, type WebhookState } from '../../shared/domain/webhook/webhook-decider.ts';
-import { WEBHOOK_EVENT_TYPES, type WebhookEvent, webhookStreamId } from '../../shared/domain/webhook/webhook-events.ts';
+import { WEBHOOK_EVENT_TYPES, type WebhookEvent } from '../../shared/domain/webhook/webhook-events.ts';
+import { webhookEvents } from '../../shared/domain/webhook/webhook-catalogue.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import { InvalidQueryError } from '../../shared/ports/read-models.ts';
 import { WEBHOOK_DELIVERY_STATUSES, type WebhookStore } from '../../shared/ports/webhook-store.ts';
@@ -82,7 +83,7 @@ export const registerWebhookRoutes = (app: TypedApp, deps: WebhookRoutesDeps): v
   const repository = new AggregateRepository<WebhookCommand, WebhookState, WebhookEvent>(
     deps.eventStore,
     webhookDecider,
-    webhookStreamId,
+    webhookEvents,
   );
   const common = { onRequest: deps.requireAdmin };
 

@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import { callDecider, type CallCommand, deadlineOf, nextStep } from '../../shared/domain/call/call-decider.ts';
 import type { CallEvent } from '../../shared/domain/call/call-events.ts';
 import type { CallState, PendingCall } from '../../shared/domain/call/call-state.ts';
-import { callStreamId } from '../../shared/domain/call/call-submitted.ts';
+import { callEvents, callStreamId } from '../../shared/domain/call/call-catalogue.ts';
 import { isDomainError } from '../../shared/domain/decider.ts';
 import { correctDuration, countWords, estimateSpokenSeconds } from '../../shared/domain/submission/duration.ts';
 import { minutesForSeconds } from '../../shared/domain/team/capacity.ts';
@@ -81,7 +81,7 @@ const loggable = (error: unknown): unknown =>
   error instanceof StepError ? { type: 'StepError', code: error.code, retriable: error.retriable } : error;
 
 export const createCallPipeline = (deps: PipelineDeps) => {
-  const calls = new AggregateRepository(deps.store, callDecider, callStreamId, {
+  const calls = new AggregateRepository(deps.store, callDecider, callEvents, {
     cache: deps.callStates,
     deferDurability: deps.deferDurability,
   });

@@ -11,7 +11,7 @@ import type {
   Subscription,
   SubscriptionStatus,
 } from '../../shared/ports/event-store.ts';
-import { callIdOfStream } from '../../shared/domain/call/call-submitted.ts';
+import { callIdOfStream } from '../../shared/domain/call/call-catalogue.ts';
 
 export interface OpenCall {
   callId: string;

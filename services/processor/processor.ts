@@ -14,7 +14,7 @@ import { partitionForKey } from '../../shared/adapters/event-log/partitioner.ts'
 import { jitteredBackoff } from '../../shared/adapters/event-log/consumer-status.ts';
 import { PoisonRecordError, resilientHandler } from '../../shared/adapters/event-log/resilient-handler.ts';
 import { callDecider, deadlineAt } from '../../shared/domain/call/call-decider.ts';
-import { callStreamId } from '../../shared/domain/call/call-submitted.ts';
+import { callEvents } from '../../shared/domain/call/call-catalogue.ts';
 import type { Analyser } from '../../shared/ports/analyser.ts';
 import type { AudioSource } from '../../shared/ports/audio-source.ts';
 import type { Consumer, EventLog, LogRecord, PartitionRef } from '../../shared/ports/event-log.ts';
@@ -130,7 +130,7 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
     now: options.now,
     deferDurability: options.deferDurability,
   });
-  const calls = new AggregateRepository(options.eventStore, callDecider, callStreamId, {
+  const calls = new AggregateRepository(options.eventStore, callDecider, callEvents, {
     cache: callStates,
     deferDurability: options.deferDurability,
   });

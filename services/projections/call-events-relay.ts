@@ -12,7 +12,7 @@ import type { EventLog } from '../../shared/ports/event-log.ts';
 import type { EventStore, Subscription } from '../../shared/ports/event-store.ts';
 import type { Topics } from '../../shared/topics.ts';
 import { inSpansPerItem } from '../../shared/observability/tracing.ts';
-import { callIdOfStream } from '../../shared/domain/call/call-submitted.ts';
+import { callIdOfStream } from '../../shared/domain/call/call-catalogue.ts';
 
 export const CALL_EVENTS_RELAY = 'relay.call-events';
 /** The category of call streams (`call-<callId>`): the only events it reads. */

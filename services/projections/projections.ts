@@ -27,7 +27,7 @@ import { OutboxLoop } from './outbox-loop.ts';
 import { WebhookDeliveryWorker, type WebhookDeliveryOptions } from './webhook-delivery.ts';
 import { webhookNotifications } from './webhook-notifications.ts';
 import type { WebhookStore } from '../../shared/ports/webhook-store.ts';
-import { webhookIdOfStream } from '../../shared/domain/webhook/webhook-events.ts';
+import { webhookIdOfStream } from '../../shared/domain/webhook/webhook-catalogue.ts';
 
 export const DEAL_OUTCOME_UPDATED = 'deal.outcome.updated';
 

@@ -14,7 +14,8 @@ import type { Logger } from 'pino';
 import { signWebhook } from '../../shared/adapters/webhooks/webhook-signature.ts';
 import { createWebhookSender, type SendWebhook } from '../../shared/adapters/webhooks/webhook-sender.ts';
 import { type WebhookCommand, webhookDecider, type WebhookState } from '../../shared/domain/webhook/webhook-decider.ts';
-import { type WebhookEvent, webhookStreamId } from '../../shared/domain/webhook/webhook-events.ts';
+import type { WebhookEvent } from '../../shared/domain/webhook/webhook-events.ts';
+import { webhookEvents } from '../../shared/domain/webhook/webhook-catalogue.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import type { AttemptOutcome, ClaimedDelivery, WebhookStore } from '../../shared/ports/webhook-store.ts';
 import { AggregateRepository } from '../runtime/aggregate-repository.ts';
@@ -84,7 +85,7 @@ export class WebhookDeliveryWorker {
     this.perTeam = options.perTeam ?? 4;
     // Longer than an attempt can take, so a lease outlives its attempt; a killed process's lease lapses.
     this.leaseMs = timeoutMs + 5_000;
-    this.webhooks = new AggregateRepository(eventStore, webhookDecider, webhookStreamId);
+    this.webhooks = new AggregateRepository(eventStore, webhookDecider, webhookEvents);
     this.loop = new OutboxLoop(() => this.claimAndSend(), log, {
       failed: 'webhook delivery cannot read its outbox; retrying every second',
       recovered: 'webhook delivery recovered',

@@ -7,11 +7,11 @@
 import { type CallHistoryRow, evolveHistoryRow } from '../../shared/domain/call/call-history.ts';
 import type { CallSubmittedData } from '../../shared/domain/call/call-submitted.ts';
 import type { CallErased } from '../../shared/domain/call/call-events.ts';
-import { callIdOfStream, callStreamId } from '../../shared/domain/call/call-submitted.ts';
+import { callIdOfStream, callStreamId } from '../../shared/domain/call/call-catalogue.ts';
 import { dealCallOf, dealEventId, dealRecordOf, type RecordedDeal } from '../../shared/domain/call/deal-record.ts';
 import { callDetailView } from '../../shared/domain/call/call-view.ts';
 import type { WebhookEventType, WebhookTestRequested } from '../../shared/domain/webhook/webhook-events.ts';
-import { webhookIdOfStream } from '../../shared/domain/webhook/webhook-events.ts';
+import { webhookIdOfStream } from '../../shared/domain/webhook/webhook-catalogue.ts';
 import type { EventStore, Json, RecordedEvent } from '../../shared/ports/event-store.ts';
 import type { WebhookNotification } from '../../shared/ports/webhook-store.ts';
 

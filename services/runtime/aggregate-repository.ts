@@ -1,20 +1,18 @@
 /**
  * The I/O shell around a decider: read the stream, fold with `evolve`, `decide`, append with the
  * expected version, and retry a bounded number of times when another writer got there first, after
- * a short jittered pause so that two writers of one stream stop colliding in lockstep.
+ * a short jittered pause so that two writers of one stream stop colliding in lockstep. Events are
+ * read and written through the aggregate's catalogue: a stored event that does not decode refuses
+ * the load with an EventDecodeError naming its stream, revision and field, and is never folded.
  */
 import type { Decider } from '../../shared/domain/decider.ts';
+import type { EventCatalogue, TypedEvent } from '../../shared/domain/event-catalogue.ts';
 import { type EventStore, ExpectedVersionConflictError, type Json } from '../../shared/ports/event-store.ts';
 
 export interface Versioned<State> {
   state: State;
   /** Revision of the stream's last event; -1 when the stream has none. */
   version: number;
-}
-
-export interface DomainEvent {
-  type: string;
-  data: unknown;
 }
 
 /** Where folded states are kept between commands, so a load reads only newer events. */
@@ -124,13 +122,13 @@ const MAX_BATCH = 500;
  * fsync). A command the domain refuses fails alone. Conflicts then only come from other processes;
  * on one the whole batch is decided again from the stored state.
  */
-export class AggregateRepository<Command, State, Event extends DomainEvent> {
+export class AggregateRepository<Command, State, Event extends TypedEvent> {
   private readonly pending = new Map<string, Pending<Command, State, Event>[]>();
 
   constructor(
     private readonly store: EventStore,
     private readonly decider: Decider<Command, State, Event>,
-    private readonly streamIdOf: (id: string) => string,
+    private readonly catalogue: EventCatalogue<Event>,
     private readonly options: RepositoryOptions<State> = {},
   ) {}
 
@@ -138,9 +136,9 @@ export class AggregateRepository<Command, State, Event extends DomainEvent> {
   async load(id: string): Promise<Versioned<State>> {
     const cached = this.options.cache?.get(id);
     let { state, version } = cached ?? { state: this.decider.initialState, version: -1 };
-    const events = await this.store.readStream(this.streamIdOf(id), { fromRevision: version + 1 });
+    const events = await this.store.readStream(this.catalogue.streamId(id), { fromRevision: version + 1 });
     for (const event of events) {
-      state = this.decider.evolve(state, { type: event.type, data: event.data } as Event);
+      state = this.decider.evolve(state, this.catalogue.decode(event));
       version = event.revision;
     }
     const loaded = { state, version };
@@ -209,13 +207,7 @@ export class AggregateRepository<Command, State, Event extends DomainEvent> {
         }
       });
       const toAppend = outcomes.flatMap((o, i) =>
-        'produced' in o
-          ? o.produced.map((e) => ({
-              type: e.type,
-              data: e.data as Json,
-              ...(batch[i]!.metadata ? { metadata: batch[i]!.metadata } : {}),
-            }))
-          : [],
+        'produced' in o ? o.produced.map((e) => this.catalogue.encode(e, batch[i]!.metadata)) : [],
       );
       if (cached && outcomes.some((o) => 'error' in o || o.produced.length === 0)) {
         // Only an append checks a cached state: read what the stream holds past it.
@@ -224,7 +216,7 @@ export class AggregateRepository<Command, State, Event extends DomainEvent> {
       }
       if (toAppend.length > 0) {
         try {
-          await this.store.append(this.streamIdOf(id), toAppend, {
+          await this.store.append(this.catalogue.streamId(id), toAppend, {
             expectedVersion: current.version === -1 ? 'no_stream' : current.version,
             ...(batch.every((p) => p.deferDurability) ? { deferDurability: true } : {}),
           });

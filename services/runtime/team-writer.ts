@@ -8,7 +8,8 @@
  */
 import type { TeamCommand } from '../../shared/domain/team/team-commands.ts';
 import { teamDecider } from '../../shared/domain/team/team-decider.ts';
-import { type TeamEvent, teamStreamId } from '../../shared/domain/team/team-events.ts';
+import type { TeamEvent } from '../../shared/domain/team/team-events.ts';
+import { teamEvents } from '../../shared/domain/team/team-catalogue.ts';
 import type { TeamState } from '../../shared/domain/team/team-state.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import { TeamDirectory } from '../ingress/teams/team-directory.ts';
@@ -36,7 +37,7 @@ export const createTeamWriter = (store: EventStore): TeamWriter => {
   // without reading the team's stream, and the append's expected version catches the rare time it is.
   return {
     directory,
-    repository: new AggregateRepository(store, teamDecider, teamStreamId, {
+    repository: new AggregateRepository(store, teamDecider, teamEvents, {
       cache: directory,
       decideOnCachedState: true,
       ...TEAM_CONFLICT_RETRIES,

@@ -30,6 +30,7 @@ import { analysis, at, submittedData } from '../conformance/read-models-fixtures
 import { freshSchema } from '../support/postgres.ts';
 import { tempDir } from '../support/temp-dir.ts';
 import { report } from './report.ts';
+import { segmentsFromText } from '../../shared/domain/transcript/transcript-segments.ts';
 
 const { values } = parseArgs({
   options: {
@@ -60,6 +61,7 @@ const TRANSCRIPT = [
   'Rep: Shall we set up a pilot with two teams next week and review the numbers together?',
   'Prospect: Yes, send me a proposal with pricing for forty seats.',
 ].join('\n');
+const SEGMENTS = segmentsFromText(TRANSCRIPT);
 
 /** Step `step` of call `i`: the event and its stream. */
 const eventOf = (i: number, step: number): { callId: string; event: CallEvent } => {
@@ -95,6 +97,7 @@ const eventOf = (i: number, step: number): { callId: string; event: CallEvent } 
             truncated: false,
             durationSeconds: 312,
             engine: null,
+            segments: SEGMENTS,
             at: at(t + 2),
           },
         };

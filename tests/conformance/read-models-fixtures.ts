@@ -8,6 +8,7 @@ import type { CallSubmittedData } from '../../shared/domain/call/call-submitted.
 import type { Deal, Submission } from '../../shared/domain/submission/submission.ts';
 import type { EventStore, Json, RecordedEvent } from '../../shared/ports/event-store.ts';
 import type { ProjectionWriter } from '../../shared/ports/read-models.ts';
+import { segmentsFromText } from '../../shared/domain/transcript/transcript-segments.ts';
 
 /** 2026-11-20T10:00:00Z plus `seconds`. */
 export const at = (seconds: number): string =>
@@ -62,7 +63,15 @@ export const events = {
   }),
   transcript: (text: string, source: 'audio' | 'inline' = 'inline', t = 3): CallEvent => ({
     type: 'TranscriptRecorded',
-    data: { source, text, truncated: false, durationSeconds: 95, engine: null, at: at(t) },
+    data: {
+      source,
+      text,
+      truncated: false,
+      durationSeconds: 95,
+      engine: null,
+      segments: segmentsFromText(text),
+      at: at(t),
+    },
   }),
   analysed: (title: string, score = 72, t = 4): CallEvent => ({
     type: 'CallAnalysed',

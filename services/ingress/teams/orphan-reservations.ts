@@ -9,7 +9,7 @@
  */
 import type { FastifyBaseLogger } from 'fastify';
 import { callDecider } from '../../../shared/domain/call/call-decider.ts';
-import { callStreamId } from '../../../shared/domain/call/call-submitted.ts';
+import { callEvents } from '../../../shared/domain/call/call-catalogue.ts';
 import type { EventStore } from '../../../shared/ports/event-store.ts';
 import { AggregateRepository } from '../../runtime/aggregate-repository.ts';
 import type { TeamService } from './team-service.ts';
@@ -42,7 +42,7 @@ export interface OrphanSweep {
 
 export const startOrphanSweep = (options: OrphanSweepOptions): OrphanSweep => {
   const now = options.now ?? (() => new Date());
-  const calls = new AggregateRepository(options.eventStore, callDecider, callStreamId);
+  const calls = new AggregateRepository(options.eventStore, callDecider, callEvents);
   let running: Promise<SweepResult> | undefined;
 
   const pass = async (): Promise<SweepResult> => {

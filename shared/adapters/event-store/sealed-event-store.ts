@@ -7,7 +7,7 @@
  * forwards events as stored (the call-events relay publishes them still sealed).
  */
 import type { PersonalData } from '../crypto/personal-data.ts';
-import { callIdOfStream } from '../../domain/call/call-submitted.ts';
+import { callIdOfStream } from '../../domain/call/call-catalogue.ts';
 import type { EventStore, NewEvent, RecordedEvent } from '../../ports/event-store.ts';
 
 export type SealedEventStore = EventStore & { readonly stored: EventStore };

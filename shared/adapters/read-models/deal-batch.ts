@@ -1,7 +1,7 @@
 /** The deal facts of a batch: calls submitted with a deal, and deal writes. */
 import type { CallSubmittedData } from '../../domain/call/call-submitted.ts';
 import { type DealCall, dealCallOf, type RecordedDeal } from '../../domain/call/deal-record.ts';
-import { callIdOfStream } from '../../domain/call/call-submitted.ts';
+import { callIdOfStream } from '../../domain/call/call-catalogue.ts';
 import type { RecordedEvent } from '../../ports/event-store.ts';
 
 export interface DealBatch {

@@ -10,7 +10,7 @@ import {
   searchText,
   tagKey,
 } from '../../domain/call/call-history.ts';
-import { callIdOfStream } from '../../domain/call/call-submitted.ts';
+import { callIdOfStream } from '../../domain/call/call-catalogue.ts';
 import { toStorable } from '../../domain/submission/storable-text.ts';
 import type { RecordedEvent } from '../../ports/event-store.ts';
 

@@ -1,7 +1,7 @@
 /** What the SQLite and PostgreSQL webhook stores share: ids, row shapes, the cursor, the fold of webhook events. */
 import { uuidV5 } from '../../domain/call/deal-record.ts';
 import type { WebhookDeliveryType, WebhookEvent, WebhookEventType } from '../../domain/webhook/webhook-events.ts';
-import { webhookIdOfStream } from '../../domain/webhook/webhook-events.ts';
+import { webhookIdOfStream } from '../../domain/webhook/webhook-catalogue.ts';
 import type { RecordedEvent } from '../../ports/event-store.ts';
 import { InvalidQueryError } from '../../ports/read-models.ts';
 import type {

@@ -13,10 +13,11 @@ import {
   initialCallState,
   type PendingCall,
   stageOf,
+  stepsOf,
   submittedDeal,
 } from './call-state.ts';
 import { isRetriableFailure, RETRIABLE_FAILURE_CODES } from './retriable-failures.ts';
-import { boundSegments, type TranscriptSegment } from '../transcript/transcript-segments.ts';
+import { boundSegments, segmentsFromText, type TranscriptSegment } from '../transcript/transcript-segments.ts';
 
 export type CallCommand =
   | { type: 'SubmitCall'; data: CallSubmittedData }
@@ -127,7 +128,7 @@ export const decideCall = (command: CallCommand, state: CallState): CallEvent[] 
             truncated,
             durationSeconds,
             engine,
-            ...(segments ? { segments: boundSegments(segments) } : {}),
+            segments: segments ? boundSegments(segments) : segmentsFromText(text),
             at: now,
           },
         },
@@ -194,7 +195,7 @@ const retry = (command: Extract<CallCommand, { type: 'RetryCall' }>, state: Call
   return [
     {
       type: 'CallRetried',
-      data: { previousFailure, resumesAt: stageOf(state), capacity: command.capacity, at: command.now },
+      data: { previousFailure, resumesAt: stageOf(stepsOf(state)), capacity: command.capacity, at: command.now },
     },
   ];
 };

@@ -65,10 +65,10 @@ export type TranscriptRecorded = {
     engine: string | null;
     /**
      * Who said what, and when: the engine's timed segments, or those the inline text holds
-     * (WebVTT/SRT cues, `Speaker:` lines). Absent from events recorded before segments existed:
-     * read them with `transcriptSegments`, which derives them from the text.
+     * (WebVTT/SRT cues, `Speaker:` lines). Events recorded before segments existed (version 1)
+     * get those of their text when decoded (call-catalogue.ts).
      */
-    segments?: TranscriptSegment[];
+    segments: TranscriptSegment[];
     at: string;
   };
 };

@@ -43,7 +43,8 @@ import type {
   ScoreComponent,
   TranscriptRecorded,
 } from './call-events.ts';
-import { callIdOfStream, type CallSubmittedData } from './call-submitted.ts';
+import { callIdOfStream } from './call-catalogue.ts';
+import type { CallSubmittedData } from './call-submitted.ts';
 import type { CallStage } from './call-state.ts';
 import { displayedTitle } from './title.ts';
 import { nonBlank } from '../non-blank.ts';

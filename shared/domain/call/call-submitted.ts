@@ -24,11 +24,3 @@ export interface CallSubmittedData {
 export type CallSubmitted = { type: 'CallSubmitted'; data: CallSubmittedData };
 
 export const CALL_SUBMITTED_TYPE = 'call.submitted';
-
-/** The stream of one call: `call-{callId}` (category `call`). */
-export const callStreamId = (callId: string): string => `call-${callId}`;
-
-const CALL_STREAM = /^call-(.+)$/;
-
-/** The call id of a `call-{callId}` stream, or undefined for any other stream. */
-export const callIdOfStream = (streamId: string): string | undefined => CALL_STREAM.exec(streamId)?.[1];

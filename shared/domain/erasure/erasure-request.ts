@@ -6,7 +6,9 @@
  *
  *   ErasureRequested → ErasureCompleted
  */
+import { Type } from '@sinclair/typebox';
 import { DomainError, type Decider } from '../decider.ts';
+import { type EventCatalogue, eventCatalogue } from '../event-catalogue.ts';
 
 export type ErasureRequested = {
   type: 'ErasureRequested';
@@ -30,7 +32,23 @@ export type ErasureState =
       completedAt?: string;
     };
 
-export const erasureStreamId = (erasureId: string): string => `erasure-${erasureId}`;
+const Instant = Type.String({ format: 'date-time' });
+
+/** The catalogue of category `erasure` (docs/decisions/0016-event-catalogues-and-upcasting.md); every type at version 1. */
+export const erasureEvents: EventCatalogue<ErasureEvent> = eventCatalogue<ErasureEvent>('erasure', {
+  ErasureRequested: {
+    schema: Type.Object({
+      erasureId: Type.String({ minLength: 1 }),
+      teamId: Type.String({ minLength: 1 }),
+      calls: Type.Array(Type.String()),
+      at: Instant,
+    }),
+  },
+  ErasureCompleted: { schema: Type.Object({ at: Instant }) },
+});
+
+/** The stream of one erasure request: `erasure-{erasureId}`. */
+export const erasureStreamId = erasureEvents.streamId;
 
 export const erasureDecider: Decider<ErasureCommand, ErasureState, ErasureEvent> = {
   initialState: { status: 'absent' },

@@ -8,7 +8,9 @@
  * unknown outcome keeps the body: the call may exist under the key's call id, so only the same
  * body may use the key. Stream `idempotency-{keyId}-{hash of the key}`.
  */
+import { Type } from '@sinclair/typebox';
 import { DomainError, type Decider } from '../decider.ts';
+import { type EventCatalogue, eventCatalogue } from '../event-catalogue.ts';
 
 /** How long a key is remembered. */
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
@@ -108,5 +110,14 @@ export const idempotencyDecider: Decider<IdempotencyCommand, IdempotencyState, I
   initialState: { status: 'free' },
 };
 
-/** The stream of one idempotency key: `idempotency-{id}` (category `idempotency`). */
-export const idempotencyStreamId = (id: string): string => `idempotency-${id}`;
+const Instant = Type.String({ format: 'date-time' });
+
+/** The catalogue of category `idempotency` (docs/decisions/0016-event-catalogues-and-upcasting.md); every type at version 1. */
+export const idempotencyEvents: EventCatalogue<IdempotencyEvent> = eventCatalogue<IdempotencyEvent>('idempotency', {
+  IdempotencyKeyClaimed: { schema: Type.Object({ bodyHash: Type.String(), at: Instant }) },
+  IdempotentResponseStored: { schema: Type.Object({ status: Type.Integer(), body: Type.Unknown(), at: Instant }) },
+  IdempotencyKeyReleased: { schema: Type.Object({ at: Instant, outcomeUnknown: Type.Optional(Type.Boolean()) }) },
+});
+
+/** The stream of one idempotency key: `idempotency-{id}`. */
+export const idempotencyStreamId = idempotencyEvents.streamId;

@@ -55,6 +55,3 @@ export type TeamEvent =
   | CapacityReleased;
 
 export type TeamEventType = TeamEvent['type'];
-
-/** The stream that holds a team's events. */
-export const teamStreamId = (teamId: string): string => `team-${teamId}`;

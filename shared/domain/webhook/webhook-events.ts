@@ -31,7 +31,3 @@ export type WebhookDeleted = { type: 'WebhookDeleted'; data: { at: string } };
 
 export type WebhookEvent =
   WebhookRegistered | WebhookSecretRotated | WebhookTestRequested | WebhookDisabled | WebhookDeleted;
-
-const WEBHOOK_STREAM = /^webhook-(.+)$/;
-export const webhookStreamId = (webhookId: string): string => `webhook-${webhookId}`;
-export const webhookIdOfStream = (streamId: string): string | undefined => WEBHOOK_STREAM.exec(streamId)?.[1];

@@ -25,7 +25,7 @@ import {
   type RepositoryOptions,
 } from '../../../services/runtime/aggregate-repository.ts';
 import { type Deferred, deferred, settled } from '../../support/deferred.ts';
-import { wallet, type WalletEvent, type WalletState } from './wallet-decider.ts';
+import { wallet, type WalletEvent, walletEvents, type WalletState } from './wallet-decider.ts';
 
 /** Streams in a Map; every append and read recorded; an append can be held until the test releases it. */
 class MemoryStore {
@@ -98,7 +98,7 @@ class MemoryStore {
 
 const setup = (options: RepositoryOptions<WalletState> = {}) => {
   const store = new MemoryStore();
-  const repository = new AggregateRepository(store.asEventStore(), wallet, (id) => `wallet-${id}`, {
+  const repository = new AggregateRepository(store.asEventStore(), wallet, walletEvents(), {
     conflictBackoff: { baseDelayMs: 0, maxDelayMs: 0 },
     ...options,
   });

@@ -13,7 +13,7 @@ import { DomainError } from '../../../shared/domain/decider.ts';
 import type { EventStore } from '../../../shared/ports/event-store.ts';
 import { AggregateRepository, MemoryStateCache } from '../../../services/runtime/aggregate-repository.ts';
 import { tempDir } from '../../support/temp-dir.ts';
-import { wallet, type WalletState as State } from './wallet-decider.ts';
+import { wallet, walletEvents, type WalletState as State } from './wallet-decider.ts';
 
 describe('AggregateRepository, decideOnCachedState', () => {
   const dir = tempDir('cached-decisions-');
@@ -38,7 +38,7 @@ describe('AggregateRepository, decideOnCachedState', () => {
     return { store: counted, reads: () => reads };
   };
   const repository = (eventStore: EventStore) =>
-    new AggregateRepository(eventStore, wallet, (id) => `wallet-${id}`, {
+    new AggregateRepository(eventStore, wallet, walletEvents(), {
       cache: new MemoryStateCache<State>(),
       decideOnCachedState: true,
       conflictBackoff: { baseDelayMs: 0, maxDelayMs: 0 },

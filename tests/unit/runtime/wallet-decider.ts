@@ -3,9 +3,19 @@
  * balance, and claims that are idempotent (a second claim of one ticket appends nothing).
  */
 import { type Decider, DomainError } from '../../../shared/domain/decider.ts';
+import { Type } from '@sinclair/typebox';
+import { type EventCatalogue, eventCatalogue } from '../../../shared/domain/event-catalogue.ts';
 
 export type WalletCommand =
   { type: 'deposit'; amount: number } | { type: 'spend'; amount: number } | { type: 'claim'; ticket: string };
+/** The wallet's catalogue: category `wallet`, streams `wallet-{id}`. */
+export const walletEvents = (): EventCatalogue<WalletEvent> =>
+  eventCatalogue<WalletEvent>('wallet', {
+    Deposited: { schema: Type.Object({ amount: Type.Number() }) },
+    Spent: { schema: Type.Object({ amount: Type.Number() }) },
+    Claimed: { schema: Type.Object({ ticket: Type.String() }) },
+  });
+
 export type WalletEvent =
   | { type: 'Deposited'; data: { amount: number } }
   | { type: 'Spent'; data: { amount: number } }

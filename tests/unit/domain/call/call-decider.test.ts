@@ -10,6 +10,7 @@ import type { CallAnalysis, CallEvent } from '../../../../shared/domain/call/cal
 import type { CallSubmittedData } from '../../../../shared/domain/call/call-submitted.ts';
 import type { Submission } from '../../../../shared/domain/submission/submission.ts';
 import { deciderSpec } from '../../../support/decider-spec.ts';
+import { segmentsFromText } from '../../../../shared/domain/transcript/transcript-segments.ts';
 
 const { given } = deciderSpec(callDecider);
 const HOUR = 3_600_000;
@@ -49,7 +50,15 @@ const started = (mode: 'audio' | 'transcript' = 'transcript'): CallEvent => ({
 });
 const inlineTranscript: CallEvent = {
   type: 'TranscriptRecorded',
-  data: { source: 'inline', text: 'Rep: hi', truncated: false, durationSeconds: 60, engine: null, at: T1 },
+  data: {
+    source: 'inline',
+    text: 'Rep: hi',
+    truncated: false,
+    durationSeconds: 60,
+    engine: null,
+    segments: segmentsFromText('Rep: hi'),
+    at: T1,
+  },
 };
 const analysed: CallEvent = { type: 'CallAnalysed', data: { ...analysis, at: T2 } };
 const completed: CallEvent = { type: 'CallCompleted', data: { durationSeconds: 60, at: T2 } };
@@ -141,6 +150,7 @@ describe('Call decider', () => {
             truncated: false,
             durationSeconds: 5,
             engine: 'pocketsphinx',
+            segments: segmentsFromText('hello'),
             at: T1,
           },
         },

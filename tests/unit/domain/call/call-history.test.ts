@@ -13,6 +13,7 @@ import { type CallState, evolveCall, initialCallState } from '../../../../shared
 import type { CallSubmittedData } from '../../../../shared/domain/call/call-submitted.ts';
 import type { Submission } from '../../../../shared/domain/submission/submission.ts';
 import type { Json, RecordedEvent } from '../../../../shared/ports/event-store.ts';
+import { segmentsFromText } from '../../../../shared/domain/transcript/transcript-segments.ts';
 
 const T0 = '2026-11-20T10:00:00.000Z';
 const at = (s: number) => new Date(Date.parse(T0) + s * 1000).toISOString();
@@ -43,7 +44,15 @@ const e = {
   fetched: (): CallEvent => ({ type: 'AudioFetched', data: { bytes: 10, contentType: 'audio/wav', at: at(2) } }),
   transcript: (text = 'Rep: hi', durationSeconds: number | null = 61): CallEvent => ({
     type: 'TranscriptRecorded',
-    data: { source: 'inline', text, truncated: false, durationSeconds, engine: null, at: at(3) },
+    data: {
+      source: 'inline',
+      text,
+      truncated: false,
+      durationSeconds,
+      engine: null,
+      segments: segmentsFromText(text),
+      at: at(3),
+    },
   }),
   analysed: (title: string): CallEvent => ({
     type: 'CallAnalysed',

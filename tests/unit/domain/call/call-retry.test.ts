@@ -13,6 +13,7 @@ import { isRetriableFailure, RETRIABLE_FAILURE_CODES } from '../../../../shared/
 import type { Submission } from '../../../../shared/domain/submission/submission.ts';
 import type { Json, RecordedEvent } from '../../../../shared/ports/event-store.ts';
 import { deciderSpec } from '../../../support/decider-spec.ts';
+import { segmentsFromText } from '../../../../shared/domain/transcript/transcript-segments.ts';
 
 const { given } = deciderSpec(callDecider);
 const HOUR = 3_600_000;
@@ -42,7 +43,15 @@ const e = {
   fetched: (): CallEvent => ({ type: 'AudioFetched', data: { bytes: 10, contentType: 'audio/wav', at: at(2) } }),
   transcript: (): CallEvent => ({
     type: 'TranscriptRecorded',
-    data: { source: 'audio', text: 'Rep: hi', truncated: false, durationSeconds: 61, engine: 'local', at: at(3) },
+    data: {
+      source: 'audio',
+      text: 'Rep: hi',
+      truncated: false,
+      durationSeconds: 61,
+      engine: 'local',
+      segments: segmentsFromText('Rep: hi'),
+      at: at(3),
+    },
   }),
   analysed: (): CallEvent => ({
     type: 'CallAnalysed',

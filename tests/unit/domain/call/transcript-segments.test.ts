@@ -1,18 +1,31 @@
 /**
  * Segments in the call's TranscriptRecorded: recorded bounded when the step gives them, and derived
- * from the text, in one place, for events recorded before they existed.
+ * from the text, in one place (the call catalogue's upcaster), for events recorded before they existed.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { callDecider } from '../../../../shared/domain/call/call-decider.ts';
 import type { CallEvent } from '../../../../shared/domain/call/call-events.ts';
 import type { CallSubmittedData } from '../../../../shared/domain/call/call-submitted.ts';
-import { transcriptSegments } from '../../../../shared/domain/call/transcript-recorded.ts';
+import { callEvents } from '../../../../shared/domain/call/call-catalogue.ts';
+import type { Json, RecordedEvent } from '../../../../shared/ports/event-store.ts';
 import { deciderSpec } from '../../../support/decider-spec.ts';
 
 const { given } = deciderSpec(callDecider);
 const T0 = '2026-11-20T10:00:00.000Z';
 const T1 = '2026-11-20T10:00:01.000Z';
+
+/** A stored event of call c1, as the store hands it out (no schemaVersion: version 1). */
+const stored = (type: string, data: Json, revision: number, schemaVersion?: number): RecordedEvent => ({
+  id: `e${revision}`,
+  streamId: 'call-c1',
+  revision,
+  position: BigInt(revision + 1),
+  type,
+  data,
+  metadata: schemaVersion === undefined ? {} : { schemaVersion },
+  recordedAt: new Date(T1),
+});
 
 const submitted: CallSubmittedData = {
   callId: 'c1',
@@ -69,7 +82,7 @@ describe('TranscriptRecorded segments', () => {
       ]);
   });
 
-  test('without segments the event has none, and the state derives them from the text', () => {
+  test('without segments from the step, the event records those its text holds', () => {
     given(history)
       .when(record)
       .then([
@@ -81,31 +94,24 @@ describe('TranscriptRecorded segments', () => {
             truncated: false,
             durationSeconds: 3,
             engine: 'pocketsphinx',
+            segments: [{ start: null, end: null, speaker: null, text: 'hello there how are you' }],
             at: T1,
           },
         },
       ]);
-    const state = given(history).when(record).stateAfter();
-    assert.ok(state.status === 'pending' && state.transcript);
-    assert.deepEqual(state.transcript.segments, [
-      { start: null, end: null, speaker: null, text: 'hello there how are you' },
-    ]);
   });
 
-  test('an event recorded before segments existed (an inline WebVTT transcript) reads with the segments its text holds', () => {
-    const old = {
-      source: 'inline' as const,
-      text: 'WEBVTT\n\n00:00:01.000 --> 00:00:02.500\n<v Rep>Hi Dana.\n\n00:00:03.000 --> 00:00:04.000\n<v Dana>Hi Sam.\n',
-      truncated: false,
-      durationSeconds: 4,
-      engine: null,
-      at: T1,
-    };
+  test('a version-1 event (recorded before segments existed, an inline WebVTT transcript) decodes with the segments its text holds', () => {
+    const text =
+      'WEBVTT\n\n00:00:01.000 --> 00:00:02.500\n<v Rep>Hi Dana.\n\n00:00:03.000 --> 00:00:04.000\n<v Dana>Hi Sam.\n';
+    const old = { source: 'inline', text, truncated: false, durationSeconds: 4, engine: null, at: T1 };
     const expected = [
       { start: 1, end: 2.5, speaker: 'Rep', text: 'Hi Dana.' },
       { start: 3, end: 4, speaker: 'Dana', text: 'Hi Sam.' },
     ];
-    assert.deepEqual(transcriptSegments(old), expected);
+    const decoded = callEvents.decode(stored('TranscriptRecorded', old, 2));
+    assert.ok(decoded.type === 'TranscriptRecorded');
+    assert.deepEqual(decoded.data.segments, expected);
     const state = given([
       {
         type: 'CallSubmitted',
@@ -114,12 +120,12 @@ describe('TranscriptRecorded segments', () => {
           submission: {
             ...submitted.submission,
             audioUrl: undefined,
-            transcript: { text: old.text, truncated: false, originalBytes: 1 },
+            transcript: { text, truncated: false, originalBytes: 1 },
           },
         },
       },
       { type: 'ProcessingStarted', data: { mode: 'transcript', deadline: '2026-11-20T11:00:00.000Z', at: T0 } },
-      { type: 'TranscriptRecorded', data: old },
+      decoded,
     ]).state();
     assert.ok(state.status === 'pending' && state.transcript);
     assert.deepEqual(state.transcript.segments, expected);
@@ -128,17 +134,19 @@ describe('TranscriptRecorded segments', () => {
 
   test('recorded segments are read as recorded, never re-derived from the text', () => {
     const segments = [{ start: 0, end: 9, speaker: 'Speaker 1', text: 'Rep: not a label here' }];
-    assert.deepEqual(
-      transcriptSegments({
-        source: 'audio',
-        text: 'Rep: hi\nDana: hello',
-        truncated: false,
-        durationSeconds: 9,
-        engine: 'openai:whisper-1',
-        segments,
-        at: T1,
-      }),
+    const data = {
+      source: 'audio',
+      text: 'Rep: hi\nDana: hello',
+      truncated: false,
+      durationSeconds: 9,
+      engine: 'openai:whisper-1',
       segments,
-    );
+      at: T1,
+    };
+    for (const version of [undefined, 2]) {
+      const decoded = callEvents.decode(stored('TranscriptRecorded', data, 2, version));
+      assert.ok(decoded.type === 'TranscriptRecorded');
+      assert.deepEqual(decoded.data.segments, segments);
+    }
   });
 });

@@ -1,0 +1,168 @@
+/**
+ * An aggregate's event catalogue (docs/decisions/0016-event-catalogues-and-upcasting.md): its
+ * stream category, and per event type the TypeBox schema of today's shape plus the upcasters that
+ * bring an older stored shape up to it. This is the one place stored event data becomes a typed
+ * event: every reader decodes through a catalogue, so no reader casts `data`.
+ *
+ * - A stream of the aggregate is `{category}-{id}` (`streamId`, `idOf`): the one stream-id helper
+ *   of the category.
+ * - A stored event says which version of its type's shape it has in its metadata
+ *   (`schemaVersion`); an event without it is version 1. `encode` writes the current version.
+ * - `decode` runs the upcasters from the stored version to the current one, then checks the result
+ *   against the current schema. An event that does not decode is never folded: `EventDecodeError`
+ *   names the stream, the revision, the type and the field.
+ */
+import { FormatRegistry, type TSchema } from '@sinclair/typebox';
+import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
+import type { EventStore, Json, NewEvent, ReadStreamOptions, RecordedEvent } from '../ports/event-store.ts';
+
+// The formats the event schemas use (TypeBox checks a format only once it is registered).
+if (!FormatRegistry.Has('date-time'))
+  FormatRegistry.Set('date-time', (value) => /^\d{4}-\d\d-\d\dT/.test(value) && !Number.isNaN(Date.parse(value)));
+if (!FormatRegistry.Has('uuid'))
+  FormatRegistry.Set('uuid', (value) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value));
+
+/** The metadata key that holds the version of an event's data shape. */
+export const SCHEMA_VERSION = 'schemaVersion';
+
+/** What an upcaster sees of the stored event besides its data (a shape may need the time it was stored). */
+export interface StoredEnvelope {
+  streamId: string;
+  revision: number;
+  recordedAt: Date;
+}
+
+/**
+ * Turns data of one version into data of the next. Its input is what the previous version's shape
+ * promised, unchecked (`unknown`): the current schema checks the end result.
+ */
+export type Upcaster = (data: unknown, envelope: StoredEnvelope) => unknown;
+
+export interface EventDefinition<S extends TSchema = TSchema> {
+  /** Today's shape. */
+  schema: S;
+  /** Oldest first: `upcasters[0]` turns version 1 into version 2, and so on. Today's version is their count + 1. */
+  upcasters?: readonly Upcaster[];
+}
+
+/** An event of the aggregate as its decider sees it. */
+export interface TypedEvent {
+  type: string;
+  data: unknown;
+}
+
+/** The definitions a catalogue of events `E` needs: one per type, whose schema describes that type's data. */
+export type DefinitionsOf<E extends TypedEvent> = {
+  [K in E['type']]: EventDefinition<TSchema & { static: Extract<E, { type: K }>['data'] }>;
+};
+
+/** A stored event decoded: the envelope of the store with the typed event in place of type and data. */
+export type Decoded<E extends TypedEvent> = E extends TypedEvent ? Omit<RecordedEvent, 'type' | 'data'> & E : never;
+
+/** A stored event that does not have the shape its type and version say. */
+export class EventDecodeError extends Error {
+  override readonly name = 'EventDecodeError';
+  readonly code = 'EVENT_DECODE_FAILED';
+  /** Not retriable: the stored event stays as it is; an operator decides (skip, or a new upcaster). */
+  readonly retriable = false;
+  constructor(
+    readonly streamId: string,
+    readonly revision: number,
+    readonly type: string,
+    /** JSON pointer into the data (`/segments/0/text`), or '' for the event as a whole. */
+    readonly field: string,
+    readonly reason: string,
+  ) {
+    super(
+      `event ${type} at revision ${revision} of stream ${streamId} does not decode: ${field === '' ? 'the event' : `field ${field}`}: ${reason}`,
+    );
+  }
+}
+
+export interface EventCatalogue<E extends TypedEvent> {
+  /** The stream category (`call`), as the event store's `categories` option takes it. */
+  readonly category: string;
+  /** The stream of the aggregate with this id: `{category}-{id}`. */
+  readonly streamId: (id: string) => string;
+  /** The aggregate id of a stream of this category, or undefined for any other stream. */
+  readonly idOf: (streamId: string) => string | undefined;
+  /** Whether `type` is an event type of this catalogue. */
+  readonly has: (type: string) => type is E['type'];
+  /** Today's version of a type's shape. */
+  readonly versionOf: (type: E['type']) => number;
+  /** The stored event as a typed event of this catalogue. @throws EventDecodeError */
+  readonly decode: (event: RecordedEvent) => Decoded<E>;
+  /** An event to append: its data, and its shape's version when past 1. */
+  readonly encode: (event: E, metadata?: Record<string, Json>) => NewEvent;
+}
+
+/** A value that is JSON: what an event's data is once decoded, since the store holds JSON. */
+const asJson = (value: unknown): Json => value as Json;
+
+/** Builds a catalogue; `E` is the aggregate's event union, `definitions` one entry per type. */
+export const eventCatalogue = <E extends TypedEvent>(
+  category: string,
+  definitions: DefinitionsOf<E>,
+): EventCatalogue<E> => {
+  const prefix = `${category}-`;
+  const entries = new Map<string, { check: TypeCheck<TSchema>; upcasters: readonly Upcaster[] }>();
+  for (const [type, definition] of Object.entries<EventDefinition>(definitions)) {
+    entries.set(type, { check: TypeCompiler.Compile(definition.schema), upcasters: definition.upcasters ?? [] });
+  }
+  const has = (type: string): type is E['type'] => entries.has(type);
+  const versionOf = (type: string): number => (entries.get(type)?.upcasters.length ?? 0) + 1;
+
+  return {
+    category,
+    streamId: (id) => `${prefix}${id}`,
+    idOf: (streamId) =>
+      streamId.startsWith(prefix) && streamId.length > prefix.length ? streamId.slice(prefix.length) : undefined,
+    has,
+    versionOf,
+    decode: (event) => {
+      const fail = (field: string, reason: string): never => {
+        throw new EventDecodeError(event.streamId, event.revision, event.type, field, reason);
+      };
+      if (!event.streamId.startsWith(prefix)) fail('', `the stream is not of category ${category}`);
+      const entry = entries.get(event.type);
+      if (!entry) return fail('', `${event.type} is not an event type of category ${category}`);
+      const stored = event.metadata[SCHEMA_VERSION] ?? 1;
+      const current = entry.upcasters.length + 1;
+      if (typeof stored !== 'number' || !Number.isInteger(stored) || stored < 1 || stored > current)
+        fail('', `${SCHEMA_VERSION} ${JSON.stringify(stored)} is not a version of ${event.type} (1 to ${current})`);
+      let data: unknown = event.data;
+      for (let version = stored as number; version < current; version++) {
+        try {
+          data = entry.upcasters[version - 1]!(data, event);
+        } catch (error) {
+          fail('', `upcasting version ${version} to ${version + 1} failed: ${(error as Error).message}`);
+        }
+      }
+      if (!entry.check.Check(data)) {
+        const first = entry.check.Errors(data).First();
+        fail(first?.path ?? '', first?.message ?? 'does not match the schema');
+      }
+      // Checked against the schema of this type, whose static type is E's data for this type.
+      return { ...event, data: asJson(data) } as unknown as Decoded<E>;
+    },
+    encode: (event, metadata) => {
+      const version = versionOf(event.type);
+      const meta = version > 1 ? { ...metadata, [SCHEMA_VERSION]: version } : metadata;
+      return { type: event.type, data: asJson(event.data), ...(meta ? { metadata: meta } : {}) };
+    },
+  };
+};
+
+/** The events of one stream of the catalogue's aggregate, decoded. */
+export const decodeAll = <E extends TypedEvent>(
+  catalogue: EventCatalogue<E>,
+  events: readonly RecordedEvent[],
+): Decoded<E>[] => events.map((event) => catalogue.decode(event));
+
+/** The events of one stream, decoded: `readStream(catalogue, id)` of the issue's port, over any event store. */
+export const readStream = async <E extends TypedEvent>(
+  store: Pick<EventStore, 'readStream'>,
+  catalogue: EventCatalogue<E>,
+  id: string,
+  options?: ReadStreamOptions,
+): Promise<Decoded<E>[]> => decodeAll(catalogue, await store.readStream(catalogue.streamId(id), options));

@@ -161,7 +161,7 @@ const main = async (argv: string[]): Promise<number> => {
       );
     let buffer = '';
     let failed = false;
-    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    for await (const chunk of res.body) {
       buffer += Buffer.from(chunk).toString('utf8');
       const lines = buffer.split('\n');
       buffer = lines.pop() ?? '';

@@ -122,8 +122,8 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
     connectionTimeout: HTTP_LIMITS.idleSocketTimeoutMs,
     keepAliveTimeout: HTTP_LIMITS.keepAliveTimeoutMs,
     // Errors below the router answer problem+json too.
-    frameworkErrors: (error, _request, reply) => {
-      void (reply as unknown as FastifyReply)
+    frameworkErrors: (error, _request, reply: FastifyReply) => {
+      void reply
         .code(400)
         .type(PROBLEM_JSON)
         .send(problem('BAD_REQUEST', `The request URL is not valid: ${error.message}`));

@@ -13,7 +13,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { createHash, randomUUID } from 'node:crypto';
 import { toRecord } from '../../shared/cloudevents.ts';
 import type { PersonalData } from '../../shared/adapters/crypto/personal-data.ts';
-import type { Json } from '../../shared/ports/event-store.ts';
+import { callEvents } from '../../shared/domain/call/call-catalogue.ts';
 import { CALL_SUBMITTED_TYPE, type CallSubmittedData } from '../../shared/domain/call/call-submitted.ts';
 import { isDomainError } from '../../shared/domain/decider.ts';
 import { idempotencyDecider, idempotencyEvents } from '../../shared/domain/idempotency/idempotency-decider.ts';
@@ -145,7 +145,7 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
     try {
       // Sealed under the call's new data key: the record on the log holds no personal field in clear.
       const published = deps.personalData
-        ? await deps.personalData.seal(callId, 'CallSubmitted', data as unknown as Json)
+        ? await deps.personalData.seal(callId, 'CallSubmitted', callEvents.encode({ type: 'CallSubmitted', data }).data)
         : data;
       await inSpan(
         `publish ${topic}`,

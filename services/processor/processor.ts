@@ -161,18 +161,27 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
   const deadlineOf = (call: { submittedAt: string; deadline?: string }) =>
     deadlineAt(call.deadline, call.submittedAt, options.processingTimeoutMs);
 
-  const openCalls = new OpenCalls((call, change) => {
-    if (change === 'closed') return deadlines.disarm(call.callId);
-    if (change === 'erased') {
-      // An erased call stops where it is: its late results would be refused anyway.
-      deadlines.disarm(call.callId);
-      void actors.stop(call.callId, 'erased');
-      return;
-    }
-    if (owns(call.callId)) deadlines.arm(call.callId, deadlineOf(call));
-    // An operator retried a failed call of ours: work it now rather than at the next sweep.
-    if (change === 'reopened' && owns(call.callId)) actors.wake(call.callId, call.teamId);
-  });
+  const openCalls = new OpenCalls(
+    (call, change) => {
+      if (change === 'closed') return deadlines.disarm(call.callId);
+      if (change === 'erased') {
+        // An erased call stops where it is: its late results would be refused anyway.
+        deadlines.disarm(call.callId);
+        void actors.stop(call.callId, 'erased');
+        return;
+      }
+      if (owns(call.callId)) deadlines.arm(call.callId, deadlineOf(call));
+      // An operator retried a failed call of ours: work it now rather than at the next sweep.
+      if (change === 'reopened' && owns(call.callId)) actors.wake(call.callId, call.teamId);
+    },
+    {
+      onUndecodable: (error) =>
+        log.error(
+          { err: error, streamId: error.streamId, revision: error.revision, field: error.field },
+          'a call event does not decode: not folded into the open calls (the call history projection stops on it)',
+        ),
+    },
+  );
   await openCalls.start(options.storedEvents ?? options.eventStore);
 
   let warnedPartitions = false;

@@ -13,24 +13,14 @@ import type { ReadModels } from '../../shared/ports/read-models.ts';
 import type { ComponentReport, Health } from '../runtime/health.ts';
 import { CALL_EVENTS_RELAY } from './call-events-relay.ts';
 import type { ProjectionEventError } from './supervised.ts';
+import { PROJECTION_STATUS_STREAM, projectionEvents, type ProjectionStopped } from './projection-catalogue.ts';
 
-export const PROJECTION_STATUS_STREAM = 'projection-status';
+export { PROJECTION_STATUS_STREAM, type ProjectionStopped };
 export const PROJECTION_STOPPED = 'ProjectionStopped';
 
 /** The projections of the projections service, by the names /readyz and the admin API use. */
 export const PROJECTION_NAMES = ['call-history', 'deals', 'webhooks', 'call-events-relay'] as const;
 export type ProjectionName = (typeof PROJECTION_NAMES)[number];
-
-/** A projection stopped on one event: recorded once each time it stops. */
-export interface ProjectionStopped {
-  projection: string;
-  /** Global position of the event it cannot project, as a decimal string. */
-  position: string;
-  streamId: string;
-  eventType: string;
-  error: string;
-  at: string;
-}
 
 export interface ProjectionStatus {
   name: ProjectionName;
@@ -64,7 +54,7 @@ export const recordStopped = async (
     error: (error.cause as Error)?.message ?? error.message,
     at: now.toISOString(),
   };
-  await store.append(PROJECTION_STATUS_STREAM, [{ type: PROJECTION_STOPPED, data: { ...data } }]);
+  await store.append(PROJECTION_STATUS_STREAM, [projectionEvents.encode({ type: 'ProjectionStopped', data })]);
 };
 
 /** The latest recorded stop of each projection. */
@@ -72,16 +62,9 @@ const latestStops = async (store: EventStore): Promise<Map<string, ProjectionSto
   const latest = new Map<string, ProjectionStopped>();
   for (let from = 0; ;) {
     const events = await store.readStream(PROJECTION_STATUS_STREAM, { fromRevision: from, maxCount: 1000 });
-    for (const event of events) {
-      const data = event.data as Partial<ProjectionStopped> | null;
-      if (
-        event.type === PROJECTION_STOPPED &&
-        typeof data?.projection === 'string' &&
-        typeof data.position === 'string' &&
-        /^[0-9]+$/.test(data.position)
-      ) {
-        latest.set(data.projection, data as ProjectionStopped);
-      }
+    for (const stored of events) {
+      const event = projectionEvents.decode(stored);
+      if (event.type === 'ProjectionStopped') latest.set(event.data.projection, event.data);
     }
     if (events.length < 1000) return latest;
     from += events.length;

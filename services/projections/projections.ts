@@ -10,7 +10,7 @@
 import type { Logger } from 'pino';
 import { toRecord } from '../../shared/cloudevents.ts';
 import type { EventLog } from '../../shared/ports/event-log.ts';
-import type { EventStore, Json, Subscription } from '../../shared/ports/event-store.ts';
+import type { EventStore, Subscription } from '../../shared/ports/event-store.ts';
 import type { PersonalData } from '../../shared/adapters/crypto/personal-data.ts';
 import { startErasedKeyShredder } from './erased-key-shredder.ts';
 import type { ProjectionWriter, ReadModels } from '../../shared/ports/read-models.ts';
@@ -325,9 +325,7 @@ class DealOutcomePublisher {
       const { personalData } = this;
       const sealed = personalData
         ? await Promise.all(
-            entries.map((entry) =>
-              personalData.seal(entry.callId, DEAL_OUTCOME_UPDATED, entry.payload as unknown as Json),
-            ),
+            entries.map((entry) => personalData.seal(entry.callId, DEAL_OUTCOME_UPDATED, entry.payload)),
           )
         : entries.map((entry) => entry.payload);
       await this.eventLog.publish(

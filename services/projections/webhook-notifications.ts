@@ -4,22 +4,25 @@
  * (the call as GET /api/calls/:callId shows it at that event, or the deal record as
  * deals.outcome-updated.v1 carries it). Telling integrators of a new event is one more line.
  */
-import { type CallHistoryRow, evolveHistoryRow } from '../../shared/domain/call/call-history.ts';
-import type { CallSubmittedData } from '../../shared/domain/call/call-submitted.ts';
-import type { CallErased } from '../../shared/domain/call/call-events.ts';
-import { callIdOfStream, callStreamId } from '../../shared/domain/call/call-catalogue.ts';
-import { dealCallOf, dealEventId, dealRecordOf, type RecordedDeal } from '../../shared/domain/call/deal-record.ts';
+import {
+  type CallHistoryRow,
+  evolveHistoryRow,
+  type RecordedCallEvent,
+} from '../../shared/domain/call/call-history.ts';
+import { callEvents } from '../../shared/domain/call/call-catalogue.ts';
+import { dealCallOf, dealEventId, dealRecordOf } from '../../shared/domain/call/deal-record.ts';
 import { callDetailView } from '../../shared/domain/call/call-view.ts';
-import type { WebhookEventType, WebhookTestRequested } from '../../shared/domain/webhook/webhook-events.ts';
-import { webhookIdOfStream } from '../../shared/domain/webhook/webhook-catalogue.ts';
+import { readStream } from '../../shared/domain/event-catalogue.ts';
+import type { WebhookEventType } from '../../shared/domain/webhook/webhook-events.ts';
+import { webhookEvents } from '../../shared/domain/webhook/webhook-catalogue.ts';
 import type { EventStore, Json, RecordedEvent } from '../../shared/ports/event-store.ts';
 import type { WebhookNotification } from '../../shared/ports/webhook-store.ts';
 
 /** The call's events up to the notifying one, and that event. */
 interface CallContext {
   callId: string;
-  event: RecordedEvent;
-  events: readonly RecordedEvent[];
+  event: RecordedCallEvent;
+  events: readonly RecordedCallEvent[];
   row: CallHistoryRow;
 }
 
@@ -39,72 +42,70 @@ export const WEBHOOK_NOTIFICATIONS: Readonly<Record<string, CallNotification>> =
     // The id deals.outcome-updated.v1 gives the same deal write (its ce_id).
     eventId: ({ callId, event }) => dealEventId(callId, event.revision),
     data: ({ events, event }) => {
-      const submitted = events[0]!.data as unknown as CallSubmittedData;
-      return dealRecordOf(dealCallOf(submitted), {
-        revision: event.revision,
-        data: event.data,
-      } as unknown as RecordedDeal);
+      const submitted = events[0];
+      if (submitted?.type !== 'CallSubmitted' || event.type !== 'DealRecorded') return undefined;
+      return dealRecordOf(dealCallOf(submitted.data), { revision: event.revision, data: event.data });
     },
   },
 };
 
-const bodyOf = (type: string, event: RecordedEvent, data: unknown): string =>
+const bodyOf = (type: string, event: Pick<RecordedEvent, 'recordedAt'>, data: unknown): string =>
   JSON.stringify({ type, timestamp: event.recordedAt.toISOString(), data: data as Json });
 
 /**
- * The notifications of a batch. Reads each notifying call's stream once (up to its last notifying
- * event) to fold the call as the read API shows it at that event.
+ * The notifications of a batch, its events decoded through their catalogues (an event that does
+ * not decode stops the projection: EventDecodeError). Reads each notifying call's stream once (up to
+ * its last notifying event) to fold the call as the read API shows it at that event.
  */
 export const webhookNotifications = async (
   store: EventStore,
   events: readonly RecordedEvent[],
 ): Promise<WebhookNotification[]> => {
   const notifications: WebhookNotification[] = [];
-  const streams = new Map<string, Promise<RecordedEvent[]>>();
-  for (const event of events) {
-    if (event.type === 'WebhookTestRequested' && webhookIdOfStream(event.streamId) !== undefined) {
-      const webhookId = webhookIdOfStream(event.streamId)!;
-      const data = event.data as unknown as WebhookTestRequested['data'];
+  const streams = new Map<string, Promise<RecordedCallEvent[]>>();
+  for (const stored of events) {
+    const webhookId = webhookEvents.idOf(stored.streamId);
+    if (webhookId !== undefined) {
+      const event = webhookEvents.decode(stored);
+      if (event.type !== 'WebhookTestRequested') continue;
       notifications.push({
         position: event.position,
-        eventId: data.testId,
-        teamId: data.teamId,
+        eventId: event.data.testId,
+        teamId: event.data.teamId,
         type: 'webhook.test',
         subject: webhookId,
         webhookId,
         body: bodyOf('webhook.test', event, {
           webhookId,
-          teamId: data.teamId,
+          teamId: event.data.teamId,
           message: 'A test delivery requested by an operator.',
         }),
       });
       continue;
     }
+    const callId = callEvents.idOf(stored.streamId);
+    if (callId === undefined) continue;
+    const event = callEvents.decode(stored);
     if (event.type === 'CallErased') {
       // No personal data: the call's id, when and why. The store drops the call's earlier deliveries
       // (their bodies hold what the erasure destroys) and queues this one.
-      const callId = callIdOfStream(event.streamId);
-      const submitted =
-        callId === undefined ? undefined : (await store.readStream(callStreamId(callId), { maxCount: 1 }))[0];
-      if (callId === undefined || submitted?.type !== 'CallSubmitted') continue;
-      const teamId = (submitted.data as unknown as CallSubmittedData).teamId;
-      const data = event.data as unknown as CallErased['data'];
+      const [submitted] = await readStream(store, callEvents, callId, { maxCount: 1 });
+      if (submitted?.type !== 'CallSubmitted') continue;
       notifications.push({
         position: event.position,
         eventId: event.id,
-        teamId,
+        teamId: submitted.data.teamId,
         type: 'call.erased',
         subject: callId,
-        body: bodyOf('call.erased', event, { callId, erasedAt: data.at, cause: data.cause }),
+        body: bodyOf('call.erased', event, { callId, erasedAt: event.data.at, cause: event.data.cause }),
       });
       continue;
     }
     const kind = Object.hasOwn(WEBHOOK_NOTIFICATIONS, event.type) ? WEBHOOK_NOTIFICATIONS[event.type] : undefined;
-    const callId = kind ? callIdOfStream(event.streamId) : undefined;
-    if (!kind || callId === undefined) continue;
+    if (!kind) continue;
     let stream = streams.get(callId);
     if (!stream) {
-      stream = store.readStream(callStreamId(callId));
+      stream = readStream(store, callEvents, callId);
       streams.set(callId, stream);
     }
     const upTo = (await stream).filter((e) => e.revision <= event.revision);

@@ -113,7 +113,13 @@ export const openBackends = async (config: Config, log: Logger): Promise<Backend
       eventLog,
       readModels,
       topics,
-      teams: createTeamWriter(eventStore),
+      teams: createTeamWriter(eventStore, {
+        onUndecodable: (error) =>
+          log.error(
+            { err: error, streamId: error.streamId, revision: error.revision, field: error.field },
+            "a team event does not decode: the team's keys are refused until it is fixed or skipped",
+          ),
+      }),
       sqlite,
       publishCoversStore: !config.databaseUrl && config.kafkaBrokers.length === 0,
       description,

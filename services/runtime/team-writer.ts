@@ -14,6 +14,7 @@ import type { TeamState } from '../../shared/domain/team/team-state.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import { TeamDirectory } from '../ingress/teams/team-directory.ts';
 import { AggregateRepository } from './aggregate-repository.ts';
+import type { EventDecodeError } from '../../shared/domain/event-catalogue.ts';
 
 export type TeamRepository = AggregateRepository<TeamCommand, TeamState, TeamEvent>;
 
@@ -31,8 +32,11 @@ export interface TeamWriter {
  */
 const TEAM_CONFLICT_RETRIES = { maxRetries: 20, conflictBackoff: { baseDelayMs: 5, maxDelayMs: 250 } };
 
-export const createTeamWriter = (store: EventStore): TeamWriter => {
-  const directory = new TeamDirectory();
+export const createTeamWriter = (
+  store: EventStore,
+  options: { onUndecodable?: (error: EventDecodeError) => void } = {},
+): TeamWriter => {
+  const directory = new TeamDirectory(options);
   // The directory follows the feed, so it is rarely behind: a reservation or settlement decides on it
   // without reading the team's stream, and the append's expected version catches the rare time it is.
   return {

@@ -92,12 +92,27 @@ export interface EventCatalogue<E extends TypedEvent> {
   readonly versionOf: (type: E['type']) => number;
   /** The stored event as a typed event of this catalogue. @throws EventDecodeError */
   readonly decode: (event: RecordedEvent) => Decoded<E>;
+  /**
+   * Data of type `type` and today's version from elsewhere than the store (a log record of the
+   * event): the event, or the field it fails at and why.
+   */
+  readonly parse: <K extends E['type']>(
+    type: K,
+    data: unknown,
+  ) => { ok: true; event: Extract<E, { type: K }> } | { ok: false; field: string; reason: string };
   /** An event to append: its data, and its shape's version when past 1. */
   readonly encode: (event: E, metadata?: Record<string, Json>) => NewEvent;
 }
 
 /** A value that is JSON: what an event's data is once decoded, since the store holds JSON. */
 const asJson = (value: unknown): Json => value as Json;
+
+/** The first place `data` fails its schema, if any. */
+const firstProblem = (check: TypeCheck<TSchema>, data: unknown): { field: string; reason: string } | undefined => {
+  if (check.Check(data)) return undefined;
+  const first = check.Errors(data).First();
+  return { field: first?.path ?? '', reason: first?.message ?? 'does not match the schema' };
+};
 
 /** Builds a catalogue; `E` is the aggregate's event union, `definitions` one entry per type. */
 export const eventCatalogue = <E extends TypedEvent>(
@@ -138,12 +153,18 @@ export const eventCatalogue = <E extends TypedEvent>(
           fail('', `upcasting version ${version} to ${version + 1} failed: ${(error as Error).message}`);
         }
       }
-      if (!entry.check.Check(data)) {
-        const first = entry.check.Errors(data).First();
-        fail(first?.path ?? '', first?.message ?? 'does not match the schema');
-      }
+      const problem = firstProblem(entry.check, data);
+      if (problem) fail(problem.field, problem.reason);
       // Checked against the schema of this type, whose static type is E's data for this type.
       return { ...event, data: asJson(data) } as unknown as Decoded<E>;
+    },
+    parse: (type, data) => {
+      const entry = entries.get(type);
+      if (!entry) return { ok: false, field: '', reason: `${type} is not an event type of category ${category}` };
+      const problem = firstProblem(entry.check, data);
+      if (problem) return { ok: false, ...problem };
+      // As in decode: checked against the schema of this type.
+      return { ok: true, event: { type, data } as unknown as Extract<E, { type: typeof type }> };
     },
     encode: (event, metadata) => {
       const version = versionOf(event.type);

@@ -7,6 +7,7 @@
  * time from the sources those parts register, so a part that stops also stops being reported.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { CallEvent } from '../domain/call/call-events.ts';
 
 export const registry = new Registry();
 collectDefaultMetrics({ register: registry });
@@ -178,10 +179,9 @@ export const timeStep = async <T>(step: 'fetch' | 'transcribe' | 'analyse', work
 };
 
 /** Counts the calls these newly appended events finished. */
-export const countFinishedCalls = (events: readonly { type: string; data: unknown }[]): void => {
+export const countFinishedCalls = (events: readonly CallEvent[]): void => {
   for (const event of events) {
     if (event.type === 'CallCompleted') callsFinished.inc({ status: 'completed', processing_error: 'none' });
-    else if (event.type === 'CallFailed')
-      callsFinished.inc({ status: 'failed', processing_error: String((event.data as { code?: unknown }).code) });
+    else if (event.type === 'CallFailed') callsFinished.inc({ status: 'failed', processing_error: event.data.code });
   }
 };

@@ -8,7 +8,8 @@
  * It is also the state cache of the team repository: a command folds only events newer than the
  * version held here.
  */
-import type { TeamEvent } from '../../../shared/domain/team/team-events.ts';
+import { EventDecodeError } from '../../../shared/domain/event-catalogue.ts';
+import { teamEvents } from '../../../shared/domain/team/team-catalogue.ts';
 import {
   evolveTeam,
   initialTeamState,
@@ -19,10 +20,6 @@ import { decodeTeamState, encodeTeamState } from '../../../shared/domain/team/te
 import type { EventStore, Json, RecordedEvent, Subscription } from '../../../shared/ports/event-store.ts';
 import type { StateCache, Versioned } from '../../runtime/aggregate-repository.ts';
 import type { ComponentReport } from '../../runtime/health.ts';
-
-const TEAM_STREAM = /^team-(.+)$/;
-/** The category of team streams (`team-<teamId>`). */
-const TEAM_CATEGORY = 'team';
 
 /** Name of the directory's snapshot in the event store. */
 export const TEAM_DIRECTORY_SNAPSHOT = 'team-directory';
@@ -45,7 +42,13 @@ export class TeamDirectory implements StateCache<TeamState> {
   private snapshotTimer?: NodeJS.Timeout;
   private store?: EventStore;
 
-  constructor(private readonly options: { snapshotEveryMs?: number } = {}) {}
+  constructor(
+    private readonly options: {
+      snapshotEveryMs?: number;
+      /** Told of a team event that does not decode (its team leaves the directory). */
+      onUndecodable?: (error: EventDecodeError) => void;
+    } = {},
+  ) {}
 
   /**
    * Starts from the last snapshot of every team's state (so a start reads only the events after
@@ -62,7 +65,7 @@ export class TeamDirectory implements StateCache<TeamState> {
       this.position = this.snapshotted = snapshot.position;
     }
     this.subscription = store.subscribeToAll({
-      categories: [TEAM_CATEGORY],
+      categories: [teamEvents.category],
       batchSize: 2000,
       after: this.position,
       handler: async (events) => {
@@ -192,18 +195,32 @@ export class TeamDirectory implements StateCache<TeamState> {
     this.index(teamId, value.state);
   }
 
-  private apply(event: RecordedEvent): void {
-    const match = TEAM_STREAM.exec(event.streamId);
-    if (!match) return;
-    const teamId = match[1]!;
+  private apply(stored: RecordedEvent): void {
+    const teamId = teamEvents.idOf(stored.streamId);
+    if (teamId === undefined) return;
     const held = this.teams.get(teamId) ?? { state: initialTeamState, version: -1 };
     // Commands of this process already folded newer events in; a gap means we are behind and the
     // subscription will deliver the missing ones in order.
-    if (event.revision !== held.version + 1) return;
-    this.set(teamId, {
-      state: evolveTeam(held.state, { type: event.type, data: event.data } as TeamEvent),
-      version: event.revision,
-    });
+    if (stored.revision !== held.version + 1) return;
+    let event;
+    try {
+      event = teamEvents.decode(stored);
+    } catch (error) {
+      // Never folded: the team leaves the directory, so its keys are refused (fail closed) rather
+      // than judged on a state that misses this event; the other teams go on
+      // (docs/decisions/0016-event-catalogues-and-upcasting.md).
+      if (!(error instanceof EventDecodeError)) throw error;
+      this.forget(teamId);
+      this.options.onUndecodable?.(error);
+      return;
+    }
+    this.set(teamId, { state: evolveTeam(held.state, event), version: stored.revision });
+  }
+
+  /** Drops a team and its keys. */
+  private forget(teamId: string): void {
+    this.teams.delete(teamId);
+    for (const [hash, owner] of this.keysByHash) if (owner.teamId === teamId) this.keysByHash.delete(hash);
   }
 
   private index(teamId: string, state: TeamState): void {

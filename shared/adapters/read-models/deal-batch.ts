@@ -1,7 +1,6 @@
 /** The deal facts of a batch: calls submitted with a deal, and deal writes. */
-import type { CallSubmittedData } from '../../domain/call/call-submitted.ts';
 import { type DealCall, dealCallOf, type RecordedDeal } from '../../domain/call/deal-record.ts';
-import { callIdOfStream } from '../../domain/call/call-catalogue.ts';
+import { callEvents } from '../../domain/call/call-catalogue.ts';
 import type { RecordedEvent } from '../../ports/event-store.ts';
 
 export interface DealBatch {
@@ -13,20 +12,17 @@ export interface DealBatch {
   erased: string[];
 }
 
+/** The deal facts of a batch's call events, decoded through the call catalogue. @throws EventDecodeError */
 export const dealBatch = (events: readonly RecordedEvent[]): DealBatch => {
   const batch: DealBatch = { calls: [], writes: [], erased: [] };
-  for (const event of events) {
-    const callId = callIdOfStream(event.streamId);
+  for (const stored of events) {
+    const callId = callEvents.idOf(stored.streamId);
     if (callId === undefined) continue;
+    const event = callEvents.decode(stored);
     if (event.type === 'CallSubmitted') {
-      const data = event.data as unknown as CallSubmittedData;
-      if (data.submission.deal) batch.calls.push(dealCallOf(data));
+      if (event.data.submission.deal) batch.calls.push(dealCallOf(event.data));
     } else if (event.type === 'DealRecorded') {
-      batch.writes.push({
-        callId,
-        position: event.position,
-        recorded: { revision: event.revision, data: event.data as unknown as RecordedDeal['data'] },
-      });
+      batch.writes.push({ callId, position: event.position, recorded: { revision: event.revision, data: event.data } });
     } else if (event.type === 'CallErased') {
       batch.erased.push(callId);
     }

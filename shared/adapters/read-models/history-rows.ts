@@ -7,22 +7,28 @@ import {
   type CallHistoryRow,
   type CallHistoryStatus,
   evolveHistoryRow,
+  type RecordedCallEvent,
   searchText,
   tagKey,
 } from '../../domain/call/call-history.ts';
-import { callIdOfStream } from '../../domain/call/call-catalogue.ts';
+import { callEvents } from '../../domain/call/call-catalogue.ts';
 import { toStorable } from '../../domain/submission/storable-text.ts';
 import type { RecordedEvent } from '../../ports/event-store.ts';
 
-/** The events of a batch grouped by call, in first-touched order; other streams dropped. */
-export const eventsByCall = (events: readonly RecordedEvent[]): Map<string, RecordedEvent[]> => {
-  const byCall = new Map<string, RecordedEvent[]>();
+/**
+ * The events of a batch grouped by call, in first-touched order, decoded through the call
+ * catalogue; other streams dropped. @throws EventDecodeError for a call event that does not decode,
+ * which stops the projection on it (docs/decisions/0016-event-catalogues-and-upcasting.md).
+ */
+export const eventsByCall = (events: readonly RecordedEvent[]): Map<string, RecordedCallEvent[]> => {
+  const byCall = new Map<string, RecordedCallEvent[]>();
   for (const event of events) {
-    const callId = callIdOfStream(event.streamId);
+    const callId = callEvents.idOf(event.streamId);
     if (callId === undefined) continue;
+    const decoded = callEvents.decode(event);
     const list = byCall.get(callId);
-    if (list) list.push(event);
-    else byCall.set(callId, [event]);
+    if (list) list.push(decoded);
+    else byCall.set(callId, [decoded]);
   }
   return byCall;
 };
@@ -30,11 +36,12 @@ export const eventsByCall = (events: readonly RecordedEvent[]): Map<string, Reco
 /** Folds one call's events of a batch into its row. */
 export const foldRow = (
   row: CallHistoryRow | undefined,
-  events: readonly RecordedEvent[],
+  events: readonly RecordedCallEvent[],
 ): CallHistoryRow | undefined => events.reduce<CallHistoryRow | undefined>(evolveHistoryRow, row);
 
 /** A call whose batch starts with its CallSubmitted needs no stored row: the fold starts from nothing. */
-export const startsWithSubmission = (events: readonly RecordedEvent[]): boolean => events[0]?.type === 'CallSubmitted';
+export const startsWithSubmission = (events: readonly RecordedCallEvent[]): boolean =>
+  events[0]?.type === 'CallSubmitted';
 
 /** A row as loaded from storage (its doc, so without the transcript) with its stored folded texts. */
 export interface LoadedRow {
@@ -58,7 +65,7 @@ export interface RowChange<L extends LoadedRow> {
 /** Folds a batch (grouped by call) into `pending`, starting calls not yet there from `loaded`. */
 export const foldInto = <L extends LoadedRow>(
   pending: Map<string, PendingRow<L>>,
-  byCall: Map<string, RecordedEvent[]>,
+  byCall: Map<string, RecordedCallEvent[]>,
   loaded: Map<string, L>,
 ): void => {
   for (const [callId, list] of byCall) {

@@ -1,4 +1,4 @@
-import { erasedCallIds } from '../../domain/call/call-history.ts';
+import { erasedCallIds, type RecordedCallEvent } from '../../domain/call/call-history.ts';
 import type { RecordedEvent } from '../../ports/event-store.ts';
 import { CheckpointMismatchError } from '../../ports/read-models.ts';
 import {
@@ -106,10 +106,9 @@ export class RebuildBuffer<L extends LoadedRow> {
         this.erased.add(callId);
       }
       this.bytes += (this.pending.size - known) * ROW_BYTES;
-      for (const event of events) {
-        if (event.type === 'TranscriptRecorded') this.bytes += 2 * textLength((event.data as { text?: unknown }).text);
-        if (event.position > this.folded) this.folded = event.position;
-      }
+      for (const list of byCall.values())
+        for (const event of list) if (event.type === 'TranscriptRecorded') this.bytes += 2 * event.data.text.length;
+      for (const event of events) if (event.position > this.folded) this.folded = event.position;
       this.events += events.length;
       if (checkpoint > this.applied) this.applied = checkpoint;
       if (this.events >= this.limits.events || this.bytes >= this.limits.bytes) await this.handOff();
@@ -126,7 +125,7 @@ export class RebuildBuffer<L extends LoadedRow> {
   }
 
   /** A call whose batch starts with its CallSubmitted after every event written has no row yet. */
-  private hasNoStoredRow(list: readonly RecordedEvent[]): boolean {
+  private hasNoStoredRow(list: readonly RecordedCallEvent[]): boolean {
     return startsWithSubmission(list) && (this.skipLoadOnSubmission || list[0]!.position > this.handedOff);
   }
 
@@ -186,6 +185,3 @@ export class RebuildBuffer<L extends LoadedRow> {
     return run;
   }
 }
-
-/** Length of a transcript's text as stored; 0 when the event carries none. */
-const textLength = (text: unknown): number => (typeof text === 'string' ? text.length : 0);

@@ -1,7 +1,7 @@
 /** What the SQLite and PostgreSQL webhook stores share: ids, row shapes, the cursor, the fold of webhook events. */
 import { uuidV5 } from '../../domain/call/deal-record.ts';
 import type { WebhookDeliveryType, WebhookEvent, WebhookEventType } from '../../domain/webhook/webhook-events.ts';
-import { webhookIdOfStream } from '../../domain/webhook/webhook-catalogue.ts';
+import { webhookEvents } from '../../domain/webhook/webhook-catalogue.ts';
 import type { RecordedEvent } from '../../ports/event-store.ts';
 import { InvalidQueryError } from '../../ports/read-models.ts';
 import type {
@@ -132,11 +132,13 @@ export const decodeCursor = (cursor: string | undefined): bigint | undefined => 
   return BigInt(match[1]!);
 };
 
-/** A webhook event of the feed, typed, with its webhook id; undefined for other streams. */
+/**
+ * A webhook event of the feed, decoded through the webhook catalogue, with its webhook id; undefined
+ * for other streams. @throws EventDecodeError
+ */
 export const webhookEventOf = (event: RecordedEvent): { webhookId: string; event: WebhookEvent } | undefined => {
-  const webhookId = webhookIdOfStream(event.streamId);
-  if (webhookId === undefined) return undefined;
-  return { webhookId, event: { type: event.type, data: event.data } as unknown as WebhookEvent };
+  const webhookId = webhookEvents.idOf(event.streamId);
+  return webhookId === undefined ? undefined : { webhookId, event: webhookEvents.decode(event) };
 };
 
 /** The batch as one sequence in feed order: webhook events and notifications. */

@@ -11,7 +11,9 @@
 import { Type } from '@sinclair/typebox';
 import { DURATION_UNITS } from '../submission/duration.ts';
 import { segmentsFromText } from '../transcript/transcript-segments.ts';
-import { type EventCatalogue, eventCatalogue } from '../event-catalogue.ts';
+import { type Decoded, type EventCatalogue, eventCatalogue } from '../event-catalogue.ts';
+import type { RecordedEvent } from '../../ports/event-store.ts';
+import { withoutPersonal } from './personal-fields.ts';
 import type { CallEvent } from './call-events.ts';
 import { CallErasedSchema, CallRetriedSchema, TranscriptRecordedSchema } from './event-schemas.ts';
 
@@ -131,3 +133,11 @@ export const callEvents: EventCatalogue<CallEvent> = eventCatalogue<CallEvent>('
 export const callStreamId = callEvents.streamId;
 /** The call id of a `call-{callId}` stream, or undefined for any other stream. */
 export const callIdOfStream = callEvents.idOf;
+
+/**
+ * A stored call event decoded without opening its personal fields: sealed ones read as their
+ * erased placeholders (docs/decisions/0014-erasure-crypto-shredding.md). For a reader of the store
+ * underneath the sealing (the open-call tracker) that needs none of them. @throws EventDecodeError
+ */
+export const decodeWithoutPersonal = (event: RecordedEvent): Decoded<CallEvent> =>
+  callEvents.decode({ ...event, data: withoutPersonal(event.type, event.data) });

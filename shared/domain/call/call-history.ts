@@ -26,28 +26,26 @@
  * CallErased removes the row: `evolveHistoryRow` answers undefined, and every adapter deletes the
  * stored row of each call `erasedCallIds` names, so a replay after an erasure has no row for it.
  *
+ * Status and stage are not worked out here: the row keeps the call's steps and folds each event
+ * through the call's own lifecycle (`evolveLifecycle`, call-state.ts), the state machine the
+ * aggregate folds through; this file only adds the details each event records.
+ *
  * `evolveHistoryRow` is pure and idempotent: an event at or before `lastPosition` changes nothing,
  * so a redelivered or replayed batch leaves the row as it was.
  */
-import type { Json, RecordedEvent } from '../../ports/event-store.ts';
+import type { Decoded } from '../event-catalogue.ts';
+import type { RecordedEvent } from '../../ports/event-store.ts';
 import type { Deal, NormalisedTranscript, Submission } from '../submission/submission.ts';
 import type { MetadataValue } from '../submission/tags-and-metadata.ts';
-import type {
-  CallAnalysed,
-  CallCompleted,
-  CallFailed,
-  CallRetried,
-  DealRecorded,
-  Insight,
-  ProcessingStarted,
-  ScoreComponent,
-  TranscriptRecorded,
-} from './call-events.ts';
+import type { CallEvent, Insight, ScoreComponent } from './call-events.ts';
 import { callIdOfStream } from './call-catalogue.ts';
 import type { CallSubmittedData } from './call-submitted.ts';
-import type { CallStage } from './call-state.ts';
+import { type CallLifecycle, type CallStage, type CallSteps, evolveLifecycle, stageOf } from './call-state.ts';
 import { displayedTitle } from './title.ts';
 import { nonBlank } from '../non-blank.ts';
+
+/** A stored event of a call's stream, decoded through the call catalogue. */
+export type RecordedCallEvent = Decoded<CallEvent>;
 
 export type CallHistoryStatus = 'pending' | 'completed' | 'failed';
 
@@ -104,10 +102,15 @@ export interface CallHistoryRow {
   updatedAt: string;
   /** Global position of the last event applied, as a decimal string. */
   lastPosition: string;
+  /**
+   * The steps the call has been through, as the call's own lifecycle folds them (`evolveLifecycle`):
+   * status and stage follow from them. Absent from rows stored before it was kept (`stepsOfRow`).
+   */
+  steps?: CallSteps;
 }
 
 /** The calls a batch erases (CallErased), whose stored rows go. */
-export const erasedCallIds = (events: readonly RecordedEvent[]): string[] => {
+export const erasedCallIds = (events: readonly Pick<RecordedEvent, 'type' | 'streamId'>[]): string[] => {
   const ids: string[] = [];
   for (const event of events) {
     if (event.type !== 'CallErased') continue;
@@ -138,12 +141,6 @@ const titleOf = (submission: HistorySubmission, createdAt: string, aiTitle: stri
     repEmail: submission.repEmail,
     callDate: submission.callDate ?? createdAt,
   });
-
-const pendingAt = (stage: CallStage): Pick<CallHistoryRow, 'status' | 'stage' | 'statusReason'> => ({
-  status: 'pending',
-  stage,
-  statusReason: PENDING_STATUS_REASONS[stage],
-});
 
 /** The submission without the inline transcript's text. */
 export const historySubmission = ({ transcript, ...rest }: Submission): HistorySubmission =>
@@ -178,6 +175,13 @@ const submittedRow = (data: CallSubmittedData, position: bigint): CallHistoryRow
     score: null,
     updatedAt: data.submittedAt,
     lastPosition: position.toString(),
+    steps: {
+      audioFetched: false,
+      transcribed: false,
+      analysed: false,
+      dealRecorded: false,
+      dealDue: !!submission.deal,
+    },
   };
 };
 
@@ -188,97 +192,118 @@ const dealOf = (deal: Deal): NonNullable<CallHistoryRow['deal']> => ({
   notes: deal.notes ?? null,
 });
 
-/** The row with one more event of its call applied (everything but CallSubmitted). */
-const applyToRow = (row: CallHistoryRow, type: string, data: Json): CallHistoryRow | undefined => {
-  switch (type) {
-    case 'ProcessingStarted': {
-      const d = data as unknown as ProcessingStarted['data'];
-      return { ...row, ...pendingAt(d.mode === 'audio' ? 'fetching_audio' : 'transcribing'), updatedAt: d.at };
-    }
+/**
+ * The steps of a row stored before rows kept them, from what it shows: the mode follows from the
+ * submission (audio whenever there is a recording link), the stage tells where a pending call is.
+ */
+export const stepsOfRow = (row: CallHistoryRow): CallSteps => {
+  if (row.steps) return row.steps;
+  const audio = row.submission.audioUrl !== undefined;
+  const started = row.status !== 'pending' || row.stage !== 'queued';
+  return {
+    ...(started ? { mode: audio ? ('audio' as const) : ('transcript' as const) } : {}),
+    audioFetched: audio && (row.transcript !== null || (row.status === 'pending' && row.stage === 'transcribing')),
+    transcribed: row.transcript !== null,
+    analysed: row.analysis !== null,
+    dealRecorded: row.deal !== null,
+    dealDue: row.submission.deal !== undefined,
+  };
+};
+
+/** The call's lifecycle as the row holds it. */
+const lifecycleOfRow = (row: CallHistoryRow): CallLifecycle => {
+  const steps = stepsOfRow(row);
+  return row.status === 'pending'
+    ? { status: 'pending', stage: row.stage ?? stageOf(steps), steps }
+    : { status: row.status, steps };
+};
+
+/** Status, stage, status reason and steps of a row whose call is now at `lifecycle`. */
+const atLifecycle = (
+  lifecycle: Exclude<CallLifecycle, { status: 'absent' | 'erased' }>,
+  reason: { failed?: string },
+): Pick<CallHistoryRow, 'status' | 'stage' | 'statusReason' | 'steps'> => {
+  switch (lifecycle.status) {
+    case 'pending':
+      return {
+        status: 'pending',
+        stage: lifecycle.stage,
+        statusReason: PENDING_STATUS_REASONS[lifecycle.stage],
+        steps: lifecycle.steps,
+      };
+    case 'completed':
+      return { status: 'completed', stage: null, statusReason: COMPLETED_STATUS_REASON, steps: lifecycle.steps };
+    case 'failed':
+      return { status: 'failed', stage: null, statusReason: reason.failed ?? '', steps: lifecycle.steps };
+  }
+};
+
+/** The details `event` records, on top of the row (status and stage aside). */
+const withDetails = (row: CallHistoryRow, event: CallEvent): CallHistoryRow => {
+  switch (event.type) {
+    case 'ProcessingStarted':
     case 'AudioFetched':
-      return { ...row, ...pendingAt('transcribing'), updatedAt: (data as unknown as { at: string }).at };
+      return { ...row, updatedAt: event.data.at };
     case 'TranscriptRecorded': {
-      const d = data as unknown as TranscriptRecorded['data'];
+      const { text, source, truncated, durationSeconds, at } = event.data;
       return {
         ...row,
-        ...pendingAt('analysing'),
-        transcript: { text: d.text, source: d.source, truncated: d.truncated },
-        durationSeconds: d.durationSeconds ?? row.durationSeconds,
-        updatedAt: d.at,
+        transcript: { text, source, truncated },
+        durationSeconds: durationSeconds ?? row.durationSeconds,
+        updatedAt: at,
       };
     }
     case 'CallAnalysed': {
-      const d = data as unknown as CallAnalysed['data'];
+      const { title, summary, score, components, insights, at } = event.data;
       return {
         ...row,
-        ...pendingAt(row.submission.deal ? 'recording_deal' : 'completing'),
-        title: titleOf(row.submission, row.createdAt, d.title),
-        analysis: {
-          title: d.title,
-          summary: d.summary,
-          score: d.score,
-          components: d.components,
-          insights: d.insights,
-        },
-        score: d.score,
-        updatedAt: d.at,
+        title: titleOf(row.submission, row.createdAt, title),
+        analysis: { title, summary, score, components, insights },
+        score,
+        updatedAt: at,
       };
     }
-    case 'DealRecorded': {
-      const d = data as unknown as DealRecorded['data'];
-      return { ...row, ...pendingAt('completing'), deal: dealOf(d.deal), updatedAt: d.at };
-    }
-    case 'CallCompleted': {
-      const d = data as unknown as CallCompleted['data'];
-      return {
-        ...row,
-        status: 'completed',
-        stage: null,
-        statusReason: COMPLETED_STATUS_REASON,
-        durationSeconds: d.durationSeconds ?? row.durationSeconds,
-        updatedAt: d.at,
-      };
-    }
-    case 'CallFailed': {
-      const d = data as unknown as CallFailed['data'];
-      return {
-        ...row,
-        status: 'failed',
-        stage: null,
-        statusReason: d.reason,
-        processingError: d.code,
-        updatedAt: d.at,
-      };
-    }
-    case 'CallRetried': {
-      const d = data as unknown as CallRetried['data'];
-      return { ...row, ...pendingAt(d.resumesAt), processingError: null, updatedAt: d.at };
-    }
-    default:
-      return undefined; // not an event the row shows
+    case 'DealRecorded':
+      return { ...row, deal: dealOf(event.data.deal), updatedAt: event.data.at };
+    case 'CallCompleted':
+      return { ...row, durationSeconds: event.data.durationSeconds ?? row.durationSeconds, updatedAt: event.data.at };
+    case 'CallFailed':
+      return { ...row, processingError: event.data.code, updatedAt: event.data.at };
+    case 'CallRetried':
+      return { ...row, processingError: null, updatedAt: event.data.at };
+    case 'CallSubmitted':
+    case 'CallErased':
+      return row;
   }
 };
 
 /**
- * The row after `event`. Pure. Events of other streams, unknown types, events at or before
- * `row.lastPosition`, events after the call finished (a late result never revives a failed call;
- * only an operator's CallRetried does) and events of a call without a row leave the input as it is.
+ * The row after `event`. Pure. Events of other streams, events at or before `row.lastPosition`,
+ * events the call's lifecycle does not take in its state (a late result never revives a failed
+ * call; only an operator's CallRetried does) and events of a call without a row leave the input as
+ * it is. CallErased answers undefined: an erased call has no row
+ * (docs/decisions/0014-erasure-crypto-shredding.md); adapters delete a stored one.
  */
-export const evolveHistoryRow = (row: CallHistoryRow | undefined, event: RecordedEvent): CallHistoryRow | undefined => {
+export const evolveHistoryRow = (
+  row: CallHistoryRow | undefined,
+  event: RecordedCallEvent,
+): CallHistoryRow | undefined => {
   const callId = callIdOfStream(event.streamId);
   if (callId === undefined) return row;
-  if (row === undefined) {
-    if (event.type !== 'CallSubmitted') return undefined;
-    return submittedRow(event.data as unknown as CallSubmittedData, event.position);
-  }
+  if (row === undefined) return event.type === 'CallSubmitted' ? submittedRow(event.data, event.position) : undefined;
   if (row.callId !== callId)
     throw new Error(`event of stream ${event.streamId} applied to the row of call ${row.callId}`);
   if (event.position <= BigInt(row.lastPosition)) return row;
-  // An erased call has no row (docs/decisions/0014-erasure-crypto-shredding.md); adapters delete a stored one.
-  if (event.type === 'CallErased') return undefined;
-  if (row.status !== 'pending' && !(row.status === 'failed' && event.type === 'CallRetried')) return row;
-  const next = applyToRow(row, event.type, event.data);
-  return next ? { ...next, lastPosition: event.position.toString() } : row;
+  const before = lifecycleOfRow(row);
+  const after = evolveLifecycle(before, event);
+  if (after === before) return row;
+  if (after.status === 'absent' || after.status === 'erased') return undefined;
+  const failed = event.type === 'CallFailed' ? event.data.reason : undefined;
+  return {
+    ...withDetails(row, event),
+    ...atLifecycle(after, { failed }),
+    lastPosition: event.position.toString(),
+  };
 };
 
 // ---------------------------------------------------------------------------------------------

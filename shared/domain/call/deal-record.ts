@@ -15,7 +15,7 @@ import type { DealRecorded } from './call-events.ts';
 import type { CallSubmittedData } from './call-submitted.ts';
 import { nonBlank } from '../non-blank.ts';
 
-export interface DealRecord {
+export type DealRecord = {
   callId: string;
   teamId: string;
   repName: string | null;
@@ -30,7 +30,7 @@ export interface DealRecord {
   recordedAt: string;
   /** Stable id of this deal write (see the top of this file). */
   eventId: string;
-}
+};
 
 /** What a deal record needs from CallSubmitted: a whole CallSubmittedData fits. */
 export type DealCall = Pick<CallSubmittedData, 'callId' | 'teamId' | 'attributedTo'> & {

@@ -112,3 +112,13 @@ export const mergePersonal = (type: string, rest: Json, personal: Record<string,
   }
   return data;
 };
+
+/**
+ * The payload as a reader without the call's key sees it: a sealed payload's personal fields as
+ * their erased placeholders (what an erased call's events read as), an unsealed one as it is.
+ */
+export const withoutPersonal = (type: string, data: Json): Json => {
+  if (!isObject(data) || typeof data[SEALED_FIELD] !== 'string') return data;
+  const { [SEALED_FIELD]: _sealed, ...rest } = data;
+  return mergePersonal(type, rest, undefined);
+};

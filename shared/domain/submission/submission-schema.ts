@@ -25,16 +25,23 @@ const MAX_METADATA_KEY_CHARS = 100;
 const MAX_METADATA_VALUE_CHARS = 1000;
 
 /** The same field under its camelCase and snake_case names. */
-const pair = <C extends string, S extends string, T extends TSchema>(
+function pair<C extends string, S extends string, T extends TSchema>(
   camel: C,
   snake: S,
   make: (description: string) => T,
   description: string,
-): Record<C | S, TOptional<T>> =>
-  ({
+): Record<C | S, TOptional<T>>;
+function pair(
+  camel: string,
+  snake: string,
+  make: (description: string) => TSchema,
+  description: string,
+): Record<string, TOptional<TSchema>> {
+  return {
     [camel]: Type.Optional(make(description)),
     [snake]: Type.Optional(make(`${description} snake_case alias of ${camel}.`)),
-  }) as unknown as Record<C | S, TOptional<T>>;
+  };
+}
 
 const booleanLike = (description: string) =>
   Type.Union([Type.Boolean(), Type.Literal('true'), Type.Literal('false')], {

@@ -9,6 +9,7 @@ import { callDecider, decideCall } from '../../../../shared/domain/call/call-dec
 import type { CallEvent } from '../../../../shared/domain/call/call-events.ts';
 import { type CallState } from '../../../../shared/domain/call/call-state.ts';
 import { evolveHistoryRow, erasedCallIds } from '../../../../shared/domain/call/call-history.ts';
+import { callEvents } from '../../../../shared/domain/call/call-catalogue.ts';
 import { mergePersonal, splitPersonal } from '../../../../shared/domain/call/personal-fields.ts';
 import { isDomainError } from '../../../../shared/domain/decider.ts';
 import { createPersonalData } from '../../../../shared/adapters/crypto/personal-data.ts';
@@ -70,7 +71,7 @@ test('a pending, completed or failed call can be erased; the erased state keeps 
 });
 
 test('the history row goes at CallErased and the batch names the call', () => {
-  const recorded = (type: string, data: Json, position: bigint): RecordedEvent => ({
+  const stored = (type: string, data: Json, position: bigint): RecordedEvent => ({
     id: `e${position}`,
     streamId: 'call-c1',
     revision: Number(position),
@@ -80,7 +81,8 @@ test('the history row goes at CallErased and the batch names the call', () => {
     metadata: {},
     recordedAt: new Date(T0),
   });
-  const row = evolveHistoryRow(undefined, recorded('CallSubmitted', submittedData, 1n));
+  const recorded = (type: string, data: Json, position: bigint) => callEvents.decode(stored(type, data, position));
+  const row = evolveHistoryRow(undefined, recorded('CallSubmitted', { ...submittedData }, 1n));
   assert.ok(row);
   const erased = recorded('CallErased', { cause: 'deleted', at: T0 }, 2n);
   assert.equal(evolveHistoryRow(row, erased), undefined);

@@ -3,6 +3,7 @@ import { describe, test } from 'node:test';
 import {
   type CallHistoryRow,
   evolveHistoryRow,
+  type RecordedCallEvent,
   foldForSearch,
   matchesSearch,
   searchTerm,
@@ -12,7 +13,9 @@ import type { CallEvent } from '../../../../shared/domain/call/call-events.ts';
 import { type CallState, evolveCall, initialCallState } from '../../../../shared/domain/call/call-state.ts';
 import type { CallSubmittedData } from '../../../../shared/domain/call/call-submitted.ts';
 import type { Submission } from '../../../../shared/domain/submission/submission.ts';
-import type { Json, RecordedEvent } from '../../../../shared/ports/event-store.ts';
+import { callEvents } from '../../../../shared/domain/call/call-catalogue.ts';
+import { EventDecodeError } from '../../../../shared/domain/event-catalogue.ts';
+import { recordedCallEvents } from '../../../support/recorded-events.ts';
 import { segmentsFromText } from '../../../../shared/domain/transcript/transcript-segments.ts';
 
 const T0 = '2026-11-20T10:00:00.000Z';
@@ -70,17 +73,8 @@ const e = {
 };
 
 /** Records a call's events as the event store would: revisions from 0, positions from `firstPosition`. */
-const recorded = (events: CallEvent[], callId = 'c1', firstPosition = 1n): RecordedEvent[] =>
-  events.map((event, i) => ({
-    id: `${callId}-${i}`,
-    streamId: `call-${callId}`,
-    revision: i,
-    position: firstPosition + BigInt(i),
-    type: event.type,
-    data: event.data as unknown as Json,
-    metadata: {},
-    recordedAt: new Date(T0),
-  }));
+const recorded = (events: CallEvent[], callId = 'c1', firstPosition = 1n): RecordedCallEvent[] =>
+  recordedCallEvents(events, callId, firstPosition);
 
 const project = (events: CallEvent[], callId = 'c1'): CallHistoryRow => {
   const row = recorded(events, callId).reduce<CallHistoryRow | undefined>(evolveHistoryRow, undefined);
@@ -344,7 +338,11 @@ describe('evolveHistoryRow', () => {
     const row = evolveHistoryRow(undefined, submittedEvent!)!;
     assert.equal(evolveHistoryRow(row, { ...startedEvent!, streamId: 'team-t1', position: 99n }), row);
     assert.equal(evolveHistoryRow(undefined, startedEvent!), undefined);
-    assert.equal(evolveHistoryRow(row, { ...startedEvent!, type: 'SomethingNew', position: 99n }), row);
+    assert.throws(
+      () => callEvents.decode({ ...startedEvent!, type: 'SomethingNew', data: {}, position: 99n }),
+      (error: unknown) =>
+        error instanceof EventDecodeError && /SomethingNew is not an event type of category call/.test(error.message),
+    );
     assert.throws(() => evolveHistoryRow(row, { ...startedEvent!, streamId: 'call-c2', position: 99n }));
   });
 });

@@ -11,7 +11,7 @@ import { type CallHistoryRow, evolveHistoryRow } from '../../../../shared/domain
 import type { CallSubmittedData } from '../../../../shared/domain/call/call-submitted.ts';
 import { isRetriableFailure, RETRIABLE_FAILURE_CODES } from '../../../../shared/domain/call/retriable-failures.ts';
 import type { Submission } from '../../../../shared/domain/submission/submission.ts';
-import type { Json, RecordedEvent } from '../../../../shared/ports/event-store.ts';
+import { recordedCallEvents } from '../../../support/recorded-events.ts';
 import { deciderSpec } from '../../../support/decider-spec.ts';
 import { segmentsFromText } from '../../../../shared/domain/transcript/transcript-segments.ts';
 
@@ -230,17 +230,7 @@ describe('Call decider: an operator retries a failed call', () => {
   });
 });
 
-const recorded = (events: CallEvent[]): RecordedEvent[] =>
-  events.map((event, i) => ({
-    id: `c1-${i}`,
-    streamId: 'call-c1',
-    revision: i,
-    position: BigInt(i + 1),
-    type: event.type,
-    data: event.data as unknown as Json,
-    metadata: {},
-    recordedAt: new Date(T0),
-  }));
+const recorded = (events: CallEvent[]) => recordedCallEvents(events);
 const project = (events: CallEvent[]) =>
   recorded(events).reduce<CallHistoryRow | undefined>(evolveHistoryRow, undefined)!;
 

@@ -3,10 +3,11 @@
  * feed, so the read models see exactly what production gives them.
  */
 import { randomUUID } from 'node:crypto';
+import { callEvents as callCatalogue, callStreamId } from '../../shared/domain/call/call-catalogue.ts';
 import type { CallAnalysis, CallEvent } from '../../shared/domain/call/call-events.ts';
 import type { CallSubmittedData } from '../../shared/domain/call/call-submitted.ts';
 import type { Deal, Submission } from '../../shared/domain/submission/submission.ts';
-import type { EventStore, Json, RecordedEvent } from '../../shared/ports/event-store.ts';
+import type { EventStore, RecordedEvent } from '../../shared/ports/event-store.ts';
 import type { ProjectionWriter } from '../../shared/ports/read-models.ts';
 import { segmentsFromText } from '../../shared/domain/transcript/transcript-segments.ts';
 
@@ -87,10 +88,10 @@ export const events = {
 };
 
 /** Appends a call's events to its stream `call-{callId}`. */
-export const appendCall = async (store: EventStore, callId: string, callEvents: CallEvent[]): Promise<void> => {
+export const appendCall = async (store: EventStore, callId: string, events: CallEvent[]): Promise<void> => {
   await store.append(
-    `call-${callId}`,
-    callEvents.map((e) => ({ type: e.type, data: e.data as unknown as Json })),
+    callStreamId(callId),
+    events.map((e) => callCatalogue.encode(e)),
   );
 };
 

@@ -212,6 +212,14 @@ export const readModelsConformance = (
           score: 81,
           updatedAt: at(6),
           lastPosition: completedEvent!.position.toString(),
+          steps: {
+            mode: 'audio',
+            audioFetched: true,
+            transcribed: true,
+            analysed: true,
+            dealRecorded: true,
+            dealDue: true,
+          },
         });
       });
 

@@ -18,6 +18,8 @@ import { backend } from '../../support/backends.ts';
 import { overriding } from '../../support/embedded-ingress.ts';
 import { freshSchema } from '../../support/postgres.ts';
 import { tempDir } from '../../support/temp-dir.ts';
+import { callEvents } from '../../../shared/domain/call/call-catalogue.ts';
+import { submittedData } from '../../conformance/read-models-fixtures.ts';
 
 const postgres = await backend('postgres');
 
@@ -65,10 +67,11 @@ const observed = (store: EventStore) => {
 /** The same store without its snapshots: what a start that folds the whole feed holds. */
 const withoutSnapshots = (store: EventStore) => overriding(store, { readSnapshot: async () => undefined });
 
-const callSubmitted = (callId: string, teamId: string, i: number) => ({
-  type: 'CallSubmitted',
-  data: { callId, teamId, submittedAt: new Date(Date.UTC(2026, 10, 1, 0, 0, i)).toISOString() },
-});
+const callSubmitted = (callId: string, teamId: string, i: number) =>
+  callEvents.encode({
+    type: 'CallSubmitted',
+    data: submittedData({ callId, teamId, submittedAt: new Date(Date.UTC(2026, 10, 1, 0, 0, i)).toISOString() }),
+  });
 
 for (const [name, open, skip] of [
   ['embedded', embedded, undefined],
@@ -159,7 +162,7 @@ for (const [name, open, skip] of [
             await store.append(`call-${callId}`, [
               {
                 type: 'ProcessingStarted',
-                data: { deadline: '2026-11-01T01:00:00.000Z', at: '2026-11-01T00:00:00.000Z' },
+                data: { mode: 'transcript', deadline: '2026-11-01T01:00:00.000Z', at: '2026-11-01T00:00:00.000Z' },
               },
             ]);
           if (i % 3 === 1)

@@ -224,7 +224,7 @@ export const upcastingSuite = (name: string, factory: UpcastingFactory, options:
             (p) => p.name === 'call-history',
           );
           assert.equal(found?.state, 'stopped', JSON.stringify(found));
-          return found!;
+          return found;
         });
         assert.equal(status.stoppedOn?.streamId, streamId);
         assert.match(status.stoppedOn?.error ?? '', /revision 3 .*field \/score/);

@@ -12,11 +12,9 @@ import type { EventLog } from '../../shared/ports/event-log.ts';
 import type { EventStore, Subscription } from '../../shared/ports/event-store.ts';
 import type { Topics } from '../../shared/topics.ts';
 import { inSpansPerItem } from '../../shared/observability/tracing.ts';
-import { callIdOfStream } from '../../shared/domain/call/call-catalogue.ts';
+import { callEvents, callIdOfStream } from '../../shared/domain/call/call-catalogue.ts';
 
 export const CALL_EVENTS_RELAY = 'relay.call-events';
-/** The category of call streams (`call-<callId>`): the only events it reads. */
-const CALL_CATEGORY = 'call';
 
 export const startCallEventsRelay = (deps: {
   eventStore: EventStore;
@@ -26,7 +24,8 @@ export const startCallEventsRelay = (deps: {
 }): Subscription =>
   deps.eventStore.subscribeToAll({
     checkpointId: CALL_EVENTS_RELAY,
-    categories: [CALL_CATEGORY],
+    // Call streams (`call-<callId>`) only; forwarded as stored, still sealed, so not decoded here.
+    categories: [callEvents.category],
     batchSize: 500,
     handler: async (events) => {
       const records = events.flatMap((event) => {

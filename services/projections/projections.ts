@@ -27,7 +27,8 @@ import { OutboxLoop } from './outbox-loop.ts';
 import { WebhookDeliveryWorker, type WebhookDeliveryOptions } from './webhook-delivery.ts';
 import { webhookNotifications } from './webhook-notifications.ts';
 import type { WebhookStore } from '../../shared/ports/webhook-store.ts';
-import { webhookIdOfStream } from '../../shared/domain/webhook/webhook-catalogue.ts';
+import { webhookEvents, webhookIdOfStream } from '../../shared/domain/webhook/webhook-catalogue.ts';
+import { callEvents } from '../../shared/domain/call/call-catalogue.ts';
 
 export const DEAL_OUTCOME_UPDATED = 'deal.outcome.updated';
 
@@ -58,10 +59,10 @@ export interface Projections {
   stop(): Promise<void>;
 }
 
-/** The category of call streams (`call-<callId>`): call history and deal records fold nothing else. */
-const CALL_CATEGORY = 'call';
+/** Call history and deal records fold call streams (`call-<callId>`) and nothing else. */
+const CALL_CATEGORY = callEvents.category;
 /** The webhook projection folds webhook streams (`webhook-<id>`) and notifies on call events. */
-const WEBHOOK_CATEGORIES = [CALL_CATEGORY, 'webhook'] as const;
+const WEBHOOK_CATEGORIES = [CALL_CATEGORY, webhookEvents.category] as const;
 
 /**
  * Follows the call events of the feed from the writer's own stored checkpoint, applying each batch

@@ -4,6 +4,7 @@
  * using the current one; then reads switch to the new version atomically and the live projection
  * resumes from its checkpoint.
  */
+import { callEvents } from '../../shared/domain/call/call-catalogue.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import type { ReadModels } from '../../shared/ports/read-models.ts';
 
@@ -47,7 +48,7 @@ export async function* replayProjection(
   };
   const read = (after: bigint) => {
     // Call history folds call events only: the other categories are never read.
-    const page = deps.eventStore.readAll({ after, maxCount: batchSize, categories: ['call'] });
+    const page = deps.eventStore.readAll({ after, maxCount: batchSize, categories: [callEvents.category] });
     page.catch(() => undefined); // awaited below; a replay that stops first must not leave it unhandled
     return page;
   };

@@ -158,7 +158,7 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
       });
   });
   // An open call's `submittedAt` is when its clock started: the submission, or its last retry.
-  const deadlineOf = (call: { submittedAt: string; deadline?: string }) =>
+  const openCallDeadline = (call: { submittedAt: string; deadline?: string }) =>
     deadlineAt(call.deadline, call.submittedAt, options.processingTimeoutMs);
 
   const openCalls = new OpenCalls(
@@ -170,7 +170,7 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
         void actors.stop(call.callId, 'erased');
         return;
       }
-      if (owns(call.callId)) deadlines.arm(call.callId, deadlineOf(call));
+      if (owns(call.callId)) deadlines.arm(call.callId, openCallDeadline(call));
       // An operator retried a failed call of ours: work it now rather than at the next sweep.
       if (change === 'reopened' && owns(call.callId)) actors.wake(call.callId, call.teamId);
     },
@@ -237,7 +237,7 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
     let woken = 0;
     for (const call of openCalls.all()) {
       if (!select(call.callId)) continue;
-      if (!deadlines.has(call.callId)) deadlines.arm(call.callId, deadlineOf(call));
+      if (!deadlines.has(call.callId)) deadlines.arm(call.callId, openCallDeadline(call));
       if (!actors.has(call.callId)) {
         actors.wake(call.callId, call.teamId);
         woken++;

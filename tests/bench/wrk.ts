@@ -215,20 +215,42 @@ export const parseWrkMs = (text: string): number => {
 };
 
 /**
- * The sum of a metric's samples on `url` (a /metrics address) whose line starts with `prefix`
- * (a name with `{` to take every label set, or a name and some labels), read with the admin token.
+ * `fetch`, tried again (up to three times in all) when the connection fails rather than the
+ * server answering; the last failure is thrown with its cause in the message.
  */
-export const metricSum = async (url: string, token: string, prefix: string): Promise<number> => {
-  const text = await (await fetch(url, { headers: { authorization: `Bearer ${token}` } })).text();
-  return text
-    .split('\n')
-    .filter((line) => line.startsWith(prefix))
-    .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
+export const fetchAgain = async (url: string, init?: RequestInit): Promise<Response> => {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fetch(url, init);
+    } catch (error) {
+      if (attempt >= 3) {
+        const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+        throw new Error(`${url}: ${(error as Error).message} (${cause?.code ?? ''} ${cause?.message ?? ''})`, {
+          cause: error,
+        });
+      }
+      await sleep(200);
+    }
+  }
+};
+
+/**
+ * Reads /metrics at `url` once, with the admin token; the answer sums the samples whose line
+ * starts with a prefix (a name with `{` to take every label set, or a name and some labels).
+ */
+export const scrape = async (url: string, token: string): Promise<(prefix: string) => number> => {
+  const res = await fetchAgain(url, { headers: { authorization: `Bearer ${token}` } });
+  if (!res.ok) throw new Error(`${url}: ${res.status}`);
+  const lines = (await res.text()).split('\n');
+  return (prefix) =>
+    lines
+      .filter((line) => line.startsWith(prefix))
+      .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
 };
 
 /** Calls that reached a final status in the process serving `base` (`calls_finished_total`). */
-export const finishedCalls = (base: string, token: string) =>
-  metricSum(`${base}/metrics`, token, 'calls_finished_total{');
+export const finishedCalls = async (base: string, token: string) =>
+  (await scrape(`${base}/metrics`, token))('calls_finished_total{');
 
 export const admin = async (
   base: string,

@@ -11,12 +11,12 @@
  *    the accepted calls wait on the topic: the backlog of step 2 (topped up with more wrk rounds to
  *    `--backlog` calls when the rounds accepted fewer).
  * 2. Processors on that backlog, with one projections process
- *    (`dist/services/projections/main.js`) running: one processor process
- *    (`dist/services/processor/main.js`) for `--process-seconds`, stopped, then two for as long;
- *    completed calls/s of each from the processors' `calls_finished_total` (their /metrics on
- *    HEALTH_PORT), measured from the first completion on each partition set (after the consumer
- *    group has settled), and the two/one ratio. When the backlog runs out first, the rate is
- *    taken up to then and the run says so.
+ *    (`dist/services/projections/main.js`) running: in each of `--process-rounds` rounds, one
+ *    processor process (`dist/services/processor/main.js`) for `--process-seconds`, stopped, then
+ *    two for as long; completed calls/s from the processors' `calls_finished_total` (their
+ *    /metrics on HEALTH_PORT), measured once every process has finished a call (the consumer
+ *    group has settled), the median of the rounds and the two/one ratio per round. When the
+ *    backlog runs out first, the rate is taken up to then and the run says so.
  *
  * Each run uses a database of its own (created on the server of `--database-url`, dropped at the
  * end) and a topic prefix of its own (its topics deleted at the end). Needs Kafka and PostgreSQL:
@@ -24,7 +24,7 @@
  * REDIS_URL) is used when given. Says which is missing or does not answer and exits 2.
  * Needs the Debian package `wrk` on PATH (`apt-get install -y wrk`).
  *
- *   npx tsx tests/bench/scaled-out-wrk.bench.ts [--kafka 127.0.0.1:9092] [--database-url postgres://postgres@127.0.0.1:5432/postgres] [--redis-url redis://127.0.0.1:6379] [--rounds 3] [--seconds 10] [--connections 50] [--teams 40] [--keys 12000] [--partitions 6] [--backlog 20000] [--process-seconds 30]
+ *   npx tsx tests/bench/scaled-out-wrk.bench.ts [--kafka 127.0.0.1:9092] [--database-url postgres://postgres@127.0.0.1:5432/postgres] [--redis-url redis://127.0.0.1:6379] [--rounds 3] [--seconds 10] [--connections 50] [--teams 40] [--keys 12000] [--partitions 6] [--backlog 20000] [--process-seconds 20] [--process-rounds 2]
  *
  * Each API key may make 30 ingest requests a minute: `--keys` × 30 must exceed the calls of any
  * minute (non-201 answers are printed; a 429 there means: more keys).
@@ -68,7 +68,8 @@ const { values } = parseArgs({
     keys: { type: 'string', default: '12000' },
     partitions: { type: 'string', default: '6' },
     backlog: { type: 'string', default: '20000' },
-    'process-seconds': { type: 'string', default: '30' },
+    'process-seconds': { type: 'string', default: '20' },
+    'process-rounds': { type: 'string', default: '2' },
   },
 });
 const ROUNDS = Number(values.rounds);
@@ -79,6 +80,7 @@ const KEYS = Number(values.keys);
 const PARTITIONS = Number(values.partitions);
 const BACKLOG = Number(values.backlog);
 const PROCESS_SECONDS = Number(values['process-seconds']);
+const PROCESS_ROUNDS = Number(values['process-rounds']);
 
 requireWrk();
 
@@ -223,7 +225,7 @@ const stop = async ({ child }: Started) => {
   if (child.exitCode === null && child.signalCode === null) await once(child, 'exit');
 };
 
-const command = `npx tsx tests/bench/scaled-out-wrk.bench.ts --rounds ${ROUNDS} --seconds ${SECONDS} --process-seconds ${PROCESS_SECONDS} (KAFKA_BROKERS, DATABASE_URL, REDIS_URL set)`;
+const command = `npx tsx tests/bench/scaled-out-wrk.bench.ts --rounds ${ROUNDS} --seconds ${SECONDS} --process-seconds ${PROCESS_SECONDS} --process-rounds ${PROCESS_ROUNDS} (KAFKA_BROKERS, DATABASE_URL, REDIS_URL set)`;
 
 try {
   console.log(
@@ -350,10 +352,18 @@ try {
     );
     return { perSecond, ranOut, seconds: (last.at - from.at) / 1000 };
   };
-  const one = await measureProcessors(1);
-  const two = await measureProcessors(2);
+  const ones: Awaited<ReturnType<typeof measureProcessors>>[] = [];
+  const twos: typeof ones = [];
+  for (let round = 1; round <= PROCESS_ROUNDS; round++) {
+    console.log(`[processors] round ${round}`);
+    ones.push(await measureProcessors(1));
+    twos.push(await measureProcessors(2));
+  }
+  const one = median(ones.map((r) => r.perSecond));
+  const two = median(twos.map((r) => r.perSecond));
+  const ranOut = [...ones, ...twos].some((r) => r.ranOut);
   console.log(
-    `[processors] two / one: ${(two.perSecond / one.perSecond).toFixed(2)}×; projections RSS ${rssMb(projections.child.pid!)} MB`,
+    `[processors] completed calls/s, one process: ${ones.map((r) => Math.round(r.perSecond)).join(', ')}; two: ${twos.map((r) => Math.round(r.perSecond)).join(', ')}; two / one per round: ${twos.map((r, i) => `${(r.perSecond / ones[i]!.perSecond).toFixed(2)}×`).join(', ')}; projections RSS ${rssMb(projections.child.pid!)} MB`,
   );
   const store = new pg.Client({ connectionString: databaseUrl });
   await store.connect();
@@ -367,16 +377,16 @@ try {
   await stop(projections);
   recordTarget({
     target: '4 Kafka + PostgreSQL: one processor process (one projections process beside it)',
-    figure: `${Math.round(one.perSecond).toLocaleString('en-US')} completed calls/s over ${one.seconds.toFixed(0)} s${one.ranOut ? ' (backlog ran out)' : ''}`,
+    figure: `${Math.round(one).toLocaleString('en-US')} completed calls/s (median of ${PROCESS_ROUNDS} windows of ${PROCESS_SECONDS} s)${ranOut ? ' (the backlog ran out)' : ''}`,
     baseline: `a backlog of ${accepted.toLocaleString('en-US')} calls submitted first`,
     goal: 'report',
     command,
   });
   recordTarget({
     target: '4 Kafka + PostgreSQL: two processor processes (one projections process beside them)',
-    figure: `${Math.round(two.perSecond).toLocaleString('en-US')} completed calls/s over ${two.seconds.toFixed(0)} s${two.ranOut ? ' (backlog ran out)' : ''}`,
-    baseline: `one processor process ${Math.round(one.perSecond).toLocaleString('en-US')} calls/s`,
-    ratio: two.perSecond / one.perSecond,
+    figure: `${Math.round(two).toLocaleString('en-US')} completed calls/s (median of ${PROCESS_ROUNDS} windows of ${PROCESS_SECONDS} s, alternating with one process)`,
+    baseline: `one processor process ${Math.round(one).toLocaleString('en-US')} calls/s`,
+    ratio: two / one,
     goal: 'report',
     command,
   });

@@ -13,7 +13,8 @@
  *    then how long the rest took to drain.
  * 2. Latency at a fixed offered rate: `--paced-connections` connections, each paced by wrk's
  *    `delay` so that together they offer `--offered-rate` calls/s (the delay found by up to three
- *    3 s rounds first, since a connection's cycle is its delay plus the answer's time), for
+ *    5 s rounds first, since a connection's cycle is its delay plus the answer's time; the
+ *    connections' first requests spread over one cycle; wrk's answer timeout raised to 30 s), for
  *    `--paced-seconds`, with a tag of their own. When they have finished, each call's own timeline
  *    (`GET /api/calls/:callId/events`, read with a key of its team after the load) gives the time
  *    from its CallSubmitted record to its CallCompleted record; p50/p99/max of those, and wrk's
@@ -26,7 +27,7 @@
  *
  * Needs the Debian package `wrk` on PATH (`apt-get install -y wrk`).
  *
- *   npx tsx tests/bench/sustained-wrk.bench.ts [--sustained-seconds 60] [--sample-seconds 5] [--offered-rate 500] [--paced-seconds 20] [--connections 50] [--paced-connections 200] [--teams 40] [--keys 12000] [--baseline-seconds 5] [--drain-seconds 120]
+ *   npx tsx tests/bench/sustained-wrk.bench.ts [--sustained-seconds 60] [--sample-seconds 5] [--offered-rate 500] [--paced-seconds 20] [--connections 50] [--paced-connections 1000] [--teams 40] [--keys 12000] [--baseline-seconds 5] [--drain-seconds 120]
  *
  * Each API key may make 30 ingest requests a minute: `--keys` × 30 must exceed the calls of any
  * minute (the run prints any non-201 answers; a 429 there means: more keys).
@@ -65,7 +66,7 @@ const { values } = parseArgs({
     'offered-rate': { type: 'string', default: '500' },
     'paced-seconds': { type: 'string', default: '20' },
     connections: { type: 'string', default: '50' },
-    'paced-connections': { type: 'string', default: '200' },
+    'paced-connections': { type: 'string', default: '1000' },
     teams: { type: 'string', default: '40' },
     keys: { type: 'string', default: '12000' },
     'baseline-seconds': { type: 'string', default: '5' },
@@ -240,15 +241,17 @@ recordTarget({
 // Each connection's cycle is its delay plus the answer's time: a few short rounds find the delay
 // that offers `--offered-rate` with the answer times of this load.
 const cycleMs = (PACED_CONNECTIONS * 1000) / RATE;
+const spread = { connections: PACED_CONNECTIONS, spreadMs: cycleMs };
 let delayMs = cycleMs;
 for (let round = 1; round <= 3; round++) {
   const calibration = runWrk(
     base,
-    writeScript(join(dir.path, `calibrate-${round}.lua`), issued.keys, { delayMs }),
+    writeScript(join(dir.path, `calibrate-${round}.lua`), issued.keys, { delayMs, spread }),
     PACED_CONNECTIONS,
-    3,
+    5,
+    30,
   );
-  const rate = calibration.requests / 3;
+  const rate = calibration.requests / 5;
   console.log(
     `paced: calibration ${round}, delay ${delayMs.toFixed(1)} ms per connection × ${PACED_CONNECTIONS} connections offered ${Math.round(rate)}/s (POST → 201 p50 ${calibration.p50})`,
   );
@@ -260,9 +263,10 @@ for (let round = 1; round <= 3; round++) {
 const tag = `paced-${randomUUID().slice(0, 8)}`;
 const paced = runWrk(
   base,
-  writeScript(join(dir.path, 'paced.lua'), issued.keys, { delayMs, body: bodyWith(['bench', tag]) }),
+  writeScript(join(dir.path, 'paced.lua'), issued.keys, { delayMs, spread, body: bodyWith(['bench', tag]) }),
   PACED_CONNECTIONS,
   PACED,
+  30,
 );
 const offered = paced.requests / PACED;
 const pacedDrain = await drain();

@@ -126,9 +126,32 @@ const luaString = (text: string) => `"${text.replace(/\\/g, '\\\\').replace(/"/g
 
 /**
  * The load script, written to `path`: each request takes the next key round-robin. With `delayMs`,
- * each connection waits that long before its next request (a bounded rate).
+ * each connection waits that long before each request (a bounded rate); with `spreadMs` as well,
+ * the first `connections` waits (one per connection: wrk waits before a connection's first request
+ * too) are spread at random over 0–`spreadMs`, so the connections do not all send at once.
  */
-export const writeScript = (path: string, keys: string[], options: { delayMs?: number; body?: string } = {}) => {
+export const writeScript = (
+  path: string,
+  keys: string[],
+  options: { delayMs?: number; body?: string; spread?: { connections: number; spreadMs: number } } = {},
+) => {
+  const delay =
+    options.delayMs === undefined
+      ? ''
+      : options.spread === undefined
+        ? `delay = function()
+  return ${Math.max(1, Math.round(options.delayMs))}
+end
+`
+        : `local delays = 0
+delay = function()
+  delays = delays + 1
+  if delays <= ${options.spread.connections} then
+    return math.random(0, ${Math.round(options.spread.spreadMs)})
+  end
+  return ${Math.max(1, Math.round(options.delayMs))}
+end
+`;
   writeFileSync(
     path,
     `local keys = { ${keys.map(luaString).join(', ')} }
@@ -138,14 +161,7 @@ request = function()
   i = i + 1
   return wrk.format("POST", ${luaString(INGEST_PATH)}, { ["Content-Type"] = "application/json", ["X-API-Key"] = keys[(i % #keys) + 1] }, body)
 end
-${
-  options.delayMs === undefined
-    ? ''
-    : `delay = function()
-  return ${Math.max(1, Math.round(options.delayMs))}
-end
-`
-}`,
+${delay}`,
   );
   return path;
 };
@@ -160,10 +176,11 @@ export interface WrkResult {
   p99: string;
 }
 
-const wrkArgs = (url: string, script: string, connections: number, seconds: number) => [
+const wrkArgs = (url: string, script: string, connections: number, seconds: number, timeoutSeconds?: number) => [
   '-t1',
   `-c${connections}`,
   `-d${seconds}s`,
+  ...(timeoutSeconds === undefined ? [] : [`--timeout`, `${timeoutSeconds}s`]),
   '--latency',
   '-s',
   script,
@@ -183,9 +200,18 @@ const parseWrk = (out: string): WrkResult => {
   };
 };
 
-/** `wrk -t1 -c<connections> -d<seconds>s --latency -s <script>` against the ingest path, waited for. */
-export const runWrk = (url: string, script: string, connections: number, seconds: number): WrkResult => {
-  const run = spawnSync('wrk', wrkArgs(url, script, connections, seconds), { encoding: 'utf8' });
+/**
+ * `wrk -t1 -c<connections> -d<seconds>s --latency -s <script>` against the ingest path, waited for;
+ * `timeoutSeconds` for wrk's `--timeout` (its default, 2 s, counts a slower answer as an error).
+ */
+export const runWrk = (
+  url: string,
+  script: string,
+  connections: number,
+  seconds: number,
+  timeoutSeconds?: number,
+): WrkResult => {
+  const run = spawnSync('wrk', wrkArgs(url, script, connections, seconds, timeoutSeconds), { encoding: 'utf8' });
   if (run.status !== 0) throw new Error(`wrk failed: ${run.stderr}`);
   return parseWrk(run.stdout);
 };

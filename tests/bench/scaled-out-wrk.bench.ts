@@ -24,7 +24,7 @@
  * REDIS_URL) is used when given. Says which is missing or does not answer and exits 2.
  * Needs the Debian package `wrk` on PATH (`apt-get install -y wrk`).
  *
- *   npx tsx tests/bench/scaled-out-wrk.bench.ts [--kafka 127.0.0.1:9092] [--database-url postgres://postgres@127.0.0.1:5432/postgres] [--redis-url redis://127.0.0.1:6379] [--rounds 3] [--seconds 10] [--connections 50] [--teams 40] [--keys 12000] [--partitions 6] [--backlog 20000] [--process-seconds 20] [--process-rounds 2]
+ *   npx tsx tests/bench/scaled-out-wrk.bench.ts [--kafka 127.0.0.1:9092] [--database-url postgres://postgres@127.0.0.1:5432/postgres] [--redis-url redis://127.0.0.1:6379] [--rounds 3] [--seconds 10] [--connections 50] [--teams 40] [--keys 12000] [--partitions 6] [--backlog 20000] [--process-seconds 20] [--process-rounds 3]
  *
  * Each API key may make 30 ingest requests a minute: `--keys` × 30 must exceed the calls of any
  * minute (non-201 answers are printed; a 429 there means: more keys).
@@ -41,6 +41,7 @@ import { tempDir } from '../support/temp-dir.ts';
 import { report } from './report.ts';
 import { recordTarget } from './targets.ts';
 import {
+  bareSanity,
   cpuSeconds,
   finishedCalls,
   freePort,
@@ -69,7 +70,7 @@ const { values } = parseArgs({
     partitions: { type: 'string', default: '6' },
     backlog: { type: 'string', default: '20000' },
     'process-seconds': { type: 'string', default: '20' },
-    'process-rounds': { type: 'string', default: '2' },
+    'process-rounds': { type: 'string', default: '3' },
   },
 });
 const ROUNDS = Number(values.rounds);
@@ -273,7 +274,7 @@ try {
     bareRates.push(base.perSecond);
     cpuRatios.push(bareCpuPer / ourCpuPer);
     console.log(
-      `round ${round}: CPU per request: bare route ${bareCpuPer.toFixed(3)} ms, ingress ${ourCpuPer.toFixed(3)} ms (${(bareCpuPer / ourCpuPer).toFixed(3)}×); ingress RSS ${rssMb(ingress.child.pid!)} MB`,
+      `round ${round}: CPU per request: bare route ${bareCpuPer.toFixed(3)} ms, ingress ${ourCpuPer.toFixed(3)} ms (${(bareCpuPer / ourCpuPer).toFixed(3)}×); ingress RSS ${rssMb(ingress.child.pid!)} MB; bare route ${Math.round(base.perSecond)} req/s${bareSanity(base.perSecond)}`,
     );
   }
   report(

@@ -40,6 +40,7 @@ import { parseArgs } from 'node:util';
 import { tempDir } from '../support/temp-dir.ts';
 import { recordTarget } from './targets.ts';
 import {
+  bareSanity,
   bodyWith,
   fetchAgain,
   freePort,
@@ -131,7 +132,7 @@ const bareScript = writeScript(join(dir.path, 'bare.lua'), issued.keys);
 const bareRound = (when: string) => {
   const result = runWrk(bare.url, bareScript, CONNECTIONS, BASELINE);
   console.log(
-    `bare Fastify route ${when}: ${Math.round(result.perSecond).toLocaleString('en-US')} req/s (p50 ${result.p50}, p99 ${result.p99}; wrk -t1 -c${CONNECTIONS}, ${BASELINE} s)`,
+    `bare Fastify route ${when}: ${Math.round(result.perSecond).toLocaleString('en-US')} req/s (p50 ${result.p50}, p99 ${result.p99}; wrk -t1 -c${CONNECTIONS}, ${BASELINE} s)${bareSanity(result.perSecond)}`,
   );
   return result.perSecond;
 };

@@ -26,7 +26,12 @@ export const requireWrk = (): void => {
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-export const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+/** The middle value; for an even count, the mean of the two middle ones. */
+export const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+};
 
 /** The value at quantile `q` (0–1) of `values`, nearest rank. */
 export const quantile = (values: number[], q: number) => {
@@ -106,6 +111,15 @@ export const startBare = async (children: ChildProcess[]): Promise<{ url: string
   }
   return { url, child };
 };
+
+/**
+ * A note when the bare route measured outside what it usually does on a 2-core machine of this
+ * kind with `wrk -t1 -c50` (17,000–34,000 req/s): the machine was busy, and ratios to it move.
+ */
+export const bareSanity = (perSecond: number): string =>
+  perSecond < 17_000 || perSecond > 34_000
+    ? ` (outside the usual 17,000–34,000 req/s: the machine was ${perSecond < 17_000 ? 'busy' : 'idler than usual'})`
+    : '';
 
 /** A ~1 KB transcript-only submission, with `tags`. */
 export const bodyWith = (tags: string[]) =>

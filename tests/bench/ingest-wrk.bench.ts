@@ -36,14 +36,27 @@
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { INGEST_PATH } from '../../services/ingress/ingest-route.ts';
 import { tempDir } from '../support/temp-dir.ts';
 import { report } from './report.ts';
 import { recordTarget } from './targets.ts';
+import {
+  BODY,
+  cpuSeconds,
+  finishedCalls as finishedOn,
+  freePort,
+  issueKeys as issue,
+  median,
+  parseWrkMs,
+  requireWrk,
+  root,
+  rssMb,
+  runWrk as wrk,
+  startBare,
+  waitFor,
+  writeScript as write,
+} from './wrk.ts';
 
 const { values } = parseArgs({
   options: {
@@ -70,14 +83,8 @@ for (const mode of MODES)
   if (mode !== 'all-in-one' && mode !== 'ingress')
     throw new Error(`--mode is all-in-one, ingress or both (comma-separated), not ${mode}`);
 
-if (spawnSync('wrk', ['--version']).error) {
-  console.error(
-    'wrk is not installed: apt-get install -y wrk (the load must come from a native client in its own process)',
-  );
-  process.exit(2);
-}
+requireWrk();
 
-const root = resolve(import.meta.dirname, '../..');
 const dir = tempDir('ingest-wrk-bench-');
 const ADMIN_TOKEN = 'ingest-wrk-bench-admin-token-0123456789abcdef';
 const children: ChildProcess[] = [];
@@ -86,76 +93,6 @@ const cleanup = () => {
   dir.remove();
 };
 process.on('exit', cleanup);
-
-const freePort = async (): Promise<number> => {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  return port;
-};
-
-const waitFor = async (url: string, what: string, timeoutMs = 60_000) => {
-  const until = Date.now() + timeoutMs;
-  while (Date.now() < until) {
-    if (
-      await fetch(url).then(
-        (r) => r.ok,
-        () => false,
-      )
-    )
-      return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${what} did not answer ${url} within ${timeoutMs} ms`);
-};
-
-const rssMb = (pid: number): number => {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
-    .split('\n')
-    .find((l) => l.startsWith('VmRSS:'));
-  return Math.round(Number(line?.replace(/\D+/g, '') ?? 0) / 1024);
-};
-
-/** CPU seconds the process has used (all its threads), from /proc: robust to other load on the machine. */
-const cpuSeconds = (pid: number): number => {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  // utime and stime, fields 14 and 15 of stat(5), in clock ticks (100 per second on Linux).
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-};
-
-const BARE_ROUTE = `
-import Fastify from 'fastify';
-const app = Fastify({ logger: false });
-app.post(${JSON.stringify(INGEST_PATH)}, async (request, reply) => {
-  const body = request.body;
-  return reply.code(201).send({ callId: 'c-' + (typeof body === 'object' && body !== null ? Object.keys(body).length : 0), status: 'pending' });
-});
-await app.listen({ port: Number(process.env.PORT), host: '127.0.0.1' });
-`;
-
-const startBare = async (): Promise<{ url: string; child: ChildProcess }> => {
-  const port = await freePort();
-  const child = spawn(process.execPath, ['--input-type=module', '-e', BARE_ROUTE], {
-    cwd: root,
-    env: { ...process.env, PORT: String(port) },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  children.push(child);
-  const url = `http://127.0.0.1:${port}`;
-  const until = Date.now() + 30_000;
-  // The bare route has no GET; any HTTP answer means it listens.
-  while (
-    !(await fetch(url).then(
-      () => true,
-      () => false,
-    ))
-  ) {
-    if (Date.now() > until) throw new Error('the bare Fastify route did not start');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return { url, child };
-};
 
 /** When the service was spawned: load windows are printed from it, to read a `--cpu-prof` profile by window. */
 let serviceStartedAt = 0;
@@ -188,123 +125,16 @@ const startService = async (MODE: Mode, serviceRoot = root): Promise<{ url: stri
   return { url, child };
 };
 
-const admin = async (base: string, path: string, body: unknown): Promise<Record<string, string>> => {
-  const res = await fetch(`${base}${path}`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
-  return (await res.json()) as Record<string, string>;
-};
-
 /** `--teams` teams with ample capacity and `--keys` keys spread over them, made through the admin API. */
-const issueKeys = async (base: string): Promise<string[]> => {
-  const teams: string[] = [];
-  for (let t = 0; t < TEAMS; t++)
-    teams.push(
-      (
-        await admin(base, '/api/admin/teams', {
-          name: `Bench team ${t}`,
-          ownerEmail: `owner${t}@bench.test`,
-          capacityHours: 1_000_000,
-        })
-      ).teamId!,
-    );
-  const keys: string[] = [];
-  const perBatch = 20;
-  for (let k = 0; k < KEYS; k += perBatch) {
-    const batch = await Promise.all(
-      Array.from({ length: Math.min(perBatch, KEYS - k) }, (_, i) =>
-        admin(base, `/api/admin/teams/${teams[(k + i) % TEAMS]}/keys`, { label: `bench ${k + i}` }),
-      ),
-    );
-    keys.push(...batch.map((issued) => issued.key!));
-  }
-  return keys;
-};
-
-const BODY = JSON.stringify({
-  transcript: Array.from({ length: 12 }, (_, i) =>
-    i % 2
-      ? 'Dana: We use a spreadsheet today and it breaks at month end.'
-      : 'Rep: Thanks for joining, what does your process look like?',
-  ).join('\n'),
-  repName: 'Sam Seller',
-  repEmail: 'sam@bench.test',
-  tags: ['bench'],
-});
-
-const luaString = (text: string) => `"${text.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`;
+const issueKeys = async (base: string): Promise<string[]> => (await issue(base, ADMIN_TOKEN, TEAMS, KEYS)).keys;
 
 /** The load script; with `delayMs`, each connection waits that long before its next request (a bounded rate). */
-const writeScript = (keys: string[], name = 'ingest.lua', delayMs?: number): string => {
-  const path = join(dir.path, name);
-  writeFileSync(
-    path,
-    `local keys = { ${keys.map(luaString).join(', ')} }
-local body = ${luaString(BODY)}
-local i = 0
-request = function()
-  i = i + 1
-  return wrk.format("POST", ${luaString(INGEST_PATH)}, { ["Content-Type"] = "application/json", ["X-API-Key"] = keys[(i % #keys) + 1] }, body)
-end
-${
-  delayMs === undefined
-    ? ''
-    : `delay = function()
-  return ${Math.max(1, Math.round(delayMs))}
-end
-`
-}`,
-  );
-  return path;
-};
+const writeScript = (keys: string[], name = 'ingest.lua', delayMs?: number): string =>
+  write(join(dir.path, name), keys, delayMs === undefined ? {} : { delayMs });
 
-interface WrkResult {
-  /** Answers per second (for the service: 201s only). */
-  perSecond: number;
-  requests: number;
-  non2xx: number;
-  errors: string;
-  p50: string;
-  p99: string;
-}
+const runWrk = (url: string, script: string) => wrk(url, script, CONNECTIONS, SECONDS);
 
-const runWrk = (url: string, script: string): WrkResult => {
-  const run = spawnSync(
-    'wrk',
-    ['-t1', `-c${CONNECTIONS}`, `-d${SECONDS}s`, '--latency', '-s', script, `${url}${INGEST_PATH}`],
-    { encoding: 'utf8' },
-  );
-  if (run.status !== 0) throw new Error(`wrk failed: ${run.stderr}`);
-  const out = run.stdout;
-  const number = (re: RegExp) => Number(re.exec(out)?.[1] ?? 0);
-  const text = (re: RegExp) => re.exec(out)?.[1] ?? '?';
-  return {
-    perSecond: number(/Requests\/sec:\s+([\d.]+)/),
-    requests: number(/(\d+) requests in/),
-    non2xx: number(/Non-2xx or 3xx responses:\s+(\d+)/),
-    errors: text(/Socket errors:\s+(.+)/) === '?' ? 'none' : text(/Socket errors:\s+(.+)/),
-    p50: text(/\s50%\s+(\S+)/),
-    p99: text(/\s99%\s+(\S+)/),
-  };
-};
-
-/** wrk's latency text (`812.00us`, `1.20ms`, `2.10s`) in milliseconds. */
-const parseWrkMs = (text: string): number => {
-  const match = /^([\d.]+)(us|ms|s|m)$/.exec(text);
-  if (!match) return Number.NaN;
-  return Number(match[1]) * { us: 0.001, ms: 1, s: 1000, m: 60_000 }[match[2] as 'us' | 'ms' | 's' | 'm'];
-};
-
-const finishedCalls = async (base: string): Promise<number> => {
-  const text = await (await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).text();
-  return text
-    .split('\n')
-    .filter((line) => line.startsWith('calls_finished_total{'))
-    .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
-};
+const finishedCalls = (base: string) => finishedOn(base, ADMIN_TOKEN);
 
 /**
  * Calls finished per second from `startedAt` until the backlog has drained: the count has reached
@@ -336,8 +166,7 @@ console.log(
 const built = spawnSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio: 'inherit' });
 if (built.status !== 0) throw new Error('npm run build failed');
 
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-const bare = await startBare();
+const bare = await startBare(children);
 const command = (mode: Mode) =>
   `npx tsx tests/bench/ingest-wrk.bench.ts --mode ${mode} --rounds ${ROUNDS} --seconds ${SECONDS}`;
 

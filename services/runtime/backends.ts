@@ -49,6 +49,12 @@ export interface Backends {
    * store's earlier commits durable too (docs/decisions/0015-embedded-durability-off-the-event-loop.md).
    */
   publishCoversStore: boolean;
+  /**
+   * The event store is the embedded database, which one process holds at a time (`DATA_DIR/LOCK`):
+   * every team event is written by this process, through its team writer, which folds it into the
+   * team directory at once, so the directory cannot be behind another writer.
+   */
+  eventStoreHeldByThisProcess: boolean;
   /** One line per backend, for the start-up log. */
   description: { eventStore: string; eventLog: string };
   /** Probes each backend; used by GET /readyz. */
@@ -122,6 +128,7 @@ export const openBackends = async (config: Config, log: Logger): Promise<Backend
       }),
       sqlite,
       publishCoversStore: !config.databaseUrl && config.kafkaBrokers.length === 0,
+      eventStoreHeldByThisProcess: !config.databaseUrl && !config.kurrentDbUrl,
       description,
       async check() {
         const probe = async (fn: () => Promise<unknown>) =>

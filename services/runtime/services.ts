@@ -41,7 +41,11 @@ export const startIngressService = async (
     topics: backends.topics,
     health,
     orphanAfterMs: config.orphanReservationMs,
-    keyDirectoryMaxLagMs: config.keyDirectoryMaxLagMs,
+    // Keys fail closed when the directory may miss another process's revocation; with the embedded
+    // store no other process writes, and a busy event loop must not turn every key away.
+    keyDirectoryMaxLagMs: backends.eventStoreHeldByThisProcess
+      ? Number.POSITIVE_INFINITY
+      : config.keyDirectoryMaxLagMs,
     webhookAllowPrivate: config.webhookAllowPrivate,
     teams: backends.teams,
     personalData: backends.personalData,

@@ -81,9 +81,13 @@ const loggable = (error: unknown): unknown =>
   error instanceof StepError ? { type: 'StepError', code: error.code, retriable: error.retriable } : error;
 
 export const createCallPipeline = (deps: PipelineDeps) => {
+  // A step decides on the state the actor just loaded (the cache) without reading the stream again:
+  // the append's expected version catches the rare write of another process (an erasure, a retry,
+  // a processor that took the partition over), and the repository then reads and decides again.
   const calls = new AggregateRepository(deps.store, callDecider, callEvents, {
     cache: deps.callStates,
     deferDurability: deps.deferDurability,
+    decideOnCachedState: deps.callStates !== undefined,
   });
   const teamWrite = { deferDurability: deps.deferDurability };
   // A team's stream grows with every call: keep folded states and read only newer events.

@@ -43,9 +43,7 @@ export const startIngressService = async (
     orphanAfterMs: config.orphanReservationMs,
     // Keys fail closed when the directory may miss another process's revocation; with the embedded
     // store no other process writes, and a busy event loop must not turn every key away.
-    keyDirectoryMaxLagMs: backends.eventStoreHeldByThisProcess
-      ? Number.POSITIVE_INFINITY
-      : config.keyDirectoryMaxLagMs,
+    keyDirectoryMaxLagMs: backends.eventStoreHeldByThisProcess ? Number.POSITIVE_INFINITY : config.keyDirectoryMaxLagMs,
     webhookAllowPrivate: config.webhookAllowPrivate,
     teams: backends.teams,
     personalData: backends.personalData,

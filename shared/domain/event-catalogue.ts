@@ -86,10 +86,6 @@ export interface EventCatalogue<E extends TypedEvent> {
   readonly streamId: (id: string) => string;
   /** The aggregate id of a stream of this category, or undefined for any other stream. */
   readonly idOf: (streamId: string) => string | undefined;
-  /** Whether `type` is an event type of this catalogue. */
-  readonly has: (type: string) => type is E['type'];
-  /** Today's version of a type's shape. */
-  readonly versionOf: (type: E['type']) => number;
   /** The stored event as a typed event of this catalogue. @throws EventDecodeError */
   readonly decode: (event: RecordedEvent) => Decoded<E>;
   /**
@@ -124,7 +120,6 @@ export const eventCatalogue = <E extends TypedEvent>(
   for (const [type, definition] of Object.entries<EventDefinition>(definitions)) {
     entries.set(type, { check: TypeCompiler.Compile(definition.schema), upcasters: definition.upcasters ?? [] });
   }
-  const has = (type: string): type is E['type'] => entries.has(type);
   const versionOf = (type: string): number => (entries.get(type)?.upcasters.length ?? 0) + 1;
 
   return {
@@ -132,8 +127,6 @@ export const eventCatalogue = <E extends TypedEvent>(
     streamId: (id) => `${prefix}${id}`,
     idOf: (streamId) =>
       streamId.startsWith(prefix) && streamId.length > prefix.length ? streamId.slice(prefix.length) : undefined,
-    has,
-    versionOf,
     decode: (event) => {
       const fail = (field: string, reason: string): never => {
         throw new EventDecodeError(event.streamId, event.revision, event.type, field, reason);
@@ -174,16 +167,11 @@ export const eventCatalogue = <E extends TypedEvent>(
   };
 };
 
-/** The events of one stream of the catalogue's aggregate, decoded. */
-export const decodeAll = <E extends TypedEvent>(
-  catalogue: EventCatalogue<E>,
-  events: readonly RecordedEvent[],
-): Decoded<E>[] => events.map((event) => catalogue.decode(event));
-
 /** The events of one stream, decoded: `readStream(catalogue, id)` of the issue's port, over any event store. */
 export const readStream = async <E extends TypedEvent>(
   store: Pick<EventStore, 'readStream'>,
   catalogue: EventCatalogue<E>,
   id: string,
   options?: ReadStreamOptions,
-): Promise<Decoded<E>[]> => decodeAll(catalogue, await store.readStream(catalogue.streamId(id), options));
+): Promise<Decoded<E>[]> =>
+  (await store.readStream(catalogue.streamId(id), options)).map((event) => catalogue.decode(event));

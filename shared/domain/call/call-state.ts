@@ -177,6 +177,8 @@ export const evolveCall = (state: CallState, event: CallEvent): CallState => {
   if (event.type === 'CallSubmitted')
     return { callId: event.data.callId, submitted: event.data, status: 'pending', stage: 'queued' };
   if (state.status === 'absent' || state.status === 'erased') return state;
+  if (event.type === 'CallErased')
+    return { status: 'erased', callId: state.callId, teamId: state.submitted.teamId, erasedAt: event.data.at };
   const known = withFacts(facts(state), event);
   switch (after.status) {
     case 'pending':
@@ -189,13 +191,6 @@ export const evolveCall = (state: CallState, event: CallEvent): CallState => {
       return event.type === 'CallFailed'
         ? { ...known, status: 'failed', failedAt: event.data.at, code: event.data.code, reason: event.data.reason }
         : state;
-    case 'erased':
-      return {
-        status: 'erased',
-        callId: state.callId,
-        teamId: state.submitted.teamId,
-        erasedAt: event.type === 'CallErased' ? event.data.at : state.submitted.submittedAt,
-      };
     default:
       return state;
   }

@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { createSqliteEventLog } from '../../../shared/adapters/event-log/sql-event-log.ts';
 import { createSqliteEventStore } from '../../../shared/adapters/event-store/sqlite-event-store.ts';
-import { createSqliteReadModels } from '../../../shared/adapters/read-models/sqlite-read-models.ts';
 import { openSqlite } from '../../../shared/adapters/sqlite/sqlite-database.ts';
+import { openEmbeddedBackends } from '../../support/embedded-backends.ts';
 import { tempDir } from '../../support/temp-dir.ts';
 import { upcastingSuite } from './upcasting-suite.ts';
 
@@ -25,20 +24,5 @@ upcastingSuite('embedded (SQLite)', async (rows) => {
       Date.now(),
     );
   first.close();
-  const opened = openSqlite(dir.path);
-  const eventStore = createSqliteEventStore(opened.db);
-  const eventLog = createSqliteEventLog(opened.db);
-  const readModels = createSqliteReadModels(opened.db);
-  return {
-    eventStore,
-    eventLog,
-    readModels,
-    async cleanup() {
-      await eventLog.close();
-      await readModels.close();
-      await eventStore.close();
-      opened.close();
-      dir.remove();
-    },
-  };
+  return openEmbeddedBackends(dir);
 });

@@ -6,14 +6,15 @@
  * AES-256-GCM under the call's data key, bound to the call id. A payload without `sealed` (written
  * before encryption existed, or with no personal field) reads as it is.
  *
- * Keys are cached in memory: found keys for `KEY_CACHE_TTL_MS`, so another process's erasure is
- * honoured within that time (this process's at once); destroyed keys for good, since a destroyed
- * key never comes back.
+ * Keys are cached in memory, as key handles made once (see `cipherKey`): found keys for
+ * `KEY_CACHE_TTL_MS`, so another process's erasure is honoured within that time (this process's at
+ * once); destroyed keys for good, since a destroyed key never comes back.
  */
+import type { KeyObject } from 'node:crypto';
 import { type DataKeyStore } from '../../ports/data-keys.ts';
 import type { Json } from '../../ports/event-store.ts';
 import { hasPersonalFields, mergePersonal, SEALED_FIELD, splitPersonal } from '../../domain/call/personal-fields.ts';
-import { open, seal } from './aes-gcm.ts';
+import { cipherKey, open, seal } from './aes-gcm.ts';
 
 const VERSION = 'v1.';
 const KEY_CACHE_MAX = 10_000;
@@ -42,13 +43,13 @@ const sealedOf = (data: Json): string | undefined => {
 
 export const createPersonalData = (keys: DataKeyStore): PersonalData => {
   /** callId → key (with when it was read), or null for a destroyed key. */
-  const cache = new Map<string, { key: Buffer; at: number } | null>();
-  const remember = (callId: string, entry: { key: Buffer; at: number } | null) => {
+  const cache = new Map<string, { key: KeyObject; at: number } | null>();
+  const remember = (callId: string, entry: { key: KeyObject; at: number } | null) => {
     cache.delete(callId);
     cache.set(callId, entry);
     if (cache.size > KEY_CACHE_MAX) cache.delete(cache.keys().next().value!);
   };
-  const cached = (callId: string): Buffer | null | undefined => {
+  const cached = (callId: string): KeyObject | null | undefined => {
     const entry = cache.get(callId);
     if (entry === undefined) return undefined;
     if (entry !== null && Date.now() - entry.at > KEY_CACHE_TTL_MS) {
@@ -57,10 +58,11 @@ export const createPersonalData = (keys: DataKeyStore): PersonalData => {
     }
     return entry === null ? null : entry.key;
   };
-  const keyFor = async (callId: string, create: boolean): Promise<Buffer | undefined> => {
+  const keyFor = async (callId: string, create: boolean): Promise<KeyObject | undefined> => {
     const known = cached(callId);
     if (known !== undefined) return known ?? undefined;
-    const key = create ? await keys.obtain(callId) : await keys.find(callId);
+    const stored = create ? await keys.obtain(callId) : await keys.find(callId);
+    const key = stored ? cipherKey(stored) : undefined;
     remember(callId, key ? { key, at: Date.now() } : null);
     return key;
   };

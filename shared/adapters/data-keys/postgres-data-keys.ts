@@ -4,7 +4,7 @@
  */
 import type pg from 'pg';
 import { type DataKeyStore, DataKeysUnavailableError } from '../../ports/data-keys.ts';
-import { newDataKey, unwrapKey, wrapKey } from '../crypto/aes-gcm.ts';
+import { type CipherKey, newDataKey, unwrapKey, wrapKey } from '../crypto/aes-gcm.ts';
 import { translatePgError } from '../postgres/pg-errors.ts';
 import { createPostgresPool, type PostgresOptions } from '../postgres/postgres-pool.ts';
 
@@ -23,7 +23,7 @@ const translate = (error: unknown): unknown =>
     (message, cause) => new DataKeysUnavailableError(`PostgreSQL data keys unavailable: ${message}`, { cause }),
   );
 
-export const createPostgresDataKeys = async (options: PostgresOptions, kek: Buffer): Promise<DataKeyStore> => {
+export const createPostgresDataKeys = async (options: PostgresOptions, kek: CipherKey): Promise<DataKeyStore> => {
   // Short single-row statements: a few connections serve them (the server's connections are shared by every pool of every process).
   const pool: pg.Pool = await createPostgresPool({ max: 3, ...options }).catch((error: unknown) => {
     throw translate(error);

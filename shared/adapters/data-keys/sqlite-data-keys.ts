@@ -6,7 +6,7 @@
  */
 import Database from 'better-sqlite3';
 import { type DataKeyStore, DataKeysUnavailableError } from '../../ports/data-keys.ts';
-import { newDataKey, unwrapKey, wrapKey } from '../crypto/aes-gcm.ts';
+import { type CipherKey, newDataKey, unwrapKey, wrapKey } from '../crypto/aes-gcm.ts';
 import { GroupCommit, type Outcome } from '../group-commit.ts';
 import { serialised, type SqliteDb } from '../sqlite/sqlite-database.ts';
 import { translateSqliteError } from '../sqlite/sqlite-errors.ts';
@@ -26,7 +26,7 @@ const translate = (error: unknown): unknown =>
     (message, cause) => new DataKeysUnavailableError(`SQLite data keys unavailable: ${message}`, { cause }),
   );
 
-export const createSqliteDataKeys = (db: SqliteDb, kek: Buffer): DataKeyStore => {
+export const createSqliteDataKeys = (db: SqliteDb, kek: CipherKey): DataKeyStore => {
   db.exec(SCHEMA);
   const reader = new Database(db.name, { readonly: true, fileMustExist: true });
   reader.pragma('busy_timeout = 5000');

@@ -57,18 +57,42 @@ type JsonObject = { [key: string]: Json };
 const isObject = (value: Json | undefined): value is JsonObject =>
   value !== null && typeof value === 'object' && !Array.isArray(value);
 
-const parentOf = (root: JsonObject, path: Path, create: boolean): JsonObject | undefined => {
-  let node: JsonObject = root;
+/**
+ * The parent object of `path` inside `root`, for changing the path's last field: each object on
+ * the way is a shallow copy made once (`copies` holds those already made), so the payload `root`
+ * was copied from is never changed; with `create`, missing objects on the way are made. Undefined
+ * when the way is missing and not created.
+ */
+const ownParentOf = (
+  root: JsonObject,
+  path: Path,
+  create: boolean,
+  copies: WeakSet<JsonObject>,
+): JsonObject | undefined => {
+  let node = root;
   for (const name of path.slice(0, -1)) {
-    let next = node[name];
-    if (!isObject(next)) {
-      if (!create) return undefined;
-      next = {};
-      node[name] = next;
-    }
-    node = next;
+    const next = node[name];
+    let own: JsonObject;
+    if (isObject(next)) own = copies.has(next) ? next : { ...next };
+    else if (create) own = {};
+    else return undefined;
+    copies.add(own);
+    node[name] = own;
+    node = own;
   }
   return node;
+};
+
+/**
+ * A copy of a payload to change personal fields in: the root and, as they are reached, the objects
+ * on the way to each field are copied; everything else is shared with the payload (payloads are
+ * never changed in place, and a stored event's are frozen).
+ */
+const copyOnPaths = (data: JsonObject) => {
+  const copies = new WeakSet<JsonObject>();
+  const root = { ...data };
+  copies.add(root);
+  return { root, parentOf: (path: Path, create: boolean) => ownParentOf(root, path, create, copies) };
 };
 
 /** Whether the payload type has personal fields. */
@@ -81,10 +105,10 @@ export const hasPersonalFields = (type: string): boolean => Object.hasOwn(PERSON
 export const splitPersonal = (type: string, data: Json): { rest: Json; personal: Record<string, Json> } => {
   const fields = PERSONAL_FIELDS[type];
   if (!fields || !isObject(data)) return { rest: data, personal: {} };
-  const rest = structuredClone(data);
+  const { root: rest, parentOf } = copyOnPaths(data);
   const personal: Record<string, Json> = {};
   for (const { path } of fields) {
-    const parent = parentOf(rest, path, false);
+    const parent = parentOf(path, false);
     const name = path[path.length - 1]!;
     if (parent && Object.hasOwn(parent, name)) {
       personal[path.join('.')] = parent[name]!;
@@ -101,13 +125,13 @@ export const splitPersonal = (type: string, data: Json): { rest: Json; personal:
 export const mergePersonal = (type: string, rest: Json, personal: Record<string, Json> | undefined): Json => {
   const fields = PERSONAL_FIELDS[type];
   if (!fields || !isObject(rest)) return rest;
-  const data = structuredClone(rest);
+  const { root: data, parentOf } = copyOnPaths(rest);
   for (const { path, erased } of fields) {
     const dotted = path.join('.');
     const value = personal ? personal[dotted] : erased;
     if (value === undefined) continue;
     // A placeholder only where its parent exists (an erased deal's notes need no deal).
-    const parent = parentOf(data, path, personal !== undefined);
+    const parent = parentOf(path, personal !== undefined);
     if (parent) parent[path[path.length - 1]!] = value;
   }
   return data;

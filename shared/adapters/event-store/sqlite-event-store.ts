@@ -77,23 +77,35 @@ const deepFreeze = <T>(value: T): T => {
   return value;
 };
 
-/** Most events kept parsed for the subscribers that follow the feed close behind each other. */
-const SHARED_RUN_MAX = 20_000;
+/**
+ * Most events kept parsed per stretch, for the subscribers that follow the feed close behind each
+ * other (a few reads of their batch size); one further behind reads from the database.
+ */
+const SHARED_RUN_MAX = 5_000;
 
 /**
- * The last stretch of the feed read, parsed once for every subscriber of this process: every
- * committed event with `from` < position ≤ `to`, in order. There is one writer and it commits in
- * position order, so events below the head never change and a later read from `to` continues the
- * stretch exactly.
+ * The last stretch of the feed (or of some categories of it) read, parsed once for every
+ * subscriber of this process: every committed event of the stretch's categories with `from` <
+ * position ≤ `to`, in order. There is one writer and it commits in position order, so events below
+ * the head never change and a later read from `to` continues the stretch exactly. A read that
+ * returned less than it asked for reached the head it read to, so the stretch reaches that head
+ * even when the categories' last event lies before it (a filtered follower moves on to the head).
+ * Subscribers get the same frozen objects, so a decorator that derives something from an event
+ * (the sealed store's opened copy) can keep it for the next subscriber too.
  */
 class SharedRun {
   private from = 0;
   private to = 0;
   private events: RecordedEvent[] = [];
 
-  /** Up to `maxCount` events after `after` held here; empty when `after` is outside the stretch. */
+  /** Whether the stretch holds every event after `after` up to its end. */
+  covers(after: number): boolean {
+    return after >= this.from && after < this.to;
+  }
+
+  /** Up to `maxCount` events after `after` held here; empty when the stretch does not cover `after`. */
   take(after: number, maxCount: number): RecordedEvent[] {
-    if (this.events.length === 0 || after < this.from || after >= this.to) return [];
+    if (!this.covers(after)) return [];
     let lo = 0;
     let hi = this.events.length;
     while (lo < hi) {
@@ -109,16 +121,21 @@ class SharedRun {
     return this.to;
   }
 
-  /** Records the events a read from `after` returned. */
-  add(after: number, events: RecordedEvent[]): void {
-    if (events.length === 0) return;
+  /**
+   * Records the events a read of the positions after `after` returned; `reached` is the position
+   * it read up to when it returned all there was (fewer than it asked for), else undefined.
+   */
+  add(after: number, events: RecordedEvent[], reached: number | undefined): void {
+    const last = events.length > 0 ? Number(events[events.length - 1]!.position) : after;
+    const to = Math.max(last, reached ?? 0);
+    if (to <= after) return;
     for (const event of events) deepFreeze(event);
-    if (this.events.length > 0 && after === this.to) this.events.push(...events);
+    if (this.to > this.from && after === this.to) this.events.push(...events);
     else {
       this.from = after;
       this.events = events.slice();
     }
-    this.to = Number(events[events.length - 1]!.position);
+    this.to = to;
     const excess = this.events.length - SHARED_RUN_MAX;
     if (excess > 0) {
       this.from = Number(this.events[excess - 1]!.position);
@@ -211,7 +228,32 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
   const storeSnapshot = db.prepare(
     'INSERT INTO event_snapshots (name, position, data) VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE SET position = excluded.position, data = excluded.data WHERE excluded.position > event_snapshots.position',
   );
-  const shared = new SharedRun();
+  /** One stretch per set of categories read ('' for the whole feed). */
+  const sharedRuns = new Map<string, SharedRun>();
+  /**
+   * Up to `maxCount` durable events after `after`: from the stretch of `key` where it covers
+   * them, the rest by `read` (of the positions after `from` up to `upTo`), which continues it.
+   */
+  const sharedRead = (
+    key: string,
+    after: number,
+    maxCount: number,
+    read: (from: number, upTo: number, count: number) => EventRow[],
+  ): RecordedEvent[] => {
+    let shared = sharedRuns.get(key);
+    if (!shared) {
+      shared = new SharedRun();
+      sharedRuns.set(key, shared);
+    }
+    const held = shared.take(after, maxCount);
+    if (held.length === maxCount) return held;
+    const from = shared.covers(after) ? shared.end : after;
+    const upTo = feed.durable;
+    const count = maxCount - held.length;
+    const fresh = read(from, upTo, count).map(toRecorded);
+    shared.add(from, fresh, fresh.length < count ? upTo : undefined);
+    return held.length > 0 ? [...held, ...fresh] : fresh;
+  };
   const head = reader.prepare<[], { position: number | null }>('SELECT max(position) AS position FROM events');
   const readCheckpoint = reader.prepare<[string], { position: number }>(
     'SELECT position FROM event_checkpoints WHERE id = ?',
@@ -307,15 +349,14 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
 
     async readAll({ after = 0n, maxCount = 1000, categories } = {}) {
       const only = checkCategories(categories);
-      if (only)
-        return (await translated(() => readCategory(only, Number(after), feed.durable, maxCount))).map(toRecorded);
       // Every subscriber of this process follows the same feed: what one read parsed, the others reuse.
-      const held = shared.take(Number(after), maxCount);
-      if (held.length === maxCount) return held;
-      const from = held.length > 0 ? shared.end : Number(after);
-      const read = (await translated(() => readAll.all(from, feed.durable, maxCount - held.length))).map(toRecorded);
-      shared.add(from, read);
-      return held.length > 0 ? [...held, ...read] : read;
+      return translated(() =>
+        only
+          ? sharedRead([...only].sort().join(' '), Number(after), maxCount, (from, upTo, count) =>
+              readCategory(only, from, upTo, count),
+            )
+          : sharedRead('', Number(after), maxCount, (from, upTo, count) => readAll.all(from, upTo, count)),
+      );
     },
 
     subscribeToAll: (subscribeOptions) => subscriptions.subscribe(subscribeOptions),

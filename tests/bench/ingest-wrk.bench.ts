@@ -255,7 +255,8 @@ const measure = async (MODE: Mode) => {
   console.log(
     `\nmedian ratio ${median(ratios).toFixed(3)}× over ${ROUNDS} rounds (min ${sorted[0]!.toFixed(3)}×, max ${sorted.at(-1)!.toFixed(3)}×)`,
   );
-  const bareRates = rows.filter((row) => row.baseline).map((row) => row.perSecond);
+  // The bare route's rows only (with --baseline-root the earlier build's rows are baselines too).
+  const bareRates = rows.filter((row) => row.name.includes('bare Fastify route')).map((row) => row.perSecond);
   const what =
     MODE === 'all-in-one'
       ? '1 accept rate, all-in-one embedded'

@@ -291,17 +291,22 @@ export const createCallPipeline = (deps: PipelineDeps) => {
             (await deps.store.readStream(callStreamId(callId), { maxCount: 1 }).catch(() => []))[0]?.metadata,
           )
         : undefined;
+      // The actor reads the stream when it starts (another process may have written since this one
+      // last did: a retry, an erasure, a partition taken over); between its own steps it goes on from
+      // the state its last step left, and a write of another process shows at its next step.
+      let first = true;
       for (;;) {
         if (signal.aborted) return;
         // An outage while loading is retried like a step's; past the policy the actor ends and the
         // processor's sweep wakes it again.
         const { state } = await retrying(
-          () => calls.load(callId),
+          () => (first ? calls.load(callId) : calls.current(callId)),
           deps.retry,
           signal,
           (error, attempt, delayMs) => log.warn({ attempt, delayMs, err: error }, 'loading the call failed; retrying'),
           pause,
         );
+        first = false;
         if (state.status !== 'pending') {
           deps.callStates?.delete(callId);
           return;

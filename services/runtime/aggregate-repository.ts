@@ -147,6 +147,16 @@ export class AggregateRepository<Command, State, Event extends TypedEvent> {
   }
 
   /**
+   * The state this process last loaded or wrote, without reading the stream; loaded when it holds
+   * none. For a writer that goes on from its own last command: another process's write shows at
+   * its next command, whose append then conflicts (or, deciding on cached state, whose refusal)
+   * makes the repository read the stream and decide again.
+   */
+  async current(id: string): Promise<Versioned<State>> {
+    return this.options.cache?.get(id) ?? this.load(id);
+  }
+
+  /**
    * Decides `command` against the current state and appends the result; resolves with the events
    * and the state right after them. DomainErrors from `decide` reject unchanged.
    */

@@ -5,7 +5,13 @@
  * (capacity settle/release), and the event that records a step can only be appended once.
  */
 import type { Logger } from 'pino';
-import { callDecider, type CallCommand, deadlineOf, nextStep } from '../../shared/domain/call/call-decider.ts';
+import {
+  callDecider,
+  type CallCommand,
+  deadlineOf,
+  type NextStep,
+  nextStep,
+} from '../../shared/domain/call/call-decider.ts';
 import type { CallEvent } from '../../shared/domain/call/call-events.ts';
 import type { CallState, PendingCall } from '../../shared/domain/call/call-state.ts';
 import { callEvents, callStreamId } from '../../shared/domain/call/call-catalogue.ts';
@@ -16,7 +22,7 @@ import { toStorable } from '../../shared/domain/submission/storable-text.ts';
 import { segmentsFromText } from '../../shared/domain/transcript/transcript-segments.ts';
 import type { Analyser } from '../../shared/ports/analyser.ts';
 import type { AudioSource, FetchedAudio } from '../../shared/ports/audio-source.ts';
-import type { EventStore } from '../../shared/ports/event-store.ts';
+import type { EventStore, Json } from '../../shared/ports/event-store.ts';
 import { StepError } from '../../shared/ports/step-error.ts';
 import type { Transcriber } from '../../shared/ports/transcriber.ts';
 import { AggregateRepository, type BoundedStateCache } from '../runtime/aggregate-repository.ts';
@@ -94,7 +100,11 @@ export const createCallPipeline = (deps: PipelineDeps) => {
   const teams = deps.teams ?? createTeamWriter(deps.store).repository;
   const now = () => (deps.now ?? (() => new Date()))().toISOString();
 
-  /** Appends a step's outcome; a step that lost a race (call finished or moved on) changes nothing. */
+  /** A refusal that means the step lost a race (the call finished or moved on): it changes nothing. */
+  const lostRace = (error: unknown) =>
+    isDomainError(error) && ['CALL_ALREADY_FINISHED', 'CALL_STEP_OUT_OF_ORDER', 'CALL_ERASED'].includes(error.code);
+
+  /** Appends a step's outcome; a step that lost a race changes nothing. */
   const record = async (
     call: { callId: string; submitted: { teamId: string } },
     command: CallCommand,
@@ -106,14 +116,36 @@ export const createCallPipeline = (deps: PipelineDeps) => {
       countFinishedCalls(events);
       return events;
     } catch (error) {
-      if (
-        isDomainError(error) &&
-        ['CALL_ALREADY_FINISHED', 'CALL_STEP_OUT_OF_ORDER', 'CALL_ERASED'].includes(error.code)
-      )
-        return [];
+      if (lostRace(error)) return [];
       throw error;
     }
   };
+
+  /** Appends the outcomes of several steps together (one transaction); those that lost a race change nothing. */
+  const recordAll = async (
+    callId: string,
+    commands: Array<{ command: CallCommand; metadata: Record<string, Json> }>,
+  ) => {
+    const outcomes = await calls.handleMany(callId, commands);
+    for (const outcome of outcomes) {
+      if ('error' in outcome) {
+        if (!lostRace(outcome.error)) throw outcome.error;
+      } else countFinishedCalls(outcome.events);
+    }
+  };
+
+  /**
+   * Whether a step runs in this process and waits on nothing outside it (starting, an inline
+   * transcript, the built-in analysis, the deal, completing): its outcome is kept with the next
+   * ones and appended with them (see `run`). A download, a transcription or a remote analysis is
+   * not: what came before it is appended first, so the call shows its stage while it waits.
+   */
+  const runsHere = (step: NextStep): boolean =>
+    step === 'start' ||
+    step === 'record_inline_transcript' ||
+    step === 'record_deal' ||
+    step === 'complete' ||
+    (step === 'analyse' && deps.analyser.inProcess === true);
 
   const settleCapacity = (call: PendingCall, seconds: number | null) =>
     teams.handle(
@@ -171,7 +203,15 @@ export const createCallPipeline = (deps: PipelineDeps) => {
     throw error;
   };
 
-  const runStep = async (call: PendingCall, actor: ActorContext, spent: { ms: number }): Promise<void> => {
+  /** How a step's outcome is recorded: appended now, or kept to be appended with the next ones. */
+  type Recorder = (call: PendingCall, command: CallCommand) => Promise<unknown>;
+
+  const runStep = async (
+    call: PendingCall,
+    actor: ActorContext,
+    spent: { ms: number },
+    record: Recorder,
+  ): Promise<void> => {
     const { signal, teamId } = actor;
     const step = nextStep(call);
     const { submission } = call.submitted;
@@ -295,28 +335,85 @@ export const createCallPipeline = (deps: PipelineDeps) => {
       // last did: a retry, an erasure, a partition taken over); between its own steps it goes on from
       // the state its last step left, and a write of another process shows at its next step.
       let first = true;
+      // Outcomes of steps that ran here (`runsHere`), not appended yet, and the state after them: a
+      // transcript-only call's steps are decided one after the other on that state and appended in
+      // one transaction. Nothing is acknowledged before they are appended, so a crash only runs
+      // them again; settling the capacity before CallCompleted is appended stays idempotent.
+      let kept:
+        { commands: Array<{ command: CallCommand; metadata: Record<string, Json> }>; state: CallState } | undefined;
+      const keep: Recorder = async (call, command) => {
+        const before = kept?.state ?? call;
+        let events: CallEvent[];
+        try {
+          events = callDecider.decide(command, before);
+        } catch (error) {
+          if (!lostRace(error)) throw error;
+          // The state it was decided on is behind the stream: append what is kept, then read it.
+          await appendKept();
+          first = true;
+          return;
+        }
+        // Each event keeps the metadata `record` would give it: the team, and the trace context of its step.
+        const metadata = { teamId: call.submitted.teamId, ...traceHeaders() };
+        kept = {
+          commands: [...(kept?.commands ?? []), { command, metadata }],
+          state: events.reduce(callDecider.evolve, before),
+        };
+      };
+      const appendKept = async () => {
+        if (!kept) return;
+        const { commands } = kept;
+        kept = undefined;
+        await recordAll(callId, commands);
+      };
       for (;;) {
         if (signal.aborted) return;
         // An outage while loading is retried like a step's; past the policy the actor ends and the
         // processor's sweep wakes it again.
-        const { state } = await retrying(
-          () => (first ? calls.load(callId) : calls.current(callId)),
-          deps.retry,
-          signal,
-          (error, attempt, delayMs) => log.warn({ attempt, delayMs, err: error }, 'loading the call failed; retrying'),
-          pause,
-        );
+        const { state } = kept
+          ? kept
+          : await retrying(
+              () => (first ? calls.load(callId) : calls.current(callId)),
+              deps.retry,
+              signal,
+              (error, attempt, delayMs) =>
+                log.warn({ attempt, delayMs, err: error }, 'loading the call failed; retrying'),
+              pause,
+            );
         first = false;
+        const step = nextStep(state);
+        if (kept && (state.status !== 'pending' || !runsHere(step))) {
+          // What was kept is appended before the call ends or waits on something outside.
+          const flushing = kept;
+          try {
+            await retrying(
+              () => {
+                kept = flushing;
+                return appendKept();
+              },
+              deps.retry,
+              signal,
+              (error, attempt, delayMs) =>
+                log.warn({ attempt, delayMs, err: error }, 'recording the steps failed; retrying'),
+              pause,
+            );
+          } catch (error) {
+            if (signal.aborted) return;
+            // The steps run again when the processor's sweep wakes the call.
+            log.warn({ err: error }, 'recording the steps failed; the call is picked up again later');
+            return;
+          }
+          continue;
+        }
         if (state.status !== 'pending') {
           deps.callStates?.delete(callId);
           return;
         }
-        const step = nextStep(state);
         try {
           await retrying(
             () =>
               inSpan(`step ${step}`, { parent: trace, attributes: { 'call.id': callId, 'call.step': step } }, () =>
-                runStep(state, actor, spentFetching),
+                runStep(state, actor, spentFetching, runsHere(step) ? keep : record),
               ),
             deps.retry,
             signal,
@@ -342,7 +439,11 @@ export const createCallPipeline = (deps: PipelineDeps) => {
               parent: trace,
               attributes: { 'call.id': callId, 'call.step': step, 'call.processing_error': terminal.code },
             },
-            () => fail(state, terminal.code, terminal.message),
+            async () => {
+              // The steps before the failure are appended first, so the call shows how far it got.
+              await appendKept();
+              await fail(state, terminal.code, terminal.message);
+            },
           );
           return;
         }

@@ -166,22 +166,56 @@ export class AggregateRepository<Command, State, Event extends TypedEvent> {
     metadata?: Record<string, Json>,
     options: HandleOptions = {},
   ): Promise<Versioned<State> & { events: Event[] }> {
-    return new Promise((resolve, reject) => {
-      const queue = this.pending.get(id);
-      const entry = {
+    return new Promise((resolve, reject) =>
+      this.enqueue(id, [
+        {
+          command,
+          metadata,
+          resolve,
+          reject,
+          deferDurability: options.deferDurability ?? this.options.deferDurability,
+        },
+      ]),
+    );
+  }
+
+  /**
+   * Handles `commands` in order as one batch: each is decided against the state the ones before it
+   * left, and their events (each with its command's metadata) are appended together, in one
+   * transaction. Resolves with one outcome per command: what `handle` would resolve with, or the
+   * error that refused it (a DomainError of its own, or the batch's failure to append, which every
+   * command then carries).
+   */
+  handleMany(
+    id: string,
+    commands: ReadonlyArray<{ command: Command; metadata?: Record<string, Json> }>,
+    options: HandleOptions = {},
+  ): Promise<Array<(Versioned<State> & { events: Event[] }) | { error: unknown }>> {
+    const deferDurability = options.deferDurability ?? this.options.deferDurability;
+    type Outcome = (Versioned<State> & { events: Event[] }) | { error: unknown };
+    const outcomes = commands.map(() => Promise.withResolvers<Outcome>());
+    // Queued together, so that one batch takes them all.
+    this.enqueue(
+      id,
+      commands.map(({ command, metadata }, i) => ({
         command,
         metadata,
-        resolve,
-        reject,
-        deferDurability: options.deferDurability ?? this.options.deferDurability,
-      };
-      if (queue) {
-        queue.push(entry);
-        return;
-      }
-      this.pending.set(id, [entry]);
-      void this.drain(id);
-    });
+        deferDurability,
+        resolve: outcomes[i]!.resolve,
+        reject: (error: unknown) => outcomes[i]!.resolve({ error }),
+      })),
+    );
+    return Promise.all(outcomes.map((o) => o.promise));
+  }
+
+  private enqueue(id: string, entries: Pending<Command, State, Event>[]): void {
+    const queue = this.pending.get(id);
+    if (queue) {
+      queue.push(...entries);
+      return;
+    }
+    this.pending.set(id, entries);
+    void this.drain(id);
   }
 
   private async drain(id: string): Promise<void> {

@@ -148,4 +148,11 @@ export interface Analyser {
 
   /** One line for logs and health output, e.g. which model at which host. Never contains secrets. */
   describe(): string;
+
+  /**
+   * True when it runs in this process and waits on nothing outside it (no network, no engine): its
+   * answer comes in milliseconds, so the processor records the analysis together with the steps
+   * around it instead of showing the call at stage `analysing` first.
+   */
+  readonly inProcess?: boolean;
 }

@@ -225,4 +225,5 @@ export const createConversationAnalyser = (): Analyser => ({
     return analyseTranscript(input);
   },
   describe: () => `built-in conversation analyser (${CONVERSATION_ENGINE}, deterministic heuristics)`,
+  inProcess: true,
 });

@@ -210,6 +210,7 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
       parsed.data.callId,
       { type: 'SubmitCall', data: parsed.data },
       { teamId: parsed.data.teamId, ...traceHeaders() },
+      { expectNew: true },
     );
     if (partitionForKey(parsed.data.callId, options.topicPartitions) !== record.partition && !warnedPartitions) {
       warnedPartitions = true;

@@ -94,6 +94,12 @@ const DEFAULT_BACKOFF = { baseDelayMs: 2, maxDelayMs: 100 };
 /** How one command is handled. */
 export interface HandleOptions {
   /**
+   * The stream most likely does not exist yet (a call's first event): the command is decided on the
+   * initial state without reading the stream, and the append's "no stream" expectation is the
+   * check; when the stream does exist it is read and the command decided again.
+   */
+  expectNew?: boolean;
+  /**
    * Resolve once the events are committed, not yet durable: the caller's next write to the same
    * database covers them (see the event store's `deferDurability`). A batch defers only when each
    * of its commands does.
@@ -105,6 +111,7 @@ interface Pending<Command, State, Event> {
   command: Command;
   metadata?: Record<string, Json>;
   deferDurability?: boolean;
+  expectNew?: boolean;
   resolve: (result: Versioned<State> & { events: Event[] }) => void;
   reject: (error: unknown) => void;
 }
@@ -174,6 +181,7 @@ export class AggregateRepository<Command, State, Event extends TypedEvent> {
           resolve,
           reject,
           deferDurability: options.deferDurability ?? this.options.deferDurability,
+          expectNew: options.expectNew,
         },
       ]),
     );
@@ -238,7 +246,15 @@ export class AggregateRepository<Command, State, Event extends TypedEvent> {
   private async runBatch(id: string, batch: Pending<Command, State, Event>[]): Promise<void> {
     const attempts = (this.options.maxRetries ?? 10) + 1;
     for (let attempt = 1; ; attempt++) {
-      const cached = attempt === 1 && this.options.decideOnCachedState ? this.options.cache?.get(id) : undefined;
+      const held = attempt === 1 ? this.options.cache?.get(id) : undefined;
+      const cached =
+        attempt !== 1
+          ? undefined
+          : this.options.decideOnCachedState && held
+            ? held
+            : !held && batch.every((p) => p.expectNew)
+              ? { state: this.decider.initialState, version: -1 }
+              : undefined;
       const current = cached ?? (await this.load(id));
       let state = current.state;
       const outcomes: Decision<State, Event>[] = batch.map((p) => {

@@ -4,7 +4,15 @@
  * there. Also the key-encryption key derived from DATA_KEY_SECRET, and wrapping of data keys.
  * See docs/decisions/0014-erasure-crypto-shredding.md.
  */
-import { createCipheriv, createDecipheriv, createSecretKey, hkdfSync, type KeyObject, randomBytes } from 'node:crypto';
+import {
+  createCipheriv,
+  createDecipheriv,
+  createSecretKey,
+  hkdfSync,
+  type KeyObject,
+  randomBytes,
+  randomFillSync,
+} from 'node:crypto';
 
 const NONCE = 12;
 const TAG = 16;
@@ -19,9 +27,25 @@ export type CipherKey = Buffer | KeyObject;
 /** The key handle of a 32-byte key, for a key used more than once. */
 export const cipherKey = (key: Buffer): KeyObject => createSecretKey(key);
 
+/**
+ * Random nonces drawn from a pool filled 1,024 at a time: each is still 96 random bits from the
+ * system's CSPRNG, used once, but one fill replaces a call into the generator per seal.
+ */
+const noncePool = Buffer.alloc(NONCE * 1024);
+let noncesLeft = 0;
+const nextNonce = (): Buffer => {
+  if (noncesLeft === 0) {
+    randomFillSync(noncePool);
+    noncesLeft = noncePool.length / NONCE;
+  }
+  noncesLeft -= 1;
+  // A copy: the pool is refilled in place, and the nonce travels with the ciphertext.
+  return Buffer.from(noncePool.subarray(noncesLeft * NONCE, (noncesLeft + 1) * NONCE));
+};
+
 /** Encrypts `plain` under a 32-byte key. */
 export const seal = (key: CipherKey, plain: Buffer, associated: string): Buffer => {
-  const nonce = randomBytes(NONCE);
+  const nonce = nextNonce();
   const cipher = createCipheriv('aes-256-gcm', key, nonce);
   cipher.setAAD(Buffer.from(associated, 'utf8'));
   const body = Buffer.concat([cipher.update(plain), cipher.final()]);

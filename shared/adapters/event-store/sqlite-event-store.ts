@@ -81,7 +81,7 @@ const deepFreeze = <T>(value: T): T => {
  * Most events kept parsed per stretch, for the subscribers that follow the feed close behind each
  * other (a few reads of their batch size); one further behind reads from the database.
  */
-const SHARED_RUN_MAX = 5_000;
+const SHARED_RUN_MAX = 2_000;
 
 /**
  * The last stretch of the feed (or of some categories of it) read, parsed once for every

@@ -15,7 +15,7 @@ runUntilSignal('call ingestion service', async () => {
   const config = loadConfig();
   checkSecrets(config);
   const logger = createLogger(config.logLevel);
-  const telemetry = startTelemetry(config, 'all-in-one', logger);
+  const telemetry = await startTelemetry(config, 'all-in-one', logger);
   const backends = await openBackends(config, logger);
   const health = new Health(config.readyRetryThresholdMs);
   try {

@@ -13,7 +13,7 @@ import { startIngressService } from '../runtime/services.ts';
 runUntilSignal('ingress', async () => {
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
-  const telemetry = startTelemetry(config, 'ingress', logger);
+  const telemetry = await startTelemetry(config, 'ingress', logger);
   const backends = await openBackends(config, logger);
   const ingress = await startIngressService(config, backends, logger, new Health(config.readyRetryThresholdMs));
   logger.info({ address: ingress.address, ...backends.description }, `ingress listening on ${ingress.address}`);

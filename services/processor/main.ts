@@ -14,7 +14,7 @@ import { startProcessorService } from '../runtime/services.ts';
 runUntilSignal('processor', async () => {
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
-  const telemetry = startTelemetry(config, 'processor', logger);
+  const telemetry = await startTelemetry(config, 'processor', logger);
   const backends = await openBackends(config, logger);
   const health = new Health(config.readyRetryThresholdMs);
   const processor = await startProcessorService(config, backends, logger, health);

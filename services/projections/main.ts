@@ -14,7 +14,7 @@ import { startProjectionsService } from '../runtime/services.ts';
 runUntilSignal('projections', async () => {
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
-  const telemetry = startTelemetry(config, 'projections', logger);
+  const telemetry = await startTelemetry(config, 'projections', logger);
   const backends = await openBackends(config, logger);
   const health = new Health(config.readyRetryThresholdMs);
   const projections = startProjectionsService(config, backends, logger, health);

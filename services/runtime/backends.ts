@@ -7,22 +7,17 @@
  *   models stay on Kafka / PostgreSQL / the embedded database as above.
  */
 import type { Logger } from 'pino';
-import { createKafkaEventLog } from '../../shared/adapters/event-log/kafka-event-log.ts';
-import { createPostgresEventLog, createSqliteEventLog } from '../../shared/adapters/event-log/sql-event-log.ts';
-import { openKurrentDbEventStore } from '../../shared/adapters/event-store/kurrentdb-event-store.ts';
-import { createPostgresEventStore } from '../../shared/adapters/event-store/postgres-event-store.ts';
+import { createSqliteEventLog } from '../../shared/adapters/event-log/sql-event-log.ts';
 import { createSqliteEventStore } from '../../shared/adapters/event-store/sqlite-event-store.ts';
 import { openSqlite, type OpenedSqlite } from '../../shared/adapters/sqlite/sqlite-database.ts';
 import type { Config } from '../../shared/config.ts';
 import type { EventLog } from '../../shared/ports/event-log.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import type { ReadModels } from '../../shared/ports/read-models.ts';
-import { createPostgresReadModels } from '../../shared/adapters/read-models/postgres-read-models.ts';
 import { createSqliteReadModels } from '../../shared/adapters/read-models/sqlite-read-models.ts';
 import { createTeamWriter, type TeamWriter } from './team-writer.ts';
 import { keyEncryptionKey } from '../../shared/adapters/crypto/aes-gcm.ts';
 import { createPersonalData, type PersonalData } from '../../shared/adapters/crypto/personal-data.ts';
-import { createPostgresDataKeys } from '../../shared/adapters/data-keys/postgres-data-keys.ts';
 import { createSqliteDataKeys } from '../../shared/adapters/data-keys/sqlite-data-keys.ts';
 import { createSealedEventStore } from '../../shared/adapters/event-store/sealed-event-store.ts';
 import { resolveDataKeySecret } from './secrets.ts';
@@ -68,33 +63,47 @@ export const openBackends = async (config: Config, log: Logger): Promise<Backend
   const sqlite = config.databaseUrl ? undefined : openSqlite(config.dataDir);
   const closing: Array<() => Promise<void>> = [];
   try {
+    // The server adapters (and their drivers) are loaded only when configured: the embedded
+    // default never loads the KurrentDB, PostgreSQL or Kafka clients, tens of MB of memory each.
     const storedEvents = config.kurrentDbUrl
-      ? await openKurrentDbEventStore({ connectionString: config.kurrentDbUrl, log })
+      ? await (
+          await import('../../shared/adapters/event-store/kurrentdb-event-store.ts')
+        ).openKurrentDbEventStore({ connectionString: config.kurrentDbUrl, log })
       : config.databaseUrl
-        ? await createPostgresEventStore({ connectionString: config.databaseUrl, schema: config.databaseSchema, log })
+        ? await (
+            await import('../../shared/adapters/event-store/postgres-event-store.ts')
+          ).createPostgresEventStore({ connectionString: config.databaseUrl, schema: config.databaseSchema, log })
         : createSqliteEventStore(sqlite!.db);
     closing.push(() => storedEvents.close());
     const dataKeySecret = resolveDataKeySecret(config, sqlite?.dataDir);
     if (dataKeySecret.file) log.info({ path: dataKeySecret.file }, `data key secret in ${dataKeySecret.file}`);
     const kek = keyEncryptionKey(dataKeySecret.secret);
     const dataKeys = config.databaseUrl
-      ? await createPostgresDataKeys({ connectionString: config.databaseUrl, schema: config.databaseSchema }, kek)
+      ? await (
+          await import('../../shared/adapters/data-keys/postgres-data-keys.ts')
+        ).createPostgresDataKeys({ connectionString: config.databaseUrl, schema: config.databaseSchema }, kek)
       : createSqliteDataKeys(sqlite!.db, kek);
     const personalData = createPersonalData(dataKeys);
     closing.push(() => personalData.close());
     const eventStore = createSealedEventStore(storedEvents, personalData);
     const eventLog =
       config.kafkaBrokers.length > 0
-        ? await createKafkaEventLog({ brokers: config.kafkaBrokers, publishTimeoutMs: config.kafkaPublishTimeoutMs })
+        ? await (
+            await import('../../shared/adapters/event-log/kafka-event-log.ts')
+          ).createKafkaEventLog({ brokers: config.kafkaBrokers, publishTimeoutMs: config.kafkaPublishTimeoutMs })
         : config.databaseUrl
-          ? await createPostgresEventLog({
+          ? await (
+              await import('../../shared/adapters/event-log/sql-event-log.ts')
+            ).createPostgresEventLog({
               connectionString: config.databaseUrl,
               schema: config.databaseSchema,
               retentionMs: config.logRetentionHours * 3_600_000,
             })
           : createSqliteEventLog(sqlite!.db, { retentionMs: config.logRetentionHours * 3_600_000 });
     const readModels = config.databaseUrl
-      ? await createPostgresReadModels({ connectionString: config.databaseUrl, schema: config.databaseSchema })
+      ? await (
+          await import('../../shared/adapters/read-models/postgres-read-models.ts')
+        ).createPostgresReadModels({ connectionString: config.databaseUrl, schema: config.databaseSchema })
       : createSqliteReadModels(sqlite!.db);
     const topics = topicNames(config.topicPrefix);
     await eventLog.ensureTopics(allTopics(topics).map((name) => ({ name, partitions: config.topicPartitions })));

@@ -5,12 +5,13 @@
 import type { Logger } from 'pino';
 import { createFallbackRateLimiter } from '../../shared/adapters/rate-limit/fallback-rate-limiter.ts';
 import { createMemoryRateLimiter } from '../../shared/adapters/rate-limit/memory-rate-limiter.ts';
-import { createRedisRateLimiter } from '../../shared/adapters/rate-limit/redis-rate-limiter.ts';
 import type { Config } from '../../shared/config.ts';
 import type { RateLimiter } from '../../shared/ports/rate-limiter.ts';
 
-export const openRateLimiter = (config: Config, logger: Logger): RateLimiter => {
+export const openRateLimiter = async (config: Config, logger: Logger): Promise<RateLimiter> => {
   if (!config.redisUrl) return createMemoryRateLimiter();
+  // Loaded only with REDIS_URL: the in-process default never loads the Redis client.
+  const { createRedisRateLimiter } = await import('../../shared/adapters/rate-limit/redis-rate-limiter.ts');
   return createFallbackRateLimiter(
     createRedisRateLimiter({ url: config.redisUrl, connectionName: `call-ingestion-${process.pid}` }),
     createMemoryRateLimiter(),

@@ -27,7 +27,7 @@ export const startIngressService = async (
   const secrets = resolveSecrets(config, backends.sqlite?.dataDir);
   if (secrets.files.adminToken)
     logger.info({ path: secrets.files.adminToken }, `admin token in ${secrets.files.adminToken}`);
-  const limiter = openRateLimiter(config, logger);
+  const limiter = await openRateLimiter(config, logger);
   const ingress = await createIngress({
     eventStore: backends.eventStore,
     eventLog: backends.eventLog,

@@ -10,10 +10,10 @@ export interface Telemetry {
   stop(): Promise<void>;
 }
 
-export const startTelemetry = (config: Config, processName: string, logger: Logger): Telemetry => {
+export const startTelemetry = async (config: Config, processName: string, logger: Logger): Promise<Telemetry> => {
   if (!config.otelExporterOtlpEndpoint) return { stop: async () => undefined };
   const serviceName = config.otelServiceName ?? `call-ingestion-${processName}`;
-  const tracing = startTracing(config.otelExporterOtlpEndpoint, serviceName);
+  const tracing = await startTracing(config.otelExporterOtlpEndpoint, serviceName);
   logger.info({ endpoint: config.otelExporterOtlpEndpoint, serviceName }, 'exporting traces over OTLP/HTTP');
   return {
     stop: () =>

@@ -21,7 +21,6 @@ import {
 } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
@@ -60,12 +59,17 @@ export const installTracing = (spanProcessors: SpanProcessor[], serviceName = TR
   };
 };
 
-/** Exports spans over OTLP/HTTP to `endpoint` (the collector's base URL, `/v1/traces` is added). */
-export const startTracing = (endpoint: string, serviceName: string): Tracing =>
-  installTracing(
+/**
+ * Exports spans over OTLP/HTTP to `endpoint` (the collector's base URL, `/v1/traces` is added). The
+ * exporter is loaded here, so that a process without an endpoint never loads it.
+ */
+export const startTracing = async (endpoint: string, serviceName: string): Promise<Tracing> => {
+  const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-http');
+  return installTracing(
     [new BatchSpanProcessor(new OTLPTraceExporter({ url: `${endpoint.replace(/\/+$/, '')}/v1/traces` }))],
     serviceName,
   );
+};
 
 const tracer = () => trace.getTracer(TRACER);
 

@@ -6,7 +6,6 @@
 import type { PostgresOptions } from '../postgres/postgres-pool.ts';
 import type { SqliteDb } from '../sqlite/sqlite-database.ts';
 import { createSqlEventLog, type SqlEventLog, type SqlEventLogOptions } from './sql-event-log-core.ts';
-import { connectPostgresDriver } from './sql-event-log-postgres.ts';
 import { createSqliteSchema, SqliteDriver } from './sql-event-log-sqlite.ts';
 
 export type { SqlEventLog, SqlEventLogOptions } from './sql-event-log-core.ts';
@@ -27,5 +26,8 @@ export const createSqliteEventLog = (db: SqliteDb, options: SqlEventLogOptions =
  * The event log in tables of `schema` on a PostgreSQL server; tables are created when missing.
  * @throws EventLogUnavailableError when the server cannot be reached.
  */
-export const createPostgresEventLog = async (options: PostgresEventLogOptions): Promise<SqlEventLog> =>
-  createSqlEventLog(await connectPostgresDriver(options), options);
+export const createPostgresEventLog = async (options: PostgresEventLogOptions): Promise<SqlEventLog> => {
+  // Loaded here, so that the embedded log never loads the PostgreSQL driver.
+  const { connectPostgresDriver } = await import('./sql-event-log-postgres.ts');
+  return createSqlEventLog(await connectPostgresDriver(options), options);
+};

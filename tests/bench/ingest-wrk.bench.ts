@@ -53,6 +53,7 @@ import {
   root,
   rssMb,
   runWrk as wrk,
+  serviceNodeFlags,
   startBare,
   waitFor,
   writeScript as write,
@@ -102,7 +103,7 @@ const startService = async (MODE: Mode, serviceRoot = root): Promise<{ url: stri
   const port = await freePort();
   const entry = MODE === 'all-in-one' ? 'dist/services/main.js' : 'dist/services/ingress/main.js';
   const profile = values['cpu-prof'] ? ['--cpu-prof', '--cpu-prof-dir', resolve(values['cpu-prof'])] : [];
-  const child = spawn(process.execPath, [...(serviceRoot === root ? profile : []), entry], {
+  const child = spawn(process.execPath, [...serviceNodeFlags(), ...(serviceRoot === root ? profile : []), entry], {
     cwd: serviceRoot,
     env: {
       ...process.env,

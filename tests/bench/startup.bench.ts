@@ -21,6 +21,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { recordTarget } from './targets.ts';
+import { serviceNodeFlags } from './wrk.ts';
 
 const { values } = parseArgs({
   options: { calls: { type: 'string', default: '1000000' }, batch: { type: 'string', default: '20000' } },
@@ -42,7 +43,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** Starts the compiled service (what `npm start` runs); resolves with it and the ms to /readyz 200. */
 const start = async () => {
   const started = performance.now();
-  const child = spawn(process.execPath, ['dist/services/main.js'], {
+  const child = spawn(process.execPath, [...serviceNodeFlags(), 'dist/services/main.js'], {
     cwd: root,
     env: {
       ...process.env,

@@ -54,6 +54,7 @@ import {
   runWrk,
   runWrkAsync,
   scrape,
+  serviceNodeFlags,
   sleep,
   startBare,
   waitFor,
@@ -104,7 +105,7 @@ const built = spawnSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio:
 if (built.status !== 0) throw new Error('npm run build failed');
 
 const port = await freePort();
-const service = spawn(process.execPath, ['dist/services/main.js'], {
+const service = spawn(process.execPath, [...serviceNodeFlags(), 'dist/services/main.js'], {
   cwd: root,
   env: {
     ...process.env,

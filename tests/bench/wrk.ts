@@ -14,6 +14,16 @@ export { INGEST_PATH };
 
 export const root = resolve(import.meta.dirname, '../..');
 
+/**
+ * The Node.js flags `npm start` runs the service with (package.json's `start`, which a unit test
+ * holds to these): source-mapped stack traces, and the old generation of the heap capped at
+ * HEAP_MAX_MB (default 256), so V8 collects instead of growing the heap under load.
+ */
+export const serviceNodeFlags = (heapMaxMb = process.env.HEAP_MAX_MB ?? '256'): string[] => [
+  '--enable-source-maps',
+  `--max-old-space-size=${heapMaxMb}`,
+];
+
 /** Exits with a clear message when `wrk` is not on PATH. */
 export const requireWrk = (): void => {
   if (spawnSync('wrk', ['--version']).error) {

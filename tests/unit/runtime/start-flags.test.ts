@@ -1,0 +1,19 @@
+/**
+ * `npm start` and the benchmarks run the service with the same Node.js flags: package.json's
+ * `start` script is `node <flags> dist/services/main.js` with the flags the benches use
+ * (tests/bench/wrk.ts `serviceNodeFlags`), HEAP_MAX_MB defaulting to 256 in both.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { root, serviceNodeFlags } from '../../bench/wrk.ts';
+
+test('npm start runs the compiled service with the flags the benchmarks use', () => {
+  const { scripts } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } };
+  assert.equal(scripts.start, `node ${serviceNodeFlags('${HEAP_MAX_MB:-256}').join(' ')} dist/services/main.js`);
+  assert.deepEqual(serviceNodeFlags(), [
+    '--enable-source-maps',
+    `--max-old-space-size=${process.env.HEAP_MAX_MB ?? '256'}`,
+  ]);
+});

@@ -133,16 +133,16 @@ describe('AggregateRepository, decideOnCachedState', () => {
   // handleMany: several commands decided in order and appended in one transaction.
   test('commands decided in order on the state the ones before left, appended in one transaction with their own metadata', async () => {
     const id = fresh();
+    await repository(store).handle(id, { type: 'deposit', amount: 1 });
+    // A repository that has not seen the stream: it reads it first, while all three are queued.
     const io = counting();
     const mine = repository(io.store);
-    await mine.handle(id, { type: 'deposit', amount: 1 });
-    const appendsBefore = io.appends();
     const outcomes = await mine.handleMany(id, [
       { command: { type: 'deposit', amount: 4 }, metadata: { step: 'a' } },
       { command: { type: 'spend', amount: 5 }, metadata: { step: 'b' } },
       { command: { type: 'claim', ticket: 't' }, metadata: { step: 'c' } },
     ]);
-    assert.equal(io.appends(), appendsBefore + 1, 'one append for the three commands');
+    assert.equal(io.appends(), 1, 'one append for the three commands');
     assert.deepEqual(
       outcomes.map((o) => ('error' in o ? 'refused' : o.version)),
       [1, 2, 3],

@@ -104,22 +104,18 @@ export const createCallPipeline = (deps: PipelineDeps) => {
   const lostRace = (error: unknown) =>
     isDomainError(error) && ['CALL_ALREADY_FINISHED', 'CALL_STEP_OUT_OF_ORDER', 'CALL_ERASED'].includes(error.code);
 
+  /**
+   * What every event of a step carries in its metadata: the team, so downstream consumers of any
+   * call event know it, and the step's trace context, so the projections continue the call's trace.
+   */
+  const stepMetadata = (call: { submitted: { teamId: string } }): Record<string, Json> => ({
+    teamId: call.submitted.teamId,
+    ...traceHeaders(),
+  });
+
   /** Appends a step's outcome; a step that lost a race changes nothing. */
-  const record = async (
-    call: { callId: string; submitted: { teamId: string } },
-    command: CallCommand,
-  ): Promise<CallEvent[]> => {
-    try {
-      // The team rides along in metadata so downstream consumers of any call event know it, and
-      // the step's trace context so the projections continue the call's trace.
-      const { events } = await calls.handle(call.callId, command, { teamId: call.submitted.teamId, ...traceHeaders() });
-      countFinishedCalls(events);
-      return events;
-    } catch (error) {
-      if (lostRace(error)) return [];
-      throw error;
-    }
-  };
+  const record = (call: { callId: string; submitted: { teamId: string } }, command: CallCommand) =>
+    recordAll(call.callId, [{ command, metadata: stepMetadata(call) }]);
 
   /** Appends the outcomes of several steps together (one transaction); those that lost a race change nothing. */
   const recordAll = async (
@@ -353,10 +349,8 @@ export const createCallPipeline = (deps: PipelineDeps) => {
           first = true;
           return;
         }
-        // Each event keeps the metadata `record` would give it: the team, and the trace context of its step.
-        const metadata = { teamId: call.submitted.teamId, ...traceHeaders() };
         kept = {
-          commands: [...(kept?.commands ?? []), { command, metadata }],
+          commands: [...(kept?.commands ?? []), { command, metadata: stepMetadata(call) }],
           state: events.reduce(callDecider.evolve, before),
         };
       };

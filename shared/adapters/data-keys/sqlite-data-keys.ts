@@ -51,7 +51,9 @@ export const createSqliteDataKeys = (db: SqliteDb, kek: CipherKey): DataKeyStore
         try {
           const now = Date.now();
           const outcomes: Outcome<Buffer | undefined>[] = callIds.map((callId) => {
-            insert.run(callId, wrapKey(kek, newDataKey(), callId), now);
+            const key = newDataKey();
+            // Not inserted: the call has a key already (or a tombstone), which is the one to use.
+            if (insert.run(callId, wrapKey(kek, key, callId), now).changes === 1) return key;
             return unwrap(callId, selectWriter.get(callId));
           });
           db.exec('COMMIT');

@@ -130,6 +130,7 @@ export const openSqlite = (dataDir: string): OpenedSqlite => {
         closed = true;
         checkpointer.stop();
         db.close();
+        walSync.close();
         unlock();
       },
     };

@@ -1,0 +1,47 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { keyEncryptionKey } from '../../../shared/adapters/crypto/aes-gcm.ts';
+import { createSqliteDataKeys } from '../../../shared/adapters/data-keys/sqlite-data-keys.ts';
+import { openSqlite } from '../../../shared/adapters/sqlite/sqlite-database.ts';
+import { tempDir } from '../../support/temp-dir.ts';
+
+const opened = () => {
+  const dir = tempDir('sqlite-data-keys-');
+  const sqlite = openSqlite(dir.path);
+  const keys = createSqliteDataKeys(sqlite.db, keyEncryptionKey('a data key secret of at least 32 characters'));
+  return {
+    keys,
+    async close() {
+      await keys.close();
+      sqlite.close();
+      dir.remove();
+    },
+  };
+};
+
+test('concurrent first obtains of one call (one write batch) all get the key that was stored', async () => {
+  const files = opened();
+  try {
+    const obtained = await Promise.all([1, 2, 3].map(() => files.keys.obtain('call-1')));
+    const stored = await files.keys.find('call-1');
+    assert.ok(stored && stored.length === 32);
+    for (const key of obtained) assert.deepEqual(key, stored);
+    assert.deepEqual(await files.keys.obtain('call-1'), stored, 'a later obtain reads the same key');
+    assert.notDeepEqual(await files.keys.obtain('call-2'), stored, 'another call gets its own key');
+  } finally {
+    await files.close();
+  }
+});
+
+test('a destroyed key is not made again: obtain after destroy gives no key', async () => {
+  const files = opened();
+  try {
+    assert.ok(await files.keys.obtain('call-1'));
+    await files.keys.destroy('call-1');
+    assert.equal(await files.keys.obtain('call-1'), undefined);
+    await files.keys.destroy('never-made');
+    assert.equal(await files.keys.obtain('never-made'), undefined, 'a tombstone written first also stays');
+  } finally {
+    await files.close();
+  }
+});

@@ -2,7 +2,7 @@ import Database from 'better-sqlite3';
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
-import { startWalCheckpointer } from './wal-checkpointer.ts';
+import { restartWal, startWalCheckpointer, WAL_RESTART_BYTES } from './wal-checkpointer.ts';
 import { attachWalSync, WalSync } from './wal-sync.ts';
 
 export type SqliteDb = Database.Database;
@@ -100,7 +100,16 @@ const lockDataDir = (dataDir: string): (() => void) => {
  * it creates is 0700, and the database file 0600 (SQLite gives its -wal and -shm files the same
  * mode); an existing directory keeps its mode, since it may be shared.
  */
-export const openSqlite = (dataDir: string): OpenedSqlite => {
+export const openSqlite = (
+  dataDir: string,
+  options: {
+    /** The WAL is started again from its beginning once it holds more than this (see wal-checkpointer.ts). */
+    walRestartBytes?: number;
+    /** How often the checkpointer worker copies the WAL into the database file. */
+    checkpointIntervalMs?: number;
+  } = {},
+): OpenedSqlite => {
+  const walRestartBytes = options.walRestartBytes ?? WAL_RESTART_BYTES;
   const dir = resolve(dataDir);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const unlock = lockDataDir(dir);
@@ -120,7 +129,23 @@ export const openSqlite = (dataDir: string): OpenedSqlite => {
     // What a killed process committed is in the page cache: make it durable before building on it.
     walSync.syncNow();
     attachWalSync(db, walSync);
-    const checkpointer = startWalCheckpointer(file);
+    // Once the WAL starts again from its beginning, the file shrinks back to this.
+    db.pragma(`journal_size_limit = ${walRestartBytes}`);
+    let restarting = false;
+    const checkpointer = startWalCheckpointer(file, {
+      pageSize: Number(db.pragma('page_size', { simple: true })),
+      restartBytes: walRestartBytes,
+      ...(options.checkpointIntervalMs === undefined ? {} : { intervalMs: options.checkpointIntervalMs }),
+      onRestartDue: () => {
+        if (restarting || !db.open) return;
+        restarting = true;
+        void serialised(db, () => {
+          if (db.open) restartWal(db);
+        })
+          .catch(() => undefined)
+          .finally(() => (restarting = false));
+      },
+    });
     let closed = false;
     return {
       db,
@@ -130,7 +155,6 @@ export const openSqlite = (dataDir: string): OpenedSqlite => {
         closed = true;
         checkpointer.stop();
         db.close();
-        walSync.close();
         unlock();
       },
     };

@@ -7,10 +7,36 @@
  * writer or a reader) every `intervalMs`. The writer restarts the
  * WAL from its beginning once a checkpoint has copied all of it, as with automatic checkpoints.
  *
+ * Under a steady load that never happens by itself: a commit lands between any PASSIVE checkpoint
+ * and the next write, so the WAL grew without end (about 2 GB in 30 s at full load on 2 cores),
+ * and every page read searched a longer WAL index. So when a PASSIVE checkpoint finds more than
+ * `restartBytes` in the WAL, the worker calls `onRestartDue` in the writer's thread, which finishes
+ * the checkpoint between two of its write transactions (`restartWal`): only what was written since
+ * this checkpoint is left to copy, and no reader of the writer's thread is mid-read there.
+ *
  * Its script is plain JavaScript because workers do not inherit the TypeScript loader.
  */
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
+import type { SqliteDb } from './sqlite-database.ts';
+
+/**
+ * Finishes a checkpoint on the write connection and makes the next write start the WAL from its
+ * beginning (RESTART), unless another connection is mid-checkpoint or reading an old snapshot: then
+ * it leaves it to the next call. It waits for no lock, so it never stalls the writer's thread.
+ * Run it between write transactions (in the connection's write queue).
+ */
+export const restartWal = (db: SqliteDb): void => {
+  const timeout = db.pragma('busy_timeout', { simple: true }) as number;
+  db.pragma('busy_timeout = 0');
+  try {
+    db.pragma('wal_checkpoint(RESTART)');
+  } catch {
+    // Busy: the next time it is due.
+  } finally {
+    db.pragma(`busy_timeout = ${timeout}`);
+  }
+};
 
 export interface WalCheckpointer {
   /** Asks the worker to close its connection and end; returns at once. */
@@ -28,7 +54,8 @@ const WORKER = `
   const timer = setInterval(() => {
     try {
       // Copies what the WAL holds beyond the last checkpoint; nothing to do costs a read of the WAL index.
-      db.pragma('wal_checkpoint(PASSIVE)');
+      const [{ log }] = db.pragma('wal_checkpoint(PASSIVE)');
+      if (log * workerData.frameBytes > workerData.restartBytes) parentPort.postMessage({ restartDue: true });
     } catch {
       // Busy or locked: the next tick tries again.
     }
@@ -42,17 +69,38 @@ const WORKER = `
   });
 `;
 
-/** Starts checkpointing the database file at `path` every `intervalMs`. */
-export const startWalCheckpointer = (path: string, { intervalMs = 250 } = {}): WalCheckpointer => {
+/** The WAL is started again from its beginning once it holds more than this (see above). */
+export const WAL_RESTART_BYTES = 64 * 1024 * 1024;
+
+/** Starts checkpointing the database file at `path` (pages of `pageSize` bytes) every `intervalMs`. */
+export const startWalCheckpointer = (
+  path: string,
+  {
+    intervalMs = 250,
+    pageSize = 4096,
+    restartBytes = WAL_RESTART_BYTES,
+    onRestartDue = () => {},
+  }: { intervalMs?: number; pageSize?: number; restartBytes?: number; onRestartDue?: () => void } = {},
+): WalCheckpointer => {
   const worker = new Worker(WORKER, {
     eval: true,
-    workerData: { driver: createRequire(import.meta.url).resolve('better-sqlite3'), path, intervalMs },
+    workerData: {
+      driver: createRequire(import.meta.url).resolve('better-sqlite3'),
+      path,
+      intervalMs,
+      // A WAL frame is a page and its 24-byte header.
+      frameBytes: pageSize + 24,
+      restartBytes,
+    },
     // It holds almost nothing: a small heap keeps the process's memory at rest low.
     resourceLimits: { maxYoungGenerationSizeMb: 1, maxOldGenerationSizeMb: 12 },
   });
   // Never what keeps the process alive.
   worker.unref();
   worker.on('error', () => undefined);
+  worker.on('message', (message: { restartDue?: boolean }) => {
+    if (message.restartDue) onRestartDue();
+  });
   let stopped = false;
   return {
     stop() {

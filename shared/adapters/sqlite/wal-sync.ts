@@ -10,13 +10,10 @@
  * commit; the others (checkpoints, projections) need not, since the WAL is replayed as a prefix:
  * a commit is never kept without the ones before it.
  *
- * One sync runs at a time; commits that arrive during it share the next one (group fsync). The WAL
- * file stays open between syncs, so a round is one trip to the thread pool, not three (open, sync,
- * close): SQLite keeps writing the same file (a checkpoint restarts it, never replaces it) and
- * removes it only when the database's last connection closes.
+ * One sync runs at a time; commits that arrive during it share the next one (group fsync).
  */
 import { closeSync, existsSync, fdatasyncSync, openSync } from 'node:fs';
-import { type FileHandle, open } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import type { SqliteDb } from './sqlite-database.ts';
 
 interface Waiting {
@@ -40,8 +37,6 @@ export class WalSync {
   private running = false;
   private next: Waiting | undefined;
   private syncs = 0;
-  private handle: FileHandle | undefined;
-  private closing = false;
 
   constructor(private readonly walPath: string) {}
 
@@ -69,38 +64,28 @@ export class WalSync {
     }
   }
 
-  /** Closes the WAL file once the sync under way, if any, is done (the database is closing). */
-  close(): void {
-    this.closing = true;
-    if (!this.running) this.release();
-  }
-
-  private release(): void {
-    const handle = this.handle;
-    this.handle = undefined;
-    void handle?.close().catch(() => undefined);
-  }
-
   private async run(): Promise<void> {
     this.running = true;
     while (this.next) {
       const round = this.next;
       this.next = undefined;
       try {
-        this.handle ??= await open(this.walPath, 'r');
-        await this.handle.datasync();
+        // Opened for each round: the file SQLite writes now, whatever happened to it before.
+        const handle = await open(this.walPath, 'r');
+        try {
+          await handle.datasync();
+        } finally {
+          await handle.close();
+        }
         this.syncs++;
         round.resolve();
       } catch (error) {
-        // Opened again for the next round: a failed file is not used twice.
-        this.release();
         // No WAL file: nothing was committed through it since it was last checkpointed and removed.
         if ((error as NodeJS.ErrnoException).code === 'ENOENT') round.resolve();
         else round.reject(error);
       }
     }
     this.running = false;
-    if (this.closing) this.release();
   }
 }
 

@@ -114,11 +114,6 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
     if (!team) throw new ProblemError('API_KEY_INVALID', 'The team of this API key no longer exists.');
 
     const reservedMinutes = estimateCallMinutes(submission);
-    // The call's data key is written while the reservation is (one wait fewer before the 201),
-    // when the team as this process knows it takes the call: a refusal leaves no key behind. The
-    // seal below waits for it, and reports its failure.
-    if (deps.personalData && deps.teams.wouldReserve(owner.teamId, callId, reservedMinutes))
-      deps.personalData.prepare(callId).catch(() => undefined);
     let reservation;
     try {
       reservation = await deps.teams.reserve(owner.teamId, callId, reservedMinutes, {

@@ -5,7 +5,6 @@
 import { randomUUID } from 'node:crypto';
 import { hoursToMinutes } from '../../../shared/domain/team/capacity.ts';
 import type { TeamCommand } from '../../../shared/domain/team/team-commands.ts';
-import { decideTeam } from '../../../shared/domain/team/team-decider.ts';
 import type { ActiveTeam } from '../../../shared/domain/team/team-state.ts';
 import { generateApiKey, generateKeyId, hashApiKey, parseApiKey } from '../../../shared/security/api-keys.ts';
 import type { HandleOptions } from '../../runtime/aggregate-repository.ts';
@@ -143,20 +142,6 @@ export class TeamService {
       ...this.capacity(state as ActiveTeam),
       autoRechargedMinutes: reserved?.type === 'CapacityReserved' ? reserved.data.autoRechargedMinutes : 0,
     };
-  }
-
-  /**
-   * Whether `reserve` would take the call, as this process knows the team (no I/O): a hint for work
-   * worth starting beside the reservation. The reservation itself decides.
-   */
-  wouldReserve(teamId: string, callId: string, minutes: number): boolean {
-    const team = this.deps.directory.team(teamId);
-    if (!team) return false;
-    try {
-      return decideTeam({ type: 'ReserveCapacity', callId, minutes }, team).length > 0;
-    } catch {
-      return false;
-    }
   }
 
   async release(teamId: string, callId: string): Promise<void> {

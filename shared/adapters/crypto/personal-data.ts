@@ -21,8 +21,6 @@ const KEY_CACHE_MAX = 10_000;
 export const KEY_CACHE_TTL_MS = 30_000;
 
 export interface PersonalData {
-  /** Makes sure call `callId` has a data key (written now, if it has none), so a `seal` that follows writes nothing. */
-  prepare(callId: string): Promise<void>;
   /** The payload of `type` about call `callId` with its personal fields encrypted; without them when the call's key was destroyed. */
   seal(callId: string, type: string, data: Json): Promise<Json>;
   /** The payload with its personal fields decrypted, or their erased placeholders when the call's key was destroyed. */
@@ -60,32 +58,16 @@ export const createPersonalData = (keys: DataKeyStore): PersonalData => {
     }
     return entry === null ? null : entry.key;
   };
-  /** Keys being made: a seal that comes while `prepare` writes the call's key waits for that write. */
-  const making = new Map<string, Promise<KeyObject | undefined>>();
   const keyFor = async (callId: string, create: boolean): Promise<KeyObject | undefined> => {
     const known = cached(callId);
     if (known !== undefined) return known ?? undefined;
-    const underWay = making.get(callId);
-    if (underWay) return underWay;
-    if (!create) return remembered(callId, await keys.find(callId));
-    const made = keys.obtain(callId).then((stored) => remembered(callId, stored));
-    making.set(callId, made);
-    try {
-      return await made;
-    } finally {
-      making.delete(callId);
-    }
-  };
-  const remembered = (callId: string, stored: Buffer | undefined): KeyObject | undefined => {
+    const stored = create ? await keys.obtain(callId) : await keys.find(callId);
     const key = stored ? cipherKey(stored) : undefined;
     remember(callId, key ? { key, at: Date.now() } : null);
     return key;
   };
 
   const personalData: PersonalData = {
-    async prepare(callId) {
-      await keyFor(callId, true);
-    },
     async seal(callId, type, data) {
       if (!hasPersonalFields(type) || sealedOf(data) !== undefined) return data;
       const { rest, personal } = splitPersonal(type, data);

@@ -10,7 +10,7 @@ const keyRows = (db: { prepare(sql: string): { all(...params: unknown[]): unknow
     usable: number;
   }[];
 
-test('an accepted call has its one data key and a sealed record; a call refused for capacity leaves no key behind', async () => {
+test('an accepted call has its one data key and a sealed record on the log; a call refused for capacity leaves no key behind', async () => {
   const embedded = await openEmbeddedPipeline({}, { erasure: true });
   try {
     const db = embedded.sqlite!.db;

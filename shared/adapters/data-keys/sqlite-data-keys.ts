@@ -30,6 +30,8 @@ export const createSqliteDataKeys = (db: SqliteDb, kek: CipherKey): DataKeyStore
   db.exec(SCHEMA);
   const reader = new Database(db.name, { readonly: true, fileMustExist: true });
   reader.pragma('busy_timeout = 5000');
+  // Point lookups of one key each: SQLite's own default page cache (2 MB), not the driver's 16 MB.
+  reader.pragma('cache_size = -2000');
   const select = reader.prepare<[string], { wrapped: Buffer | null }>(
     'SELECT wrapped FROM data_keys WHERE call_id = ?',
   );

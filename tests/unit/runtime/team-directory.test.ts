@@ -190,6 +190,26 @@ describe('TeamDirectory', () => {
     assert.ok(snapshots[1]!.position > snapshots[0]!.position);
   });
 
+  test('snapshot() serves the event loop between teams, and stores every team as it was when it began', async () => {
+    const { store, append, snapshots } = freshStore();
+    const teamIds = ['t1', 't2', 't3', 't4'];
+    for (const teamId of teamIds) await append(teamId, [createdAs(teamId, 600)]);
+    const directory = await started(store);
+    let turns = 0;
+    let snapshotting = true;
+    const count = () => {
+      if (!snapshotting) return;
+      turns++;
+      setImmediate(count);
+    };
+    setImmediate(count);
+    await directory.snapshot();
+    snapshotting = false;
+    assert.ok(turns >= teamIds.length - 1, `the loop ran ${turns} times while ${teamIds.length} teams were encoded`);
+    const stored = (snapshots.at(-1)!.data as { teams: { teamId: string }[] }).teams.map((t) => t.teamId);
+    assert.deepEqual(stored.sort(), teamIds);
+  });
+
   test('an unreadable snapshot costs only time: the directory folds the feed from the start', async () => {
     const { store, append, subscriptions } = freshStore();
     await append('t1', [teamCreated(), keyIssued('k1', hash('a'))]);

@@ -8,6 +8,7 @@
  * It is also the state cache of the team repository: a command folds only events newer than the
  * version held here.
  */
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { EventDecodeError } from '../../../shared/domain/event-catalogue.ts';
 import { teamEvents } from '../../../shared/domain/team/team-catalogue.ts';
 import {
@@ -102,7 +103,7 @@ export class TeamDirectory implements StateCache<TeamState> {
     const teams: Json[] = [];
     for (const [teamId, { state, version }] of held) {
       teams.push({ teamId, version, state: encodeTeamState(state) });
-      await new Promise((resolve) => setImmediate(resolve));
+      await nextTurn();
     }
     try {
       await this.store.storeSnapshot(TEAM_DIRECTORY_SNAPSHOT, { position, data: { teams } });

@@ -133,15 +133,12 @@ export const openSqlite = (
     db.pragma(`journal_size_limit = ${walRestartBytes}`);
     let restarting = false;
     const checkpointer = startWalCheckpointer(file, {
-      pageSize: Number(db.pragma('page_size', { simple: true })),
       restartBytes: walRestartBytes,
       ...(options.checkpointIntervalMs === undefined ? {} : { intervalMs: options.checkpointIntervalMs }),
       onRestartDue: () => {
         if (restarting || !db.open) return;
         restarting = true;
-        void serialised(db, () => {
-          if (db.open) restartWal(db);
-        })
+        void serialised(db, () => restartWal(db))
           .catch(() => undefined)
           .finally(() => (restarting = false));
       },

@@ -27,6 +27,7 @@ import type { SqliteDb } from './sqlite-database.ts';
  * Run it between write transactions (in the connection's write queue).
  */
 export const restartWal = (db: SqliteDb): void => {
+  if (!db.open) return;
   const timeout = db.pragma('busy_timeout', { simple: true }) as number;
   db.pragma('busy_timeout = 0');
   try {
@@ -51,11 +52,13 @@ const WORKER = `
   db.pragma('synchronous = FULL');
   // A checkpoint copies pages from the WAL to the file; it needs little cache of its own.
   db.pragma('cache_size = -512');
+  // A WAL frame is a page and its 24-byte header.
+  const frameBytes = db.pragma('page_size', { simple: true }) + 24;
   const timer = setInterval(() => {
     try {
       // Copies what the WAL holds beyond the last checkpoint; nothing to do costs a read of the WAL index.
       const [{ log }] = db.pragma('wal_checkpoint(PASSIVE)');
-      if (log * workerData.frameBytes > workerData.restartBytes) parentPort.postMessage({ restartDue: true });
+      if (log * frameBytes > workerData.restartBytes) parentPort.postMessage({ restartDue: true });
     } catch {
       // Busy or locked: the next tick tries again.
     }
@@ -72,26 +75,18 @@ const WORKER = `
 /** The WAL is started again from its beginning once it holds more than this (see above). */
 export const WAL_RESTART_BYTES = 64 * 1024 * 1024;
 
-/** Starts checkpointing the database file at `path` (pages of `pageSize` bytes) every `intervalMs`. */
+/** Starts checkpointing the database file at `path` every `intervalMs`. */
 export const startWalCheckpointer = (
   path: string,
   {
     intervalMs = 250,
-    pageSize = 4096,
     restartBytes = WAL_RESTART_BYTES,
     onRestartDue = () => {},
-  }: { intervalMs?: number; pageSize?: number; restartBytes?: number; onRestartDue?: () => void } = {},
+  }: { intervalMs?: number; restartBytes?: number; onRestartDue?: () => void } = {},
 ): WalCheckpointer => {
   const worker = new Worker(WORKER, {
     eval: true,
-    workerData: {
-      driver: createRequire(import.meta.url).resolve('better-sqlite3'),
-      path,
-      intervalMs,
-      // A WAL frame is a page and its 24-byte header.
-      frameBytes: pageSize + 24,
-      restartBytes,
-    },
+    workerData: { driver: createRequire(import.meta.url).resolve('better-sqlite3'), path, intervalMs, restartBytes },
     // It holds almost nothing: a small heap keeps the process's memory at rest low.
     resourceLimits: { maxYoungGenerationSizeMb: 1, maxOldGenerationSizeMb: 12 },
   });

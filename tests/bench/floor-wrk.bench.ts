@@ -1,0 +1,127 @@
+/**
+ * The ingest floor: what the parts of an accepted call cost by themselves, each measured by `wrk`
+ * against a route that does only those parts (floor-route.ts), in alternating rounds beside the bare
+ * route. It answers "how close to the bare route could the ingest path get on this machine": the
+ * rung that adds validation, a durable record and sealing is an upper bound for any ingest path
+ * that must do them, before authentication, rate limits and capacity (what the service adds; the
+ * ingest bench measures the service itself). A bench, not a test: prints, asserts nothing.
+ *
+ * Rungs (cumulative, see floor-route.ts): bare, normalised, durable, sealed. Each runs in its own
+ * process (`node --import tsx`) on a fresh embedded database; every 201 of `durable` and `sealed` is
+ * on disk (its WAL synced) before it is sent. Also printed: the CPU each rung's process used per
+ * request during its load, from /proc, which does not depend on how busy the machine was.
+ *
+ * Needs the Debian package `wrk` on PATH (`apt-get install -y wrk`).
+ *
+ *   npx tsx tests/bench/floor-wrk.bench.ts [--rounds 3] [--seconds 8] [--connections 50] [--rungs bare,normalised,durable,sealed]
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { tempDir } from '../support/temp-dir.ts';
+import { report } from './report.ts';
+import { recordTarget } from './targets.ts';
+import { RUNGS, type Rung } from './floor-route.ts';
+import { cpuSeconds, freePort, median, requireWrk, root, runWrk, sleep, writeScript } from './wrk.ts';
+
+const { values } = parseArgs({
+  options: {
+    rounds: { type: 'string', default: '3' },
+    seconds: { type: 'string', default: '8' },
+    connections: { type: 'string', default: '50' },
+    rungs: { type: 'string', default: RUNGS.join(',') },
+  },
+});
+const ROUNDS = Number(values.rounds);
+const SECONDS = Number(values.seconds);
+const CONNECTIONS = Number(values.connections);
+// The bare route is always measured: every ratio is to it.
+const MEASURED = RUNGS.filter((rung) => rung === 'bare' || values.rungs.split(',').includes(rung));
+
+requireWrk();
+const dir = tempDir('floor-wrk-bench-');
+const children: ChildProcess[] = [];
+process.on('exit', () => {
+  for (const child of children) child.kill('SIGKILL');
+  dir.remove();
+});
+
+const startRung = async (rung: Rung): Promise<{ url: string; pid: number }> => {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'tests/bench/floor-route.ts')], {
+    cwd: root,
+    env: { ...process.env, PORT: String(port), RUNG: rung, DATA_DIR: join(dir.path, rung) },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  children.push(child);
+  const url = `http://127.0.0.1:${port}`;
+  const until = Date.now() + 30_000;
+  // The route has no GET; any HTTP answer means it listens.
+  while (
+    !(await fetch(url).then(
+      () => true,
+      () => false,
+    ))
+  ) {
+    if (child.exitCode !== null || Date.now() > until) throw new Error(`the ${rung} route did not start`);
+    await sleep(100);
+  }
+  return { url, pid: child.pid! };
+};
+
+// The routes take no API key; the script sends one all the same, as the ingest bench's does.
+const script = writeScript(join(dir.path, 'floor.lua'), ['floor-key']);
+console.log(
+  `ingest floor: ${ROUNDS} alternating rounds of ${SECONDS} s per rung (${MEASURED.join(', ')}), wrk -t1 -c${CONNECTIONS}`,
+);
+const servers = new Map<Rung, { url: string; pid: number }>();
+for (const rung of MEASURED) servers.set(rung, await startRung(rung));
+// Warm each route up (JIT, the first WAL pages) before the measured rounds.
+for (const rung of MEASURED) runWrk(servers.get(rung)!.url, script, CONNECTIONS, 2);
+
+const rates = new Map<Rung, number[]>(MEASURED.map((rung) => [rung, []]));
+const cpu = new Map<Rung, number[]>(MEASURED.map((rung) => [rung, []]));
+const rows: Parameters<typeof report>[1] = [];
+for (let round = 1; round <= ROUNDS; round++) {
+  for (const rung of MEASURED) {
+    const { url, pid } = servers.get(rung)!;
+    const before = cpuSeconds(pid);
+    const result = runWrk(url, script, CONNECTIONS, SECONDS);
+    const ok = (result.requests - result.non2xx) / SECONDS;
+    const cpuPerRequest = ((cpuSeconds(pid) - before) * 1000) / Math.max(1, result.requests);
+    rates.get(rung)!.push(ok);
+    cpu.get(rung)!.push(cpuPerRequest);
+    rows.push({
+      name: `round ${round}: ${rung} (p50 ${result.p50}, p99 ${result.p99}, non-201 ${result.non2xx}, CPU/request ${cpuPerRequest.toFixed(3)} ms)`,
+      perSecond: ok,
+      baseline: rung === 'bare',
+    });
+  }
+}
+report(`ingest floor, wrk -t1 -c${CONNECTIONS} (ratio: rung / bare route of the same round)`, rows);
+const bareCpu = median(cpu.get('bare')!);
+console.log('\nmedians over the rounds:');
+for (const rung of MEASURED) {
+  const perRound = rates.get(rung)!.map((rate, i) => rate / rates.get('bare')![i]!);
+  console.log(
+    `  ${rung.padEnd(10)} ${Math.round(median(rates.get(rung)!))
+      .toLocaleString('en-US')
+      .padStart(
+        7,
+      )} 201s/s  ${median(perRound).toFixed(3)}× the bare route  CPU/request ${median(cpu.get(rung)!).toFixed(3)} ms (${(bareCpu / median(cpu.get(rung)!)).toFixed(3)}× the bare route's)`,
+  );
+}
+
+// What bounds target 1 from above: no ingest path that validates, records durably and seals can
+// accept more than this route does (the service also authenticates, limits and reserves).
+for (const rung of MEASURED.filter((rung) => rung !== 'bare')) {
+  const perRound = rates.get(rung)!.map((rate, i) => rate / rates.get('bare')![i]!);
+  recordTarget({
+    target: `1 accept rate, its upper bound: a route doing only the rungs up to ${rung} (not a target; for comparison)`,
+    figure: `${Math.round(median(rates.get(rung)!)).toLocaleString('en-US')} 201s/s (median of ${ROUNDS})`,
+    baseline: `bare Fastify route ${Math.round(median(rates.get('bare')!)).toLocaleString('en-US')} req/s`,
+    ratio: median(perRound),
+    goal: '—',
+    command: `npx tsx tests/bench/floor-wrk.bench.ts --rounds ${ROUNDS} --seconds ${SECONDS}`,
+  });
+}

@@ -6,14 +6,15 @@
  * that must do them, before authentication, rate limits and capacity (what the service adds; the
  * ingest bench measures the service itself). A bench, not a test: prints, asserts nothing.
  *
- * Rungs (cumulative, see floor-route.ts): bare, normalised, durable, sealed. Each runs in its own
+ * Rungs (cumulative, see floor-route.ts): bare, normalised, durable, sealed; and kafka (normalised +
+ * a publish to Kafka, acks=all) when KAFKA_BROKERS is set. Each runs in its own
  * process (`node --import tsx`) on a fresh embedded database; every 201 of `durable` and `sealed` is
  * on disk (its WAL synced) before it is sent. Also printed: the CPU each rung's process used per
  * request during its load, from /proc, which does not depend on how busy the machine was.
  *
  * Needs the Debian package `wrk` on PATH (`apt-get install -y wrk`).
  *
- *   npx tsx tests/bench/floor-wrk.bench.ts [--rounds 3] [--seconds 8] [--connections 50] [--rungs bare,normalised,durable,sealed]
+ *   npx tsx tests/bench/floor-wrk.bench.ts [--rounds 3] [--seconds 8] [--connections 50] [--rungs bare,normalised,durable,sealed,kafka]
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
@@ -29,14 +30,21 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '3' },
     seconds: { type: 'string', default: '8' },
     connections: { type: 'string', default: '50' },
-    rungs: { type: 'string', default: RUNGS.join(',') },
+    rungs: { type: 'string' },
   },
 });
 const ROUNDS = Number(values.rounds);
 const SECONDS = Number(values.seconds);
 const CONNECTIONS = Number(values.connections);
-// The bare route is always measured: every ratio is to it.
-const MEASURED = RUNGS.filter((rung) => rung === 'bare' || values.rungs.split(',').includes(rung));
+// The bare route is always measured: every ratio is to it. By default every rung, Kafka's when
+// KAFKA_BROKERS names a broker.
+const KAFKA_BROKERS = process.env.KAFKA_BROKERS ?? '';
+const asked = values.rungs?.split(',') ?? RUNGS.filter((rung) => rung !== 'kafka' || KAFKA_BROKERS !== '');
+const MEASURED = RUNGS.filter((rung) => rung === 'bare' || asked.includes(rung));
+if (MEASURED.includes('kafka') && KAFKA_BROKERS === '') {
+  console.error('the kafka rung needs a broker: set KAFKA_BROKERS (docker/kafka.sh start prints it)');
+  process.exit(2);
+}
 
 requireWrk();
 const dir = tempDir('floor-wrk-bench-');

@@ -11,6 +11,7 @@ const opened = () => {
   const keys = createSqliteDataKeys(sqlite.db, keyEncryptionKey('a data key secret of at least 32 characters'));
   return {
     keys,
+    db: sqlite.db,
     async close() {
       await keys.close();
       sqlite.close();
@@ -41,6 +42,21 @@ test('a destroyed key is not made again: obtain after destroy gives no key', asy
     assert.equal(await files.keys.obtain('call-1'), undefined);
     await files.keys.destroy('never-made');
     assert.equal(await files.keys.obtain('never-made'), undefined, 'a tombstone written first also stays');
+  } finally {
+    await files.close();
+  }
+});
+
+test('obtain gives the key another store made (it is read on the write connection, not made again)', async () => {
+  const files = opened();
+  try {
+    const made = await files.keys.obtain('call-1');
+    const other = createSqliteDataKeys(files.db, keyEncryptionKey('a data key secret of at least 32 characters'));
+    try {
+      assert.deepEqual(await other.obtain('call-1'), made);
+    } finally {
+      await other.close();
+    }
   } finally {
     await files.close();
   }

@@ -5,7 +5,11 @@
  *
  * - `bare`: parses the JSON body and answers 201 (the ingest bench's baseline).
  * - `normalised`: + the submission rules (`normaliseSubmission`, what the ingest route validates with).
- * - `durable`: + the CallSubmitted record published to the embedded event log, answered once the
+ * - `minimal`: `normalised` + the least a durable 201 needs, written here without the project's
+ *   adapters: one INSERT of the body per request into a table of its own, the requests waiting
+ *   together committed in one transaction, then one fdatasync of the WAL (kept open) per round in
+ *   the thread pool. What the event log adds to it is the difference to `durable`.
+ * - `durable`: `normalised` + the CallSubmitted record published to the embedded event log, answered once the
  *   WAL holding it is synced (the durable 201 of decision 0010).
  * - `sealed`: + its personal fields sealed under a new data key per call, itself stored (decision 0014).
  * - `kafka`: `normalised` + the record published to Kafka (KAFKA_BROKERS) through the Kafka event
@@ -17,13 +21,15 @@
  * Run as `node --import tsx tests/bench/floor-route.ts` with PORT, RUNG and DATA_DIR.
  */
 import Fastify from 'fastify';
-
+import { fdatasync, open } from 'node:fs';
 import { keyEncryptionKey } from '../../shared/adapters/crypto/aes-gcm.ts';
 import { createPersonalData } from '../../shared/adapters/crypto/personal-data.ts';
 import { createSqliteDataKeys } from '../../shared/adapters/data-keys/sqlite-data-keys.ts';
 import { createKafkaEventLog } from '../../shared/adapters/event-log/kafka-event-log.ts';
 import { createSqliteEventLog } from '../../shared/adapters/event-log/sql-event-log.ts';
-import { openSqlite } from '../../shared/adapters/sqlite/sqlite-database.ts';
+import type { PersonalData } from '../../shared/adapters/crypto/personal-data.ts';
+import type { EventLog } from '../../shared/ports/event-log.ts';
+import { openSqlite, type SqliteDb } from '../../shared/adapters/sqlite/sqlite-database.ts';
 import { toRecord } from '../../shared/cloudevents.ts';
 import { callEvents } from '../../shared/domain/call/call-catalogue.ts';
 import { CALL_SUBMITTED_TYPE, type CallSubmittedData } from '../../shared/domain/call/call-submitted.ts';
@@ -31,32 +37,128 @@ import { normaliseSubmission } from '../../shared/domain/submission/normalise-su
 import { estimateCallMinutes } from '../../shared/domain/team/capacity.ts';
 import { INGEST_PATH, newCallId } from '../../services/ingress/ingest-route.ts';
 
-export const RUNGS = ['bare', 'normalised', 'durable', 'sealed', 'kafka'] as const;
+export const RUNGS = ['bare', 'normalised', 'minimal', 'durable', 'sealed', 'kafka'] as const;
 export type Rung = (typeof RUNGS)[number];
+
+type Normalised = Extract<ReturnType<typeof normaliseSubmission>, { ok: true }>;
+/** What a rung does with a valid submission before its 201. */
+type Recorder = (callId: string, normalised: Normalised) => Promise<void>;
+
+/**
+ * The `minimal` rung's write: requests queued within one turn of the event loop are inserted in one
+ * transaction, and each waits for the next fdatasync of the WAL that began after its commit.
+ */
+const minimalWriter = (db: SqliteDb): Recorder => {
+  db.exec(
+    'CREATE TABLE IF NOT EXISTS floor_minimal (id INTEGER PRIMARY KEY, call_id TEXT NOT NULL, body TEXT NOT NULL)',
+  );
+  const insert = db.prepare('INSERT INTO floor_minimal (call_id, body) VALUES (?, ?)');
+  let queued: { callId: string; body: string; done: () => void }[] = [];
+  let committed: (() => void)[] = [];
+  let syncing = false;
+  let fd: number | undefined;
+  const sync = (): void => {
+    if (syncing || committed.length === 0) return;
+    syncing = true;
+    const round = committed;
+    committed = [];
+    const synced = (error: NodeJS.ErrnoException | null) => {
+      if (error) throw error;
+      syncing = false;
+      for (const done of round) done();
+      sync();
+    };
+    if (fd === undefined)
+      open(`${db.name}-wal`, 'r', (error, opened) => {
+        if (error) throw error;
+        fd = opened;
+        fdatasync(fd, synced);
+      });
+    else fdatasync(fd, synced);
+  };
+  const flush = () => {
+    const batch = queued;
+    queued = [];
+    db.exec('BEGIN IMMEDIATE');
+    for (const { callId, body } of batch) insert.run(callId, body);
+    db.exec('COMMIT');
+    for (const { done } of batch) committed.push(done);
+    sync();
+  };
+  return (callId, { submission }) =>
+    new Promise((done) => {
+      if (queued.length === 0) setImmediate(flush);
+      queued.push({ callId, body: JSON.stringify(submission), done });
+    });
+};
+
+/** The CallSubmitted record of a valid submission, published to `topic` (sealed first with `personalData`). */
+const publisher =
+  (eventLog: EventLog, topic: string, personalData?: PersonalData): Recorder =>
+  async (callId, { submission, warnings }) => {
+    const submittedAt = new Date().toISOString();
+    const data: CallSubmittedData = {
+      callId,
+      teamId: 'floor-team',
+      keyId: 'floor-key',
+      submittedAt,
+      submission,
+      attributedTo: { kind: 'owner', email: 'owner@floor.test', name: 'Floor Owner' },
+      capacity: { reservedMinutes: estimateCallMinutes(submission), autoRechargedMinutes: 0 },
+      warnings,
+    };
+    const encoded = callEvents.encode({ type: 'CallSubmitted', data }).data;
+    const published = personalData ? await personalData.seal(callId, 'CallSubmitted', encoded) : encoded;
+    await eventLog.publish(topic, [
+      toRecord({
+        id: callId,
+        type: CALL_SUBMITTED_TYPE,
+        source: INGEST_PATH,
+        subject: callId,
+        time: submittedAt,
+        data: published,
+        extensions: { teamid: 'floor-team' },
+      }),
+    ]);
+  };
 
 /** Serves the rung named by RUNG on PORT, its database in DATA_DIR, until SIGTERM. */
 const serve = async (rung: Rung) => {
-  const level = RUNGS.indexOf(rung);
-  if (level < 0) throw new Error(`RUNG is one of ${RUNGS.join(', ')}, not ${String(rung)}`);
-
-  const kafka = rung === 'kafka';
-  // A topic of its own per start, so each Kafka rung starts on an empty topic.
-  const TOPIC = kafka ? `floor.calls.submitted.${Date.now()}` : 'calls.submitted.v1';
-  const sqlite = level >= 2 && !kafka ? openSqlite(process.env.DATA_DIR ?? './floor-data') : undefined;
-  const eventLog = kafka
-    ? await createKafkaEventLog({ brokers: (process.env.KAFKA_BROKERS ?? '').split(',').filter(Boolean) })
-    : sqlite
-      ? createSqliteEventLog(sqlite.db)
-      : undefined;
-  await eventLog?.ensureTopics([{ name: TOPIC, partitions: 6 }]);
-  const personalData =
-    sqlite && level >= 3
-      ? createPersonalData(createSqliteDataKeys(sqlite.db, keyEncryptionKey('floor-route-data-key-secret-0123456789')))
-      : undefined;
+  if (!RUNGS.includes(rung)) throw new Error(`RUNG is one of ${RUNGS.join(', ')}, not ${String(rung)}`);
+  const closing: (() => unknown)[] = [];
+  let record: Recorder | undefined;
+  if (rung === 'kafka') {
+    const eventLog = await createKafkaEventLog({
+      brokers: (process.env.KAFKA_BROKERS ?? '').split(',').filter(Boolean),
+    });
+    closing.push(() => eventLog.close());
+    // A topic of its own per start, so each Kafka rung starts on an empty topic.
+    const topic = `floor.calls.submitted.${Date.now()}`;
+    await eventLog.ensureTopics([{ name: topic, partitions: 6 }]);
+    record = publisher(eventLog, topic);
+  } else if (rung === 'minimal' || rung === 'durable' || rung === 'sealed') {
+    const sqlite = openSqlite(process.env.DATA_DIR ?? './floor-data');
+    closing.push(() => sqlite.close());
+    if (rung === 'minimal') record = minimalWriter(sqlite.db);
+    else {
+      const eventLog = createSqliteEventLog(sqlite.db);
+      closing.unshift(() => eventLog.close());
+      const topic = 'calls.submitted.v1';
+      await eventLog.ensureTopics([{ name: topic, partitions: 6 }]);
+      const personalData =
+        rung === 'sealed'
+          ? createPersonalData(
+              createSqliteDataKeys(sqlite.db, keyEncryptionKey('floor-route-data-key-secret-0123456789')),
+            )
+          : undefined;
+      if (personalData) closing.unshift(() => personalData.close());
+      record = publisher(eventLog, topic, personalData);
+    }
+  }
 
   const app = Fastify({ logger: false, bodyLimit: 10 * 1024 * 1024 });
   app.post(INGEST_PATH, async (request, reply) => {
-    if (level === 0) {
+    if (rung === 'bare') {
       const body = request.body;
       return reply
         .code(201)
@@ -65,45 +167,18 @@ const serve = async (rung: Rung) => {
     const normalised = normaliseSubmission(request.body);
     if (!normalised.ok) return reply.code(400).send({ errors: normalised.errors });
     const callId = newCallId();
-    if (eventLog) {
-      const { submission, warnings } = normalised;
-      const submittedAt = new Date().toISOString();
-      const data: CallSubmittedData = {
-        callId,
-        teamId: 'floor-team',
-        keyId: 'floor-key',
-        submittedAt,
-        submission,
-        attributedTo: { kind: 'owner', email: 'owner@floor.test', name: 'Floor Owner' },
-        capacity: { reservedMinutes: estimateCallMinutes(submission), autoRechargedMinutes: 0 },
-        warnings,
-      };
-      const encoded = callEvents.encode({ type: 'CallSubmitted', data }).data;
-      const published = personalData ? await personalData.seal(callId, 'CallSubmitted', encoded) : encoded;
-      await eventLog.publish(TOPIC, [
-        toRecord({
-          id: callId,
-          type: CALL_SUBMITTED_TYPE,
-          source: INGEST_PATH,
-          subject: callId,
-          time: submittedAt,
-          data: published,
-          extensions: { teamid: 'floor-team' },
-        }),
-      ]);
-    }
+    await record?.(callId, normalised);
     return reply.code(201).send({ callId, status: 'pending' });
   });
   await app.listen({ port: Number(process.env.PORT), host: '127.0.0.1' });
 
-  const stop = async () => {
-    await app.close();
-    await personalData?.close();
-    await eventLog?.close();
-    sqlite?.close();
-    process.exit(0);
-  };
-  process.once('SIGTERM', () => void stop());
+  process.once('SIGTERM', () => {
+    void (async () => {
+      await app.close();
+      for (const close of closing) await close();
+      process.exit(0);
+    })();
+  });
 };
 
 if (import.meta.main) await serve(process.env.RUNG as Rung);

@@ -6,15 +6,16 @@
  * that must do them, before authentication, rate limits and capacity (what the service adds; the
  * ingest bench measures the service itself). A bench, not a test: prints, asserts nothing.
  *
- * Rungs (cumulative, see floor-route.ts): bare, normalised, durable, sealed; and kafka (normalised +
- * a publish to Kafka, acks=all) when KAFKA_BROKERS is set. Each runs in its own
- * process (`node --import tsx`) on a fresh embedded database; every 201 of `durable` and `sealed` is
+ * Rungs (see floor-route.ts): bare, normalised, minimal (normalised + the least a durable write
+ * needs, without the project's adapters), durable, sealed; and kafka (normalised + a publish to
+ * Kafka, acks=all) when KAFKA_BROKERS is set. Each runs in its own
+ * process (`node --import tsx`) on a fresh embedded database; every 201 of `minimal`, `durable` and `sealed` is
  * on disk (its WAL synced) before it is sent. Also printed: the CPU each rung's process used per
  * request during its load, from /proc, which does not depend on how busy the machine was.
  *
  * Needs the Debian package `wrk` on PATH (`apt-get install -y wrk`).
  *
- *   npx tsx tests/bench/floor-wrk.bench.ts [--rounds 3] [--seconds 8] [--connections 50] [--rungs bare,normalised,durable,sealed,kafka]
+ *   npx tsx tests/bench/floor-wrk.bench.ts [--rounds 3] [--seconds 8] [--connections 50] [--rungs bare,normalised,minimal,durable,sealed,kafka]
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
@@ -125,7 +126,7 @@ for (const rung of MEASURED) {
 for (const rung of MEASURED.filter((rung) => rung !== 'bare')) {
   const perRound = rates.get(rung)!.map((rate, i) => rate / rates.get('bare')![i]!);
   recordTarget({
-    target: `1 accept rate, its upper bound: a route doing only the rungs up to ${rung} (not a target; for comparison)`,
+    target: `1 accept rate, its upper bound: the ingest floor's ${rung} rung (not a target; for comparison)`,
     figure: `${Math.round(median(rates.get(rung)!)).toLocaleString('en-US')} 201s/s (median of ${ROUNDS})`,
     baseline: `bare Fastify route ${Math.round(median(rates.get('bare')!)).toLocaleString('en-US')} req/s`,
     ratio: median(perRound),

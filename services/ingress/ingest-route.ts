@@ -25,7 +25,7 @@ import {
 } from '../../shared/domain/submission/submission-schema.ts';
 import { estimateCallMinutes } from '../../shared/domain/team/capacity.ts';
 import { matchMember } from '../../shared/domain/team/match-member.ts';
-import { type EventLog, EventLogUnavailableError } from '../../shared/ports/event-log.ts';
+import { type EventLog, EventLogUnavailableError, type OutgoingRecord } from '../../shared/ports/event-log.ts';
 import { isBackendUnavailable } from '../../shared/ports/unavailable.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import type { RateLimiter } from '../../shared/ports/rate-limiter.ts';
@@ -74,6 +74,25 @@ export const callIdForKey = (idempotencyId: string): string => {
   const variant = ((parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16);
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 };
+
+/**
+ * The calls.submitted.v1 record of a call: a CloudEvent keyed by the call id, carrying `published`
+ * (the CallSubmitted data as published: sealed, when personal fields are).
+ */
+export const callSubmittedRecord = (
+  data: CallSubmittedData,
+  published: unknown,
+  extensions: Record<string, string> = {},
+): OutgoingRecord =>
+  toRecord({
+    id: data.callId,
+    type: CALL_SUBMITTED_TYPE,
+    source: INGEST_PATH,
+    subject: data.callId,
+    time: data.submittedAt,
+    data: published,
+    extensions: { teamid: data.teamId, ...extensions },
+  });
 
 /**
  * The id of a new call: a UUID version 7 (RFC 9562), its first 48 bits the time in milliseconds and
@@ -166,18 +185,7 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
           kind: SpanKind.PRODUCER,
           attributes: { 'messaging.destination.name': topic, 'call.id': callId, 'team.id': owner.teamId },
         },
-        () =>
-          deps.eventLog.publish(topic, [
-            toRecord({
-              id: callId,
-              type: CALL_SUBMITTED_TYPE,
-              source: INGEST_PATH,
-              subject: callId,
-              time: submittedAt,
-              data: published,
-              extensions: { teamid: owner.teamId, ...traceHeaders() },
-            }),
-          ]),
+        () => deps.eventLog.publish(topic, [callSubmittedRecord(data, published, traceHeaders())]),
       );
     } catch (error) {
       if (isBackendUnavailable(error) && error.outcomeUnknown) {

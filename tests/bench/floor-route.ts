@@ -30,12 +30,11 @@ import { createSqliteEventLog } from '../../shared/adapters/event-log/sql-event-
 import type { PersonalData } from '../../shared/adapters/crypto/personal-data.ts';
 import type { EventLog } from '../../shared/ports/event-log.ts';
 import { openSqlite, type SqliteDb } from '../../shared/adapters/sqlite/sqlite-database.ts';
-import { toRecord } from '../../shared/cloudevents.ts';
 import { callEvents } from '../../shared/domain/call/call-catalogue.ts';
-import { CALL_SUBMITTED_TYPE, type CallSubmittedData } from '../../shared/domain/call/call-submitted.ts';
+import type { CallSubmittedData } from '../../shared/domain/call/call-submitted.ts';
 import { normaliseSubmission } from '../../shared/domain/submission/normalise-submission.ts';
 import { estimateCallMinutes } from '../../shared/domain/team/capacity.ts';
-import { INGEST_PATH, newCallId } from '../../services/ingress/ingest-route.ts';
+import { callSubmittedRecord, INGEST_PATH, newCallId } from '../../services/ingress/ingest-route.ts';
 
 export const RUNGS = ['bare', 'normalised', 'minimal', 'durable', 'sealed', 'kafka'] as const;
 export type Rung = (typeof RUNGS)[number];
@@ -109,17 +108,7 @@ const publisher =
     };
     const encoded = callEvents.encode({ type: 'CallSubmitted', data }).data;
     const published = personalData ? await personalData.seal(callId, 'CallSubmitted', encoded) : encoded;
-    await eventLog.publish(topic, [
-      toRecord({
-        id: callId,
-        type: CALL_SUBMITTED_TYPE,
-        source: INGEST_PATH,
-        subject: callId,
-        time: submittedAt,
-        data: published,
-        extensions: { teamid: 'floor-team' },
-      }),
-    ]);
+    await eventLog.publish(topic, [callSubmittedRecord(data, published)]);
   };
 
 /** Serves the rung named by RUNG on PORT, its database in DATA_DIR, until SIGTERM. */

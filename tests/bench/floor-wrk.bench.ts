@@ -24,7 +24,7 @@ import { tempDir } from '../support/temp-dir.ts';
 import { report } from './report.ts';
 import { recordTarget } from './targets.ts';
 import { RUNGS, type Rung } from './floor-route.ts';
-import { cpuSeconds, freePort, median, requireWrk, root, runWrk, sleep, writeScript } from './wrk.ts';
+import { cpuSeconds, freePort, median, requireWrk, root, runWrk, waitForListening, writeScript } from './wrk.ts';
 
 const { values } = parseArgs({
   options: {
@@ -64,17 +64,7 @@ const startRung = async (rung: Rung): Promise<{ url: string; pid: number }> => {
   });
   children.push(child);
   const url = `http://127.0.0.1:${port}`;
-  const until = Date.now() + 30_000;
-  // The route has no GET; any HTTP answer means it listens.
-  while (
-    !(await fetch(url).then(
-      () => true,
-      () => false,
-    ))
-  ) {
-    if (child.exitCode !== null || Date.now() > until) throw new Error(`the ${rung} route did not start`);
-    await sleep(100);
-  }
+  await waitForListening(url, `the ${rung} route`, child);
   return { url, pid: child.pid! };
 };
 

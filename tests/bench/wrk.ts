@@ -98,6 +98,23 @@ app.post(${JSON.stringify(INGEST_PATH)}, async (request, reply) => {
 await app.listen({ port: Number(process.env.PORT), host: '127.0.0.1' });
 `;
 
+/**
+ * Waits (30 s at most) until a server of POST routes only listens at `url`: it has no GET, so any
+ * HTTP answer means it is up. Throws naming `what` when it does not start or `child` exits first.
+ */
+export const waitForListening = async (url: string, what: string, child: ChildProcess): Promise<void> => {
+  const until = Date.now() + 30_000;
+  while (
+    !(await fetch(url).then(
+      () => true,
+      () => false,
+    ))
+  ) {
+    if (child.exitCode !== null || Date.now() > until) throw new Error(`${what} did not start`);
+    await sleep(100);
+  }
+};
+
 /** A bare Fastify 5 route (from our node_modules) that parses the same JSON body and answers 201, in its own process. */
 export const startBare = async (children: ChildProcess[]): Promise<{ url: string; child: ChildProcess }> => {
   const port = await freePort();
@@ -108,17 +125,7 @@ export const startBare = async (children: ChildProcess[]): Promise<{ url: string
   });
   children.push(child);
   const url = `http://127.0.0.1:${port}`;
-  const until = Date.now() + 30_000;
-  // The bare route has no GET; any HTTP answer means it listens.
-  while (
-    !(await fetch(url).then(
-      () => true,
-      () => false,
-    ))
-  ) {
-    if (Date.now() > until) throw new Error('the bare Fastify route did not start');
-    await sleep(100);
-  }
+  await waitForListening(url, 'the bare Fastify route', child);
   return { url, child };
 };
 

@@ -136,7 +136,7 @@ export const openSqlite = (
       restartBytes: walRestartBytes,
       ...(options.checkpointIntervalMs === undefined ? {} : { intervalMs: options.checkpointIntervalMs }),
       onRestartDue: () => {
-        if (restarting || !db.open) return;
+        if (restarting) return;
         restarting = true;
         void serialised(db, () => restartWal(db))
           .catch(() => undefined)

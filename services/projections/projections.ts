@@ -10,7 +10,7 @@
 import type { Logger } from 'pino';
 import { toRecord } from '../../shared/cloudevents.ts';
 import type { EventLog } from '../../shared/ports/event-log.ts';
-import type { EventStore, Subscription } from '../../shared/ports/event-store.ts';
+import type { EventStore, RecordedEvent, Subscription } from '../../shared/ports/event-store.ts';
 import type { PersonalData } from '../../shared/adapters/crypto/personal-data.ts';
 import { startErasedKeyShredder } from './erased-key-shredder.ts';
 import type { ProjectionWriter, ReadModels } from '../../shared/ports/read-models.ts';
@@ -79,7 +79,7 @@ const followFromCheckpoint = (
   store: EventStore,
   writer: ProjectionWriter,
   categories: readonly string[],
-  onApplied?: () => void,
+  onApplied?: (events: readonly RecordedEvent[]) => void,
 ): Subscription => {
   // Reading the checkpoint is async; the subscription API is not, so start after it and filter.
   let inner: Subscription | undefined;
@@ -121,7 +121,7 @@ const followFromCheckpoint = (
           await writer.apply([], last, { expectedCheckpoint: position });
         }
         position = last;
-        onApplied?.();
+        onApplied?.(kept);
       },
     });
     return inner;
@@ -186,7 +186,11 @@ export const startProjections = (options: ProjectionsOptions): Projections => {
       'deals',
       supervised(
         'deal projection',
-        () => followFromCheckpoint('deals', eventStore, readModels.deals, [CALL_CATEGORY], () => publisher.wake()),
+        () =>
+          // The outbox gets entries only from deal writes: a batch without one leaves nothing to publish.
+          followFromCheckpoint('deals', eventStore, readModels.deals, [CALL_CATEGORY], (events) => {
+            if (events.some((event) => event.type === 'DealRecorded')) publisher.wake();
+          }),
         log,
         { isSkipped: isSkipped('deals'), onHalted },
       ),

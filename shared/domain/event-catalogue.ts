@@ -121,6 +121,36 @@ export const eventCatalogue = <E extends TypedEvent>(
     entries.set(type, { check: TypeCompiler.Compile(definition.schema), upcasters: definition.upcasters ?? [] });
   }
   const versionOf = (type: string): number => (entries.get(type)?.upcasters.length ?? 0) + 1;
+  /**
+   * Decoded events by the stored one, for stored events that are frozen: the embedded store hands
+   * every follower of its feed the same objects, so each event is upcast and checked once, not once
+   * per follower. The decoded event is frozen too, as the stored one was.
+   */
+  const decodedOf = new WeakMap<RecordedEvent, Decoded<E>>();
+  const decode = (event: RecordedEvent): Decoded<E> => {
+    const fail = (field: string, reason: string): never => {
+      throw new EventDecodeError(event.streamId, event.revision, event.type, field, reason);
+    };
+    if (!event.streamId.startsWith(prefix)) fail('', `the stream is not of category ${category}`);
+    const entry = entries.get(event.type);
+    if (!entry) return fail('', `${event.type} is not an event type of category ${category}`);
+    const stored = event.metadata[SCHEMA_VERSION] ?? 1;
+    const current = entry.upcasters.length + 1;
+    if (typeof stored !== 'number' || !Number.isInteger(stored) || stored < 1 || stored > current)
+      fail('', `${SCHEMA_VERSION} ${JSON.stringify(stored)} is not a version of ${event.type} (1 to ${current})`);
+    let data: unknown = event.data;
+    for (let version = stored as number; version < current; version++) {
+      try {
+        data = entry.upcasters[version - 1]!(data, event);
+      } catch (error) {
+        fail('', `upcasting version ${version} to ${version + 1} failed: ${(error as Error).message}`);
+      }
+    }
+    const problem = firstProblem(entry.check, data);
+    if (problem) fail(problem.field, problem.reason);
+    // Checked against the schema of this type, whose static type is E's data for this type.
+    return { ...event, data: asJson(data) } as unknown as Decoded<E>;
+  };
 
   return {
     category,
@@ -128,28 +158,13 @@ export const eventCatalogue = <E extends TypedEvent>(
     idOf: (streamId) =>
       streamId.startsWith(prefix) && streamId.length > prefix.length ? streamId.slice(prefix.length) : undefined,
     decode: (event) => {
-      const fail = (field: string, reason: string): never => {
-        throw new EventDecodeError(event.streamId, event.revision, event.type, field, reason);
-      };
-      if (!event.streamId.startsWith(prefix)) fail('', `the stream is not of category ${category}`);
-      const entry = entries.get(event.type);
-      if (!entry) return fail('', `${event.type} is not an event type of category ${category}`);
-      const stored = event.metadata[SCHEMA_VERSION] ?? 1;
-      const current = entry.upcasters.length + 1;
-      if (typeof stored !== 'number' || !Number.isInteger(stored) || stored < 1 || stored > current)
-        fail('', `${SCHEMA_VERSION} ${JSON.stringify(stored)} is not a version of ${event.type} (1 to ${current})`);
-      let data: unknown = event.data;
-      for (let version = stored as number; version < current; version++) {
-        try {
-          data = entry.upcasters[version - 1]!(data, event);
-        } catch (error) {
-          fail('', `upcasting version ${version} to ${version + 1} failed: ${(error as Error).message}`);
-        }
-      }
-      const problem = firstProblem(entry.check, data);
-      if (problem) fail(problem.field, problem.reason);
-      // Checked against the schema of this type, whose static type is E's data for this type.
-      return { ...event, data: asJson(data) } as unknown as Decoded<E>;
+      if (!Object.isFrozen(event)) return decode(event);
+      const known = decodedOf.get(event);
+      if (known) return known;
+      // A failure is not kept: the same event fails again, with the same error, at each decode.
+      const decoded = Object.freeze(decode(event)) as Decoded<E>;
+      decodedOf.set(event, decoded);
+      return decoded;
     },
     parse: (type, data) => {
       const entry = entries.get(type);

@@ -27,7 +27,7 @@
  *
  * Needs the Debian package `wrk` on PATH (`apt-get install -y wrk`).
  *
- *   npx tsx tests/bench/sustained-wrk.bench.ts [--sustained-seconds 60] [--sample-seconds 5] [--offered-rate 500] [--paced-seconds 20] [--connections 50] [--paced-connections 1000] [--teams 40] [--keys 12000] [--baseline-seconds 5] [--drain-seconds 120]
+ *   npx tsx tests/bench/sustained-wrk.bench.ts [--sustained-seconds 60] [--sample-seconds 5] [--offered-rate 500] [--paced-seconds 20 (0: the sustained run alone)] [--connections 50] [--paced-connections 1000] [--teams 40] [--keys 12000] [--baseline-seconds 5] [--drain-seconds 120]
  *
  * Each API key may make 30 ingest requests a minute: `--keys` × 30 must exceed the calls of any
  * minute (the run prints any non-201 answers; a 429 there means: more keys).
@@ -42,6 +42,7 @@ import { recordTarget } from './targets.ts';
 import {
   bareSanity,
   bodyWith,
+  cpuSeconds,
   fetchAgain,
   freePort,
   issueKeys,
@@ -184,6 +185,7 @@ const drain = async (): Promise<{ seconds: number; left: number }> => {
 const bareBefore = bareRound('before the sustained run');
 const script = writeScript(join(dir.path, 'sustained.lua'), issued.keys);
 const first = await sample();
+const cpuAtStart = cpuSeconds(service.pid!);
 const samples: Sample[] = [first];
 let loading = true;
 const sampler = (async () => {
@@ -212,10 +214,16 @@ const firstHalf = samples.filter((s) => s.at - first.at <= (seconds * 1000) / 2)
 const bounded = backlog(last) <= 1.25 * Math.max(...firstHalf) + 50 && !grewEverySample;
 const peakRss = Math.max(...samples.map((s) => s.rss));
 const drained = await drain();
+// CPU of the whole service (every thread) over the run and its drain, per call finished in it:
+// what a call costs end to end, which bounds the completed rate one process can reach.
+const afterDrain = await sample();
+const cpuPerCallMs =
+  ((cpuSeconds(service.pid!) - cpuAtStart) * 1000) / Math.max(1, afterDrain.finished - first.finished);
 console.log(
   `sustained: wrk ${SUSTAINED} s: ${Math.round(acceptedRate).toLocaleString('en-US')} 201s/s (non-201 ${sustained.non2xx}, socket errors ${sustained.errors}, POST → 201 p50 ${sustained.p50}, p99 ${sustained.p99}); ` +
     `${Math.round(completedRate).toLocaleString('en-US')} completed calls/s over the ${seconds.toFixed(1)} s; backlog max ${maxBacklog}, at the end ${backlog(last)}, ` +
-    `grew at every sample: ${grewEverySample ? 'yes' : 'no'}, bounded: ${bounded ? 'yes' : 'no'}; the rest drained ${drained.seconds.toFixed(1)} s after the load stopped${drained.left > 0 ? ` (${drained.left} still open after --drain-seconds)` : ''}; RSS peak ${peakRss} MB`,
+    `grew at every sample: ${grewEverySample ? 'yes' : 'no'}, bounded: ${bounded ? 'yes' : 'no'}; the rest drained ${drained.seconds.toFixed(1)} s after the load stopped${drained.left > 0 ? ` (${drained.left} still open after --drain-seconds)` : ''}; RSS peak ${peakRss} MB; ` +
+    `service CPU ${cpuPerCallMs.toFixed(2)} ms per finished call (run and drain)`,
 );
 const bareAfter = bareRound('after the sustained run');
 const bareMedian = median([bareBefore, bareAfter]);
@@ -238,6 +246,21 @@ recordTarget({
   met: peakRss <= 400,
   command,
 });
+
+const stopAll = async () => {
+  service.kill('SIGTERM');
+  bare.child.kill('SIGTERM');
+  await Promise.all(
+    children
+      .filter((child) => child.exitCode === null && child.signalCode === null)
+      .map((child) => once(child, 'exit')),
+  );
+};
+// `--paced-seconds 0`: the sustained run alone.
+if (PACED <= 0) {
+  await stopAll();
+  process.exit(0);
+}
 
 // 2. POST → completed at a fixed offered rate.
 // Each connection's cycle is its delay plus the answer's time: a few short rounds find the delay
@@ -334,8 +357,4 @@ recordTarget({
   command: `${command} (its paced round)`,
 });
 
-service.kill('SIGTERM');
-bare.child.kill('SIGTERM');
-await Promise.all(
-  children.filter((child) => child.exitCode === null && child.signalCode === null).map((child) => once(child, 'exit')),
-);
+await stopAll();

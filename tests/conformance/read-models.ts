@@ -1024,6 +1024,24 @@ export const readModelsConformance = (
     });
 
     describe('deal records and the deal.outcome.updated outbox', () => {
+      test('a call event the deal projection does not read (one that does not even decode) does not stop it', async () => {
+        const h = await open();
+        const teamId = team();
+        const deal = { dealSize: 900 };
+        const call = await submitCall(h.store, { teamId, submission: { deal } }, [events.started()]);
+        // An analysis in a shape no version of CallAnalysed had: the history projection stops on it
+        // (an operator decides); the deal projection never decodes that type.
+        await h.store.append(`call-${call.callId}`, [{ type: 'CallAnalysed', data: { score: 'high' } }]);
+        await appendCall(h.store, call.callId, [events.dealRecorded(deal)]);
+        await catchUp(h.store, h.models.deals);
+        assert.equal((await h.models.deals.get(call.callId))?.dealSize, 900);
+        assert.deepEqual(
+          (await h.models.deals.unpublished(10)).map((entry) => entry.callId),
+          [call.callId],
+        );
+        await assert.rejects(catchUp(h.store, h.models.callHistory), { code: 'EVENT_DECODE_FAILED' });
+      });
+
       test('a deal write: one record per call and exactly one outbox entry with a stable event id, across replays', async () => {
         const h = await open();
         const teamId = team();

@@ -12,10 +12,14 @@ export interface DealBatch {
   erased: string[];
 }
 
+/** The only call events with deal facts: the others are not decoded (most of a call's events). */
+const DEAL_TYPES: ReadonlySet<string> = new Set(['CallSubmitted', 'DealRecorded', 'CallErased']);
+
 /** The deal facts of a batch's call events, decoded through the call catalogue. @throws EventDecodeError */
 export const dealBatch = (events: readonly RecordedEvent[]): DealBatch => {
   const batch: DealBatch = { calls: [], writes: [], erased: [] };
   for (const stored of events) {
+    if (!DEAL_TYPES.has(stored.type)) continue;
     const callId = callEvents.idOf(stored.streamId);
     if (callId === undefined) continue;
     const event = callEvents.decode(stored);

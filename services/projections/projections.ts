@@ -18,7 +18,7 @@ import type { Topics } from '../../shared/topics.ts';
 import { isBackendUnavailable } from '../../shared/ports/unavailable.ts';
 import type { ComponentReport, Health } from '../runtime/health.ts';
 import { CALL_EVENTS_RELAY, startCallEventsRelay } from './call-events-relay.ts';
-import { projectionLagGauge } from '../../shared/observability/metrics.ts';
+import { projectionBatchEvents, projectionLagGauge } from '../../shared/observability/metrics.ts';
 import { inSpansPerItem } from '../../shared/observability/tracing.ts';
 import { type SkippableProjection, skippedPositions } from './skipped-events.ts';
 import { recordStopped } from './projection-status.ts';
@@ -121,6 +121,7 @@ const followFromCheckpoint = (
           await writer.apply([], last, { expectedCheckpoint: position });
         }
         position = last;
+        projectionBatchEvents.observe({ projection: name }, kept.length);
         onApplied?.(kept);
       },
     });

@@ -97,6 +97,14 @@ export const groupCommitBatchSize = new Histogram({
   registers: [registry],
 });
 
+export const projectionBatchEvents = new Histogram({
+  name: 'projection_batch_events',
+  help: 'Events a projection applied in one batch (one transaction), by projection: few per batch means many small writes.',
+  labelNames: ['projection'] as const,
+  buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000],
+  registers: [registry],
+});
+
 /** A sample of a gauge read at scrape time. */
 export interface GaugeSample {
   labels: Record<string, string | number>;

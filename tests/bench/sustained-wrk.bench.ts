@@ -145,6 +145,9 @@ interface Sample {
   finished: number;
   open: number;
   projectionLag: number;
+  /** Events and batches the call-history projection applied so far. */
+  historyEvents: number;
+  historyBatches: number;
   rss: number;
 }
 const sample = async (): Promise<Sample> => {
@@ -155,6 +158,8 @@ const sample = async (): Promise<Sample> => {
     finished: sum('calls_finished_total{'),
     open: sum('pipeline_open_calls{'),
     projectionLag: sum('projection_lag_events{'),
+    historyEvents: sum('projection_batch_events_sum{projection="call-history"'),
+    historyBatches: sum('projection_batch_events_count{projection="call-history"'),
     rss: rssMb(service.pid!),
   };
 };
@@ -223,7 +228,8 @@ console.log(
   `sustained: wrk ${SUSTAINED} s: ${Math.round(acceptedRate).toLocaleString('en-US')} 201s/s (non-201 ${sustained.non2xx}, socket errors ${sustained.errors}, POST → 201 p50 ${sustained.p50}, p99 ${sustained.p99}); ` +
     `${Math.round(completedRate).toLocaleString('en-US')} completed calls/s over the ${seconds.toFixed(1)} s; backlog max ${maxBacklog}, at the end ${backlog(last)}, ` +
     `grew at every sample: ${grewEverySample ? 'yes' : 'no'}, bounded: ${bounded ? 'yes' : 'no'}; the rest drained ${drained.seconds.toFixed(1)} s after the load stopped${drained.left > 0 ? ` (${drained.left} still open after --drain-seconds)` : ''}; RSS peak ${peakRss} MB; ` +
-    `service CPU ${cpuPerCallMs.toFixed(2)} ms per finished call (run and drain)`,
+    `service CPU ${cpuPerCallMs.toFixed(2)} ms per finished call (run and drain); ` +
+    `call history: ${((afterDrain.historyEvents - first.historyEvents) / Math.max(1, afterDrain.historyBatches - first.historyBatches)).toFixed(1)} events per batch applied`,
 );
 const bareAfter = bareRound('after the sustained run');
 const bareMedian = median([bareBefore, bareAfter]);

@@ -145,6 +145,22 @@ describe('GET /metrics', () => {
       'event log group commits were measured (3 calls, 1 poison record)',
     );
     assert.ok(after.has(key('process_resident_memory_bytes')), 'the default process metrics are there');
+    // The projections count the events of each batch they apply: each call's CallSubmitted and
+    // CallCompleted at least, once they have caught up.
+    await eventually(
+      async () => {
+        const now = await scrape();
+        for (const projection of ['call-history', 'deals']) {
+          const changed = (name: string) =>
+            (now.get(key(name, { projection })) ?? 0) - (before.get(key(name, { projection })) ?? 0);
+          const events = changed('projection_batch_events_sum');
+          const batches = changed('projection_batch_events_count');
+          if (events < 3 * 2 || batches < 1 || batches > events)
+            throw new Error(`${projection}: ${events} events in ${batches} batches`);
+        }
+      },
+      { timeoutMs: 15_000, intervalMs: 100 },
+    );
   });
 
   test('gauges read at scrape time: backlog, consumer lag per partition and projection lag reach 0 once everything is handled', async () => {

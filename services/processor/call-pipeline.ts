@@ -11,7 +11,9 @@ import {
   deadlineOf,
   type NextStep,
   nextStep,
+  processingMode,
 } from '../../shared/domain/call/call-decider.ts';
+import type { CallSubmittedData } from '../../shared/domain/call/call-submitted.ts';
 import type { CallEvent } from '../../shared/domain/call/call-events.ts';
 import type { CallState, PendingCall } from '../../shared/domain/call/call-state.ts';
 import { callEvents, callStreamId } from '../../shared/domain/call/call-catalogue.ts';
@@ -313,7 +315,66 @@ export const createCallPipeline = (deps: PipelineDeps) => {
     await record(call, { type: 'FailCall', code, reason: storable(reason), now: now() });
   };
 
+  /** Whether every step of a newly submitted call runs here: no recording, the built-in analyser. */
+  const runsWhollyHere = (submitted: CallSubmittedData): boolean =>
+    processingMode(submitted) === 'transcript' && deps.analyser.inProcess === true;
+
   return {
+    runsWhollyHere,
+
+    /**
+     * A call whose every step runs here (`runsWhollyHere`), taken from its submission to its end
+     * at intake: the steps are decided one after the other on the state CallSubmitted leaves, the
+     * capacity is settled, and CallSubmitted is appended together with them, in one transaction
+     * (docs/decisions/0020-calls-that-run-here-stored-whole.md). Resolves true once appended; the
+     * intake commits the record's offset only then, so a crash before runs it all again (settling
+     * is idempotent). Resolves false, appending nothing, when a step fails: the call then takes the
+     * actor's way (CallSubmitted alone, then the steps, with retries and the failure recorded).
+     * A call already in the store (a redelivered record) is decided on its stored state.
+     */
+    async runAtIntake(
+      submitted: CallSubmittedData,
+      metadata: Record<string, Json>,
+      signal: AbortSignal,
+    ): Promise<boolean> {
+      const { callId } = submitted;
+      const commands: Array<{ command: CallCommand; metadata: Record<string, Json> }> = [
+        { command: { type: 'SubmitCall', data: submitted }, metadata },
+      ];
+      let state: CallState = callDecider
+        .decide(commands[0]!.command, callDecider.initialState)
+        .reduce(callDecider.evolve, callDecider.initialState);
+      const keepHere: Recorder = async (call, command) => {
+        commands.push({ command, metadata: stepMetadata(call) });
+        state = callDecider.decide(command, state).reduce(callDecider.evolve, state);
+      };
+      // Nothing here waits outside the process: the context only carries the signal.
+      const context: ActorContext = { callId, teamId: submitted.teamId, signal, outsideSlot: (work) => work() };
+      try {
+        while (state.status === 'pending') {
+          const step = nextStep(state);
+          if (!runsHere(step)) return false;
+          const pending = state;
+          await inSpan(`step ${step}`, { attributes: { 'call.id': callId, 'call.step': step } }, () =>
+            runStep(pending, context, { ms: 0 }, keepHere),
+          );
+        }
+      } catch (error) {
+        deps.logger.debug({ callId, err: loggable(error) }, "a step failed at intake: the call takes the actor's way");
+        return false;
+      }
+      const outcomes = await calls.handleMany(callId, commands, { expectNew: true });
+      let refused = false;
+      for (const outcome of outcomes) {
+        if ('error' in outcome) refused = true;
+        else countFinishedCalls(outcome.events);
+      }
+      // Finished: nothing asks for its state again. A refused step (the call was in the store
+      // already and moved on) is left to the actor, which reads the stream.
+      deps.callStates?.delete(callId);
+      return !refused;
+    },
+
     /** Runs the call to the end (or until aborted). */
     async run(actor: ActorContext): Promise<void> {
       const { callId, signal } = actor;

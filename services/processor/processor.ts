@@ -204,14 +204,6 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
     // The record of a call erased since: nothing to store or process.
     if (!parsed.ok && 'erased' in parsed) return;
     if (!parsed.ok) throw new PoisonRecordError(parsed.reason);
-    // Appending with "no stream" makes a redelivered record harmless. The record's trace context
-    // goes into the call's first event, where each later step finds it.
-    await calls.handle(
-      parsed.data.callId,
-      { type: 'SubmitCall', data: parsed.data },
-      { teamId: parsed.data.teamId, ...traceHeaders() },
-      { expectNew: true },
-    );
     if (partitionForKey(parsed.data.callId, options.topicPartitions) !== record.partition && !warnedPartitions) {
       warnedPartitions = true;
       log.error(
@@ -219,6 +211,21 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
         `${topics.callsSubmitted} has another partition count than TOPIC_PARTITIONS: calls may not be resumed after a restart`,
       );
     }
+    // Appending with "no stream" makes a redelivered record harmless. The record's trace context
+    // goes into the call's first event, where each later step finds it.
+    const metadata = { teamId: parsed.data.teamId, ...traceHeaders() };
+    // A call whose every step runs here is stored whole, CallSubmitted with its steps, in its team's
+    // turn for a processing slot; the record counts as handled once it is stored.
+    if (
+      pipeline.runsWhollyHere(parsed.data) &&
+      (await slots.run(
+        parsed.data.teamId,
+        () => pipeline.runAtIntake(parsed.data, metadata, stopping.signal),
+        stopping.signal,
+      ))
+    )
+      return;
+    await calls.handle(parsed.data.callId, { type: 'SubmitCall', data: parsed.data }, metadata, { expectNew: true });
     actors.wake(parsed.data.callId, parsed.data.teamId);
   };
   const stopping = new AbortController();

@@ -200,6 +200,7 @@ export class AggregateRepository<Command, State, Event extends TypedEvent> {
     options: HandleOptions = {},
   ): Promise<Array<(Versioned<State> & { events: Event[] }) | { error: unknown }>> {
     const deferDurability = options.deferDurability ?? this.options.deferDurability;
+    const { expectNew } = options;
     type Outcome = (Versioned<State> & { events: Event[] }) | { error: unknown };
     const outcomes = commands.map(() => Promise.withResolvers<Outcome>());
     // Queued together, so that one batch takes them all.
@@ -209,6 +210,7 @@ export class AggregateRepository<Command, State, Event extends TypedEvent> {
         command,
         metadata,
         deferDurability,
+        expectNew,
         resolve: outcomes[i]!.resolve,
         reject: (error: unknown) => outcomes[i]!.resolve({ error }),
       })),

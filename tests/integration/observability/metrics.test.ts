@@ -131,7 +131,8 @@ describe('GET /metrics', () => {
       'transcript-only calls fetch nothing',
     );
     assert.equal(delta('dead_letters_total', { source_topic: h.topics.callsSubmitted }), 1);
-    // Each call appends CallSubmitted, then its steps (run here, appended together) and its settlement.
+    // Each call appends its capacity reservation, its settlement and CallSubmitted with its steps
+    // (all of which run here, appended together).
     assert.ok(
       delta('event_store_append_duration_seconds_count', { store: 'sqlite' }) >= 3 * 3,
       'event store appends were timed',

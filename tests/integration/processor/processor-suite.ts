@@ -8,6 +8,9 @@ import { createHttpAudioSource } from '../../../shared/adapters/audio/http-audio
 import { selectTranscriber } from '../../../shared/adapters/transcription/select-transcriber.ts';
 import type { EventLog } from '../../../shared/ports/event-log.ts';
 import type { EventStore } from '../../../shared/ports/event-store.ts';
+import { createConversationAnalyser } from '../../../shared/adapters/analysis/conversation-analyser.ts';
+import type { Analyser } from '../../../shared/ports/analyser.ts';
+import { StepError } from '../../../shared/ports/step-error.ts';
 import { eventually } from '../../support/eventually.ts';
 import { audioServer, createPipelineHarness, eventData, type PipelineHarness } from '../../support/pipeline-harness.ts';
 import {
@@ -78,6 +81,58 @@ export const processorSuite = (
           insight.evidence,
         );
       console.log(`# transcript-only call completed in ${elapsed} ms (submit → CallCompleted)`);
+    });
+
+    test('a call whose every step runs here is stored whole: CallSubmitted and its steps in one append, its capacity settled before', async () => {
+      const { teamId, key } = await h.team({ capacityHours: 1 });
+      const callId = await submit({ transcript: TRANSCRIPT, duration: 600, durationUnit: 'seconds' }, key);
+      const events = await h.callEvents(callId);
+      assert.deepEqual(
+        events.map((e) => e.type),
+        ['CallSubmitted', 'ProcessingStarted', 'TranscriptRecorded', 'CallAnalysed', 'CallCompleted'],
+      );
+      // One transaction: consecutive positions (the settlement, appended before, is not between
+      // them) and one recording time.
+      assert.deepEqual(
+        events.map((e) => Number(e.position - events[0]!.position)),
+        [0, 1, 2, 3, 4],
+      );
+      assert.equal(new Set(events.map((e) => e.recordedAt.getTime())).size, 1);
+      await eventually(async () => {
+        const team = (await h.admin('GET', `/api/admin/teams/${teamId}`)).json<{
+          capacity: { remainingMinutes: number; reservedCalls: number };
+        }>();
+        assert.deepEqual([team.capacity.remainingMinutes, team.capacity.reservedCalls], [50, 0]);
+      });
+    });
+
+    test("when a step fails at intake, the call takes the actor's way: CallSubmitted first, the step retried, then completed", async () => {
+      const builtIn = createConversationAnalyser();
+      let failures = 1;
+      const flaky: Analyser = {
+        inProcess: true,
+        describe: () => 'fails once, then the built-in analyser',
+        async analyse(input, options) {
+          if (failures-- > 0) throw new StepError('analysis_unavailable', 'not this time', true);
+          return builtIn.analyse(input, options);
+        },
+      };
+      await h.stopProcessor();
+      await h.startProcessor({ analyser: flaky, retry: { maxAttempts: 3, baseDelayMs: 10, maxDelayMs: 20 } });
+      try {
+        const callId = await submit({ transcript: TRANSCRIPT });
+        const events = await h.callEvents(callId);
+        assert.deepEqual(
+          events.map((e) => e.type),
+          ['CallSubmitted', 'ProcessingStarted', 'TranscriptRecorded', 'CallAnalysed', 'CallCompleted'],
+        );
+        assert.ok(failures < 0, 'the analyser ran again after its failure');
+        // CallSubmitted was appended alone, before the steps.
+        assert.notEqual(events[1]!.position - events[0]!.position, 1n);
+      } finally {
+        await h.stopProcessor();
+        await h.startProcessor();
+      }
     });
 
     test('valid deal data is recorded on the call before it completes', async () => {

@@ -2,7 +2,7 @@ import Database from 'better-sqlite3';
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
-import { restartWal, startWalCheckpointer, WAL_RESTART_BYTES } from './wal-checkpointer.ts';
+import { startWalCheckpointer, WAL_RESTART_BYTES } from './wal-checkpointer.ts';
 import { attachWalSync, WalSync } from './wal-sync.ts';
 
 export type SqliteDb = Database.Database;
@@ -138,7 +138,8 @@ export const openSqlite = (
       onRestartDue: () => {
         if (restarting) return;
         restarting = true;
-        void serialised(db, () => restartWal(db))
+        // The write queue is held (no transaction under way) while the worker restarts the WAL.
+        void serialised(db, () => (db.open ? checkpointer.restart() : undefined))
           .catch(() => undefined)
           .finally(() => (restarting = false));
       },

@@ -4,6 +4,7 @@
  * when that process stopped in between. Destroying is idempotent, so a redelivered batch is harmless.
  */
 import type { PersonalData } from '../../shared/adapters/crypto/personal-data.ts';
+import { callEvents } from '../../shared/domain/call/call-catalogue.ts';
 import { erasedCallIds } from '../../shared/domain/call/call-history.ts';
 import type { EventStore, Subscription } from '../../shared/ports/event-store.ts';
 
@@ -13,6 +14,8 @@ export const startErasedKeyShredder = (deps: { eventStore: EventStore; personalD
   deps.eventStore.subscribeToAll({
     checkpointId: ERASED_KEY_SHREDDER,
     batchSize: 1000,
+    // CallErased is a call event: the other categories are never read.
+    categories: [callEvents.category],
     handler: async (events) => {
       for (const callId of erasedCallIds(events)) await deps.personalData.erase(callId);
     },

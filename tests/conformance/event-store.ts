@@ -304,6 +304,32 @@ export const eventStoreConformance = (
       );
     });
 
+    test('paging through several categories in any page size gives each of their events once, in feed order, beside readers of one of them', async () => {
+      const { store } = await open();
+      const [a, b, other] = [category(), category(), category()];
+      // Uneven runs of each category, so a page often ends inside a run of one of them.
+      const plan = 'aabaaabbbabaaoaabbbbba'.split('');
+      for (const [i, which] of plan.entries()) {
+        const cat = which === 'a' ? a : which === 'b' ? b : other;
+        await store.append(`${cat}-${randomUUID()}`, [event(`${which}${i}`, i)]);
+      }
+      const expected = plan.flatMap((which, i) => (which === 'o' ? [] : [`${which}${i}`]));
+      for (const pageSize of [1, 2, 3, 5, 8]) {
+        const seen: string[] = [];
+        let after = 0n;
+        for (;;) {
+          // A follower of one category reads first, at its own position, as the projections do.
+          await store.readAll({ categories: [a], after: 0n, maxCount: pageSize + 1 });
+          const page = await store.readAll({ categories: [b, a], after, maxCount: pageSize });
+          if (page.length === 0) break;
+          assert.ok(page.length <= pageSize);
+          seen.push(...page.map((e) => e.type));
+          after = page[page.length - 1]!.position;
+        }
+        assert.deepEqual(seen, expected, `pages of ${pageSize}`);
+      }
+    });
+
     test('categories must name categories: an empty list or a name with a dash is refused', async () => {
       const { store } = await open();
       await assert.rejects(store.readAll({ categories: [] }), TypeError);

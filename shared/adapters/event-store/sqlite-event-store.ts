@@ -198,37 +198,18 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
   const readAll = reader.prepare<[number, number, number], EventRow>(
     'SELECT * FROM events WHERE position > ? AND position <= ? ORDER BY position LIMIT ?',
   );
-  // One statement per number of categories asked for (a handful in practice). Like the whole feed,
-  // a category read goes no further than the last durable event.
-  const readCategories = new Map<number, Database.Statement<unknown[], EventRow>>();
-  const readCategory = (
-    categories: readonly string[],
-    after: number,
-    durable: number,
-    maxCount: number,
-  ): EventRow[] => {
-    let statement = readCategories.get(categories.length);
-    if (!statement) {
-      // Each category is one bounded range of the (category, position) index; several are merged.
-      const one =
-        'SELECT * FROM events WHERE category = ? AND position > ? AND position <= ? ORDER BY position LIMIT ?';
-      statement = reader.prepare<unknown[], EventRow>(
-        categories.length === 1
-          ? one
-          : `SELECT * FROM (${categories.map(() => `SELECT * FROM (${one})`).join(' UNION ALL ')}) ORDER BY position LIMIT ?`,
-      );
-      readCategories.set(categories.length, statement);
-    }
-    const parameters = categories.flatMap((category) => [category, after, durable, maxCount]);
-    return categories.length === 1 ? statement.all(...parameters) : statement.all(...parameters, maxCount);
-  };
+  // One bounded range of the (category, position) index. Like the whole feed, a category read goes
+  // no further than the last durable event.
+  const readCategoryRange = reader.prepare<[string, number, number, number], EventRow>(
+    'SELECT * FROM events WHERE category = ? AND position > ? AND position <= ? ORDER BY position LIMIT ?',
+  );
   const readSnapshot = reader.prepare<[string], { position: number; data: string }>(
     'SELECT position, data FROM event_snapshots WHERE name = ?',
   );
   const storeSnapshot = db.prepare(
     'INSERT INTO event_snapshots (name, position, data) VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE SET position = excluded.position, data = excluded.data WHERE excluded.position > event_snapshots.position',
   );
-  /** One stretch per set of categories read ('' for the whole feed). */
+  /** One stretch per category read ('' for the whole feed). */
   const sharedRuns = new Map<string, SharedRun>();
   /**
    * Up to `maxCount` durable events after `after`: from the stretch of `key` where it covers
@@ -253,6 +234,21 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
     const fresh = read(from, upTo, count).map(toRecorded);
     shared.add(from, fresh, fresh.length < count ? upTo : undefined);
     return held.length > 0 ? [...held, ...fresh] : fresh;
+  };
+  /**
+   * Up to `maxCount` durable events of `categories` after `after`: each category from its own
+   * stretch, so a follower of several categories (the webhook projection: calls and webhooks) reuses
+   * what the followers of one (call history, deals) read and parsed. Merged by position: when a
+   * category's list stops at `maxCount`, more of it may follow, but the first `maxCount` of the
+   * merge all lie before its end, so none of them skips an event of that category.
+   */
+  const readCategoriesShared = (categories: readonly string[], after: number, maxCount: number): RecordedEvent[] => {
+    const lists = categories.map((category) =>
+      sharedRead(category, after, maxCount, (from, upTo, count) => readCategoryRange.all(category, from, upTo, count)),
+    );
+    if (lists.length === 1) return lists[0]!;
+    const merged = lists.flat().sort((a, b) => (a.position < b.position ? -1 : a.position > b.position ? 1 : 0));
+    return merged.length > maxCount ? merged.slice(0, maxCount) : merged;
   };
   const head = reader.prepare<[], { position: number | null }>('SELECT max(position) AS position FROM events');
   const readCheckpoint = reader.prepare<[string], { position: number }>(
@@ -352,9 +348,7 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
       // Every subscriber of this process follows the same feed: what one read parsed, the others reuse.
       return translated(() =>
         only
-          ? sharedRead([...only].sort().join(' '), Number(after), maxCount, (from, upTo, count) =>
-              readCategory(only, from, upTo, count),
-            )
+          ? readCategoriesShared(only, Number(after), maxCount)
           : sharedRead('', Number(after), maxCount, (from, upTo, count) => readAll.all(from, upTo, count)),
       );
     },

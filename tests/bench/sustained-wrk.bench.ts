@@ -17,9 +17,10 @@
  *    connections' first requests spread over one cycle; wrk's answer timeout raised to 30 s), for
  *    `--paced-seconds`, with a tag of their own. When they have finished, each call's own timeline
  *    (`GET /api/calls/:callId/events`, read with a key of its team after the load) gives the time
- *    from its CallSubmitted record to its CallCompleted record; p50/p99/max of those, and wrk's
- *    POST → 201 p99 of the same round beside them. The target counts as met when the two p99s
- *    together are within 100 ms (the recorded span starts after the request arrived), the offered
+ *    from its acceptance (the list's `createdAt`: when the ingress accepted it, before publishing
+ *    its record) to its CallCompleted record; p50/p99/max of those, and wrk's POST → 201 p99 of
+ *    the same round beside them. The target counts as met when the two p99s together are within
+ *    100 ms (the span starts after the request arrived; the publish is counted in both), the offered
  *    rate reached 95 % of `--offered-rate` and every call of the round completed.
  *
  * Beside them, a bare Fastify route (the ingest baseline) measured for `--baseline-seconds` before
@@ -307,7 +308,7 @@ const keyOfTeam = (team: number, n: number) => {
   const perTeam = Math.floor(issued.keys.length / TEAMS);
   return issued.keys[team + TEAMS * (n % perTeam)]!;
 };
-const calls: { callId: string; team: number }[] = [];
+const calls: { callId: string; team: number; createdAt: string }[] = [];
 for (let team = 0; team < TEAMS; team++) {
   let cursor: string | null = null;
   let page = 0;
@@ -317,8 +318,8 @@ for (let team = 0; team < TEAMS; team++) {
       headers: { 'x-api-key': keyOfTeam(team, page++) },
     });
     if (!res.ok) throw new Error(`GET /api/calls: ${res.status} ${await res.text()}`);
-    const body = (await res.json()) as { calls: { callId: string }[]; nextCursor: string | null };
-    calls.push(...body.calls.map((c) => ({ callId: c.callId, team })));
+    const body = (await res.json()) as { calls: { callId: string; createdAt: string }[]; nextCursor: string | null };
+    calls.push(...body.calls.map((c) => ({ callId: c.callId, team, createdAt: c.createdAt })));
     cursor = body.nextCursor;
   } while (cursor);
 }
@@ -329,15 +330,17 @@ await Promise.all(
   Array.from({ length: 8 }, async () => {
     while (next < calls.length) {
       const n = next++;
-      const { callId, team } = calls[n]!;
+      const { callId, team, createdAt } = calls[n]!;
       const res = await fetchAgain(`${base}/api/calls/${callId}/events`, {
         headers: { 'x-api-key': keyOfTeam(team, n + 1) },
       });
       if (!res.ok) throw new Error(`GET /api/calls/${callId}/events: ${res.status} ${await res.text()}`);
       const { events } = (await res.json()) as { events: { type: string; at: string }[] };
-      const submitted = events.find((e) => e.type === 'CallSubmitted');
+      // From the acceptance (`createdAt`: the ingress's submittedAt, taken before the record is
+      // published) to CallCompleted as stored. Not from CallSubmitted as stored: a call whose every
+      // step runs here is stored whole, CallSubmitted in the same transaction as CallCompleted.
       const completed = events.find((e) => e.type === 'CallCompleted');
-      if (submitted && completed) durations.push(Date.parse(completed.at) - Date.parse(submitted.at));
+      if (completed) durations.push(Date.parse(completed.at) - Date.parse(createdAt));
       else {
         const lastType = events.at(-1)?.type ?? 'none';
         unfinished[lastType] = (unfinished[lastType] ?? 0) + 1;
@@ -350,12 +353,12 @@ const p99 = durations.length ? quantile(durations, 0.99) : Number.NaN;
 const max = durations.length ? Math.max(...durations) : Number.NaN;
 console.log(
   `paced: ${PACED} s, ${Math.round(offered)}/s offered (${paced.requests - paced.non2xx} 201s, non-201 ${paced.non2xx}, socket errors ${paced.errors}), POST → 201 p50 ${paced.p50}, p99 ${paced.p99}; ` +
-    `${calls.length} calls of the round listed, ${durations.length} completed: CallSubmitted → CallCompleted p50 ${p50} ms, p99 ${p99} ms, max ${max} ms` +
+    `${calls.length} calls of the round listed, ${durations.length} completed: accepted → CallCompleted p50 ${p50} ms, p99 ${p99} ms, max ${max} ms` +
     `${Object.keys(unfinished).length ? `; not completed, by last event: ${JSON.stringify(unfinished)}` : ''}; drained ${pacedDrain.seconds.toFixed(1)} s after the load stopped`,
 );
 recordTarget({
   target: `3 POST → completed p99 at ${RATE} calls/s offered, all-in-one embedded`,
-  figure: `p99 ${p99} ms, p50 ${p50} ms (CallSubmitted → CallCompleted as recorded, ${durations.length.toLocaleString('en-US')} calls at ${Math.round(offered)}/s offered; POST → 201 p99 ${paced.p99}; met when the two p99s together are within the bound)`,
+  figure: `p99 ${p99} ms, p50 ${p50} ms (accepted → CallCompleted as recorded, ${durations.length.toLocaleString('en-US')} calls at ${Math.round(offered)}/s offered; POST → 201 p99 ${paced.p99}; met when the two p99s together are within the bound)`,
   baseline: 'bound 100 ms',
   ratio: p99 / 100,
   goal: '≤ 100 ms',

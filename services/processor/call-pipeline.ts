@@ -324,13 +324,16 @@ export const createCallPipeline = (deps: PipelineDeps) => {
 
     /**
      * A call whose every step runs here (`runsWhollyHere`), taken from its submission to its end
-     * at intake: the steps are decided one after the other on the state CallSubmitted leaves, the
-     * capacity is settled, and CallSubmitted is appended together with them, in one transaction
-     * (docs/decisions/0020-calls-that-run-here-stored-whole.md). Resolves true once appended; the
-     * intake commits the record's offset only then, so a crash before runs it all again (settling
-     * is idempotent). Resolves false, appending nothing, when a step fails: the call then takes the
-     * actor's way (CallSubmitted alone, then the steps, with retries and the failure recorded).
-     * A call already in the store (a redelivered record) is decided on its stored state.
+     * at intake (docs/decisions/0020-calls-that-run-here-stored-whole.md): the steps are decided
+     * one after the other on the state CallSubmitted leaves and appended with it, in one
+     * transaction; then, as completing always does, the capacity is settled and CallCompleted
+     * appended. Resolves true once completed; the intake commits the record's offset only after
+     * it resolves, so a crash before the first append runs it all again, and one after it finds
+     * the stream and leaves the rest to the call's actor. Resolves false when a step fails before
+     * that append (nothing appended: the call takes the actor's way, CallSubmitted alone, then the
+     * steps with their retries, and CallFailed when they give up), when the stored state refuses a
+     * step (a redelivered record of a call that moved on), or when completing fails (the actor
+     * completes it).
      */
     async runAtIntake(
       submitted: CallSubmittedData,
@@ -351,7 +354,8 @@ export const createCallPipeline = (deps: PipelineDeps) => {
       // Nothing here waits outside the process: the context only carries the signal.
       const context: ActorContext = { callId, teamId: submitted.teamId, signal, outsideSlot: (work) => work() };
       try {
-        while (state.status === 'pending') {
+        // Every step but completing, which settles the capacity first (see below).
+        while (state.status === 'pending' && nextStep(state) !== 'complete') {
           const step = nextStep(state);
           if (!runsHere(step)) return false;
           const pending = state;
@@ -364,15 +368,32 @@ export const createCallPipeline = (deps: PipelineDeps) => {
         return false;
       }
       const outcomes = await calls.handleMany(callId, commands, { expectNew: true });
-      let refused = false;
-      for (const outcome of outcomes) {
-        if ('error' in outcome) refused = true;
-        else countFinishedCalls(outcome.events);
+      if (outcomes.some((outcome) => 'error' in outcome)) {
+        // The call was in the store already and moved on: left to the actor, which reads the stream.
+        deps.callStates?.delete(callId);
+        return false;
       }
-      // Finished: nothing asks for its state again. A refused step (the call was in the store
-      // already and moved on) is left to the actor, which reads the stream.
+      for (const outcome of outcomes) if (!('error' in outcome)) countFinishedCalls(outcome.events);
+      // Completing settles the capacity, then appends CallCompleted. Not in the append above: until
+      // the call is stored, its reservation is what shows it was accepted (an erasure waits for it),
+      // so the reservation goes only once the call is in its stream.
+      try {
+        if (state.status === 'pending') {
+          const pending = state;
+          await inSpan('step complete', { attributes: { 'call.id': callId, 'call.step': 'complete' } }, () =>
+            runStep(pending, context, { ms: 0 }, record),
+          );
+        }
+      } catch (error) {
+        deps.logger.debug(
+          { callId, err: loggable(error) },
+          "completing failed at intake: the call's actor completes it",
+        );
+        return false;
+      }
+      // Finished: nothing asks for its state again.
       deps.callStates?.delete(callId);
-      return !refused;
+      return true;
     },
 
     /** Runs the call to the end (or until aborted). */

@@ -83,7 +83,7 @@ export const processorSuite = (
       console.log(`# transcript-only call completed in ${elapsed} ms (submit → CallCompleted)`);
     });
 
-    test('a call whose every step runs here is stored whole: CallSubmitted and its steps in one append, its capacity settled before', async () => {
+    test('a call whose every step runs here is stored with its steps in one append, then settled and completed', async () => {
       const { teamId, key } = await h.team({ capacityHours: 1 });
       const callId = await submit({ transcript: TRANSCRIPT, duration: 600, durationUnit: 'seconds' }, key);
       const events = await h.callEvents(callId);
@@ -91,13 +91,16 @@ export const processorSuite = (
         events.map((e) => e.type),
         ['CallSubmitted', 'ProcessingStarted', 'TranscriptRecorded', 'CallAnalysed', 'CallCompleted'],
       );
-      // One transaction: consecutive positions (the settlement, appended before, is not between
-      // them) and one recording time.
+      // CallSubmitted and the steps in one transaction (consecutive positions, one recording time);
+      // the settlement, appended after them and before CallCompleted, lies in between, so the call
+      // is reserved or stored at every moment.
+      const [submitted, ...steps] = events.slice(0, 4);
       assert.deepEqual(
-        events.map((e) => Number(e.position - events[0]!.position)),
-        [0, 1, 2, 3, 4],
+        steps.map((e) => Number(e.position - submitted!.position)),
+        [1, 2, 3],
       );
-      assert.equal(new Set(events.map((e) => e.recordedAt.getTime())).size, 1);
+      assert.equal(new Set(events.slice(0, 4).map((e) => e.recordedAt.getTime())).size, 1);
+      assert.ok(events[4]!.position - events[3]!.position > 1n, 'the settlement comes before CallCompleted');
       await eventually(async () => {
         const team = (await h.admin('GET', `/api/admin/teams/${teamId}`)).json<{
           capacity: { remainingMinutes: number; reservedCalls: number };

@@ -355,8 +355,9 @@ export const createCallPipeline = (deps: PipelineDeps) => {
       const context: ActorContext = { callId, teamId: submitted.teamId, signal, outsideSlot: (work) => work() };
       try {
         // Every step but completing, which settles the capacity first (see below).
-        while (state.status === 'pending' && nextStep(state) !== 'complete') {
+        while (state.status === 'pending') {
           const step = nextStep(state);
+          if (step === 'complete') break;
           if (!runsHere(step)) return false;
           const pending = state;
           await inSpan(`step ${step}`, { attributes: { 'call.id': callId, 'call.step': step } }, () =>
@@ -373,7 +374,6 @@ export const createCallPipeline = (deps: PipelineDeps) => {
         deps.callStates?.delete(callId);
         return false;
       }
-      for (const outcome of outcomes) if (!('error' in outcome)) countFinishedCalls(outcome.events);
       // Completing settles the capacity, then appends CallCompleted. Not in the append above: until
       // the call is stored, its reservation is what shows it was accepted (an erasure waits for it),
       // so the reservation goes only once the call is in its stream.

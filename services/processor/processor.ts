@@ -214,8 +214,8 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
     // Appending with "no stream" makes a redelivered record harmless. The record's trace context
     // goes into the call's first event, where each later step finds it.
     const metadata = { teamId: parsed.data.teamId, ...traceHeaders() };
-    // A call whose every step runs here is stored whole, CallSubmitted with its steps, in its team's
-    // turn for a processing slot; the record counts as handled once it is stored.
+    // A call whose every step runs here is taken to its end at intake (CallSubmitted stored with its
+    // steps), in its team's turn for a processing slot; the record counts as handled once it is done.
     if (
       pipeline.runsWhollyHere(parsed.data) &&
       (await slots.run(

@@ -14,6 +14,8 @@ collectDefaultMetrics({ register: registry });
 
 /** Latency buckets for HTTP answers and appends: 0.5 ms to 10 s. */
 const FAST_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+/** Items or events handled together in one go: 1 to 1,000, in powers of two. */
+const COUNT_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000];
 /** Pipeline steps run from milliseconds (the built-in analyser) to many minutes (long recordings). */
 const STEP_BUCKETS = [0.001, 0.005, 0.025, 0.1, 0.25, 1, 2.5, 10, 30, 60, 180, 600, 1800];
 
@@ -93,7 +95,7 @@ export const groupCommitBatchSize = new Histogram({
   name: 'group_commit_batch_size',
   help: 'Items committed together in one transaction (one fsync), by writer.',
   labelNames: ['writer'] as const,
-  buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000],
+  buckets: COUNT_BUCKETS,
   registers: [registry],
 });
 
@@ -101,7 +103,7 @@ export const projectionBatchEvents = new Histogram({
   name: 'projection_batch_events',
   help: 'Events a projection applied in one batch (one transaction), by projection: few per batch means many small writes.',
   labelNames: ['projection'] as const,
-  buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000],
+  buckets: COUNT_BUCKETS,
   registers: [registry],
 });
 

@@ -55,6 +55,15 @@ export const processorSuite = (
       await backends?.cleanup();
     });
 
+    /** Waits until the team's capacity reads [remaining minutes, open reservations]. */
+    const capacityBecomes = (teamId: string, expected: [number, number]) =>
+      eventually(async () => {
+        const team = (await h.admin('GET', `/api/admin/teams/${teamId}`)).json<{
+          capacity: { remainingMinutes: number; reservedCalls: number };
+        }>();
+        assert.deepEqual([team.capacity.remainingMinutes, team.capacity.reservedCalls], expected);
+      });
+
     const submit = async (body: Record<string, unknown>, key?: string) => {
       const res = await h.ingest({ key: key ?? (await h.team()).key, body });
       assert.equal(res.statusCode, 201, res.body);
@@ -101,12 +110,7 @@ export const processorSuite = (
       );
       assert.equal(new Set(events.slice(0, 4).map((e) => e.recordedAt.getTime())).size, 1);
       assert.ok(events[4]!.position - events[3]!.position > 1n, 'the settlement comes before CallCompleted');
-      await eventually(async () => {
-        const team = (await h.admin('GET', `/api/admin/teams/${teamId}`)).json<{
-          capacity: { remainingMinutes: number; reservedCalls: number };
-        }>();
-        assert.deepEqual([team.capacity.remainingMinutes, team.capacity.reservedCalls], [50, 0]);
-      });
+      await capacityBecomes(teamId, [50, 0]);
     });
 
     test("when a step fails at intake, the call takes the actor's way: CallSubmitted first, the step retried, then completed", async () => {
@@ -163,12 +167,7 @@ export const processorSuite = (
       const { teamId, key } = await h.team({ capacityHours: 1 });
       const callId = await submit({ transcript: TRANSCRIPT, duration: 600, durationUnit: 'seconds' }, key);
       await h.callEvents(callId);
-      await eventually(async () => {
-        const team = (await h.admin('GET', `/api/admin/teams/${teamId}`)).json<{
-          capacity: { remainingMinutes: number; reservedCalls: number };
-        }>();
-        assert.deepEqual([team.capacity.remainingMinutes, team.capacity.reservedCalls], [50, 0]);
-      });
+      await capacityBecomes(teamId, [50, 0]);
     });
 
     test('audio that cannot be fetched (blocked address) fails the call with a stable code and a reason', async () => {
@@ -201,12 +200,7 @@ export const processorSuite = (
         const events = await h.callEvents(callId);
         const failed = eventData(events, 'CallFailed')!;
         assert.deepEqual([failed.code, failed.reason], ['processing_timeout', 'processing_timeout']);
-        await eventually(async () => {
-          const team = (await h.admin('GET', `/api/admin/teams/${teamId}`)).json<{
-            capacity: { remainingMinutes: number; reservedCalls: number };
-          }>();
-          assert.deepEqual([team.capacity.remainingMinutes, team.capacity.reservedCalls], [60, 0]);
-        });
+        await capacityBecomes(teamId, [60, 0]);
       } finally {
         await stalling.close();
         await h.stopProcessor();

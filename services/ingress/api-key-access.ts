@@ -50,7 +50,7 @@ export interface ApiKeyAccessOptions {
 export const apiKeyAccess = ({ teams, limiter, rule, scope }: ApiKeyAccessOptions) =>
   async function authenticate(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const raw = apiKeyFromHeaders(request.headers);
-    const owner = raw ? teams.authenticate(raw) : undefined;
+    const owner = raw ? await teams.authenticate(raw) : undefined;
     if (!owner) {
       // A refused client does not get to stream the rest of its body into this socket.
       void reply.header('connection', 'close');

@@ -159,6 +159,22 @@ export class TeamDirectory implements StateCache<TeamState> {
     return caughtUpAt ? Math.max(0, now - caughtUpAt.getTime()) : 0;
   }
 
+  /**
+   * Reads the team events now when the directory follows them but its last read is older than
+   * `maxLagMs`: this process was busy or paused, so its poll did not run, and a read settles what
+   * the age cannot. Resolves once a read started now reaches the end, or after `withinMs`; at once
+   * while the subscription retries an outage or has stopped (a read now would not answer either).
+   */
+  async refresh(maxLagMs: number, withinMs: number): Promise<void> {
+    const subscription = this.subscription;
+    if (!subscription || this.lagMs() <= maxLagMs || subscription.status().state !== 'live') return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      subscription.caughtUp(),
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, withinMs))),
+    ]).finally(() => clearTimeout(timer));
+  }
+
   /** The team and key a key hash belongs to, when the key is active. */
   ownerOf(keyHash: string): KeyOwner | undefined {
     return this.keysByHash.get(keyHash);

@@ -28,6 +28,12 @@ export interface TeamServiceDeps {
 }
 
 export const DEFAULT_KEY_DIRECTORY_MAX_LAG_MS = 10_000;
+/**
+ * How long a request waits for the read a stale directory makes before its key is answered 503.
+ * A read of the team events takes milliseconds when the store answers; a store that hangs costs
+ * each request this much, not its client's timeout.
+ */
+export const KEY_DIRECTORY_REFRESH_WAIT_MS = 250;
 
 export interface CapacityView {
   remainingMinutes: number;
@@ -43,12 +49,18 @@ export class TeamService {
     this.now = deps.now ?? (() => new Date());
   }
 
-  /** The team and key behind a raw API key, or undefined for a malformed, unknown or revoked key. */
-  authenticate(rawKey: string): KeyOwner | undefined {
+  /**
+   * The team and key behind a raw API key, or undefined for a malformed, unknown or revoked key.
+   * A directory older than its bound first reads the team events (waiting at most
+   * KEY_DIRECTORY_REFRESH_WAIT_MS), so a process that was only busy or paused answers from what it
+   * just read; one that still cannot read answers 503.
+   */
+  async authenticate(rawKey: string): Promise<KeyOwner | undefined> {
     const parsed = parseApiKey(rawKey);
     if (!parsed.ok) return undefined;
-    const lagMs = this.deps.directory.lagMs();
     const maxLagMs = this.deps.maxDirectoryLagMs ?? DEFAULT_KEY_DIRECTORY_MAX_LAG_MS;
+    await this.deps.directory.refresh(maxLagMs, KEY_DIRECTORY_REFRESH_WAIT_MS);
+    const lagMs = this.deps.directory.lagMs();
     if (lagMs > maxLagMs) {
       throw new ProblemError(
         'SERVICE_UNAVAILABLE',

@@ -139,9 +139,13 @@ for (const [name, open, skip] of [
           directory: restarted,
           keySecret: 'k'.repeat(40),
         });
-        assert.equal(restartedService.authenticate(key), undefined, 'the key revoked after the snapshot is refused');
         assert.equal(
-          restartedService.authenticate(second.key)?.teamId,
+          await restartedService.authenticate(key),
+          undefined,
+          'the key revoked after the snapshot is refused',
+        );
+        assert.equal(
+          (await restartedService.authenticate(second.key))?.teamId,
           teamId,
           'the key issued after the snapshot works',
         );

@@ -15,5 +15,6 @@ test('npm start runs the compiled service with the flags the benchmarks use', ()
   assert.deepEqual(serviceNodeFlags(), [
     '--enable-source-maps',
     `--max-old-space-size=${process.env.HEAP_MAX_MB ?? '256'}`,
+    '--max-semi-space-size=16',
   ]);
 });

@@ -22,6 +22,7 @@ import type {
 import { EventLogUnavailableError, UnknownTopicError } from '../../ports/event-log.ts';
 import { GroupCommit } from '../group-commit.ts';
 import { KafkaConsumer, type KafkaConsumerSettings } from './kafka-consumer.ts';
+import { fixKafkajsRequestQueue } from './kafkajs-request-queue.ts';
 import { readTopic } from './kafka-read.ts';
 import { partitionForKey } from './partitioner.ts';
 
@@ -441,6 +442,7 @@ class KafkaEventLog implements EventLog {
  * @throws EventLogUnavailableError when no broker answers within a few seconds.
  */
 export const createKafkaEventLog = async (options: KafkaEventLogOptions): Promise<EventLog> => {
+  fixKafkajsRequestQueue();
   const kafka = new kafkajs.Kafka({
     clientId: options.clientId ?? 'call-ingestion',
     brokers: options.brokers,

@@ -164,13 +164,14 @@ export class TeamDirectory implements StateCache<TeamState> {
    * `maxLagMs`: this process was busy or paused, so its poll did not run, and a read settles what
    * the age cannot. Resolves once a read started now reaches the end, or after `withinMs`; at once
    * while the subscription retries an outage or has stopped (a read now would not answer either).
+   * Never rejects: a subscription that fails meanwhile leaves the directory as old as it was.
    */
   async refresh(maxLagMs: number, withinMs: number): Promise<void> {
     const subscription = this.subscription;
     if (!subscription || this.lagMs() <= maxLagMs || subscription.status().state !== 'live') return;
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
-      subscription.caughtUp(),
+      subscription.caughtUp().catch(() => undefined),
       new Promise<void>((resolve) => (timer = setTimeout(resolve, withinMs))),
     ]).finally(() => clearTimeout(timer));
   }

@@ -36,9 +36,14 @@ describe('a key directory older than KEY_DIRECTORY_MAX_LAG_MS', () => {
     const real = createSqliteEventStore(opened.db, { pollMs: 60_000 });
     let release = () => {};
     const released = new Promise<void>((resolve) => (release = resolve));
-    const feed = { hang: false };
-    /** `read`, or, while the feed hangs, `read` once the test lets the feed go. */
-    const held = <T>(read: () => Promise<T>): Promise<T> => (feed.hang ? released.then(read) : read());
+    const feed = { hang: false, fail: false };
+    /** `read`; while the feed hangs, `read` once the test lets the feed go; a failure once it fails. */
+    const held = <T>(read: () => Promise<T>): Promise<T> =>
+      feed.fail
+        ? Promise.reject(new Error('the feed cannot be read (test)'))
+        : feed.hang
+          ? released.then(read)
+          : read();
     const subscriptions = subscriptionsOver(
       {
         readAll: (options) => held(() => real.readAll(options)),
@@ -87,5 +92,16 @@ describe('a key directory older than KEY_DIRECTORY_MAX_LAG_MS', () => {
         /API keys cannot be verified/.test(error.message),
     );
     assert.ok(directory.lagMs() > MAX_LAG_MS, 'no read reached the end meanwhile');
+  });
+
+  test('a subscription that fails while a request waits for its read: 503, not the failure itself', async () => {
+    const { service, directory, key, feed } = await serviceWithKey();
+    feed.fail = true;
+    blockThread(MAX_LAG_MS * 2);
+    await assert.rejects(
+      service.authenticate(key),
+      (error: unknown) => error instanceof ProblemError && error.code === 'SERVICE_UNAVAILABLE',
+    );
+    assert.equal(directory.report(() => false).ready, false, '/readyz says the directory stopped');
   });
 });

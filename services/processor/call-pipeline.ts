@@ -353,16 +353,18 @@ export const createCallPipeline = (deps: PipelineDeps) => {
       };
       // Nothing here waits outside the process: the context only carries the signal.
       const context: ActorContext = { callId, teamId: submitted.teamId, signal, outsideSlot: (work) => work() };
+      /** Runs `step` on the pending state, its outcome going to `recorder`. */
+      const runNext = (pending: PendingCall, step: NextStep, recorder: Recorder) =>
+        inSpan(`step ${step}`, { attributes: { 'call.id': callId, 'call.step': step } }, () =>
+          runStep(pending, context, { ms: 0 }, recorder),
+        );
       try {
         // Every step but completing, which settles the capacity first (see below).
         while (state.status === 'pending') {
           const step = nextStep(state);
           if (step === 'complete') break;
           if (!runsHere(step)) return false;
-          const pending = state;
-          await inSpan(`step ${step}`, { attributes: { 'call.id': callId, 'call.step': step } }, () =>
-            runStep(pending, context, { ms: 0 }, keepHere),
-          );
+          await runNext(state, step, keepHere);
         }
       } catch (error) {
         deps.logger.debug({ callId, err: loggable(error) }, "a step failed at intake: the call takes the actor's way");
@@ -378,12 +380,7 @@ export const createCallPipeline = (deps: PipelineDeps) => {
       // the call is stored, its reservation is what shows it was accepted (an erasure waits for it),
       // so the reservation goes only once the call is in its stream.
       try {
-        if (state.status === 'pending') {
-          const pending = state;
-          await inSpan('step complete', { attributes: { 'call.id': callId, 'call.step': 'complete' } }, () =>
-            runStep(pending, context, { ms: 0 }, record),
-          );
-        }
+        if (state.status === 'pending') await runNext(state, 'complete', record);
       } catch (error) {
         deps.logger.debug(
           { callId, err: loggable(error) },

@@ -13,17 +13,25 @@ import type { EventStore, NewEvent, RecordedEvent } from '../../ports/event-stor
 export type SealedEventStore = EventStore & { readonly stored: EventStore };
 
 export const createSealedEventStore = (stored: EventStore, personal: PersonalData): SealedEventStore => {
-  /** Opened events by the stored one: the SQLite store hands every subscriber the same (frozen) objects. */
-  const opened = new WeakMap<RecordedEvent, RecordedEvent>();
+  /**
+   * Opened events by the stored one: the SQLite store hands every subscriber the same (frozen)
+   * objects. The opening itself is kept, not only its result: the followers woken by one append
+   * read the same batch at once, and each would otherwise open it again while the first waits.
+   */
+  const opened = new WeakMap<RecordedEvent, Promise<RecordedEvent>>();
 
-  const openOne = async (event: RecordedEvent): Promise<RecordedEvent> => {
+  const openOne = (event: RecordedEvent): RecordedEvent | Promise<RecordedEvent> => {
     const callId = callIdOfStream(event.streamId);
     if (callId === undefined || !personal.isSealed(event.data)) return event;
     const known = opened.get(event);
     if (known) return known;
-    const result = Object.freeze({ ...event, data: await personal.open(callId, event.type, event.data) });
-    if (Object.isFrozen(event)) opened.set(event, result);
-    return result;
+    const opening = personal.open(callId, event.type, event.data).then((data) => Object.freeze({ ...event, data }));
+    if (Object.isFrozen(event)) {
+      opened.set(event, opening);
+      // A failed opening (the key store unavailable) is not kept: the next read tries again.
+      opening.catch(() => opened.delete(event));
+    }
+    return opening;
   };
   const openAll = async (events: RecordedEvent[]): Promise<RecordedEvent[]> => {
     let changed = false;

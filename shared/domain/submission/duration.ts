@@ -144,8 +144,40 @@ export const normaliseDuration = (raw: unknown, hints: DurationHints = {}): Dura
   return { ok: true, duration };
 };
 
-/** Words in a transcript, for the length estimate. */
-export const countWords = (text: string): number => text.split(/\s+/u).filter((w) => w.length > 0).length;
+/**
+ * Whether a UTF-16 code unit is white space as `\s` reads it: ECMAScript's WhiteSpace (tab,
+ * vertical tab, form feed, space, no-break space, the byte order mark, the Space_Separator
+ * characters) and LineTerminator (line feed, carriage return, the line and paragraph separators).
+ * None of them is a surrogate, so a code unit at a time reads as a code point at a time would.
+ */
+const isWhiteSpace = (unit: number): boolean =>
+  unit <= 0x20
+    ? unit === 0x20 || (unit >= 0x09 && unit <= 0x0d)
+    : unit >= 0xa0 &&
+      (unit === 0xa0 ||
+        unit === 0x1680 ||
+        (unit >= 0x2000 && unit <= 0x200a) ||
+        unit === 0x2028 ||
+        unit === 0x2029 ||
+        unit === 0x202f ||
+        unit === 0x205f ||
+        unit === 0x3000 ||
+        unit === 0xfeff);
+
+/**
+ * Words in a transcript, for the length estimate: the runs of characters between white space
+ * (what `text.split(/\s+/u)` leaves non-empty), counted without making them.
+ */
+export const countWords = (text: string): number => {
+  let words = 0;
+  let inWord = false;
+  for (let i = 0; i < text.length; i++) {
+    const space = isWhiteSpace(text.charCodeAt(i));
+    if (!space && !inWord) words += 1;
+    inWord = !space;
+  }
+  return words;
+};
 
 /** Seconds a transcript of this many words takes to speak at SPOKEN_WORDS_PER_MINUTE. */
 export const estimateSpokenSeconds = (words: number): number => (words / SPOKEN_WORDS_PER_MINUTE) * 60;

@@ -272,3 +272,24 @@ test('words are counted across any whitespace', () => {
   assert.equal(countWords('  Hello there,\n\tDana.  How are you? '), 6);
   assert.equal(countWords(''), 0);
 });
+
+test('words are counted as splitting on \\s would: every code unit alone and between words, and odd text', () => {
+  const bySplit = (text: string) => text.split(/\s+/u).filter((w) => w.length > 0).length;
+  for (let unit = 0; unit <= 0xffff; unit++) {
+    const char = String.fromCharCode(unit);
+    for (const text of [char, `a${char}b`, `${char}${char}x`]) {
+      assert.equal(
+        countWords(text),
+        bySplit(text),
+        `U+${unit.toString(16).padStart(4, '0')} in ${JSON.stringify(text)}`,
+      );
+    }
+  }
+  const odd = [
+    'Rep:\u0000hello\u200bthere\u2028Prospect:\u00a0ok\ufeff',
+    '\ud800 lone \udfff surrogates \ud83d\ude00 and a pair',
+    '\u3000\u2009thin\u205fand\u1680ogham\u000b\u000c',
+    'x'.repeat(10_000),
+  ];
+  for (const text of odd) assert.equal(countWords(text), bySplit(text), JSON.stringify(text.slice(0, 40)));
+});

@@ -16,11 +16,19 @@ type Path = readonly string[];
 
 /** A personal field and what it reads as once erased (undefined: absent). */
 interface PersonalField {
-  path: Path;
+  /** The field's name inside its parent object. */
+  name: string;
+  /** The names of the objects on the way to it, from the payload's root. */
+  parents: Path;
+  /** The path with dots, as sealed payloads key their fields. */
+  dotted: string;
   erased?: Json;
 }
 
-const field = (dotted: string, erased?: Json): PersonalField => ({ path: dotted.split('.'), erased });
+const field = (dotted: string, erased?: Json): PersonalField => {
+  const path = dotted.split('.');
+  return { name: path[path.length - 1]!, parents: path.slice(0, -1), dotted, erased };
+};
 
 /** The personal fields of each payload type: call event types and `deal.outcome.updated`. */
 export const PERSONAL_FIELDS: Readonly<Record<string, readonly PersonalField[]>> = {
@@ -58,19 +66,19 @@ const isObject = (value: Json | undefined): value is JsonObject =>
   value !== null && typeof value === 'object' && !Array.isArray(value);
 
 /**
- * The parent object of `path` inside `root`, for changing the path's last field: each object on
+ * The object at the end of `parents` inside `root`, for changing a field in it: each object on
  * the way is a shallow copy made once (`copies` holds those already made), so the payload `root`
  * was copied from is never changed; with `create`, missing objects on the way are made. Undefined
  * when the way is missing and not created.
  */
 const ownParentOf = (
   root: JsonObject,
-  path: Path,
+  parents: Path,
   create: boolean,
   copies: WeakSet<JsonObject>,
 ): JsonObject | undefined => {
   let node = root;
-  for (const name of path.slice(0, -1)) {
+  for (const name of parents) {
     const next = node[name];
     let own: JsonObject;
     if (isObject(next)) own = copies.has(next) ? next : { ...next };
@@ -92,7 +100,7 @@ const copyOnPaths = (data: JsonObject) => {
   const copies = new WeakSet<JsonObject>();
   const root = { ...data };
   copies.add(root);
-  return { root, parentOf: (path: Path, create: boolean) => ownParentOf(root, path, create, copies) };
+  return { root, parentOf: (parents: Path, create: boolean) => ownParentOf(root, parents, create, copies) };
 };
 
 /** Whether the payload type has personal fields. */
@@ -107,11 +115,10 @@ export const splitPersonal = (type: string, data: Json): { rest: Json; personal:
   if (!fields || !isObject(data)) return { rest: data, personal: {} };
   const { root: rest, parentOf } = copyOnPaths(data);
   const personal: Record<string, Json> = {};
-  for (const { path } of fields) {
-    const parent = parentOf(path, false);
-    const name = path[path.length - 1]!;
+  for (const { name, parents, dotted } of fields) {
+    const parent = parentOf(parents, false);
     if (parent && Object.hasOwn(parent, name)) {
-      personal[path.join('.')] = parent[name]!;
+      personal[dotted] = parent[name]!;
       delete parent[name];
     }
   }
@@ -126,13 +133,12 @@ export const mergePersonal = (type: string, rest: Json, personal: Record<string,
   const fields = PERSONAL_FIELDS[type];
   if (!fields || !isObject(rest)) return rest;
   const { root: data, parentOf } = copyOnPaths(rest);
-  for (const { path, erased } of fields) {
-    const dotted = path.join('.');
+  for (const { name, parents, dotted, erased } of fields) {
     const value = personal ? personal[dotted] : erased;
     if (value === undefined) continue;
     // A placeholder only where its parent exists (an erased deal's notes need no deal).
-    const parent = parentOf(path, personal !== undefined);
-    if (parent) parent[path[path.length - 1]!] = value;
+    const parent = parentOf(parents, personal !== undefined);
+    if (parent) parent[name] = value;
   }
   return data;
 };

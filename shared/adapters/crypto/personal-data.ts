@@ -45,6 +45,8 @@ export const createPersonalData = (keys: DataKeyStore): PersonalData => {
   /** callId → key (with when it was read), or null for a destroyed key. */
   const cache = new Map<string, { key: KeyObject; at: number } | null>();
   const remember = (callId: string, entry: { key: KeyObject; at: number } | null) => {
+    // A destroyed key never comes back: a lookup that began before the erasure must not bring it back.
+    if (entry !== null && cache.get(callId) === null) return;
     cache.delete(callId);
     cache.set(callId, entry);
     if (cache.size > KEY_CACHE_MAX) cache.delete(cache.keys().next().value!);
@@ -58,13 +60,27 @@ export const createPersonalData = (keys: DataKeyStore): PersonalData => {
     }
     return entry === null ? null : entry.key;
   };
-  const keyFor = async (callId: string, create: boolean): Promise<KeyObject | undefined> => {
-    const known = cached(callId);
-    if (known !== undefined) return known ?? undefined;
+  /**
+   * Lookups under way, by call and kind: the followers reading one call's events at the same moment
+   * (each of its events, in each follower) share one trip to the key store instead of one each.
+   */
+  const pending = new Map<string, Promise<KeyObject | undefined>>();
+  const lookUp = async (callId: string, create: boolean): Promise<KeyObject | undefined> => {
     const stored = create ? await keys.obtain(callId) : await keys.find(callId);
     const key = stored ? cipherKey(stored) : undefined;
     remember(callId, key ? { key, at: Date.now() } : null);
-    return key;
+    return cached(callId) ?? undefined;
+  };
+  const keyFor = async (callId: string, create: boolean): Promise<KeyObject | undefined> => {
+    const known = cached(callId);
+    if (known !== undefined) return known ?? undefined;
+    const slot = `${create ? 'obtain' : 'find'} ${callId}`;
+    let lookup = pending.get(slot);
+    if (!lookup) {
+      lookup = lookUp(callId, create).finally(() => pending.delete(slot));
+      pending.set(slot, lookup);
+    }
+    return lookup;
   };
 
   const personalData: PersonalData = {

@@ -4,7 +4,7 @@
  * woken by the same append). Each follower still gets the fields in clear.
  */
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import { createSqliteEventStore } from '../../../shared/adapters/event-store/sqlite-event-store.ts';
 import { createSealedEventStore } from '../../../shared/adapters/event-store/sealed-event-store.ts';
 import { createPersonalData, type PersonalData } from '../../../shared/adapters/crypto/personal-data.ts';
@@ -31,26 +31,35 @@ const submitted = {
   warnings: [],
 };
 
-test('three followers woken by one append open its sealed fields once, and each reads them in clear', async (t) => {
+/**
+ * A sealed store over a fresh embedded database and its data keys, whose openings go through
+ * `through` (given the real one), so a test can count or fail them.
+ */
+const sealedStore = (t: TestContext, through: (real: PersonalData['opened']) => PersonalData['opened']) => {
   const dir = tempDir();
   const opened = openSqlite(dir.path);
   const personal = createPersonalData(createSqliteDataKeys(opened.db, TEST_KEY_ENCRYPTION_KEY));
-  let opens = 0;
-  const counting: PersonalData = {
+  const watched: PersonalData = {
     ...personal,
-    opened: (callId, type, data) => {
-      opens += 1;
-      return personal.opened(callId, type, data);
-    },
-    open: async (callId, type, data) => (await counting.opened(callId, type, data)).data,
+    opened: through((callId, type, data) => personal.opened(callId, type, data)),
+    open: async (callId, type, data) => (await watched.opened(callId, type, data)).data,
   };
   const stored = createSqliteEventStore(opened.db);
-  const store = createSealedEventStore(stored, counting);
+  const store = createSealedEventStore(stored, watched);
   t.after(async () => {
     await personal.close();
     await store.close();
     opened.close();
     dir.remove();
+  });
+  return { personal, stored, store };
+};
+
+test('three followers woken by one append open its sealed fields once, and each reads them in clear', async (t) => {
+  let opens = 0;
+  const { personal, stored, store } = sealedStore(t, (real) => (callId, type, data) => {
+    opens += 1;
+    return real(callId, type, data);
   });
 
   const received: RecordedEvent[][] = [[], [], []];
@@ -75,26 +84,11 @@ test('three followers woken by one append open its sealed fields once, and each 
 });
 
 test('an opening that failed is not kept: the next read opens the event again', async (t) => {
-  const dir = tempDir();
-  const opened = openSqlite(dir.path);
-  const personal = createPersonalData(createSqliteDataKeys(opened.db, TEST_KEY_ENCRYPTION_KEY));
   let attempts = 0;
-  const failingOnce: PersonalData = {
-    ...personal,
-    opened: async (callId, type, data) => {
-      attempts += 1;
-      if (attempts === 1) throw new DataKeysUnavailableError('the data keys are away');
-      return personal.opened(callId, type, data);
-    },
-    open: async (callId, type, data) => (await failingOnce.opened(callId, type, data)).data,
-  };
-  const stored = createSqliteEventStore(opened.db);
-  const store = createSealedEventStore(stored, failingOnce);
-  t.after(async () => {
-    await personal.close();
-    await store.close();
-    opened.close();
-    dir.remove();
+  const { store } = sealedStore(t, (real) => async (callId, type, data) => {
+    attempts += 1;
+    if (attempts === 1) throw new DataKeysUnavailableError('the data keys are away');
+    return real(callId, type, data);
   });
 
   await store.append(`call-${CALL_ID}`, [{ type: 'CallSubmitted', data: submitted }]);

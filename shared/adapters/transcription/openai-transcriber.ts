@@ -3,7 +3,7 @@
  * faster-whisper-server / speaches, LocalAI, vLLM…).
  *
  * Request: POST `{url}/v1/audio/transcriptions` (a trailing `/v1` in `url` tolerated), multipart form
- * with `file` (the recording, streamed from disk), `model` and `response_format=verbose_json`;
+ * (`multipartBody`) with `file` (the recording, streamed from disk), `model` and `response_format=verbose_json`;
  * `Authorization: Bearer <apiKey>` when a key is set. The file is sent as `recording.<ext>`: servers
  * pick the decoder by extension, and the temp file's own name may have none, so the extension comes
  * from the path or else from the content type.
@@ -36,6 +36,7 @@ import {
   serverMessage,
   type ServiceFailures,
 } from '../openai-compatible.ts';
+import { multipartBody } from '../multipart-form.ts';
 import type {
   Transcriber,
   TranscriberAvailability,
@@ -184,14 +185,15 @@ export const createOpenAiTranscriber = (options: OpenAiTranscriberOptions): Tran
     } catch (error) {
       throw new StepError('audio_undecodable', 'The recording file cannot be read.', false, { cause: error });
     }
-    const form = new FormData();
-    form.append('file', file, uploadFileName(input.audioPath, input.contentType));
-    form.append('model', model);
-    form.append('response_format', 'verbose_json');
+    const form = multipartBody([
+      { name: 'file', file, filename: uploadFileName(input.audioPath, input.contentType) },
+      { name: 'model', value: model },
+      { name: 'response_format', value: 'verbose_json' },
+    ]);
     const text = await postToService(service, {
       endpoint,
-      headers: { accept: 'application/json' },
-      body: form,
+      headers: { accept: 'application/json', 'content-type': form.contentType },
+      body: form.body,
       apiKey: secret,
       timeoutMs,
       signal: caller,

@@ -180,6 +180,8 @@ test('the request is a multipart POST with the file as uploaded, model whisper-1
   assert.deepEqual(Buffer.from(await file.arrayBuffer()), readFileSync(recording));
   assert.equal(request!.form!.get('model'), 'whisper-1');
   assert.equal(request!.form!.get('response_format'), 'verbose_json');
+  assert.equal(request!.headers['transfer-encoding'], undefined, 'the upload states its length');
+  assert.ok(Number(request!.headers['content-length']) > readFileSync(recording).length);
 });
 
 test('a base URL ending in /v1/ and another model reach the same endpoint with that model', async () => {
@@ -317,6 +319,31 @@ test("an aborted signal rejects with the signal's reason, not a StepError", asyn
   const pending = transcriber().transcribe({ audioPath: recording, signal: controller.signal });
   setTimeout(() => controller.abort(reason), 100);
   assert.equal(await rejection(pending), reason);
+});
+
+test('an upload refused before it began leaves no unhandled rejection behind when its signal aborts later', async () => {
+  // fetch refuses port 9 (one of its blocked ports) before connecting. The caller's signal still
+  // aborts afterwards, at shutdown; a multipart body that fetch writes from a loop of its own then
+  // rejected where no one listens, and an unhandled rejection ends a Node process.
+  const unheard: unknown[] = [];
+  const listen = (reason: unknown) => unheard.push(reason);
+  process.on('unhandledRejection', listen);
+  try {
+    for (let i = 0; i < 5; i++) {
+      const controller = new AbortController();
+      await rejectsWith(
+        transcriber({ url: 'http://127.0.0.1:9' }).transcribe({ audioPath: recording, signal: controller.signal }),
+        'transcription_failed',
+        true,
+        /could not be reached: bad port/,
+      );
+      controller.abort(new Error('shutting down'));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  } finally {
+    process.off('unhandledRejection', listen);
+  }
+  assert.deepEqual(unheard.map(String), []);
 });
 
 test('a recording file that does not exist is audio_undecodable (terminal) and sends nothing', async () => {

@@ -13,6 +13,7 @@ import type {
   SubscriptionStatus,
 } from '../../shared/ports/event-store.ts';
 import { callEvents, decodeWithoutPersonal } from '../../shared/domain/call/call-catalogue.ts';
+import type { CallEvent } from '../../shared/domain/call/call-events.ts';
 import { EventDecodeError } from '../../shared/domain/event-catalogue.ts';
 
 export interface OpenCall {
@@ -24,6 +25,20 @@ export interface OpenCall {
   /** Recorded deadline, once processing started. */
   deadline?: string;
 }
+
+/**
+ * The call events that move the open set; the others (the steps' results) are not decoded at all,
+ * which spares the tracker most of each call's bytes. A call event keeps its type across schema
+ * versions (upcasters change the data, never the type), so the stored type is the decoded one.
+ */
+const MOVES_THE_OPEN_SET: ReadonlySet<string> = new Set<CallEvent['type']>([
+  'CallSubmitted',
+  'ProcessingStarted',
+  'CallRetried',
+  'CallCompleted',
+  'CallFailed',
+  'CallErased',
+]);
 
 /** Name of the open set's snapshot in the event store. */
 export const OPEN_CALLS_SNAPSHOT = 'open-calls';
@@ -60,7 +75,7 @@ export class OpenCalls {
     ) => void = () => {},
     private readonly options: {
       snapshotEveryMs?: number;
-      /** Told of a call event that does not decode (it is not folded). */
+      /** Told of a call event of a type it folds that does not decode (it is not folded). */
       onUndecodable?: (error: EventDecodeError) => void;
     } = {},
   ) {}
@@ -141,6 +156,7 @@ export class OpenCalls {
   }
 
   private apply(stored: RecordedEvent): void {
+    if (!MOVES_THE_OPEN_SET.has(stored.type)) return;
     const callId = callEvents.idOf(stored.streamId);
     if (callId === undefined) return;
     let event;

@@ -1,0 +1,65 @@
+/**
+ * The open-call tracker on the embedded event store: it folds the events that open and close a
+ * call and leaves the steps' results undecoded, so a step event that does not decode never reaches
+ * it, while one it folds that does not decode is reported and skipped, the other calls going on.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { test } from 'node:test';
+import { createSqliteEventStore } from '../../../shared/adapters/event-store/sqlite-event-store.ts';
+import { openSqlite } from '../../../shared/adapters/sqlite/sqlite-database.ts';
+import { callEvents } from '../../../shared/domain/call/call-catalogue.ts';
+import type { EventDecodeError } from '../../../shared/domain/event-catalogue.ts';
+import { OpenCalls } from '../../../services/processor/open-calls.ts';
+import { submittedData } from '../../conformance/read-models-fixtures.ts';
+import { tempDir } from '../../support/temp-dir.ts';
+
+test('steps are not decoded; an undecodable event it folds is reported and skipped, and the open set stays right', async (t) => {
+  const dir = tempDir();
+  const opened = openSqlite(dir.path);
+  const store = createSqliteEventStore(opened.db);
+  t.after(async () => {
+    await store.close();
+    opened.close();
+    dir.remove();
+  });
+  const teamId = randomUUID();
+  const [a, b, c] = [randomUUID(), randomUUID(), randomUUID()];
+  for (const callId of [a, b, c]) {
+    await store.append(callEvents.streamId(callId), [
+      callEvents.encode({ type: 'CallSubmitted', data: submittedData({ callId, teamId }) }),
+    ]);
+  }
+  // A step's result that does not decode (a transcript without text): not the tracker's business.
+  await store.append(callEvents.streamId(a), [{ type: 'TranscriptRecorded', data: { source: 'inline' } }]);
+  // A CallFailed that does not decode: the tracker cannot close b, says so and goes on.
+  await store.append(callEvents.streamId(b), [{ type: 'CallFailed', data: { code: 42 } }]);
+  await store.append(callEvents.streamId(c), [
+    callEvents.encode({
+      type: 'CallFailed',
+      data: { code: 'transcription_failed', reason: 'x', at: new Date().toISOString() },
+    }),
+  ]);
+
+  const undecodable: EventDecodeError[] = [];
+  const changes: string[] = [];
+  const tracker = new OpenCalls((call, change) => changes.push(`${change} ${call.callId}`), {
+    snapshotEveryMs: 60_000,
+    onUndecodable: (error) => undecodable.push(error),
+  });
+  await tracker.start(store);
+  t.after(() => tracker.stop());
+
+  assert.deepEqual(
+    undecodable.map((e) => `${e.streamId}@${e.revision}`),
+    [`${callEvents.streamId(b)}@1`],
+  );
+  assert.deepEqual(
+    tracker
+      .all()
+      .map((call) => call.callId)
+      .sort(),
+    [a, b].sort(),
+  );
+  assert.deepEqual(changes, [`opened ${a}`, `opened ${b}`, `opened ${c}`, `closed ${c}`]);
+});

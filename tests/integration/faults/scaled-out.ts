@@ -10,6 +10,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { eventually } from '../../support/eventually.ts';
@@ -383,16 +384,33 @@ export const stackEnv = (databaseUrl: string, kafkaBrokers: string, redisUrl: st
  * A Kafka broker of the test's own (docker/kafka.sh on free ports and its own directory), which
  * the test may pause (SIGSTOP), stop and start again on the same data.
  */
+/** Whether nothing holds 127.0.0.1:`port` (a listen on it succeeds). */
+const canListen = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+
+/**
+ * A port whose next one is free too (the broker's client and controller listeners), below Linux's
+ * ephemeral range (32768–60999). There the kernel never hands a port out by itself, so neither
+ * another test's `listen(0)` nor an outgoing connection takes it in the seconds the broker's JVM
+ * needs to bind it; a port from `freePort` can be taken meanwhile, and its neighbour was never
+ * checked at all, so the broker could fail to start.
+ */
+const freePortPair = async (): Promise<number> => {
+  for (let tries = 0; tries < 50; tries++) {
+    const port = 20_000 + 2 * Math.floor(Math.random() * 6_000);
+    if ((await canListen(port)) && (await canListen(port + 1))) return port;
+  }
+  throw new Error('no two free neighbouring ports between 20000 and 32000');
+};
+
 export const ownBroker = async () => {
   const script = fileURLToPath(new URL('../../../docker/kafka.sh', import.meta.url));
   const home = mkdtempSync(join(tmpdir(), 'kafka-faults-'));
-  let port = await freePort();
-  // The controller listens on port + 1: find a pair that is free.
-  for (let tries = 0; tries < 20; tries++) {
-    const next = await freePort();
-    if (next !== port + 1) break;
-    port = await freePort();
-  }
+  const port = await freePortPair();
   const env = {
     ...process.env,
     KAFKA_PORT: String(port),

@@ -1,7 +1,8 @@
 /**
  * Runs a service until SIGTERM or SIGINT, then stops it gracefully (in-flight work finishes, the
  * database closes cleanly); a stop that hangs past 15 s exits non-zero. Start-up failures print one
- * clear line.
+ * clear line. Once running, an uncaught exception or unhandled rejection is logged (level fatal,
+ * with its stack) before the process exits with 1.
  */
 import type { Logger } from 'pino';
 
@@ -37,6 +38,16 @@ export const runUntilSignal = (name: string, start: () => Promise<Running>): voi
       };
       process.once('SIGTERM', () => void stop('SIGTERM'));
       process.once('SIGINT', () => void stop('SIGINT'));
+      // An error nothing handled leaves the process in an unknown state: it exits, as Node would,
+      // but says so in the structured log first, with the stack. What was acknowledged is durable
+      // and a restart resumes the rest.
+      const fatal = (what: string) => (error: unknown) => {
+        running.logger.fatal({ err: error }, `${name}: ${what}; exiting`);
+        running.logger.flush();
+        process.exit(1);
+      };
+      process.on('uncaughtException', fatal('uncaught exception'));
+      process.on('unhandledRejection', fatal('unhandled rejection'));
     },
     (error: unknown) => {
       const known = KNOWN_START_ERRORS.has((error as { code?: string }).code ?? '');

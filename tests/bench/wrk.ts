@@ -16,12 +16,13 @@ export const root = resolve(import.meta.dirname, '../..');
 
 /**
  * The Node.js flags `npm start` runs the service with (package.json's `start`, which a unit test
- * holds to these): source-mapped stack traces, and the old generation of the heap capped at
- * HEAP_MAX_MB (default 256), so V8 collects instead of growing the heap under load, and its young
- * generation's semi-spaces at 16 MB.
+ * holds to these): source-mapped stack traces for the service's own code
+ * (services/runtime/source-maps.ts, under `root`: `.` in package.json), and the old generation of
+ * the heap capped at HEAP_MAX_MB (default 256), so V8 collects instead of growing the heap under
+ * load, and its young generation's semi-spaces at 16 MB.
  */
-export const serviceNodeFlags = (heapMaxMb = process.env.HEAP_MAX_MB ?? '256'): string[] => [
-  '--enable-source-maps',
+export const serviceNodeFlags = (heapMaxMb = process.env.HEAP_MAX_MB ?? '256', from = root): string[] => [
+  `--import=${from}/dist/services/runtime/source-maps.js`,
   `--max-old-space-size=${heapMaxMb}`,
   // V8 otherwise lets them grow to 64 MB each (docs/decisions/0021-young-generation-capped.md).
   '--max-semi-space-size=16',

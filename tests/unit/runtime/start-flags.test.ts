@@ -11,9 +11,9 @@ import { root, serviceNodeFlags } from '../../bench/wrk.ts';
 
 test('npm start runs the compiled service with the flags the benchmarks use', () => {
   const { scripts } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } };
-  assert.equal(scripts.start, `node ${serviceNodeFlags('${HEAP_MAX_MB:-256}').join(' ')} dist/services/main.js`);
+  assert.equal(scripts.start, `node ${serviceNodeFlags('${HEAP_MAX_MB:-256}', '.').join(' ')} dist/services/main.js`);
   assert.deepEqual(serviceNodeFlags(), [
-    '--enable-source-maps',
+    `--import=${root}/dist/services/runtime/source-maps.js`,
     `--max-old-space-size=${process.env.HEAP_MAX_MB ?? '256'}`,
     '--max-semi-space-size=16',
   ]);

@@ -51,6 +51,25 @@ export default tseslint.config(
     },
   },
   {
+    // The service takes node:http from shared/node-http.ts: an ESM import of it loads Node's
+    // bundled fetch client for nothing (see that file). Types may still be imported.
+    files: ['services/**/*.ts', 'shared/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          paths: [
+            {
+              name: 'node:http',
+              message: "take node:http from shared/node-http.ts (an ESM import of it loads Node's fetch client)",
+              allowTypeImports: true,
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // Tests read JSON answers, database rows and broker records whose shape is what they check:
     // values typed `any` there are the data under test, asserted field by field.
     files: ['tests/**/*.ts'],

@@ -2,7 +2,7 @@ import swagger from '@fastify/swagger';
 import { Type } from '@sinclair/typebox';
 import { EVENT_SCHEMAS } from '../../shared/domain/call/event-schemas.ts';
 import { problem, ProblemError } from './errors.ts';
-import { STATUS_CODES } from 'node:http';
+import { http } from '../../shared/node-http.ts';
 import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
 import swaggerUi from '@fastify/swagger-ui';
@@ -98,7 +98,7 @@ const answerClientError = (error: Error & { code?: string }, socket: Socket): vo
   if (socket.writable) {
     const body = JSON.stringify(answer);
     socket.write(
-      `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status]}\r\nContent-Type: ${PROBLEM_JSON}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      `HTTP/1.1 ${answer.status} ${http.STATUS_CODES[answer.status]}\r\nContent-Type: ${PROBLEM_JSON}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
     );
   }
   socket.destroy(error);

@@ -4,7 +4,7 @@
  * process's Prometheus metrics for a bearer METRICS_TOKEN or ADMIN_TOKEN.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { createServer } from 'node:http';
+import { http } from '../../shared/node-http.ts';
 import { METRICS_CONTENT_TYPE, renderMetrics } from '../../shared/observability/metrics.ts';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
@@ -35,7 +35,7 @@ export const serveHealth = async (
 ) => {
   const ready = readiness(() => backends.check(), health, logger);
   const mayScrape = tokenCheck(metricsTokens);
-  const server = createServer((request, response) => {
+  const server = http.createServer((request, response) => {
     const path = (request.url ?? '').split('?')[0];
     const send = (status: number, body: unknown) =>
       response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));

@@ -1,5 +1,6 @@
 import { open, rm } from 'node:fs/promises';
-import http, { type IncomingMessage } from 'node:http';
+import type { IncomingMessage } from 'node:http';
+import { http } from '../../node-http.ts';
 import https from 'node:https';
 import { isIP } from 'node:net';
 import { tmpdir } from 'node:os';

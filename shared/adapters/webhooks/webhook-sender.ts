@@ -5,7 +5,7 @@
  * other non-2xx), the whole attempt has a deadline, and at most `maxResponseBytes` of the answer's
  * body are read.
  */
-import http from 'node:http';
+import { http } from '../../node-http.ts';
 import https from 'node:https';
 import { isIP } from 'node:net';
 import { classifyAddress } from '../audio/address-policy.ts';

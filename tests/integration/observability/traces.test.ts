@@ -22,7 +22,7 @@ describe('traces: one call, one trace', () => {
   let h: PipelineHarness;
 
   before(async () => {
-    tracing = installTracing([new SimpleSpanProcessor(exporter)]);
+    tracing = await installTracing([new SimpleSpanProcessor(exporter)]);
     pipeline = await openEmbeddedPipeline();
     h = pipeline.h;
   });

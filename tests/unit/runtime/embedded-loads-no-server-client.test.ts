@@ -1,7 +1,7 @@
 /**
  * The embedded default (`npm start` with no server configured) loads none of the server clients:
- * the KurrentDB, PostgreSQL, Kafka and Redis drivers and the OTLP exporter are imported only when
- * their backend is configured, since each costs tens of MB of memory at rest. The services' modules
+ * the KurrentDB, PostgreSQL, Kafka and Redis drivers, the OTLP exporter and the tracing SDK are
+ * imported only when their backend is configured, since each costs memory at rest. The services' modules
  * are imported and the embedded backends, the ingress, the processor and the projections started in
  * this process (its own: node:test runs each file in a process), then the CommonJS module cache is
  * read for the clients' packages.
@@ -20,6 +20,12 @@ const SERVER_CLIENTS = [
   '@kurrent/kurrentdb-client',
   '@grpc/grpc-js',
   '@opentelemetry/exporter-trace-otlp-http',
+  // The tracing SDK: loaded only when traces are exported (OTEL_EXPORTER_OTLP_ENDPOINT).
+  '@opentelemetry/sdk-trace-base',
+  '@opentelemetry/context-async-hooks',
+  '@opentelemetry/core',
+  '@opentelemetry/resources',
+  '@opentelemetry/semantic-conventions',
 ];
 
 const loadedPackages = (): Set<string> => {

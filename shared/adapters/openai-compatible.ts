@@ -10,10 +10,22 @@ import type { ReadableStreamReadResult } from 'node:stream/web';
 import { StepError } from '../ports/step-error.ts';
 
 /**
+ * The ports fetch never connects to (the Fetch standard's "bad ports", fetch.spec.whatwg.org
+ * #port-blocking): a request to one fails with "bad port" before it is sent, every time.
+ */
+export const FETCH_BAD_PORTS: ReadonlySet<number> = new Set([
+  1, 7, 9, 11, 13, 15, 17, 19, 20, 21, 22, 23, 25, 37, 42, 43, 53, 69, 77, 79, 87, 95, 101, 102, 103, 104, 109, 110,
+  111, 113, 115, 117, 119, 123, 135, 137, 139, 143, 161, 179, 389, 427, 465, 512, 513, 514, 515, 526, 530, 531, 532,
+  540, 548, 554, 556, 563, 587, 601, 636, 989, 990, 993, 995, 1719, 1720, 1723, 2049, 3659, 4045, 4190, 5060, 5061,
+  6000, 6566, 6665, 6666, 6667, 6668, 6669, 6679, 6697, 10080,
+]);
+
+/**
  * The server's origin (for messages), and `{origin}{prefix}/v1/{path}` where `prefix` is the path of
  * `url` with a trailing `/v1` tolerated.
  * @param what names the URL in errors, e.g. `analysis` → "analysis URL must be http(s)…".
- * @throws TypeError when `url` is not an http(s) URL, or carries a user or password.
+ * @throws TypeError when `url` is not an http(s) URL, carries a user or password, or names a port
+ * fetch refuses (which would fail every call, long after the start).
  */
 export const openAiEndpoint = (url: string, path: string, what: string): { origin: string; endpoint: URL } => {
   const parsed = new URL(url);
@@ -21,6 +33,10 @@ export const openAiEndpoint = (url: string, path: string, what: string): { origi
     throw new TypeError(`${what} URL must be http(s), got ${parsed.protocol}`);
   if (parsed.username || parsed.password)
     throw new TypeError(`${what} URL must not carry credentials; pass the key as apiKey`);
+  if (parsed.port !== '' && FETCH_BAD_PORTS.has(Number(parsed.port)))
+    throw new TypeError(
+      `${what} URL names port ${parsed.port}, one that fetch never connects to (the Fetch standard's blocked ports); serve it on another port`,
+    );
   const prefix = parsed.pathname.replace(/\/+$/, '').replace(/\/v1$/, '');
   return { origin: parsed.origin, endpoint: new URL(`${parsed.origin}${prefix}/v1/${path}`) };
 };

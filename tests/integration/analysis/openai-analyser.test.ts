@@ -369,7 +369,7 @@ test('an empty transcript is transcript_empty (terminal) and costs no request', 
   assert.equal(seen.length, 0);
 });
 
-test('describe names the model and host, never the key; URLs with credentials or other schemes are refused', () => {
+test('describe names the model and host, never the key; URLs with credentials, other schemes or a port fetch refuses are refused', () => {
   const description = analyser().describe();
   assert.match(description, /test-model/);
   assert.ok(description.includes(baseUrl));
@@ -379,4 +379,8 @@ test('describe names the model and host, never the key; URLs with credentials or
     /credentials/,
   );
   assert.throws(() => createOpenAiAnalyser({ url: 'ftp://127.0.0.1', model: MODEL, timeoutMs: 1_000 }), /http/);
+  assert.throws(
+    () => createOpenAiAnalyser({ url: 'http://127.0.0.1:6000', model: MODEL, timeoutMs: 1_000 }),
+    /^TypeError: analysis URL names port 6000, one that fetch never connects to/,
+  );
 });

@@ -19,6 +19,7 @@ import {
   SPEECH_SAMPLE,
   synthesizeSpeech,
 } from '../../support/speech.ts';
+import { freePort } from '../../support/service-process.ts';
 import { tempDir } from '../../support/temp-dir.ts';
 
 export interface ProcessorBackends {
@@ -291,15 +292,17 @@ export const processorSuite = (
 
     test('a call interrupted by a processor stop is resumed by the next one from its last event', async () => {
       const slow = await audioServer({ body: Buffer.alloc(2000), delayMs: 400 });
+      // A transcription engine nobody listens for: every attempt is refused.
+      const unreachable = selectTranscriber({ transcribeUrl: `http://127.0.0.1:${await freePort()}` });
       await h.stopProcessor();
-      await h.startProcessor({ transcriber: selectTranscriber({ transcribeUrl: 'http://127.0.0.1:9' }) });
+      await h.startProcessor({ transcriber: unreachable });
       try {
         const callId = await submit({ audioUrl: slow.url });
         await eventually(() => assert.ok(slow.hits >= 1));
         await h.stopProcessor();
         const before = (await backends.eventStore.readStream(`call-${callId}`)).map((e) => e.type);
         assert.equal(statusOf(before), 'pending');
-        await h.startProcessor({ transcriber: selectTranscriber({ transcribeUrl: 'http://127.0.0.1:9' }) });
+        await h.startProcessor({ transcriber: unreachable });
         const events = await h.callEvents(callId);
         const types = events.map((e) => e.type);
         assert.equal(types.filter((t) => t === 'CallSubmitted').length, 1);

@@ -1,7 +1,14 @@
-/** The hand-built multipart body, read back by undici's own form parser as a server would read it. */
+/**
+ * The hand-built multipart body, read back by undici's own form parser as a server would read it,
+ * and sent by fetch in the case where a FormData body rejected unheard.
+ */
 import assert from 'node:assert/strict';
+import { openAsBlob, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'node:test';
+import { FETCH_BAD_PORTS } from '../../../shared/adapters/openai-compatible.ts';
 import { multipartBody } from '../../../shared/adapters/multipart-form.ts';
+import { tempDir } from '../../support/temp-dir.ts';
 
 const parsed = (form: ReturnType<typeof multipartBody>) =>
   new Response(form.body, { headers: { 'content-type': form.contentType } }).formData();
@@ -41,4 +48,69 @@ test('the body states its size, so the upload carries a Content-Length', () => {
   const boundary = form.contentType.split('boundary=')[1]!;
   const expected = `--${boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\nwhisper-1\r\n--${boundary}--\r\n`;
   assert.equal(form.body.size, Buffer.byteLength(expected));
+});
+
+test('an upload fetch refuses before it begins leaves no unhandled rejection behind when its signal aborts later', async (t) => {
+  // fetch refuses port 9 (a blocked port) before sending anything; the caller's signal aborts
+  // afterwards (a shutdown). A FormData body holding a file rejected, unheard, in exactly this
+  // case, and an unhandled rejection ends a Node process.
+  const dir = tempDir();
+  t.after(() => dir.remove());
+  const path = join(dir.path, 'recording.wav');
+  writeFileSync(path, Buffer.alloc(200_000, 1));
+  const unheard: unknown[] = [];
+  const listen = (reason: unknown) => unheard.push(reason);
+  process.on('unhandledRejection', listen);
+  try {
+    for (let i = 0; i < 5; i++) {
+      const form = multipartBody([
+        { name: 'file', file: await openAsBlob(path, { type: 'audio/wav' }), filename: 'recording.wav' },
+        { name: 'model', value: 'whisper-1' },
+      ]);
+      const controller = new AbortController();
+      await assert.rejects(
+        fetch('http://127.0.0.1:9/v1/audio/transcriptions', {
+          method: 'POST',
+          headers: { 'content-type': form.contentType },
+          body: form.body,
+          signal: controller.signal,
+        }),
+        (error: Error) => /bad port/.test(String((error.cause as Error | undefined)?.message)),
+      );
+      controller.abort(new Error('shutting down'));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  } finally {
+    process.off('unhandledRejection', listen);
+  }
+  assert.deepEqual(unheard.map(String), []);
+});
+
+test("FETCH_BAD_PORTS is the runtime's own list: each port in it is refused, its neighbours outside it are not", async () => {
+  const refused = async (port: number) => {
+    try {
+      await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(2000) });
+      return false;
+    } catch (error) {
+      return /bad port/.test(String(((error as Error).cause as Error | undefined)?.message));
+    }
+  };
+  const listed = [...FETCH_BAD_PORTS];
+  const neighbours = [...new Set(listed.flatMap((p) => [p - 1, p + 1]))].filter(
+    (p) => p > 0 && !FETCH_BAD_PORTS.has(p),
+  );
+  const [listedRefused, neighboursRefused] = await Promise.all([
+    Promise.all(listed.map(refused)),
+    Promise.all(neighbours.map(refused)),
+  ]);
+  assert.deepEqual(
+    listed.filter((_, i) => !listedRefused[i]),
+    [],
+    'listed ports fetch does connect to',
+  );
+  assert.deepEqual(
+    neighbours.filter((_, i) => neighboursRefused[i]),
+    [],
+    'ports fetch refuses that the list lacks',
+  );
 });

@@ -34,7 +34,7 @@ test('the configured model is used for the remote endpoint', () => {
 });
 
 test('a remote endpoint is available without a network round trip (reachability shows per call)', async () => {
-  assert.deepEqual(await selectTranscriber({ transcribeUrl: 'http://127.0.0.1:1' }, absent).available(), { ok: true });
+  assert.deepEqual(await selectTranscriber({ transcribeUrl: 'http://127.0.0.1:2' }, absent).available(), { ok: true });
 });
 
 test('an invalid transcribe URL fails when the service is wired, not on the first call', () => {

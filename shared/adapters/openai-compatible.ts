@@ -33,7 +33,7 @@ export const openAiEndpoint = (url: string, path: string, what: string): { origi
     throw new TypeError(`${what} URL must be http(s), got ${parsed.protocol}`);
   if (parsed.username || parsed.password)
     throw new TypeError(`${what} URL must not carry credentials; pass the key as apiKey`);
-  if (parsed.port !== '' && FETCH_BAD_PORTS.has(Number(parsed.port)))
+  if (FETCH_BAD_PORTS.has(Number(parsed.port)))
     throw new TypeError(
       `${what} URL names port ${parsed.port}, one that fetch never connects to (the Fetch standard's blocked ports); serve it on another port`,
     );

@@ -5,6 +5,7 @@
 import type pg from 'pg';
 import { type DataKeyStore, DataKeysUnavailableError } from '../../ports/data-keys.ts';
 import { type CipherKey, newDataKey, unwrapKey, wrapKey } from '../crypto/aes-gcm.ts';
+import { GroupCommit, type Outcome } from '../group-commit.ts';
 import { translatePgError } from '../postgres/pg-errors.ts';
 import { createPostgresPool, type PostgresOptions } from '../postgres/postgres-pool.ts';
 
@@ -23,8 +24,43 @@ const translate = (error: unknown): unknown =>
     (message, cause) => new DataKeysUnavailableError(`PostgreSQL data keys unavailable: ${message}`, { cause }),
   );
 
+/** Most calls in one statement: the arrays travel as two parameters, whatever their length. */
+const MAX_BATCH = 500;
+
+/**
+ * Runs `many` over a batch; when it fails for a reason that is not the server's availability (a
+ * value the statement refuses), each item is tried alone with `one`, so one bad item fails alone.
+ */
+const eachAloneOnRefusal = async <T, R>(
+  items: T[],
+  many: (items: T[]) => Promise<Outcome<R>[]>,
+  one: (item: T) => Promise<R>,
+): Promise<Outcome<R>[]> => {
+  try {
+    return await many(items);
+  } catch (error) {
+    const translated = translate(error);
+    if (items.length === 1 || translated instanceof DataKeysUnavailableError) throw translated;
+    return Promise.all(
+      items.map((item) =>
+        one(item).catch((alone: unknown) => {
+          const failure = translate(alone);
+          return failure instanceof Error ? failure : new Error(String(failure));
+        }),
+      ),
+    );
+  }
+};
+
+/**
+ * Data keys on PostgreSQL. Keys are created and looked up in batches: the calls that ask while a
+ * statement is under way share the next one (a new call's key is created by one multi-row INSERT
+ * in one transaction, one WAL flush for the batch; lookups by one `= ANY` SELECT), as the embedded
+ * store does with one SQLite transaction. Each item keeps its own outcome.
+ */
 export const createPostgresDataKeys = async (options: PostgresOptions, kek: CipherKey): Promise<DataKeyStore> => {
-  // Short single-row statements: a few connections serve them (the server's connections are shared by every pool of every process).
+  // Two batched statements at a time and the odd erasure: a few connections serve them (the
+  // server's connections are shared by every pool of every process).
   const pool: pg.Pool = await createPostgresPool({ max: 3, ...options }).catch((error: unknown) => {
     throw translate(error);
   });
@@ -39,26 +75,65 @@ export const createPostgresDataKeys = async (options: PostgresOptions, kek: Ciph
       throw translate(error);
     }
   };
-  const unwrap = (callId: string, row: { wrapped: Buffer | null } | undefined): Buffer | undefined =>
-    row?.wrapped ? unwrapKey(kek, row.wrapped, callId) : undefined;
-  const store: DataKeyStore = {
-    async obtain(callId) {
-      // Inserted unless there; either way the stored row (a concurrent creator's key, or a tombstone) is returned.
-      const rows = await query<{ wrapped: Buffer | null }>(
-        `WITH made AS (INSERT INTO data_keys (call_id, wrapped) VALUES ($1, $2) ON CONFLICT (call_id) DO NOTHING RETURNING wrapped)
-         SELECT wrapped FROM made UNION ALL SELECT wrapped FROM data_keys WHERE call_id = $1 LIMIT 1`,
-        [callId, wrapKey(kek, newDataKey(), callId)],
-      );
-      // A concurrent creator committed between this statement's snapshot and its insert: read its key.
-      if (rows.length === 0) return store.find(callId);
-      return unwrap(callId, rows[0]);
-    },
-    async find(callId) {
-      return unwrap(
-        callId,
-        (await query<{ wrapped: Buffer | null }>('SELECT wrapped FROM data_keys WHERE call_id = $1', [callId]))[0],
-      );
-    },
+  const unwrap = (callId: string, wrapped: Buffer | null | undefined): Buffer | undefined =>
+    wrapped ? unwrapKey(kek, wrapped, callId) : undefined;
+
+  /** The stored rows of `callIds` (a destroyed key's row has `wrapped` null; a missing one is absent). */
+  const storedRows = async (callIds: string[]): Promise<Map<string, Buffer | null>> => {
+    const rows = await pool.query<{ call_id: string; wrapped: Buffer | null }>(
+      'SELECT call_id, wrapped FROM data_keys WHERE call_id = ANY($1::text[])',
+      [callIds],
+    );
+    return new Map(rows.rows.map((r) => [r.call_id, r.wrapped]));
+  };
+
+  /**
+   * Creates the keys of calls that have none, in one statement (its own transaction, committed
+   * and flushed before it answers); for the others (a key made before, by this process or another,
+   * or a tombstone) the stored row is what counts. A row another transaction commits while this
+   * statement runs is neither inserted by it nor in its snapshot: it is read afterwards.
+   */
+  const createMany = async (callIds: string[]): Promise<Outcome<Buffer | undefined>[]> => {
+    const unique = [...new Set(callIds)];
+    const made = new Map(unique.map((callId) => [callId, newDataKey()]));
+    const rows = await pool.query<{ call_id: string; wrapped: Buffer | null }>(
+      `WITH input AS (
+         SELECT * FROM unnest($1::text[], $2::bytea[]) AS t(call_id, wrapped)
+       ), made AS (
+         INSERT INTO data_keys (call_id, wrapped) SELECT call_id, wrapped FROM input
+         ON CONFLICT (call_id) DO NOTHING RETURNING call_id, wrapped
+       )
+       SELECT call_id, wrapped FROM made
+       UNION ALL
+       SELECT d.call_id, d.wrapped FROM data_keys d JOIN input USING (call_id)`,
+      [unique, unique.map((callId) => wrapKey(kek, made.get(callId)!, callId))],
+    );
+    // No call id comes back twice: one inserted here was in no stored row of the snapshot.
+    const stored = new Map(rows.rows.map((r) => [r.call_id, r.wrapped]));
+    const late = unique.filter((callId) => !stored.has(callId));
+    if (late.length > 0) for (const [callId, wrapped] of await storedRows(late)) stored.set(callId, wrapped);
+    return callIds.map((callId) => {
+      if (!stored.has(callId)) return new Error(`the data key of call ${callId} was neither made nor found`);
+      return unwrap(callId, stored.get(callId));
+    });
+  };
+  const findMany = async (callIds: string[]): Promise<Outcome<Buffer | undefined>[]> => {
+    const stored = await storedRows([...new Set(callIds)]);
+    return callIds.map((callId) => unwrap(callId, stored.get(callId)));
+  };
+
+  const creations = new GroupCommit<string, Buffer | undefined>(
+    (callIds) => eachAloneOnRefusal(callIds, createMany, async (callId) => single(await createMany([callId]))),
+    { name: 'postgres-data-keys', maxBatch: MAX_BATCH },
+  );
+  const lookups = new GroupCommit<string, Buffer | undefined>(
+    (callIds) => eachAloneOnRefusal(callIds, findMany, async (callId) => single(await findMany([callId]))),
+    { maxBatch: MAX_BATCH },
+  );
+
+  return {
+    obtain: (callId) => creations.submit(callId),
+    find: (callId) => lookups.submit(callId),
     async destroy(callId) {
       await query(
         `INSERT INTO data_keys (call_id, wrapped, erased_at) VALUES ($1, NULL, now())
@@ -67,8 +142,14 @@ export const createPostgresDataKeys = async (options: PostgresOptions, kek: Ciph
       );
     },
     async close() {
+      await Promise.all([creations.drain(), lookups.drain()]);
       await pool.end();
     },
   };
-  return store;
+};
+
+/** The one outcome of a batch of one, thrown when it is an error. */
+const single = <R>([outcome]: Outcome<R>[]): R => {
+  if (outcome instanceof Error) throw outcome;
+  return outcome as R;
 };

@@ -139,11 +139,16 @@ export const createPostgresEventStore = async (options: PostgresEventStoreOption
     inTransaction(pool, async (client) => {
       await client.query("SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.events'))");
       const streamIds = [...new Set(requests.map((r) => r.streamId))];
-      const { rows } = await client.query<{ stream_id: string; revision: number }>(
-        'SELECT stream_id, max(revision) AS revision FROM events WHERE stream_id = ANY($1) GROUP BY stream_id',
+      // Each stream's last revision is one probe of the (stream_id, revision) index from its end: a
+      // max(revision) grouped over `= ANY` read every event of those streams, so a team's
+      // reservation cost grew with the team's history.
+      const { rows } = await client.query<{ stream_id: string; revision: number | null }>(
+        `SELECT s.stream_id,
+                (SELECT e.revision FROM events e WHERE e.stream_id = s.stream_id ORDER BY e.revision DESC LIMIT 1) AS revision
+           FROM unnest($1::text[]) AS s(stream_id)`,
         [streamIds],
       );
-      const versions = new Map(rows.map((r) => [r.stream_id, r.revision]));
+      const versions = new Map(rows.flatMap((r) => (r.revision === null ? [] : [[r.stream_id, r.revision] as const])));
       const columns = {
         stream: [] as string[],
         revision: [] as number[],

@@ -108,6 +108,8 @@ export const createRedisRateLimiter = (options: RedisRateLimiterOptions): RateLi
     maxRetriesPerRequest: 0,
     autoResendUnfulfilledCommands: false,
     retryStrategy: (attempt) => Math.min(attempt * 100, 2000),
+    // The hits of one event-loop turn go to the server in one write, not one write each.
+    enableAutoPipelining: true,
     ...(options.connectionName ? { connectionName: options.connectionName } : {}),
   });
   let lastConnectionError: unknown;

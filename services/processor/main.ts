@@ -17,7 +17,7 @@ runUntilSignal('processor', async () => {
   const telemetry = await startTelemetry(config, 'processor', logger);
   const backends = await openBackends(config, logger);
   const health = new Health(config.readyRetryThresholdMs);
-  const processor = await startProcessorService(config, backends, logger, health);
+  const processor = await startProcessorService(config, backends, logger, health, { followTeams: true });
   const healthServer = await serveHealthPort(config, backends, health, logger);
   logger.info({ ...backends.description }, 'processor running');
   return {

@@ -60,8 +60,34 @@ export const startIngressService = async (
   };
 };
 
-/** The call processor with the configured steps. */
+/**
+ * The call processor with the configured steps. A processor without an ingress beside it
+ * (`followTeams`) follows the team events itself, as the ingress does: its settlements decide on the
+ * team states it holds, and one that saw only its own writes met a version conflict at nearly every
+ * settlement, since the ingress (and the other processors) had appended to the team's stream meanwhile.
+ */
 export const startProcessorService = async (
+  config: Config,
+  backends: Backends,
+  logger: Logger,
+  health?: Health,
+  options: { followTeams?: boolean } = {},
+): Promise<Service> => {
+  const { directory } = backends.teams;
+  if (options.followTeams) {
+    await directory.start(backends.storedEvents);
+    health?.register('team-directory', () => directory.report((since) => health.retryingTooLong(since)));
+  }
+  const processor = await startProcessorSteps(config, backends, logger, health);
+  return {
+    async stop() {
+      await processor.stop();
+      if (options.followTeams) await directory.stop();
+    },
+  };
+};
+
+const startProcessorSteps = async (
   config: Config,
   backends: Backends,
   logger: Logger,

@@ -74,15 +74,19 @@ export const startProcessorService = async (
   options: { followTeams?: boolean } = {},
 ): Promise<Service> => {
   const { directory } = backends.teams;
+  let unregister: (() => void) | undefined;
   if (options.followTeams) {
     await directory.start(backends.storedEvents);
-    health?.register('team-directory', () => directory.report((since) => health.retryingTooLong(since)));
+    unregister = health?.register('team-directory', () => directory.report((since) => health.retryingTooLong(since)));
   }
   const processor = await startProcessorSteps(config, backends, logger, health);
   return {
     async stop() {
       await processor.stop();
-      if (options.followTeams) await directory.stop();
+      if (options.followTeams) {
+        unregister?.();
+        await directory.stop();
+      }
     },
   };
 };

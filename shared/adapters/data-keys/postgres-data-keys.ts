@@ -96,26 +96,29 @@ export const createPostgresDataKeys = async (options: PostgresOptions, kek: Ciph
   const createMany = async (callIds: string[]): Promise<Outcome<Buffer | undefined>[]> => {
     const unique = [...new Set(callIds)];
     const made = new Map(unique.map((callId) => [callId, newDataKey()]));
-    const rows = await pool.query<{ call_id: string; wrapped: Buffer | null }>(
+    const rows = await pool.query<{ call_id: string; wrapped: Buffer | null; inserted: boolean }>(
       `WITH input AS (
          SELECT * FROM unnest($1::text[], $2::bytea[]) AS t(call_id, wrapped)
        ), made AS (
          INSERT INTO data_keys (call_id, wrapped) SELECT call_id, wrapped FROM input
-         ON CONFLICT (call_id) DO NOTHING RETURNING call_id, wrapped
+         ON CONFLICT (call_id) DO NOTHING RETURNING call_id
        )
-       SELECT call_id, wrapped FROM made
+       SELECT call_id, NULL::bytea AS wrapped, true AS inserted FROM made
        UNION ALL
-       SELECT d.call_id, d.wrapped FROM data_keys d JOIN input USING (call_id)`,
+       SELECT d.call_id, d.wrapped, false FROM data_keys d JOIN input USING (call_id)`,
       [unique, unique.map((callId) => wrapKey(kek, made.get(callId)!, callId))],
     );
-    // No call id comes back twice: one inserted here was in no stored row of the snapshot.
-    const stored = new Map(rows.rows.map((r) => [r.call_id, r.wrapped]));
-    const late = unique.filter((callId) => !stored.has(callId));
-    if (late.length > 0) for (const [callId, wrapped] of await storedRows(late)) stored.set(callId, wrapped);
-    return callIds.map((callId) => {
-      if (!stored.has(callId)) return new Error(`the data key of call ${callId} was neither made nor found`);
-      return unwrap(callId, stored.get(callId));
-    });
+    // No call id comes back twice: one inserted here was in no stored row of the snapshot. An
+    // inserted call's key is the one made here (no need to unwrap what was just wrapped).
+    const keys = new Map<string, Buffer | undefined>();
+    for (const row of rows.rows)
+      keys.set(row.call_id, row.inserted ? made.get(row.call_id) : unwrap(row.call_id, row.wrapped));
+    const late = unique.filter((callId) => !keys.has(callId));
+    if (late.length > 0)
+      for (const [callId, wrapped] of await storedRows(late)) keys.set(callId, unwrap(callId, wrapped));
+    return callIds.map((callId) =>
+      keys.has(callId) ? keys.get(callId) : new Error(`the data key of call ${callId} was neither made nor found`),
+    );
   };
   const findMany = async (callIds: string[]): Promise<Outcome<Buffer | undefined>[]> => {
     const stored = await storedRows([...new Set(callIds)]);

@@ -73,21 +73,26 @@ export const startProcessorService = async (
   health?: Health,
   options: { followTeams?: boolean } = {},
 ): Promise<Service> => {
-  const { directory } = backends.teams;
-  let unregister: (() => void) | undefined;
-  if (options.followTeams) {
-    await directory.start(backends.storedEvents);
-    unregister = health?.register('team-directory', () => directory.report((since) => health.retryingTooLong(since)));
-  }
+  const stopFollowing = options.followTeams ? await followTeams(backends, health) : undefined;
   const processor = await startProcessorSteps(config, backends, logger, health);
   return {
     async stop() {
       await processor.stop();
-      if (options.followTeams) {
-        unregister?.();
-        await directory.stop();
-      }
+      await stopFollowing?.();
     },
+  };
+};
+
+/** Starts the team directory on the feed, its readiness registered; resolves with its stop. */
+const followTeams = async (backends: Backends, health?: Health): Promise<() => Promise<void>> => {
+  const { directory } = backends.teams;
+  await directory.start(backends.storedEvents);
+  const unregister = health?.register('team-directory', () =>
+    directory.report((since) => health.retryingTooLong(since)),
+  );
+  return async () => {
+    unregister?.();
+    await directory.stop();
   };
 };
 

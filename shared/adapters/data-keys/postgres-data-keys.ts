@@ -29,12 +29,11 @@ const MAX_BATCH = 500;
 
 /**
  * Runs `many` over a batch; when it fails for a reason that is not the server's availability (a
- * value the statement refuses), each item is tried alone with `one`, so one bad item fails alone.
+ * value the statement refuses), each item is tried alone, so one bad item fails alone.
  */
 const eachAloneOnRefusal = async <T, R>(
   items: T[],
   many: (items: T[]) => Promise<Outcome<R>[]>,
-  one: (item: T) => Promise<R>,
 ): Promise<Outcome<R>[]> => {
   try {
     return await many(items);
@@ -42,12 +41,14 @@ const eachAloneOnRefusal = async <T, R>(
     const translated = translate(error);
     if (items.length === 1 || translated instanceof DataKeysUnavailableError) throw translated;
     return Promise.all(
-      items.map((item) =>
-        one(item).catch((alone: unknown) => {
+      items.map(async (item) => {
+        try {
+          return (await many([item]))[0]!;
+        } catch (alone) {
           const failure = translate(alone);
           return failure instanceof Error ? failure : new Error(String(failure));
-        }),
-      ),
+        }
+      }),
     );
   }
 };
@@ -125,14 +126,13 @@ export const createPostgresDataKeys = async (options: PostgresOptions, kek: Ciph
     return callIds.map((callId) => unwrap(callId, stored.get(callId)));
   };
 
-  const creations = new GroupCommit<string, Buffer | undefined>(
-    (callIds) => eachAloneOnRefusal(callIds, createMany, async (callId) => single(await createMany([callId]))),
-    { name: 'postgres-data-keys', maxBatch: MAX_BATCH },
-  );
-  const lookups = new GroupCommit<string, Buffer | undefined>(
-    (callIds) => eachAloneOnRefusal(callIds, findMany, async (callId) => single(await findMany([callId]))),
-    { maxBatch: MAX_BATCH },
-  );
+  const creations = new GroupCommit<string, Buffer | undefined>((callIds) => eachAloneOnRefusal(callIds, createMany), {
+    name: 'postgres-data-keys',
+    maxBatch: MAX_BATCH,
+  });
+  const lookups = new GroupCommit<string, Buffer | undefined>((callIds) => eachAloneOnRefusal(callIds, findMany), {
+    maxBatch: MAX_BATCH,
+  });
 
   return {
     obtain: (callId) => creations.submit(callId),
@@ -149,10 +149,4 @@ export const createPostgresDataKeys = async (options: PostgresOptions, kek: Ciph
       await pool.end();
     },
   };
-};
-
-/** The one outcome of a batch of one, thrown when it is an error. */
-const single = <R>([outcome]: Outcome<R>[]): R => {
-  if (outcome instanceof Error) throw outcome;
-  return outcome as R;
 };

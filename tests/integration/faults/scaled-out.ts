@@ -380,10 +380,6 @@ export const stackEnv = (databaseUrl: string, kafkaBrokers: string, redisUrl: st
   API_KEY_SECRET,
 });
 
-/**
- * A Kafka broker of the test's own (docker/kafka.sh on free ports and its own directory), which
- * the test may pause (SIGSTOP), stop and start again on the same data.
- */
 /** Whether nothing holds 127.0.0.1:`port` (a listen on it succeeds). */
 const canListen = (port: number) =>
   new Promise<boolean>((resolve) => {
@@ -407,6 +403,10 @@ const freePortPair = async (): Promise<number> => {
   throw new Error('no two free neighbouring ports between 20000 and 32000');
 };
 
+/**
+ * A Kafka broker of the test's own (docker/kafka.sh on free ports and its own directory), which
+ * the test may pause (SIGSTOP), stop and start again on the same data.
+ */
 export const ownBroker = async () => {
   const script = fileURLToPath(new URL('../../../docker/kafka.sh', import.meta.url));
   const home = mkdtempSync(join(tmpdir(), 'kafka-faults-'));

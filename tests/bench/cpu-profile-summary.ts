@@ -6,6 +6,9 @@
  *   npx tsx tests/bench/cpu-profile-summary.ts <file.cpuprofile> [--top 25] [--from 0] [--to 1e9] [--callers 'text']
  *
  * `--callers` prints the stacks (five frames up) leading to the functions whose label has that text.
+ * `--long-tasks MS` prints the stretches of the main thread busy without a break for at least MS
+ * milliseconds (what holds a 201 back: a request's answer waits for the task under way), with what
+ * the event loop called and the functions that took the time.
  * `--from`/`--to` keep the samples between those seconds after the profile began (the ingest wrk
  * bench prints when its load ran, counted from the service's start).
  */
@@ -19,11 +22,14 @@ const { values, positionals } = parseArgs({
     from: { type: 'string', default: '0' },
     to: { type: 'string', default: '1e9' },
     callers: { type: 'string' },
+    'long-tasks': { type: 'string' },
   },
 });
 const file = positionals[0];
 if (!file) {
-  console.error('usage: cpu-profile-summary.ts <file.cpuprofile> [--top 25]');
+  console.error(
+    'usage: cpu-profile-summary.ts <file.cpuprofile> [--top 25] [--from S] [--to S] [--callers TEXT] [--long-tasks MS]',
+  );
   process.exit(2);
 }
 
@@ -109,4 +115,57 @@ if (values.callers) {
     stacks.set(key, (stacks.get(key) ?? 0) + time);
   }
   print(`stacks into ${values.callers}`, stacks);
+}
+
+if (values['long-tasks']) {
+  const least = Number(values['long-tasks']) * 1000;
+  /** The frame the event loop called: the child of (root) on the sample's stack. */
+  const entry = (id: number) => {
+    let at = id;
+    while (parent.get(at) !== undefined && parent.get(parent.get(at)!) !== undefined) at = parent.get(at)!;
+    return label(byId.get(at)!);
+  };
+  interface Task {
+    start: number;
+    length: number;
+    entries: Map<string, number>;
+    selves: Map<string, number>;
+  }
+  const tasks: Task[] = [];
+  let task: Task | undefined;
+  let clock = 0;
+  profile.samples.forEach((id, i) => {
+    const dt = Math.max(0, profile.timeDeltas[i] ?? 0);
+    clock += profile.timeDeltas[i] ?? 0;
+    if (clock < from || clock > to) return;
+    const node = byId.get(id)!;
+    if (node.callFrame.functionName === '(idle)') {
+      if (task && task.length >= least) tasks.push(task);
+      task = undefined;
+      return;
+    }
+    task ??= { start: clock, length: 0, entries: new Map(), selves: new Map() };
+    task.length += dt;
+    const called = entry(id);
+    task.entries.set(called, (task.entries.get(called) ?? 0) + dt);
+    task.selves.set(label(node), (task.selves.get(label(node)) ?? 0) + dt);
+  });
+  if (task && task.length >= least) tasks.push(task);
+  const busy = tasks.reduce((sum, t) => sum + t.length, 0);
+  console.log(
+    `\nstretches busy ≥ ${values['long-tasks']} ms: ${tasks.length}, ${(busy / 1e6).toFixed(2)} s in all (${pct(busy)} of the window)`,
+  );
+  const ms = (t: number) => `${(t / 1000).toFixed(1)} ms`;
+  const topOf = (map: Map<string, number>, n: number) =>
+    [...map]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, n)
+      .map(([name, t]) => `${ms(t).padStart(9)}  ${name}`);
+  for (const t of [...tasks].sort((a, b) => b.length - a.length).slice(0, top)) {
+    console.log(`\n${ms(t.length)} at ${(t.start / 1e6).toFixed(2)} s`);
+    console.log('  called by the event loop:');
+    for (const line of topOf(t.entries, 3)) console.log(`    ${line}`);
+    console.log('  self time:');
+    for (const line of topOf(t.selves, 5)) console.log(`    ${line}`);
+  }
 }

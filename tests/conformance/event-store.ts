@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { after, describe, test } from 'node:test';
 import {
   type EventStore,
+  type ExpectedVersion,
   ExpectedVersionConflictError,
   type NewEvent,
   type RecordedEvent,
@@ -165,6 +166,68 @@ export const eventStoreConformance = (
       );
       assert.equal(new Set(results.map((r) => r.position)).size, 200);
       for (const id of ids.slice(0, 10)) assert.equal((await store.readStream(id)).length, 1);
+    });
+
+    test('appends issued together, mixing streams, sizes and expected versions, each answer what they wrote', async () => {
+      const { store } = await open();
+      const [a, b, c] = [stream(), stream(), stream()];
+      await store.append(b, [event('B0', 0)]);
+      // Issued in one turn, so a group-committing store decides them in one batch. Which of two
+      // appends to one stream wins may depend on the order the store takes them in; what each
+      // answers must match what it wrote.
+      const requests: Array<[string, string[], ExpectedVersion]> = [
+        [a, ['A0', 'A1', 'A2'], 'no_stream'],
+        [b, ['B1'], 0],
+        [b, ['Bx'], 0],
+        [a, ['A3', 'A4'], 2],
+        [c, ['Cx'], 'stream_exists'],
+        [c, ['C0'], 'any'],
+        [b, ['B2'], 'stream_exists'],
+      ];
+      const results = await Promise.allSettled(
+        requests.map(([id, types, expectedVersion]) =>
+          store.append(
+            id,
+            types.map((type, n) => event(type, n)),
+            { expectedVersion },
+          ),
+        ),
+      );
+      const feed = (await store.readAll({ maxCount: 10_000 })).filter((e) => [a, b, c].includes(e.streamId));
+      results.forEach((result, n) => {
+        const [id, types] = requests[n]!;
+        const written = feed.filter((e) => types.includes(e.type));
+        if (result.status === 'rejected') {
+          assert.ok(result.reason instanceof ExpectedVersionConflictError, `append ${n}: ${String(result.reason)}`);
+          assert.equal(written.length, 0, `append ${n} conflicted but wrote`);
+          return;
+        }
+        assert.deepEqual(
+          written.map((e) => [e.streamId, e.type]),
+          types.map((type) => [id, type]),
+          `append ${n}: its events, in order, in its stream`,
+        );
+        const revisions = written.map((e) => e.revision);
+        assert.deepEqual(
+          revisions,
+          revisions.map((_, k) => revisions[0]! + k),
+          `append ${n}: consecutive revisions`,
+        );
+        assert.equal(result.value.position, written.at(-1)!.position, `append ${n}: position of its last event`);
+        assert.equal(result.value.nextExpectedVersion, written.at(-1)!.revision, `append ${n}: its last revision`);
+      });
+      // Of the two appends to b at version 0 exactly one wins; b's third append always lands.
+      assert.equal([results[1], results[2]].filter((r) => r?.status === 'fulfilled').length, 1);
+      assert.equal(results[6]!.status, 'fulfilled');
+      assert.equal(results[5]!.status, 'fulfilled');
+      for (const id of [a, b, c]) {
+        const revisions = (await store.readStream(id)).map((e) => e.revision);
+        assert.deepEqual(
+          revisions,
+          revisions.map((_, k) => k),
+          `${id}: revisions from 0 without gaps`,
+        );
+      }
     });
 
     test('readAll returns the global feed in position order after a position', async () => {

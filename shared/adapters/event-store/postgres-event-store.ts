@@ -7,7 +7,6 @@ import {
   type EventStore,
   ExpectedVersionConflictError,
   EventStoreUnavailableError,
-  expectedVersionHolds,
   type Json,
 } from '../../ports/event-store.ts';
 import { GroupCommit, type Outcome } from '../group-commit.ts';
@@ -74,6 +73,91 @@ const ADD_CATEGORY = `
   CREATE INDEX IF NOT EXISTS events_category_position ON events (category, position);
 `;
 
+/**
+ * One batch of appends as one statement: it takes the lock that orders positions, reads each
+ * stream's last revision (one backward probe of the (stream_id, revision) index per stream: a
+ * max(revision) grouped over `= ANY` read every event of those streams, so a team's reservation
+ * cost grew with its history), checks each request's expected version against it, inserts the
+ * events of the requests that hold and notifies the subscribers. Run outside a transaction block
+ * it commits as it returns, so the lock is held while the server works and never across a round
+ * trip to a busy client: as six statements of one transaction it was held from the lock to the
+ * COMMIT, through five answers each waiting for the client's event loop.
+ *
+ * Arguments: per request its stream, expected-version kind ('any', 'no_stream', 'stream_exists',
+ * 'exact'), exact version and number of events; the events of all requests flattened in order
+ * (id, type, data, metadata); the NOTIFY channel. One row per request, in order: the stream's
+ * revision before it (`actual`) and the position of its last event, null when its expected
+ * version did not hold.
+ */
+const APPEND_FUNCTION = `
+  CREATE OR REPLACE FUNCTION events_append(
+    streams text[], kinds text[], versions bigint[], counts int[],
+    ids uuid[], types text[], datas jsonb[], metas jsonb[], channel text
+  ) RETURNS TABLE (actual bigint, last_position bigint)
+  LANGUAGE plpgsql AS $fn$
+  DECLARE
+    n int := coalesce(array_length(streams, 1), 0);
+    request record;
+    current_stream text;
+    cur bigint;
+    held boolean;
+    actuals bigint[] := '{}';
+    firsts bigint[] := '{}';
+    lasts int[] := '{}';
+    flat int := 0;
+    ev_stream text[] := '{}';
+    ev_revision int[] := '{}';
+    ev_at int[] := '{}';
+    positions bigint[];
+  BEGIN
+    PERFORM pg_advisory_xact_lock(hashtext(current_schema() || '.events'));
+    -- Decided stream by stream, each stream's requests in the order given: one probe per stream.
+    FOR request IN SELECT t.stream, t.i FROM unnest(streams) WITH ORDINALITY AS t(stream, i) ORDER BY t.stream, t.i LOOP
+      IF request.stream IS DISTINCT FROM current_stream THEN
+        current_stream := request.stream;
+        cur := coalesce(
+          (SELECT e.revision FROM events e WHERE e.stream_id = current_stream ORDER BY e.revision DESC LIMIT 1), -1);
+      END IF;
+      actuals[request.i] := cur;
+      held := CASE kinds[request.i]
+                WHEN 'any' THEN true
+                WHEN 'no_stream' THEN cur = -1
+                WHEN 'stream_exists' THEN cur >= 0
+                ELSE cur = versions[request.i]
+              END;
+      IF held THEN
+        firsts[request.i] := cur + 1;
+        cur := cur + counts[request.i];
+      END IF;
+    END LOOP;
+    -- The events of the requests that hold, in the order given.
+    FOR i IN 1 .. n LOOP
+      IF firsts[i] IS NOT NULL THEN
+        FOR j IN 1 .. counts[i] LOOP
+          ev_stream := ev_stream || streams[i];
+          ev_revision := ev_revision || (firsts[i] + j - 1)::int;
+          ev_at := ev_at || (flat + j);
+        END LOOP;
+        lasts[i] := array_length(ev_at, 1);
+      END IF;
+      flat := flat + counts[i];
+    END LOOP;
+    IF array_length(ev_at, 1) > 0 THEN
+      WITH inserted AS (
+        INSERT INTO events (stream_id, revision, id, type, data, metadata)
+        SELECT t.stream_id, t.revision, ids[t.at], types[t.at], datas[t.at], metas[t.at]
+          FROM unnest(ev_stream, ev_revision, ev_at) WITH ORDINALITY AS t(stream_id, revision, at, n)
+         ORDER BY t.n
+        RETURNING position
+      )
+      SELECT array_agg(position ORDER BY position) INTO positions FROM inserted;
+      PERFORM pg_notify(channel, current_schema());
+    END IF;
+    RETURN QUERY SELECT actuals[i], positions[lasts[i]] FROM generate_series(1, n) AS i;
+  END
+  $fn$;
+`;
+
 /** Creates the tables and adds what later versions added; under a lock, so processes opening at once do it once. */
 const migrate = (pool: pg.Pool): Promise<void> =>
   inTransaction(pool, async (client) => {
@@ -83,6 +167,7 @@ const migrate = (pool: pg.Pool): Promise<void> =>
       `SELECT count(*)::int AS n FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'events' AND indexname = 'events_category_position'`,
     );
     if (rows[0]!.n === 0) await client.query(ADD_CATEGORY);
+    await client.query(APPEND_FUNCTION);
   });
 
 const CHANNEL = 'events_appended';
@@ -135,68 +220,38 @@ export const createPostgresEventStore = async (options: PostgresEventStoreOption
     },
   });
 
-  const flush = async (requests: AppendRequest[]): Promise<Outcome<AppendResult>[]> =>
-    inTransaction(pool, async (client) => {
-      await client.query("SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.events'))");
-      const streamIds = [...new Set(requests.map((r) => r.streamId))];
-      // Each stream's last revision is one probe of the (stream_id, revision) index from its end: a
-      // max(revision) grouped over `= ANY` read every event of those streams, so a team's
-      // reservation cost grew with the team's history.
-      const { rows } = await client.query<{ stream_id: string; revision: number | null }>(
-        `SELECT s.stream_id,
-                (SELECT e.revision FROM events e WHERE e.stream_id = s.stream_id ORDER BY e.revision DESC LIMIT 1) AS revision
-           FROM unnest($1::text[]) AS s(stream_id)`,
-        [streamIds],
-      );
-      const versions = new Map(rows.flatMap((r) => (r.revision === null ? [] : [[r.stream_id, r.revision] as const])));
-      const columns = {
-        stream: [] as string[],
-        revision: [] as number[],
-        id: [] as string[],
-        type: [] as string[],
-        data: [] as string[],
-        metadata: [] as string[],
-      };
-      const outcomes: Outcome<{ nextExpectedVersion: number; lastRow: number }>[] = requests.map(
-        ({ streamId, events, expectedVersion }) => {
-          const actual = versions.get(streamId) ?? -1;
-          if (!expectedVersionHolds(expectedVersion, actual))
-            return new ExpectedVersionConflictError(streamId, expectedVersion, actual);
-          let revision = actual;
-          for (const event of events) {
-            revision += 1;
-            columns.stream.push(streamId);
-            columns.revision.push(revision);
-            columns.id.push(event.id ?? randomUUID());
-            columns.type.push(event.type);
-            columns.data.push(JSON.stringify(event.data));
-            columns.metadata.push(JSON.stringify(event.metadata ?? {}));
-          }
-          versions.set(streamId, revision);
-          return { nextExpectedVersion: revision, lastRow: columns.stream.length };
-        },
-      );
-      let positions: string[] = [];
-      if (columns.stream.length > 0) {
-        const inserted = await client.query<{ position: string }>(
-          `INSERT INTO events (stream_id, revision, id, type, data, metadata)
-           SELECT stream_id, revision, id, type, data, metadata
-             FROM unnest($1::text[], $2::int[], $3::uuid[], $4::text[], $5::jsonb[], $6::jsonb[])
-                  WITH ORDINALITY AS t(stream_id, revision, id, type, data, metadata, n)
-            ORDER BY n
-           RETURNING position`,
-          [columns.stream, columns.revision, columns.id, columns.type, columns.data, columns.metadata],
-        );
-        positions = inserted.rows.map((r) => r.position).sort((a, b) => (BigInt(a) < BigInt(b) ? -1 : 1));
-        await client.query('SELECT pg_notify($1, current_schema())', [CHANNEL]);
-      }
-      if (options.beforeCommit) await options.beforeCommit();
-      return outcomes.map((o) =>
-        o instanceof Error
-          ? o
-          : { nextExpectedVersion: o.nextExpectedVersion, position: BigInt(positions[o.lastRow - 1]!) },
-      );
+  const flush = async (requests: AppendRequest[]): Promise<Outcome<AppendResult>[]> => {
+    const events = requests.flatMap((r) => r.events);
+    const parameters = [
+      requests.map((r) => r.streamId),
+      requests.map((r) => (typeof r.expectedVersion === 'number' ? 'exact' : r.expectedVersion)),
+      requests.map((r) => (typeof r.expectedVersion === 'number' ? r.expectedVersion : null)),
+      requests.map((r) => r.events.length),
+      events.map((event) => event.id ?? randomUUID()),
+      events.map((event) => event.type),
+      events.map((event) => JSON.stringify(event.data)),
+      events.map((event) => JSON.stringify(event.metadata ?? {})),
+      CHANNEL,
+    ];
+    const sql = `SELECT actual, last_position FROM events_append($1::text[], $2::text[], $3::bigint[], $4::int[],
+                   $5::uuid[], $6::text[], $7::jsonb[], $8::jsonb[], $9)`;
+    type Row = { actual: string; last_position: string | null };
+    // A test's `beforeCommit` holds the batch's transaction open; otherwise the statement commits alone.
+    const beforeCommit = options.beforeCommit;
+    const rows = beforeCommit
+      ? await inTransaction(pool, async (client) => {
+          const result = await client.query<Row>(sql, parameters);
+          await beforeCommit();
+          return result.rows;
+        })
+      : (await pool.query<Row>(sql, parameters)).rows;
+    return requests.map(({ streamId, events: appended, expectedVersion }, i) => {
+      const { actual, last_position: last } = rows[i]!;
+      return last === null
+        ? new ExpectedVersionConflictError(streamId, expectedVersion, Number(actual))
+        : { nextExpectedVersion: Number(actual) + appended.length, position: BigInt(last) };
     });
+  };
 
   const commits = new GroupCommit<AppendRequest, AppendResult>(
     async (requests) => {

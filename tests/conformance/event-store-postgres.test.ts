@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import pg from 'pg';
 import { createPostgresEventStore } from '../../shared/adapters/event-store/postgres-event-store.ts';
 import { backend } from '../support/backends.ts';
+import { eventually } from '../support/eventually.ts';
 import { freshSchema } from '../support/postgres.ts';
 import { eventStoreConformance } from './event-store.ts';
 
@@ -97,6 +98,52 @@ test(
       }
     } finally {
       await client.end();
+      await fresh.drop();
+    }
+  },
+);
+
+test(
+  'postgres: an append wakes the subscriptions of another store on the schema through NOTIFY, and its own store once',
+  { skip: postgres.skip },
+  async () => {
+    const connectionString = postgres.url!;
+    const fresh = freshSchema(connectionString);
+    // A poll interval no test waits for: only a wake-up can deliver within the test.
+    const [writer, other] = [
+      await createPostgresEventStore({ connectionString, schema: fresh.schema, pollMs: 600_000 }),
+      await createPostgresEventStore({ connectionString, schema: fresh.schema, pollMs: 600_000 }),
+    ];
+    try {
+      let reads = 0;
+      const readAll = writer.readAll.bind(writer);
+      writer.readAll = (options) => {
+        reads++;
+        return readAll(options);
+      };
+      const seenHere: string[] = [];
+      const seenThere: string[] = [];
+      const here = writer.subscribeToAll({
+        handler: async (events) => void seenHere.push(...events.map((e) => e.type)),
+      });
+      const there = other.subscribeToAll({
+        handler: async (events) => void seenThere.push(...events.map((e) => e.type)),
+      });
+      await Promise.all([here.caughtUp(), there.caughtUp()]);
+      // Let the LISTEN sessions connect and their first wake-ups pass.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      for (let n = 1; n <= 3; n++) {
+        const before = reads;
+        await writer.append(`call-${n}`, [{ type: `E${n}`, data: {} }]);
+        await eventually(() => assert.deepEqual(seenThere.slice(-1), [`E${n}`]));
+        await eventually(() => assert.deepEqual(seenHere.slice(-1), [`E${n}`]));
+        // The append's own notification arrives within milliseconds; give it time to cause a read.
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        assert.equal(reads - before, 1, `append ${n}: the writer's subscription read the feed once`);
+      }
+      await Promise.all([here.stop(), there.stop()]);
+    } finally {
+      await Promise.all([writer.close(), other.close()]);
       await fresh.drop();
     }
   },

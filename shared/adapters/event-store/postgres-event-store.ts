@@ -85,14 +85,15 @@ const ADD_CATEGORY = `
  *
  * Arguments: per request its stream, expected-version kind ('any', 'no_stream', 'stream_exists',
  * 'exact'), exact version and number of events; the events of all requests flattened in order
- * (id, type, data, metadata); the NOTIFY channel. One row per request, in order: the stream's
+ * (id, type, data, metadata); the NOTIFY channel and the appending store's origin (its payload is
+ * the schema and the origin). One row per request, in order: the stream's
  * revision before it (`actual`) and the position of its last event, null when its expected
  * version did not hold.
  */
 const APPEND_FUNCTION = `
   CREATE OR REPLACE FUNCTION events_append(
     streams text[], kinds text[], versions bigint[], counts int[],
-    ids uuid[], types text[], datas jsonb[], metas jsonb[], channel text
+    ids uuid[], types text[], datas jsonb[], metas jsonb[], channel text, origin text
   ) RETURNS TABLE (actual bigint, last_position bigint)
   LANGUAGE plpgsql AS $fn$
   DECLARE
@@ -151,7 +152,7 @@ const APPEND_FUNCTION = `
         RETURNING position
       )
       SELECT array_agg(position ORDER BY position) INTO positions FROM inserted;
-      PERFORM pg_notify(channel, current_schema());
+      PERFORM pg_notify(channel, current_schema() || ' ' || origin);
     END IF;
     RETURN QUERY SELECT actuals[i], positions[lasts[i]] FROM generate_series(1, n) AS i;
   END
@@ -199,6 +200,8 @@ export const createPostgresEventStore = async (options: PostgresEventStoreOption
     throw translate(error);
   });
   const schema = options.schema ?? 'public';
+  /** Names this store's appends in their notifications. */
+  const origin = randomUUID();
   const appended = new EventEmitter().setMaxListeners(0);
   // Cross-process wake-ups. While the session is down subscriptions still poll every pollMs; after
   // each (re)connection they are woken once, for what was appended while nobody listened.
@@ -206,7 +209,10 @@ export const createPostgresEventStore = async (options: PostgresEventStoreOption
     connect: () => createPostgresClient(options),
     channel: CHANNEL,
     onNotification: (payload) => {
+      // The payload is '<schema> <origin>' (the schema alone from a writer before origins). This
+      // store's own appends woke its subscriptions as they committed: their notifications are skipped.
       if (payload === undefined || payload === schema) appended.emit('appended');
+      else if (payload.startsWith(`${schema} `) && payload !== `${schema} ${origin}`) appended.emit('appended');
     },
     onStateChange: (change) => {
       if (change.state === 'lost') {
@@ -232,9 +238,10 @@ export const createPostgresEventStore = async (options: PostgresEventStoreOption
       events.map((event) => JSON.stringify(event.data)),
       events.map((event) => JSON.stringify(event.metadata ?? {})),
       CHANNEL,
+      origin,
     ];
     const sql = `SELECT actual, last_position FROM events_append($1::text[], $2::text[], $3::bigint[], $4::int[],
-                   $5::uuid[], $6::text[], $7::jsonb[], $8::jsonb[], $9)`;
+                   $5::uuid[], $6::text[], $7::jsonb[], $8::jsonb[], $9, $10)`;
     type Row = { actual: string; last_position: string | null };
     // A test's `beforeCommit` holds the batch's transaction open; otherwise the statement commits alone.
     const beforeCommit = options.beforeCommit;

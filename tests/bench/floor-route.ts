@@ -15,16 +15,24 @@
  * - `kafka`: `normalised` + the record published to Kafka (KAFKA_BROKERS) through the Kafka event
  *   log, answered once the broker acknowledged it (acks=all), unsealed: the floor of target 4's
  *   ingress, whose other parts (PostgreSQL for teams, capacity and data keys) it leaves out.
+ * - `kafka-sealed`: `kafka` + its personal fields sealed under a new data key per call, the key
+ *   stored in PostgreSQL (DATABASE_URL) as target 4's ingress stores it.
+ * - `kafka-reserved`: `kafka-sealed` + one event appended to a team's stream on the PostgreSQL
+ *   event store before the publish (40 teams, no expected version): the least a capacity
+ *   reservation writes. With it, every durable write target 4's ingress makes before its 201.
  *
  * What the service's ingress does beyond `sealed` (API key check, per-key rate limit, capacity
  * reservation on the team's stream, logging, metrics, tracing) is the difference to the service.
  * Run as `node --import tsx tests/bench/floor-route.ts` with PORT, RUNG and DATA_DIR.
  */
 import Fastify from 'fastify';
+import pg from 'pg';
 import { fdatasync, open } from 'node:fs';
 import { keyEncryptionKey } from '../../shared/adapters/crypto/aes-gcm.ts';
 import { createPersonalData } from '../../shared/adapters/crypto/personal-data.ts';
+import { createPostgresDataKeys } from '../../shared/adapters/data-keys/postgres-data-keys.ts';
 import { createSqliteDataKeys } from '../../shared/adapters/data-keys/sqlite-data-keys.ts';
+import { createPostgresEventStore } from '../../shared/adapters/event-store/postgres-event-store.ts';
 import { createKafkaEventLog } from '../../shared/adapters/event-log/kafka-event-log.ts';
 import { createSqliteEventLog } from '../../shared/adapters/event-log/sql-event-log.ts';
 import type { PersonalData } from '../../shared/adapters/crypto/personal-data.ts';
@@ -36,7 +44,19 @@ import { normaliseSubmission } from '../../shared/domain/submission/normalise-su
 import { estimateCallMinutes } from '../../shared/domain/team/capacity.ts';
 import { callSubmittedRecord, INGEST_PATH, newCallId } from '../../services/ingress/ingest-route.ts';
 
-export const RUNGS = ['bare', 'normalised', 'minimal', 'durable', 'sealed', 'kafka'] as const;
+export const RUNGS = [
+  'bare',
+  'normalised',
+  'minimal',
+  'durable',
+  'sealed',
+  'kafka',
+  'kafka-sealed',
+  'kafka-reserved',
+] as const;
+/** The rungs that publish to Kafka (KAFKA_BROKERS), and those that also write to PostgreSQL (DATABASE_URL). */
+export const KAFKA_RUNGS: readonly Rung[] = ['kafka', 'kafka-sealed', 'kafka-reserved'];
+export const POSTGRES_RUNGS: readonly Rung[] = ['kafka-sealed', 'kafka-reserved'];
 export type Rung = (typeof RUNGS)[number];
 
 type Normalised = Extract<ReturnType<typeof normaliseSubmission>, { ok: true }>;
@@ -116,15 +136,44 @@ const serve = async (rung: Rung) => {
   if (!RUNGS.includes(rung)) throw new Error(`RUNG is one of ${RUNGS.join(', ')}, not ${String(rung)}`);
   const closing: (() => unknown)[] = [];
   let record: Recorder | undefined;
-  if (rung === 'kafka') {
+  if (KAFKA_RUNGS.includes(rung)) {
     const eventLog = await createKafkaEventLog({
       brokers: (process.env.KAFKA_BROKERS ?? '').split(',').filter(Boolean),
     });
     closing.push(() => eventLog.close());
     // A topic of its own per start, so each Kafka rung starts on an empty topic.
-    const topic = `floor.calls.submitted.${Date.now()}`;
+    const topic = `floor.calls.submitted.${Date.now()}.${process.pid}`;
     await eventLog.ensureTopics([{ name: topic, partitions: 6 }]);
-    record = publisher(eventLog, topic);
+    if (!POSTGRES_RUNGS.includes(rung)) record = publisher(eventLog, topic);
+    else {
+      // A schema of its own per start, dropped at the end.
+      const postgres = {
+        connectionString: process.env.DATABASE_URL ?? '',
+        schema: `floor_${process.pid}_${Date.now()}`,
+      };
+      const personalData = createPersonalData(
+        await createPostgresDataKeys(postgres, keyEncryptionKey('floor-route-data-key-secret-0123456789')),
+      );
+      closing.unshift(() => personalData.close());
+      const publish = publisher(eventLog, topic, personalData);
+      if (rung === 'kafka-sealed') record = publish;
+      else {
+        const store = await createPostgresEventStore(postgres);
+        closing.unshift(() => store.close());
+        let teams = 0;
+        record = async (callId, normalised) => {
+          const minutes = estimateCallMinutes(normalised.submission);
+          await store.append(`team-floor${teams++ % 40}`, [{ type: 'CapacityReserved', data: { callId, minutes } }]);
+          await publish(callId, normalised);
+        };
+      }
+      closing.push(async () => {
+        const client = new pg.Client({ connectionString: postgres.connectionString });
+        await client.connect();
+        await client.query(`DROP SCHEMA IF EXISTS ${postgres.schema} CASCADE`);
+        await client.end();
+      });
+    }
   } else if (rung === 'minimal' || rung === 'durable' || rung === 'sealed') {
     const sqlite = openSqlite(process.env.DATA_DIR ?? './floor-data');
     closing.push(() => sqlite.close());

@@ -3,7 +3,7 @@
  * `npm start` loads this first (`node --import=./dist/services/runtime/source-maps.js`), since a
  * module's map is read when the module loads. `--enable-source-maps` also kept the maps the
  * packages ship (OpenTelemetry's among them) for traces that point into them: about 3 MB of a
- * fresh process's 147 MB at rest (README "Performance", Memory).
+ * fresh process's 147 MB at rest (docs/performance.md, "Memory").
  */
 import { setSourceMapsSupport } from 'node:module';
 

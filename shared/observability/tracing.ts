@@ -37,7 +37,7 @@ export interface Tracing {
 /**
  * Installs a provider with these span processors as the process's global one. The SDK is loaded
  * here, not with this module: a process that does not trace (the default) never loads it, which
- * keeps about 9 MB of resident memory free at rest (README "Performance", Memory).
+ * keeps about 9 MB of resident memory free at rest (docs/performance.md, "Memory").
  */
 export const installTracing = async (spanProcessors: SpanProcessor[], serviceName = TRACER): Promise<Tracing> => {
   const [

@@ -154,7 +154,7 @@ const APPEND_FUNCTION = `
       SELECT array_agg(position ORDER BY position) INTO positions FROM inserted;
       PERFORM pg_notify(channel, current_schema() || ' ' || origin);
     END IF;
-    RETURN QUERY SELECT actuals[i], positions[lasts[i]] FROM generate_series(1, n) AS i;
+    RETURN QUERY SELECT actuals[i], positions[lasts[i]] FROM generate_series(1, n) AS i ORDER BY i;
   END
   $fn$;
 `;
@@ -252,11 +252,11 @@ export const createPostgresEventStore = async (options: PostgresEventStoreOption
           return result.rows;
         })
       : (await pool.query<Row>(sql, parameters)).rows;
-    return requests.map(({ streamId, events: appended, expectedVersion }, i) => {
+    return requests.map(({ streamId, events: written, expectedVersion }, i) => {
       const { actual, last_position: last } = rows[i]!;
       return last === null
         ? new ExpectedVersionConflictError(streamId, expectedVersion, Number(actual))
-        : { nextExpectedVersion: Number(actual) + appended.length, position: BigInt(last) };
+        : { nextExpectedVersion: Number(actual) + written.length, position: BigInt(last) };
     });
   };
 

@@ -26,7 +26,6 @@
  * Run as `node --import tsx tests/bench/floor-route.ts` with PORT, RUNG and DATA_DIR.
  */
 import Fastify from 'fastify';
-import pg from 'pg';
 import { fdatasync, open } from 'node:fs';
 import { keyEncryptionKey } from '../../shared/adapters/crypto/aes-gcm.ts';
 import { createPersonalData } from '../../shared/adapters/crypto/personal-data.ts';
@@ -43,6 +42,7 @@ import type { CallSubmittedData } from '../../shared/domain/call/call-submitted.
 import { normaliseSubmission } from '../../shared/domain/submission/normalise-submission.ts';
 import { estimateCallMinutes } from '../../shared/domain/team/capacity.ts';
 import { callSubmittedRecord, INGEST_PATH, newCallId } from '../../services/ingress/ingest-route.ts';
+import { freshSchema } from '../support/postgres.ts';
 
 export const RUNGS = [
   'bare',
@@ -147,10 +147,9 @@ const serve = async (rung: Rung) => {
     if (!POSTGRES_RUNGS.includes(rung)) record = publisher(eventLog, topic);
     else {
       // A schema of its own per start, dropped at the end.
-      const postgres = {
-        connectionString: process.env.DATABASE_URL ?? '',
-        schema: `floor_${process.pid}_${Date.now()}`,
-      };
+      const connectionString = process.env.DATABASE_URL ?? '';
+      const schema = freshSchema(connectionString);
+      const postgres = { connectionString, schema: schema.schema };
       const personalData = createPersonalData(
         await createPostgresDataKeys(postgres, keyEncryptionKey('floor-route-data-key-secret-0123456789')),
       );
@@ -167,12 +166,7 @@ const serve = async (rung: Rung) => {
           await publish(callId, normalised);
         };
       }
-      closing.push(async () => {
-        const client = new pg.Client({ connectionString: postgres.connectionString });
-        await client.connect();
-        await client.query(`DROP SCHEMA IF EXISTS ${postgres.schema} CASCADE`);
-        await client.end();
-      });
+      closing.push(() => schema.drop());
     }
   } else if (rung === 'minimal' || rung === 'durable' || rung === 'sealed') {
     const sqlite = openSqlite(process.env.DATA_DIR ?? './floor-data');

@@ -138,3 +138,21 @@ for (const rung of MEASURED.filter((rung) => rung !== 'bare')) {
     command: `npx tsx tests/bench/floor-wrk.bench.ts --rounds ${ROUNDS} --seconds ${SECONDS}`,
   });
 }
+
+// Each rung closes what it opened on SIGTERM (its Kafka topic's producer, the PostgreSQL schema of
+// its own, which it drops); the exit handler's SIGKILL is for a rung that does not end in time.
+await Promise.all(
+  children
+    .filter((child) => child.exitCode === null)
+    .map(
+      (child) =>
+        new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, 10_000);
+          child.once('exit', () => {
+            clearTimeout(timer);
+            resolve();
+          });
+          child.kill('SIGTERM');
+        }),
+    ),
+);

@@ -20,6 +20,13 @@ import { tempDir } from '../../support/temp-dir.ts';
 
 const postgres = await backend('postgres');
 const TEAM_ID = '0193a1b2-0000-7000-8000-0000000000aa';
+/** The data directories the test makes, removed at the end. */
+const dirs: ReturnType<typeof tempDir>[] = [];
+const newDir = () => {
+  const dir = tempDir();
+  dirs.push(dir);
+  return dir.path;
+};
 
 const open = async (schema: string, dataDir: string): Promise<Backends> => {
   const config = loadConfig({
@@ -36,7 +43,7 @@ const open = async (schema: string, dataDir: string): Promise<Backends> => {
 
 /** The processor service as `services/processor/main.ts` starts it. */
 const startProcessor = (backends: Backends, health: Health): Promise<Service> => {
-  const config = loadConfig({ DATABASE_URL: postgres.url!, DATA_DIR: tempDir().path, KAFKA_BROKERS: '' });
+  const config = loadConfig({ DATABASE_URL: postgres.url!, DATA_DIR: newDir(), KAFKA_BROKERS: '' });
   return startProcessorService(config, backends, pino({ level: 'silent' }), health, { followTeams: true });
 };
 
@@ -47,6 +54,7 @@ before(() => {
 });
 after(async () => {
   await schema?.drop();
+  for (const dir of dirs) dir.remove();
 });
 
 test(
@@ -54,8 +62,8 @@ test(
   { skip: postgres.skip, timeout: 60_000 },
   async () => {
     // The other process: creates the team and reserves on it, as an ingress would.
-    const writerBackends = await open(schema.schema, tempDir().path);
-    const processorBackends = await open(schema.schema, tempDir().path);
+    const writerBackends = await open(schema.schema, newDir());
+    const processorBackends = await open(schema.schema, newDir());
     const health = new Health(30_000);
     const processor = await startProcessor(processorBackends, health);
     try {

@@ -26,7 +26,18 @@ import { tempDir } from '../support/temp-dir.ts';
 import { report } from './report.ts';
 import { recordTarget } from './targets.ts';
 import { KAFKA_RUNGS, POSTGRES_RUNGS, RUNGS, type Rung } from './floor-route.ts';
-import { cpuSeconds, freePort, median, requireWrk, root, runWrk, waitForListening, writeScript } from './wrk.ts';
+import {
+  coresBetween,
+  cpuSeconds,
+  freePort,
+  machineCpu,
+  median,
+  requireWrk,
+  root,
+  runWrk,
+  waitForListening,
+  writeScript,
+} from './wrk.ts';
 
 const { values } = parseArgs({
   options: {
@@ -92,14 +103,21 @@ for (const rung of MEASURED) runWrk(servers.get(rung)!.url, script, CONNECTIONS,
 
 const rates = new Map<Rung, number[]>(MEASURED.map((rung) => [rung, []]));
 const cpu = new Map<Rung, number[]>(MEASURED.map((rung) => [rung, []]));
+/** Per rung and round: the cores the machine, the rung's process and each backend used during the load. */
+const cores = new Map<Rung, ReturnType<typeof coresBetween>[]>(MEASURED.map((rung) => [rung, []]));
+const routeCores = new Map<Rung, number[]>(MEASURED.map((rung) => [rung, []]));
 const rows: Parameters<typeof report>[1] = [];
 for (let round = 1; round <= ROUNDS; round++) {
   for (const rung of MEASURED) {
     const { url, pid } = servers.get(rung)!;
     const before = cpuSeconds(pid);
+    const machineBefore = machineCpu();
     const result = runWrk(url, script, CONNECTIONS, SECONDS);
+    cores.get(rung)!.push(coresBetween(machineBefore, machineCpu(), SECONDS));
     const ok = (result.requests - result.non2xx) / SECONDS;
-    const cpuPerRequest = ((cpuSeconds(pid) - before) * 1000) / Math.max(1, result.requests);
+    const routeSeconds = cpuSeconds(pid) - before;
+    routeCores.get(rung)!.push(routeSeconds / SECONDS);
+    const cpuPerRequest = (routeSeconds * 1000) / Math.max(1, result.requests);
     rates.get(rung)!.push(ok);
     cpu.get(rung)!.push(cpuPerRequest);
     rows.push({
@@ -120,6 +138,40 @@ for (const rung of MEASURED) {
       .padStart(
         7,
       )} 201s/s  ${median(perRound).toFixed(3)}× the bare route  CPU/request ${median(cpu.get(rung)!).toFixed(3)} ms (${(bareCpu / median(cpu.get(rung)!)).toFixed(3)}× the bare route's)`,
+  );
+}
+
+// Whether the machine's cores were the limit, and who used them: a rung whose load keeps every core
+// busy cannot go faster here by any change to the route alone.
+console.log('\nwhere the cores went during the load (medians of the rounds; busy time from /proc):');
+for (const rung of MEASURED) {
+  const rounds = cores.get(rung)!;
+  const backends = Object.keys(rounds[0]!.byBackend).filter((name) => rounds.some((r) => r.byBackend[name]! >= 0.005));
+  const parts = [
+    `the route ${median(routeCores.get(rung)!).toFixed(2)}`,
+    ...backends.map((name) => `${name} ${median(rounds.map((r) => r.byBackend[name]!)).toFixed(2)}`),
+    `the rest (wrk, the kernel, other processes) ${median(
+      rounds.map(
+        (r, i) =>
+          r.machine - routeCores.get(rung)![i]! - Object.values(r.byBackend).reduce((sum, busy) => sum + busy, 0),
+      ),
+    ).toFixed(2)}`,
+  ];
+  console.log(
+    `  ${rung.padEnd(14)} ${median(rounds.map((r) => r.machine)).toFixed(2)} of ${rounds[0]!.cores} cores busy: ${parts.join(', ')}`,
+  );
+}
+for (const rung of MEASURED.filter((rung) => KAFKA_RUNGS.includes(rung))) {
+  // What the Kafka broker and PostgreSQL spent per accepted call: at 0.3× the bare route (target 4),
+  // at these costs, the backends alone would need this many cores, before the route's own.
+  const rounds = cores.get(rung)!;
+  const perCall = (name: string) =>
+    median(rounds.map((r, i) => r.byBackend[name]! / Math.max(1, rates.get(rung)![i]!))) * 1000;
+  const broker = perCall('Kafka broker');
+  const postgres = perCall('PostgreSQL');
+  const goalRate = 0.3 * median(rates.get('bare')!);
+  console.log(
+    `  ${rung}: the broker ${broker.toFixed(3)} ms and PostgreSQL ${postgres.toFixed(3)} ms of CPU per accepted call; at 0.3× the bare route (${Math.round(goalRate).toLocaleString('en-US')}/s) they alone would need ${(((broker + postgres) * goalRate) / 1000).toFixed(2)} cores and the route ${((median(cpu.get(rung)!) * goalRate) / 1000).toFixed(2)} more`,
   );
 }
 

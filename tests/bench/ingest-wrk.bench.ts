@@ -43,10 +43,13 @@ import { report } from './report.ts';
 import { recordTarget } from './targets.ts';
 import {
   BODY,
+  coresBetween,
   cpuSeconds,
   finishedCalls as finishedOn,
   freePort,
   issueKeys as issue,
+  machineCpu,
+  mainThreadCpuSeconds,
   median,
   parseWrkMs,
   requireWrk,
@@ -208,12 +211,21 @@ const measure = async (MODE: Mode) => {
     const before = MODE === 'all-in-one' ? await finishedCalls(service.url) : 0;
     const startedAt = Date.now();
     const loadFrom = sinceService();
+    const mainThreadCpu = mainThreadCpuSeconds(service.child.pid!);
+    const machineBefore = machineCpu();
     const ours = runWrk(service.url, script);
+    const used = coresBetween(machineBefore, machineCpu(), SECONDS);
+    const mainThreadCores = (mainThreadCpuSeconds(service.child.pid!) - mainThreadCpu) / SECONDS;
     console.log(`round ${round}: load ran ${loadFrom}–${sinceService()} s after the service started`);
     ours.perSecond = (ours.requests - ours.non2xx) / SECONDS;
     // CPU during the load only (the backlog an all-in-one round leaves is processed after it).
-    const ourCpuPer = ((cpuSeconds(service.child.pid!) - serviceCpu) * 1000) / Math.max(1, ours.requests);
+    const serviceSeconds = cpuSeconds(service.child.pid!) - serviceCpu;
+    const ourCpuPer = (serviceSeconds * 1000) / Math.max(1, ours.requests);
     cpuRatios.push(bareCpuPer / ourCpuPer);
+    // Whether the service's event loop (one core at most) or the machine was the limit.
+    console.log(
+      `round ${round}: during the load ${used.machine.toFixed(2)} of ${used.cores} cores busy: the service ${(serviceSeconds / SECONDS).toFixed(2)} (its main thread ${mainThreadCores.toFixed(2)}, its other threads ${(serviceSeconds / SECONDS - mainThreadCores).toFixed(2)}), the rest (wrk, the kernel, other processes) ${(used.machine - serviceSeconds / SECONDS).toFixed(2)}`,
+    );
     console.log(
       `round ${round}: CPU per request during the load: bare route ${bareCpuPer.toFixed(3)} ms, service ${ourCpuPer.toFixed(3)} ms (${(bareCpuPer / ourCpuPer).toFixed(3)}×: the accept-rate ratio an idle machine would allow)`,
     );

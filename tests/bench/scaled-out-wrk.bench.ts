@@ -42,10 +42,12 @@ import { report } from './report.ts';
 import { recordTarget } from './targets.ts';
 import {
   bareSanity,
+  coresBetween,
   cpuSeconds,
   finishedCalls,
   freePort,
   issueKeys,
+  machineCpu,
   median,
   requireWrk,
   root,
@@ -256,8 +258,11 @@ try {
     const base = runWrk(bare.url, script, CONNECTIONS, SECONDS);
     const bareCpuPer = ((cpuSeconds(bare.child.pid!) - bareCpu) * 1000) / Math.max(1, base.requests);
     const ingressCpu = cpuSeconds(ingress.child.pid!);
+    const machineBefore = machineCpu();
     const ours = runWrk(ingress.url, script, CONNECTIONS, SECONDS);
-    const ourCpuPer = ((cpuSeconds(ingress.child.pid!) - ingressCpu) * 1000) / Math.max(1, ours.requests);
+    const used = coresBetween(machineBefore, machineCpu(), SECONDS);
+    const ingressSeconds = cpuSeconds(ingress.child.pid!) - ingressCpu;
+    const ourCpuPer = (ingressSeconds * 1000) / Math.max(1, ours.requests);
     const rate = (ours.requests - ours.non2xx) / SECONDS;
     accepted += ours.requests - ours.non2xx;
     rows.push({
@@ -275,6 +280,19 @@ try {
     cpuRatios.push(bareCpuPer / ourCpuPer);
     console.log(
       `round ${round}: CPU per request: bare route ${bareCpuPer.toFixed(3)} ms, ingress ${ourCpuPer.toFixed(3)} ms (${(bareCpuPer / ourCpuPer).toFixed(3)}×); ingress RSS ${rssMb(ingress.child.pid!)} MB; bare route ${Math.round(base.perSecond)} req/s${bareSanity(base.perSecond)}`,
+    );
+    // Whether the machine's cores or the ingress's one thread was the limit, and who used the rest.
+    console.log(
+      `round ${round}: during the ingress's load ${used.machine.toFixed(2)} of ${used.cores} cores busy: the ingress ${(ingressSeconds / SECONDS).toFixed(2)}, ${Object.entries(
+        used.byBackend,
+      )
+        .filter(([, busy]) => busy >= 0.005)
+        .map(([name, busy]) => `${name} ${busy.toFixed(2)}`)
+        .join(', ')}, the rest (wrk, the kernel, other processes) ${(
+        used.machine -
+        ingressSeconds / SECONDS -
+        Object.values(used.byBackend).reduce((sum, busy) => sum + busy, 0)
+      ).toFixed(2)}`,
     );
   }
   report(

@@ -5,7 +5,7 @@
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { resolve } from 'node:path';
 import { INGEST_PATH } from '../../services/ingress/ingest-route.ts';
@@ -91,6 +91,65 @@ export const cpuSeconds = (pid: number): number => {
   // utime and stime, fields 14 and 15 of stat(5), in clock ticks (100 per second on Linux).
   return (Number(fields[11]) + Number(fields[12])) / 100;
 };
+
+/** CPU seconds of the process's main thread (the event loop) alone, from /proc/<pid>/task/<pid>/stat. */
+export const mainThreadCpuSeconds = (pid: number): number => {
+  const fields = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+};
+
+/** The backends a bench's load also runs on this machine, by how their processes are told apart. */
+const BACKENDS: Record<string, (comm: string, cmdline: string) => boolean> = {
+  'Kafka broker': (_comm, cmdline) => cmdline.includes('kafka.Kafka'),
+  PostgreSQL: (comm) => comm === 'postgres',
+  Redis: (comm) => comm.startsWith('redis-server'),
+};
+
+/** CPU seconds so far: the machine's in all (every core) and each backend's processes'. */
+export interface MachineCpu {
+  busy: number;
+  cores: number;
+  byBackend: Record<string, number>;
+}
+
+/**
+ * Reads /proc/stat (the machine's busy time: user, nice, system, irq, softirq, steal) and every
+ * process's stat, so a bench can say whether the machine's cores were the limit and which backend
+ * used them. A process that ended between two readings drops out of the second.
+ */
+export const machineCpu = (): MachineCpu => {
+  const [cpu, ...rest] = readFileSync('/proc/stat', 'utf8').split('\n');
+  const [user, nice, system, , , irq, softirq, steal] = cpu!.trim().split(/\s+/).slice(1).map(Number);
+  const cores = rest.filter((line) => /^cpu\d+ /.test(line)).length;
+  const byBackend = Object.fromEntries(Object.keys(BACKENDS).map((name) => [name, 0]));
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
+      const backend = Object.keys(BACKENDS).find((name) => BACKENDS[name]!(comm, cmdline));
+      if (!backend) continue;
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      byBackend[backend]! += (Number(fields[11]) + Number(fields[12])) / 100;
+    } catch {
+      // The process ended while it was read.
+    }
+  }
+  return { busy: (user! + nice! + system! + irq! + softirq! + steal!) / 100, cores, byBackend };
+};
+
+/** Cores used between two readings `seconds` apart, the machine's and each backend's. */
+export const coresBetween = (before: MachineCpu, after: MachineCpu, seconds: number) => ({
+  machine: (after.busy - before.busy) / seconds,
+  cores: after.cores,
+  byBackend: Object.fromEntries(
+    Object.keys(after.byBackend).map((name) => [
+      name,
+      Math.max(0, after.byBackend[name]! - (before.byBackend[name] ?? 0)) / seconds,
+    ]),
+  ),
+});
 
 const BARE_ROUTE = `
 import Fastify from 'fastify';

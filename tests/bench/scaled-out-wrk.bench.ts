@@ -345,6 +345,8 @@ try {
     await sleep(1000);
     const settledAfter = (performance.now() - startedAt) / 1000;
     const cpu = processors.map((p) => cpuSeconds(p.child.pid!));
+    const projectionsCpu = cpuSeconds(projections.child.pid!);
+    const machineBefore = machineCpu();
     const from = { at: performance.now(), finished: await finished() };
     let last = from;
     let ranOut = false;
@@ -358,6 +360,10 @@ try {
       if (now.finished !== last.finished) last = now;
     }
     const perSecond = (last.finished - from.finished) / ((last.at - from.at) / 1000);
+    const windowSeconds = (performance.now() - from.at) / 1000;
+    const used = coresBetween(machineBefore, machineCpu(), windowSeconds);
+    const processorCores = processors.map((p, i) => (cpuSeconds(p.child.pid!) - cpu[i]!) / windowSeconds);
+    const projectionsCores = (cpuSeconds(projections.child.pid!) - projectionsCpu) / windowSeconds;
     const cpuPerCall =
       (processors.reduce((sum, p, i) => sum + cpuSeconds(p.child.pid!) - cpu[i]!, 0) * 1000) /
       Math.max(1, last.finished - from.finished);
@@ -368,6 +374,20 @@ try {
     console.log(
       `[processors] ${count} processor process${count > 1 ? 'es' : ''}: settled ${settledAfter.toFixed(1)} s after start; ${(last.finished - from.finished).toLocaleString('en-US')} calls finished in ${((last.at - from.at) / 1000).toFixed(1)} s: ${Math.round(perSecond).toLocaleString('en-US')} calls/s` +
         ` (CPU per call ${cpuPerCall.toFixed(2)} ms across them; RSS ${rss.join(', ')} MB)${ranOut ? '; the backlog ran out before the window ended' : ''}; ${finishedBefore.toLocaleString('en-US')} of the backlog finished so far`,
+    );
+    // Whether the machine's cores were the limit, and who used them.
+    console.log(
+      `[processors] ${count} processor process${count > 1 ? 'es' : ''}: ${used.machine.toFixed(2)} of ${used.cores} cores busy: the processor${count > 1 ? 's' : ''} ${processorCores.map((c) => c.toFixed(2)).join(' + ')}, the projections ${projectionsCores.toFixed(2)}, ${Object.entries(
+        used.byBackend,
+      )
+        .filter(([, busy]) => busy >= 0.005)
+        .map(([name, busy]) => `${name} ${busy.toFixed(2)}`)
+        .join(', ')}, the rest ${(
+        used.machine -
+        processorCores.reduce((sum, c) => sum + c, 0) -
+        projectionsCores -
+        Object.values(used.byBackend).reduce((sum, busy) => sum + busy, 0)
+      ).toFixed(2)}`,
     );
     return { perSecond, ranOut, seconds: (last.at - from.at) / 1000 };
   };

@@ -33,14 +33,14 @@ export const createSealedEventStore = (stored: EventStore, personal: PersonalDat
     }
     return opening;
   };
+  /**
+   * Every event of a batch is opened at once, not one after another: the keys of its calls that are
+   * not cached yet are then looked up together (the key store's lookups share a query; one after
+   * another, a follower of the feed made about one round trip per call).
+   */
   const openAll = async (events: RecordedEvent[]): Promise<RecordedEvent[]> => {
-    let changed = false;
-    const out = new Array<RecordedEvent>(events.length);
-    for (let i = 0; i < events.length; i++) {
-      out[i] = await openOne(events[i]!);
-      if (out[i] !== events[i]) changed = true;
-    }
-    return changed ? out : events;
+    const out = await Promise.all(events.map(openOne));
+    return out.some((event, i) => event !== events[i]) ? out : events;
   };
   const sealAll = async (streamId: string, events: NewEvent[]): Promise<NewEvent[]> => {
     const callId = callIdOfStream(streamId);

@@ -97,3 +97,29 @@ test('an opening that failed is not kept: the next read opens the event again', 
   assert.equal((events[0]!.data as typeof submitted).submission.notes, 'secret notes');
   assert.equal(attempts, 2);
 });
+
+test("a batch's events are opened together, so the keys of its calls can be looked up in one query", async (t) => {
+  let inFlight = 0;
+  let most = 0;
+  const { store } = sealedStore(t, (real) => async (callId, type, data) => {
+    inFlight += 1;
+    most = Math.max(most, inFlight);
+    // A key store's round trip: the openings of one batch overlap only when issued together.
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    inFlight -= 1;
+    return real(callId, type, data);
+  });
+  const callIds = [1, 2, 3].map((n) => `0193a1b2-0000-7000-8000-00000000010${n}`);
+  for (const callId of callIds)
+    await store.append(`call-${callId}`, [
+      { type: 'CallSubmitted', data: { ...submitted, callId, submission: { ...submitted.submission, notes: callId } } },
+    ]);
+
+  const events = await store.readAll({ categories: ['call'] });
+  assert.deepEqual(
+    events.map((event) => (event.data as typeof submitted).submission.notes),
+    callIds,
+    'each in clear, in the order of the feed',
+  );
+  assert.equal(most, 3, 'the three openings were under way together');
+});

@@ -39,7 +39,7 @@ export const createSealedEventStore = (stored: EventStore, personal: PersonalDat
    * another, a follower of the feed made about one round trip per call).
    */
   const openAll = async (events: RecordedEvent[]): Promise<RecordedEvent[]> => {
-    const out = await Promise.all(events.map(openOne));
+    const out = await Promise.all(events.map((event) => Promise.resolve(openOne(event))));
     return out.some((event, i) => event !== events[i]) ? out : events;
   };
   const sealAll = async (streamId: string, events: NewEvent[]): Promise<NewEvent[]> => {

@@ -38,20 +38,21 @@ test('a process is counted as the Kafka broker by its command line, and only whi
   await once(child, 'spawn');
   const before = machineCpu();
   const childBefore = cpuSeconds(child.pid!);
-  while (cpuSeconds(child.pid!) - childBefore < 0.2) await sleep(50);
+  while (cpuSeconds(child.pid!) - childBefore < 0.3) await sleep(50);
   const after = machineCpu();
   const childSpent = cpuSeconds(child.pid!) - childBefore;
   const brokerSpent = after.byBackend['Kafka broker']! - before.byBackend['Kafka broker']!;
   // What the broker group spent includes the child's (read just before and after it).
-  assert.ok(brokerSpent >= 0.2, `the Kafka broker group spent ${brokerSpent} s, the child ${childSpent} s`);
+  assert.ok(brokerSpent >= 0.3, `the Kafka broker group spent ${brokerSpent} s, the child ${childSpent} s`);
   const withChild = machineCpu();
   const childTotal = cpuSeconds(child.pid!);
   child.kill('SIGKILL');
   await once(child, 'exit');
   const gone = machineCpu();
-  // The real broker, if one runs here, goes on working between the two readings: a few ticks.
+  // The real broker, if one runs here (a suite beside this one may load it), goes on working
+  // between the two readings: allow it 0.15 s, half of what the ended child had used.
   assert.ok(
-    gone.byBackend['Kafka broker']! <= withChild.byBackend['Kafka broker']! - childTotal + 0.05,
+    gone.byBackend['Kafka broker']! <= withChild.byBackend['Kafka broker']! - childTotal + 0.15,
     'an ended process drops out of the reading',
   );
 });

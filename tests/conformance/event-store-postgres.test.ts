@@ -148,3 +148,41 @@ test(
     }
   },
 );
+
+test(
+  'postgres: a subscription of categories reads each batch and the head of the feed in one statement',
+  { skip: postgres.skip },
+  async () => {
+    const connectionString = postgres.url!;
+    const fresh = freshSchema(connectionString);
+    const store = await createPostgresEventStore({ connectionString, schema: fresh.schema, pollMs: 600_000 });
+    try {
+      const twoStatements = { heads: 0, reads: 0 };
+      const headPosition = store.headPosition.bind(store);
+      const readAll = store.readAll.bind(store);
+      store.headPosition = () => (twoStatements.heads++, headPosition());
+      store.readAll = (options) => (twoStatements.reads++, readAll(options));
+      const seen: string[] = [];
+      const passed: bigint[] = [];
+      const calls = store.subscribeToAll({
+        categories: ['call'],
+        handler: async (events) => void seen.push(...events.map((e) => e.type)),
+        onPassed: async (position) => void passed.push(position),
+      });
+      await calls.caughtUp();
+      await store.append('call-1', [{ type: 'CallSubmitted', data: {} }]);
+      await eventually(() => assert.deepEqual(seen, ['CallSubmitted']));
+      // An event of another category only: the next read finds none and moves up to the head.
+      const { position: teamPosition } = await store.append('team-1', [{ type: 'TeamCreated', data: {} }]);
+      await eventually(() => assert.equal(calls.position, teamPosition));
+      assert.equal(passed.at(-1), teamPosition, 'onPassed was told the head read with the batch');
+      await store.append('call-2', [{ type: 'CallSubmitted', data: {} }]);
+      await eventually(() => assert.deepEqual(seen, ['CallSubmitted', 'CallSubmitted']));
+      assert.deepEqual(twoStatements, { heads: 0, reads: 0 }, 'no read took the head and the batch apart');
+      await calls.stop();
+    } finally {
+      await store.close();
+      await fresh.drop();
+    }
+  },
+);

@@ -30,18 +30,14 @@ export interface SqlEventStoreOptions {
  * `onAppended`, and stops them all on close.
  */
 export const subscriptionsOver = (
-  store: Pick<FeedSource, 'readAll' | 'headPosition' | 'readCheckpoint' | 'storeCheckpoint' | 'readCategoriesWithHead'>,
+  store: Pick<FeedSource, 'readAll' | 'headPosition' | 'readCheckpoint' | 'storeCheckpoint'>,
   onAppended: FeedSource['onAppended'],
   pollMs: number,
 ) => {
   const live = new Set<Subscription>();
-  const { readCategoriesWithHead } = store;
   const source: FeedSource = {
     readAll: (options) => store.readAll(options),
     headPosition: () => store.headPosition(),
-    ...(readCategoriesWithHead
-      ? { readCategoriesWithHead: (options) => readCategoriesWithHead.call(store, options) }
-      : {}),
     readCheckpoint: (id) => store.readCheckpoint(id),
     storeCheckpoint: (id, position) => store.storeCheckpoint(id, position),
     onAppended,
@@ -72,16 +68,6 @@ export interface FeedSource {
   }): Promise<RecordedEvent[]>;
   /** Position of the last committed event of the whole feed. */
   headPosition(): Promise<bigint>;
-  /**
-   * Optional: up to `maxCount` events of `categories` after `after` and the head of the whole feed,
-   * read in one snapshot. A subscription of categories then reads each batch with one statement
-   * instead of two (`headPosition`, then `readAll`).
-   */
-  readCategoriesWithHead?(options: {
-    after: bigint;
-    maxCount: number;
-    categories: NonNullable<ReadAllOptions['categories']>;
-  }): Promise<{ head: bigint; events: RecordedEvent[] }>;
   readCheckpoint(checkpointId: string): Promise<bigint | undefined>;
   storeCheckpoint(checkpointId: string, position: bigint): Promise<void>;
   /** Registers a wake-up called after local appends commit; returns the unregister function. */
@@ -94,8 +80,7 @@ export interface FeedSource {
  * The feed's readAll only returns committed events without gaps, so no event is ever skipped.
  * With `categories` it reads only those categories' events (an indexed read), and when a read finds
  * none it moves its position (and checkpoint, and `onPassed`) up to the head of the whole feed taken
- * just before that read, or in the same snapshot where the store reads both at once
- * (`readCategoriesWithHead`): every event of its categories up to that head was handled.
+ * just before that read: every event of its categories up to that head was handled.
  * An outage (`BackendUnavailableError` from the store or the handler's backend) is retried in place
  * with jittered backoff, from the same position, until it succeeds or the subscription stops.
  */
@@ -166,15 +151,6 @@ export class PollingSubscription implements Subscription {
         let head: bigint | undefined;
         const events = await this.retrying(async () => {
           readStartedAt = new Date();
-          if (categories && this.source.readCategoriesWithHead) {
-            const read = await this.source.readCategoriesWithHead({
-              after: this.current,
-              maxCount: batchSize,
-              categories,
-            });
-            head = read.head;
-            return read.events;
-          }
           head = categories ? await this.source.headPosition() : undefined;
           return this.source.readAll({
             after: this.current,

@@ -20,12 +20,7 @@ import {
   type PostgresOptions,
 } from '../postgres/postgres-pool.ts';
 import { type EventRow as SqlEventRow, eventRowMapper } from './event-row.ts';
-import {
-  type AppendRequest,
-  type FeedSource,
-  type SqlEventStoreOptions,
-  subscriptionsOver,
-} from './polling-subscription.ts';
+import { type AppendRequest, type SqlEventStoreOptions, subscriptionsOver } from './polling-subscription.ts';
 
 /** The logger methods the store uses (a pino logger fits). */
 export interface EventStoreLog {
@@ -286,7 +281,7 @@ export const createPostgresEventStore = async (options: PostgresEventStoreOption
     }
   };
 
-  const store: EventStore & Pick<FeedSource, 'readCategoriesWithHead'> = {
+  const store: EventStore = {
     append(streamId, events, appendOptions = {}) {
       if (events.length === 0) return Promise.reject(new TypeError('append needs at least one event'));
       return timeAppend(
@@ -321,28 +316,6 @@ export const createPostgresEventStore = async (options: PostgresEventStoreOption
     },
 
     subscribeToAll: (subscribeOptions) => subscriptions.subscribe(subscribeOptions),
-
-    /**
-     * A subscription's read of its categories and the feed's head in one statement, so one
-     * snapshot: appends commit in position order under the store's lock, so every event at or
-     * below a head it sees is visible to it too.
-     */
-    async readCategoriesWithHead({ after, maxCount, categories }) {
-      const rows = await query<EventRow & { feed_head: string | null }>(
-        `SELECT h.feed_head, e.* FROM (SELECT max(position) AS feed_head FROM events) AS h
-           LEFT JOIN LATERAL (
-             SELECT e.* FROM unnest($3::text[]) AS c(category)
-               CROSS JOIN LATERAL (SELECT * FROM events WHERE category = c.category AND position > $1 ORDER BY position LIMIT $2) AS e
-              ORDER BY e.position LIMIT $2
-           ) AS e ON true
-          ORDER BY e.position`,
-        [after.toString(), maxCount, categories],
-      );
-      return {
-        head: BigInt(rows[0]?.feed_head ?? 0),
-        events: rows.filter((row) => row.position !== null).map(toRecorded),
-      };
-    },
 
     async headPosition() {
       const rows = await query<{ position: string | null }>('SELECT max(position) AS position FROM events', []);

@@ -28,11 +28,13 @@ import { recordTarget } from './targets.ts';
 import { KAFKA_RUNGS, POSTGRES_RUNGS, RUNGS, type Rung } from './floor-route.ts';
 import {
   coresBetween,
+  type CoresUsed,
   cpuSeconds,
   freePort,
   machineCpu,
   median,
   requireWrk,
+  restCores,
   root,
   runWrk,
   waitForListening,
@@ -104,7 +106,7 @@ for (const rung of MEASURED) runWrk(servers.get(rung)!.url, script, CONNECTIONS,
 const rates = new Map<Rung, number[]>(MEASURED.map((rung) => [rung, []]));
 const cpu = new Map<Rung, number[]>(MEASURED.map((rung) => [rung, []]));
 /** Per rung and round: the cores the machine, the rung's process and each backend used during the load. */
-const cores = new Map<Rung, ReturnType<typeof coresBetween>[]>(MEASURED.map((rung) => [rung, []]));
+const cores = new Map<Rung, CoresUsed[]>(MEASURED.map((rung) => [rung, []]));
 const routeCores = new Map<Rung, number[]>(MEASURED.map((rung) => [rung, []]));
 const rows: Parameters<typeof report>[1] = [];
 for (let round = 1; round <= ROUNDS; round++) {
@@ -150,12 +152,7 @@ for (const rung of MEASURED) {
   const parts = [
     `the route ${median(routeCores.get(rung)!).toFixed(2)}`,
     ...backends.map((name) => `${name} ${median(rounds.map((r) => r.byBackend[name]!)).toFixed(2)}`),
-    `the rest (wrk, the kernel, other processes) ${median(
-      rounds.map(
-        (r, i) =>
-          r.machine - routeCores.get(rung)![i]! - Object.values(r.byBackend).reduce((sum, busy) => sum + busy, 0),
-      ),
-    ).toFixed(2)}`,
+    `the rest (wrk, the kernel, other processes) ${median(rounds.map((r, i) => restCores(r, routeCores.get(rung)![i]!))).toFixed(2)}`,
   ];
   console.log(
     `  ${rung.padEnd(14)} ${median(rounds.map((r) => r.machine)).toFixed(2)} of ${rounds[0]!.cores} cores busy: ${parts.join(', ')}`,

@@ -41,6 +41,7 @@ import { tempDir } from '../support/temp-dir.ts';
 import { report } from './report.ts';
 import { recordTarget } from './targets.ts';
 import {
+  backendCores,
   bareSanity,
   coresBetween,
   cpuSeconds,
@@ -50,6 +51,7 @@ import {
   machineCpu,
   median,
   requireWrk,
+  restCores,
   root,
   rssMb,
   runWrk,
@@ -283,16 +285,7 @@ try {
     );
     // Whether the machine's cores or the ingress's one thread was the limit, and who used the rest.
     console.log(
-      `round ${round}: during the ingress's load ${used.machine.toFixed(2)} of ${used.cores} cores busy: the ingress ${(ingressSeconds / SECONDS).toFixed(2)}, ${Object.entries(
-        used.byBackend,
-      )
-        .filter(([, busy]) => busy >= 0.005)
-        .map(([name, busy]) => `${name} ${busy.toFixed(2)}`)
-        .join(', ')}, the rest (wrk, the kernel, other processes) ${(
-        used.machine -
-        ingressSeconds / SECONDS -
-        Object.values(used.byBackend).reduce((sum, busy) => sum + busy, 0)
-      ).toFixed(2)}`,
+      `round ${round}: during the ingress's load ${used.machine.toFixed(2)} of ${used.cores} cores busy: the ingress ${(ingressSeconds / SECONDS).toFixed(2)}, ${backendCores(used).join(', ')}, the rest (wrk, the kernel, other processes) ${restCores(used, ingressSeconds / SECONDS).toFixed(2)}`,
     );
   }
   report(
@@ -362,11 +355,11 @@ try {
     const perSecond = (last.finished - from.finished) / ((last.at - from.at) / 1000);
     const windowSeconds = (performance.now() - from.at) / 1000;
     const used = coresBetween(machineBefore, machineCpu(), windowSeconds);
-    const processorCores = processors.map((p, i) => (cpuSeconds(p.child.pid!) - cpu[i]!) / windowSeconds);
+    const processorSeconds = processors.map((p, i) => cpuSeconds(p.child.pid!) - cpu[i]!);
+    const processorCores = processorSeconds.map((seconds) => seconds / windowSeconds);
     const projectionsCores = (cpuSeconds(projections.child.pid!) - projectionsCpu) / windowSeconds;
     const cpuPerCall =
-      (processors.reduce((sum, p, i) => sum + cpuSeconds(p.child.pid!) - cpu[i]!, 0) * 1000) /
-      Math.max(1, last.finished - from.finished);
+      (processorSeconds.reduce((sum, seconds) => sum + seconds, 0) * 1000) / Math.max(1, last.finished - from.finished);
     const rss = processors.map((p) => rssMb(p.child.pid!));
     const total = await finished();
     await Promise.all(processors.map(stop));
@@ -377,16 +370,9 @@ try {
     );
     // Whether the machine's cores were the limit, and who used them.
     console.log(
-      `[processors] ${count} processor process${count > 1 ? 'es' : ''}: ${used.machine.toFixed(2)} of ${used.cores} cores busy: the processor${count > 1 ? 's' : ''} ${processorCores.map((c) => c.toFixed(2)).join(' + ')}, the projections ${projectionsCores.toFixed(2)}, ${Object.entries(
-        used.byBackend,
-      )
-        .filter(([, busy]) => busy >= 0.005)
-        .map(([name, busy]) => `${name} ${busy.toFixed(2)}`)
-        .join(', ')}, the rest ${(
-        used.machine -
-        processorCores.reduce((sum, c) => sum + c, 0) -
-        projectionsCores -
-        Object.values(used.byBackend).reduce((sum, busy) => sum + busy, 0)
+      `[processors] ${count} processor process${count > 1 ? 'es' : ''}: ${used.machine.toFixed(2)} of ${used.cores} cores busy: the processor${count > 1 ? 's' : ''} ${processorCores.map((c) => c.toFixed(2)).join(' + ')}, the projections ${projectionsCores.toFixed(2)}, ${backendCores(used).join(', ')}, the rest ${restCores(
+        used,
+        processorCores.reduce((sum, c) => sum + c, 0) + projectionsCores,
       ).toFixed(2)}`,
     );
     return { perSecond, ranOut, seconds: (last.at - from.at) / 1000 };

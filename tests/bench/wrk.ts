@@ -86,15 +86,16 @@ export const rssMb = (pid: number): number => {
 };
 
 /** CPU seconds the process has used (all its threads), from /proc: robust to other load on the machine. */
-export const cpuSeconds = (pid: number): number => {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  // utime and stime, fields 14 and 15 of stat(5), in clock ticks (100 per second on Linux).
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-};
+export const cpuSeconds = (pid: number): number => statCpuSeconds(readFileSync(`/proc/${pid}/stat`, 'utf8'));
 
 /** CPU seconds of the process's main thread (the event loop) alone, from /proc/<pid>/task/<pid>/stat. */
-export const mainThreadCpuSeconds = (pid: number): number => {
-  const fields = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+export const mainThreadCpuSeconds = (pid: number): number =>
+  statCpuSeconds(readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8'));
+
+/** The utime and stime of a stat(5) line (fields 14 and 15, in clock ticks: 100 per second on Linux). */
+const statCpuSeconds = (stat: string): number => {
+  // After the command name, which may itself hold spaces and parentheses.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) / 100;
 };
 
@@ -130,14 +131,25 @@ export const machineCpu = (): MachineCpu => {
       const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
       const backend = Object.keys(BACKENDS).find((name) => BACKENDS[name]!(comm, cmdline));
       if (!backend) continue;
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      byBackend[backend]! += (Number(fields[11]) + Number(fields[12])) / 100;
+      byBackend[backend]! += statCpuSeconds(stat);
     } catch {
       // The process ended while it was read.
     }
   }
   return { busy: (user! + nice! + system! + irq! + softirq! + steal!) / 100, cores, byBackend };
 };
+
+export type CoresUsed = ReturnType<typeof coresBetween>;
+
+/** The backends that used a hundredth of a core or more, as `name cores` parts of a line. */
+export const backendCores = (used: CoresUsed): string[] =>
+  Object.entries(used.byBackend)
+    .filter(([, busy]) => busy >= 0.005)
+    .map(([name, busy]) => `${name} ${busy.toFixed(2)}`);
+
+/** What the machine's cores did besides the backends and `attributed` (the bench's own processes): wrk, the kernel, other processes. */
+export const restCores = (used: CoresUsed, attributed: number): number =>
+  used.machine - attributed - Object.values(used.byBackend).reduce((sum, busy) => sum + busy, 0);
 
 /** Cores used between two readings `seconds` apart, the machine's and each backend's. */
 export const coresBetween = (before: MachineCpu, after: MachineCpu, seconds: number) => ({

@@ -21,11 +21,17 @@
  * the round left has drained (`--drain-seconds` at most).
  *
  * Then, per mode, one more round at half the median accept rate (each connection paced by wrk's
- * `delay`), for its p50/p99. Records the performance targets' figures it measures (targets.ts).
+ * `delay`), for its p50/p99. Each connection waits a random time before each request, with the
+ * mean that gives that rate (`--think-time exponential`, the default): the connections send
+ * independently, as separate integrators would. `--think-time fixed` waits the mean every time,
+ * as runs before this option did; the connections then fall into step with the group commits (the
+ * answers of one commit leave together, so the next requests arrive together) and every request
+ * of a wave waits for the whole wave (writeScript in wrk.ts). Records the performance targets'
+ * figures it measures (targets.ts).
  *
  * Needs the Debian package `wrk` on PATH (`apt-get install -y wrk`).
  *
- *   npx tsx tests/bench/ingest-wrk.bench.ts [--rounds 3] [--seconds 10] [--connections 50] [--teams 40] [--keys 12000] [--mode all-in-one,ingress] [--drain-seconds 120] [--cpu-prof DIR] [--baseline-root DIR]
+ *   npx tsx tests/bench/ingest-wrk.bench.ts [--rounds 3] [--seconds 10] [--connections 50] [--teams 40] [--keys 12000] [--mode all-in-one,ingress] [--drain-seconds 120] [--think-time exponential|fixed] [--cpu-prof DIR] [--baseline-root DIR]
  *
  * `--baseline-root DIR` also runs the service built in DIR (another checkout, `npm run build` done
  * there, its node_modules linked) in the same alternating rounds: an earlier version measured
@@ -58,6 +64,7 @@ import {
   runWrk as wrk,
   serviceNodeFlags,
   startBare,
+  type ThinkTime,
   waitFor,
   writeScript as write,
 } from './wrk.ts';
@@ -71,6 +78,7 @@ const { values } = parseArgs({
     keys: { type: 'string', default: '12000' },
     mode: { type: 'string', default: 'all-in-one,ingress' },
     'drain-seconds': { type: 'string', default: '120' },
+    'think-time': { type: 'string', default: 'exponential' },
     'cpu-prof': { type: 'string' },
     'baseline-root': { type: 'string' },
   },
@@ -83,6 +91,9 @@ const KEYS = Number(values.keys);
 type Mode = 'all-in-one' | 'ingress';
 const MODES = values.mode.split(',') as Mode[];
 const DRAIN_SECONDS = Number(values['drain-seconds']);
+const THINK_TIME = values['think-time'] as ThinkTime;
+if (THINK_TIME !== 'exponential' && THINK_TIME !== 'fixed')
+  throw new Error(`--think-time is exponential or fixed, not ${String(THINK_TIME)}`);
 for (const mode of MODES)
   if (mode !== 'all-in-one' && mode !== 'ingress')
     throw new Error(`--mode is all-in-one, ingress or both (comma-separated), not ${mode}`);
@@ -132,9 +143,9 @@ const startService = async (MODE: Mode, serviceRoot = root): Promise<{ url: stri
 /** `--teams` teams with ample capacity and `--keys` keys spread over them, made through the admin API. */
 const issueKeys = async (base: string): Promise<string[]> => (await issue(base, ADMIN_TOKEN, TEAMS, KEYS)).keys;
 
-/** The load script; with `delayMs`, each connection waits that long before its next request (a bounded rate). */
+/** The load script; with `delayMs`, each connection waits that long on average before its next request (a bounded rate). */
 const writeScript = (keys: string[], name = 'ingest.lua', delayMs?: number): string =>
-  write(join(dir.path, name), keys, delayMs === undefined ? {} : { delayMs });
+  write(join(dir.path, name), keys, delayMs === undefined ? {} : { delayMs, thinkTime: THINK_TIME });
 
 const runWrk = (url: string, script: string) => wrk(url, script, CONNECTIONS, SECONDS);
 
@@ -298,16 +309,16 @@ const measure = async (MODE: Mode) => {
   const paced = runWrk(service.url, writeScript(keys, 'paced.lua', (CONNECTIONS * 1000) / half));
   const pacedRate = (paced.requests - paced.non2xx) / SECONDS;
   console.log(
-    `[${MODE}] at half the accept rate (${Math.round(half)}/s asked, ${Math.round(pacedRate)}/s answered 201): p50 ${paced.p50}, p99 ${paced.p99}`,
+    `[${MODE}] at half the accept rate (${Math.round(half)}/s asked, ${Math.round(pacedRate)}/s answered 201; ${THINK_TIME} think time): p50 ${paced.p50}, p99 ${paced.p99}`,
   );
   if (MODE === 'all-in-one') {
     recordTarget({
       target: '2 POST → 201 p99 at half the accept rate, all-in-one embedded',
-      figure: `p99 ${paced.p99} at ${Math.round(pacedRate)} 201s/s`,
+      figure: `p99 ${paced.p99} at ${Math.round(pacedRate)} 201s/s (${THINK_TIME} think time)`,
       baseline: 'bound 20 ms',
       goal: '≤ 20 ms',
       met: parseWrkMs(paced.p99) <= 20,
-      command: `${command(MODE)} (its paced round)`,
+      command: `${command(MODE)}${THINK_TIME === 'fixed' ? ' --think-time fixed' : ''} (its paced round)`,
     });
     recordTarget({
       target: '3 sustained end to end, all-in-one embedded',

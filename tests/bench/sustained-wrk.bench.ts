@@ -12,7 +12,10 @@
  *    bounded (the backlog at the end at most 1.25× the largest of the run's first half, plus 50),
  *    then how long the rest took to drain.
  * 2. Latency at a fixed offered rate: `--paced-connections` connections, each paced by wrk's
- *    `delay` so that together they offer `--offered-rate` calls/s (the delay found by up to three
+ *    `delay` so that together they offer `--offered-rate` calls/s (a random wait before each
+ *    request with that mean, `--think-time exponential`, the default, so the connections send
+ *    independently of each other; `fixed` waits the mean every time, as runs before the option did:
+ *    see writeScript in wrk.ts) (the mean found by up to three
  *    5 s rounds first, since a connection's cycle is its delay plus the answer's time; the
  *    connections' first requests spread over one cycle; wrk's answer timeout raised to 30 s), for
  *    `--paced-seconds`, with a tag of their own. When they have finished, each call's own timeline
@@ -28,7 +31,7 @@
  *
  * Needs the Debian package `wrk` on PATH (`apt-get install -y wrk`).
  *
- *   npx tsx tests/bench/sustained-wrk.bench.ts [--sustained-seconds 60] [--sample-seconds 5] [--offered-rate 500] [--paced-seconds 20 (0: the sustained run alone)] [--connections 50] [--paced-connections 1000] [--teams 40] [--keys 12000] [--baseline-seconds 5] [--drain-seconds 120]
+ *   npx tsx tests/bench/sustained-wrk.bench.ts [--sustained-seconds 60] [--sample-seconds 5] [--offered-rate 500] [--paced-seconds 20 (0: the sustained run alone)] [--connections 50] [--paced-connections 1000] [--teams 40] [--keys 12000] [--baseline-seconds 5] [--drain-seconds 120] [--think-time exponential|fixed]
  *
  * Each API key may make 30 ingest requests a minute: `--keys` × 30 must exceed the calls of any
  * minute (the run prints any non-201 answers; a 429 there means: more keys).
@@ -59,6 +62,7 @@ import {
   serviceNodeFlags,
   sleep,
   startBare,
+  type ThinkTime,
   waitFor,
   writeScript,
 } from './wrk.ts';
@@ -75,6 +79,7 @@ const { values } = parseArgs({
     keys: { type: 'string', default: '12000' },
     'baseline-seconds': { type: 'string', default: '5' },
     'drain-seconds': { type: 'string', default: '120' },
+    'think-time': { type: 'string', default: 'exponential' },
   },
 });
 const SUSTAINED = Number(values['sustained-seconds']);
@@ -87,6 +92,9 @@ const TEAMS = Number(values.teams);
 const KEYS = Number(values.keys);
 const BASELINE = Number(values['baseline-seconds']);
 const DRAIN = Number(values['drain-seconds']);
+const THINK_TIME = values['think-time'] as ThinkTime;
+if (THINK_TIME !== 'exponential' && THINK_TIME !== 'fixed')
+  throw new Error(`--think-time is exponential or fixed, not ${String(THINK_TIME)}`);
 
 requireWrk();
 
@@ -98,10 +106,10 @@ process.on('exit', () => {
   dir.remove();
 });
 
-const command = `npx tsx tests/bench/sustained-wrk.bench.ts --sustained-seconds ${SUSTAINED} --offered-rate ${RATE} --paced-seconds ${PACED}`;
+const command = `npx tsx tests/bench/sustained-wrk.bench.ts --sustained-seconds ${SUSTAINED} --offered-rate ${RATE} --paced-seconds ${PACED}${THINK_TIME === 'fixed' ? ' --think-time fixed' : ''}`;
 
 console.log(
-  `building (npm run build), then the all-in-one embedded service: ${SUSTAINED} s of wrk -t1 -c${CONNECTIONS} (sampled every ${SAMPLE} s), then ${PACED} s at ${RATE} calls/s offered; ${TEAMS} teams, ${KEYS} keys`,
+  `building (npm run build), then the all-in-one embedded service: ${SUSTAINED} s of wrk -t1 -c${CONNECTIONS} (sampled every ${SAMPLE} s), then ${PACED} s at ${RATE} calls/s offered (${THINK_TIME} think time); ${TEAMS} teams, ${KEYS} keys`,
 );
 const built = spawnSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio: 'inherit' });
 if (built.status !== 0) throw new Error('npm run build failed');
@@ -278,7 +286,7 @@ let delayMs = cycleMs;
 for (let round = 1; round <= 3; round++) {
   const calibration = runWrk(
     base,
-    writeScript(join(dir.path, `calibrate-${round}.lua`), issued.keys, { delayMs, spread }),
+    writeScript(join(dir.path, `calibrate-${round}.lua`), issued.keys, { delayMs, spread, thinkTime: THINK_TIME }),
     PACED_CONNECTIONS,
     5,
     30,
@@ -295,7 +303,12 @@ for (let round = 1; round <= 3; round++) {
 const tag = `paced-${randomUUID().slice(0, 8)}`;
 const paced = runWrk(
   base,
-  writeScript(join(dir.path, 'paced.lua'), issued.keys, { delayMs, spread, body: bodyWith(['bench', tag]) }),
+  writeScript(join(dir.path, 'paced.lua'), issued.keys, {
+    delayMs,
+    spread,
+    thinkTime: THINK_TIME,
+    body: bodyWith(['bench', tag]),
+  }),
   PACED_CONNECTIONS,
   PACED,
   30,

@@ -230,23 +230,39 @@ export const BODY = bodyWith(['bench']);
 
 const luaString = (text: string) => `"${text.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`;
 
+/** How long a paced connection waits before each request (see `writeScript`). */
+export type ThinkTime = 'exponential' | 'fixed';
+
 /**
  * The load script, written to `path`: each request takes the next key round-robin. With `delayMs`,
- * each connection waits that long before each request (a bounded rate); with `spreadMs` as well,
- * the first `connections` waits (one per connection: wrk waits before a connection's first request
- * too) are spread at random over 0–`spreadMs`, so the connections do not all send at once.
+ * each connection waits before each request (a bounded rate): `delayMs` every time with
+ * `thinkTime: 'fixed'`, or a wait drawn at random with that mean (exponential: the connections
+ * send independently of each other, as separate clients would) with `'exponential'`, the default.
+ * With fixed waits the connections fall into step with the service's group commits: the answers
+ * of one commit leave together, so their next requests arrive together one wait later, in waves.
+ * With `spreadMs` as well, the first `connections` waits (one per connection: wrk waits before a
+ * connection's first request too) are spread at random over 0–`spreadMs`, so the connections do
+ * not all send at once.
  */
 export const writeScript = (
   path: string,
   keys: string[],
-  options: { delayMs?: number; body?: string; spread?: { connections: number; spreadMs: number } } = {},
+  options: {
+    delayMs?: number;
+    thinkTime?: ThinkTime;
+    body?: string;
+    spread?: { connections: number; spreadMs: number };
+  } = {},
 ) => {
+  const mean = Math.max(1, Math.round(options.delayMs ?? 0));
+  const wait =
+    (options.thinkTime ?? 'exponential') === 'fixed' ? `${mean}` : `math.floor(-${mean} * math.log(1 - math.random()))`;
   const delay =
     options.delayMs === undefined
       ? ''
       : options.spread === undefined
         ? `delay = function()
-  return ${Math.max(1, Math.round(options.delayMs))}
+  return ${wait}
 end
 `
         : `local delays = 0
@@ -255,7 +271,7 @@ delay = function()
   if delays <= ${options.spread.connections} then
     return math.random(0, ${Math.round(options.spread.spreadMs)})
   end
-  return ${Math.max(1, Math.round(options.delayMs))}
+  return ${wait}
 end
 `;
   writeFileSync(

@@ -1,0 +1,68 @@
+/**
+ * The paced load of the benches (writeScript in tests/bench/wrk.ts), run by `wrk` itself against a
+ * server that records when each connection's requests arrive: with a fixed think time every
+ * connection waits the same time between an answer and its next request; with an exponential one
+ * the waits vary as much as they last on average (the coefficient of variation of an exponential
+ * distribution is 1), with the same mean. Needs the Debian package `wrk`: without it the test is
+ * skipped with a line saying so, unless REQUIRE_WRK=1 (CI), which makes that a failure.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { test } from 'node:test';
+import { tempDir } from '../../support/temp-dir.ts';
+import { runWrkAsync, type ThinkTime, writeScript } from '../../bench/wrk.ts';
+
+const MEAN_MS = 20;
+const wrkMissing = spawnSync('wrk', ['--version']).error ? 'wrk is not installed: apt-get install -y wrk' : undefined;
+if (wrkMissing && process.env.REQUIRE_WRK === '1') {
+  test('wrk is installed (REQUIRE_WRK=1)', () => assert.fail(wrkMissing));
+}
+
+/** Gaps between one connection's requests (answer → next request), for `thinkTime` over 3 s of wrk. */
+const gapsOf = async (thinkTime: ThinkTime): Promise<number[]> => {
+  const arrivals = new Map<unknown, number[]>();
+  const server = createServer((request: IncomingMessage, response: ServerResponse) => {
+    const times = arrivals.get(request.socket) ?? [];
+    times.push(performance.now());
+    arrivals.set(request.socket, times);
+    request.resume();
+    request.on('end', () => response.writeHead(201, { 'content-type': 'application/json' }).end('{}'));
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const dir = tempDir('think-time-');
+  try {
+    const { port } = server.address() as AddressInfo;
+    const script = writeScript(`${dir.path}/paced.lua`, ['key'], { delayMs: MEAN_MS, thinkTime });
+    const result = await runWrkAsync(`http://127.0.0.1:${port}`, script, 4, 3);
+    assert.equal(result.non2xx, 0);
+    return [...arrivals.values()].flatMap((times) => times.slice(1).map((t, i) => t - times[i]!));
+  } finally {
+    server.close();
+    dir.remove();
+  }
+};
+
+const meanOf = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
+const variationOf = (values: number[]) => {
+  const mean = meanOf(values);
+  return Math.sqrt(meanOf(values.map((v) => (v - mean) ** 2))) / mean;
+};
+
+test(
+  'a fixed think time waits the same between requests; an exponential one varies, with the same mean',
+  { skip: wrkMissing },
+  async () => {
+    const fixed = await gapsOf('fixed');
+    const exponential = await gapsOf('exponential');
+    assert.ok(fixed.length > 100 && exponential.length > 100, `${fixed.length} and ${exponential.length} gaps`);
+    // The answer takes well under a millisecond here, so a gap is the wait plus a little.
+    assert.ok(Math.abs(meanOf(fixed) - MEAN_MS) < 5, `fixed: mean gap ${meanOf(fixed)} ms`);
+    assert.ok(Math.abs(meanOf(exponential) - MEAN_MS) < 5, `exponential: mean gap ${meanOf(exponential)} ms`);
+    assert.ok(variationOf(fixed) < 0.25, `fixed: coefficient of variation ${variationOf(fixed)}`);
+    assert.ok(variationOf(exponential) > 0.7, `exponential: coefficient of variation ${variationOf(exponential)}`);
+  },
+);

@@ -240,9 +240,10 @@ export type ThinkTime = 'exponential' | 'fixed';
  * send independently of each other, as separate clients would) with `'exponential'`, the default.
  * With fixed waits the connections fall into step with the service's group commits: the answers
  * of one commit leave together, so their next requests arrive together one wait later, in waves.
- * With `spreadMs` as well, the first `connections` waits (one per connection: wrk waits before a
- * connection's first request too) are spread at random over 0–`spreadMs`, so the connections do
- * not all send at once.
+ * With fixed waits and `spreadMs`, the first `connections` waits (one per connection: wrk waits
+ * before a connection's first request too) are spread at random over 0–`spreadMs`, so the
+ * connections do not all send at once; exponential waits need no spread: the first wait is drawn
+ * like the others, and the connections send at the same mean rate from the start.
  */
 export const writeScript = (
   path: string,
@@ -255,12 +256,12 @@ export const writeScript = (
   } = {},
 ) => {
   const mean = Math.max(1, Math.round(options.delayMs ?? 0));
-  const wait =
-    (options.thinkTime ?? 'exponential') === 'fixed' ? `${mean}` : `math.floor(-${mean} * math.log(1 - math.random()))`;
+  const fixed = options.thinkTime === 'fixed';
+  const wait = fixed ? `${mean}` : `math.floor(-${mean} * math.log(1 - math.random()))`;
   const delay =
     options.delayMs === undefined
       ? ''
-      : options.spread === undefined
+      : !fixed || options.spread === undefined
         ? `delay = function()
   return ${wait}
 end

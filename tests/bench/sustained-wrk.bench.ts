@@ -92,7 +92,8 @@ const TEAMS = Number(values.teams);
 const KEYS = Number(values.keys);
 const BASELINE = Number(values['baseline-seconds']);
 const DRAIN = Number(values['drain-seconds']);
-const THINK_TIME = values['think-time'] as ThinkTime;
+// A list, as `npm run bench` passes ingest-wrk's `exponential,fixed` here too: its first.
+const THINK_TIME = values['think-time'].split(',')[0] as ThinkTime;
 if (THINK_TIME !== 'exponential' && THINK_TIME !== 'fixed')
   throw new Error(`--think-time is exponential or fixed, not ${String(THINK_TIME)}`);
 

@@ -12,13 +12,13 @@
  *    bounded (the backlog at the end at most 1.25× the largest of the run's first half, plus 50),
  *    then how long the rest took to drain.
  * 2. Latency at a fixed offered rate: `--paced-connections` connections, each paced by wrk's
- *    `delay` so that together they offer `--offered-rate` calls/s (a random wait before each
- *    request with that mean, `--think-time exponential`, the default, so the connections send
- *    independently of each other; `fixed` waits the mean every time, as runs before the option did:
- *    see writeScript in wrk.ts) (the mean found by up to three
- *    5 s rounds first, since a connection's cycle is its delay plus the answer's time; the
- *    connections' first requests spread over one cycle; wrk's answer timeout raised to 30 s), for
- *    `--paced-seconds`, with a tag of their own. When they have finished, each call's own timeline
+ *    `delay` so that together they offer `--offered-rate` calls/s: a random wait before each
+ *    request with that mean (`--think-time exponential`, the default, so the connections send
+ *    independently of each other) or the mean every time (`fixed`, as runs before the option did,
+ *    the connections' first requests then spread over one cycle; see writeScript in wrk.ts). The
+ *    mean is found by up to three 5 s rounds first, since a connection's cycle is its delay plus
+ *    the answer's time; wrk's answer timeout is raised to 30 s. The round runs for
+ *    `--paced-seconds`, with a tag of its own. When they have finished, each call's own timeline
  *    (`GET /api/calls/:callId/events`, read with a key of its team after the load) gives the time
  *    from its acceptance (the list's `createdAt`: when the ingress accepted it, before publishing
  *    its record) to its CallCompleted record; p50/p99/max of those, and wrk's POST → 201 p99 of
@@ -31,7 +31,7 @@
  *
  * Needs the Debian package `wrk` on PATH (`apt-get install -y wrk`).
  *
- *   npx tsx tests/bench/sustained-wrk.bench.ts [--sustained-seconds 60] [--sample-seconds 5] [--offered-rate 500] [--paced-seconds 20 (0: the sustained run alone)] [--connections 50] [--paced-connections 1000] [--teams 40] [--keys 12000] [--baseline-seconds 5] [--drain-seconds 120] [--think-time exponential|fixed]
+ *   npx tsx tests/bench/sustained-wrk.bench.ts [--sustained-seconds 60] [--sample-seconds 5] [--offered-rate 500] [--paced-seconds 20 (0: the sustained run alone)] [--connections 50] [--paced-connections 1000] [--teams 40] [--keys 12000] [--baseline-seconds 5] [--drain-seconds 120] [--think-time exponential|fixed (of a list, the first)]
  *
  * Each API key may make 30 ingest requests a minute: `--keys` × 30 must exceed the calls of any
  * minute (the run prints any non-201 answers; a 429 there means: more keys).
@@ -93,9 +93,11 @@ const KEYS = Number(values.keys);
 const BASELINE = Number(values['baseline-seconds']);
 const DRAIN = Number(values['drain-seconds']);
 // A list, as `npm run bench` passes ingest-wrk's `exponential,fixed` here too: its first.
-const THINK_TIME = values['think-time'].split(',')[0] as ThinkTime;
-if (THINK_TIME !== 'exponential' && THINK_TIME !== 'fixed')
-  throw new Error(`--think-time is exponential or fixed, not ${String(THINK_TIME)}`);
+const THINK_TIMES = values['think-time'].split(',') as ThinkTime[];
+for (const thinkTime of THINK_TIMES)
+  if (thinkTime !== 'exponential' && thinkTime !== 'fixed')
+    throw new Error(`--think-time is exponential, fixed or a comma-separated list of them, not ${thinkTime}`);
+const THINK_TIME = THINK_TIMES[0]!;
 
 requireWrk();
 

@@ -243,7 +243,8 @@ export type ThinkTime = 'exponential' | 'fixed';
  * With fixed waits and `spreadMs`, the first `connections` waits (one per connection: wrk waits
  * before a connection's first request too) are spread at random over 0–`spreadMs`, so the
  * connections do not all send at once; exponential waits need no spread: the first wait is drawn
- * like the others, and the connections send at the same mean rate from the start.
+ * like the others, and the connections send at the same mean rate from the start. wrk never seeds
+ * Lua's random numbers, so every run draws the same waits.
  */
 export const writeScript = (
   path: string,

@@ -7,8 +7,8 @@
  *
  * `--callers` prints the stacks (five frames up) leading to the functions whose label has that text.
  * `--long-tasks MS` prints the stretches of the main thread busy without a break for at least MS
- * milliseconds (what holds a 201 back: a request's answer waits for the task under way), with what
- * the event loop called and the functions that took the time.
+ * milliseconds (one task or several back to back: a request's callbacks wait behind what is queued
+ * ahead of them), with what the event loop called and the functions that took the time.
  * `--from`/`--to` keep the samples between those seconds after the profile began (the ingest wrk
  * bench prints when its load ran, counted from the service's start).
  */

@@ -58,6 +58,7 @@ import {
   machineCpu,
   mainThreadCpuSeconds,
   median,
+  parseThinkTimes,
   parseWrkMs,
   requireWrk,
   root,
@@ -65,7 +66,6 @@ import {
   runWrk as wrk,
   serviceNodeFlags,
   startBare,
-  type ThinkTime,
   waitFor,
   writeScript as write,
 } from './wrk.ts';
@@ -93,10 +93,7 @@ type Mode = 'all-in-one' | 'ingress';
 const MODES = values.mode.split(',') as Mode[];
 const DRAIN_SECONDS = Number(values['drain-seconds']);
 /** The paced round's think times, one round each; the first gives target 2's figure. */
-const THINK_TIMES = values['think-time'].split(',') as ThinkTime[];
-for (const thinkTime of THINK_TIMES)
-  if (thinkTime !== 'exponential' && thinkTime !== 'fixed')
-    throw new Error(`--think-time is exponential, fixed or both (comma-separated), not ${thinkTime}`);
+const THINK_TIMES = parseThinkTimes(values['think-time']);
 const THINK_TIME = THINK_TIMES[0]!;
 for (const mode of MODES)
   if (mode !== 'all-in-one' && mode !== 'ingress')

@@ -51,6 +51,7 @@ import {
   freePort,
   issueKeys,
   median,
+  parseThinkTimes,
   parseWrkMs,
   quantile,
   requireWrk,
@@ -62,7 +63,6 @@ import {
   serviceNodeFlags,
   sleep,
   startBare,
-  type ThinkTime,
   waitFor,
   writeScript,
 } from './wrk.ts';
@@ -93,11 +93,7 @@ const KEYS = Number(values.keys);
 const BASELINE = Number(values['baseline-seconds']);
 const DRAIN = Number(values['drain-seconds']);
 // A list, as `npm run bench` passes ingest-wrk's `exponential,fixed` here too: its first.
-const THINK_TIMES = values['think-time'].split(',') as ThinkTime[];
-for (const thinkTime of THINK_TIMES)
-  if (thinkTime !== 'exponential' && thinkTime !== 'fixed')
-    throw new Error(`--think-time is exponential, fixed or a comma-separated list of them, not ${thinkTime}`);
-const THINK_TIME = THINK_TIMES[0]!;
+const THINK_TIME = parseThinkTimes(values['think-time'])[0]!;
 
 requireWrk();
 

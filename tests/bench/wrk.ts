@@ -28,12 +28,15 @@ export const serviceNodeFlags = (heapMaxMb = process.env.HEAP_MAX_MB ?? '256', f
   '--max-semi-space-size=16',
 ];
 
+/** What is missing when `wrk` is not on PATH; undefined when it is there. */
+export const wrkMissing = (): string | undefined =>
+  spawnSync('wrk', ['--version']).error ? 'wrk is not installed: apt-get install -y wrk' : undefined;
+
 /** Exits with a clear message when `wrk` is not on PATH. */
 export const requireWrk = (): void => {
-  if (spawnSync('wrk', ['--version']).error) {
-    console.error(
-      'wrk is not installed: apt-get install -y wrk (the load must come from a native client in its own process)',
-    );
+  const missing = wrkMissing();
+  if (missing) {
+    console.error(`${missing} (the load must come from a native client in its own process)`);
     process.exit(2);
   }
 };
@@ -232,6 +235,15 @@ const luaString = (text: string) => `"${text.replace(/\\/g, '\\\\').replace(/"/g
 
 /** How long a paced connection waits before each request (see `writeScript`). */
 export type ThinkTime = 'exponential' | 'fixed';
+
+/** A bench's `--think-time`: exponential, fixed, or a comma-separated list of them. */
+export const parseThinkTimes = (value: string): ThinkTime[] => {
+  const thinkTimes = value.split(',');
+  for (const thinkTime of thinkTimes)
+    if (thinkTime !== 'exponential' && thinkTime !== 'fixed')
+      throw new Error(`--think-time is exponential, fixed or a comma-separated list of them, not ${thinkTime}`);
+  return thinkTimes as ThinkTime[];
+};
 
 /**
  * The load script, written to `path`: each request takes the next key round-robin. With `delayMs`,

@@ -2,22 +2,22 @@
  * The paced load of the benches (writeScript in tests/bench/wrk.ts), run by `wrk` itself against a
  * server that records when each connection's requests arrive: with a fixed think time every
  * connection waits the same time between an answer and its next request; with an exponential one
- * the waits vary (about 39 % of them shorter than half the mean), with the same mean. Needs the Debian package `wrk`: without it the test is
- * skipped with a line saying so, unless REQUIRE_WRK=1 (CI), which makes that a failure.
+ * the waits vary (about 39 % of them shorter than half the mean), with the same mean. Needs the
+ * Debian package `wrk`: without it the test is skipped with a line saying so, unless REQUIRE_WRK=1
+ * (CI), which makes that a failure.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { tempDir } from '../../support/temp-dir.ts';
-import { runWrkAsync, type ThinkTime, writeScript } from '../../bench/wrk.ts';
+import { runWrkAsync, type ThinkTime, wrkMissing, writeScript } from '../../bench/wrk.ts';
 
 const MEAN_MS = 20;
-const wrkMissing = spawnSync('wrk', ['--version']).error ? 'wrk is not installed: apt-get install -y wrk' : undefined;
-if (wrkMissing && process.env.REQUIRE_WRK === '1') {
-  test('wrk is installed (REQUIRE_WRK=1)', () => assert.fail(wrkMissing));
+const missing = wrkMissing();
+if (missing && process.env.REQUIRE_WRK === '1') {
+  test('wrk is installed (REQUIRE_WRK=1)', () => assert.fail(missing));
 }
 
 /** Gaps between one connection's requests (answer → next request), for `thinkTime` over 3 s of wrk. */
@@ -54,7 +54,7 @@ const shareBelow = (values: number[], ms: number) => values.filter((v) => v < ms
 // of quantiles and shares that a few late requests do not move.
 test(
   'a fixed think time waits the same between requests; an exponential one varies, with the same mean',
-  { skip: wrkMissing },
+  { skip: missing },
   async () => {
     const fixed = await gapsOf('fixed');
     const exponential = await gapsOf('exponential');

@@ -230,6 +230,9 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
     if (held.length === maxCount) return held;
     const from = shared.covers(after) ? shared.end : after;
     const upTo = feed.durable;
+    // Nothing durable lies past what is held: no query. Every follower of a category reads after
+    // each sync, and all but the first find the stretch already at the head.
+    if (from >= upTo) return held;
     const count = maxCount - held.length;
     const fresh = read(from, upTo, count).map(toRecorded);
     shared.add(from, fresh, fresh.length < count ? upTo : undefined);
@@ -250,7 +253,6 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
     const merged = lists.flat().sort((a, b) => (a.position < b.position ? -1 : a.position > b.position ? 1 : 0));
     return merged.length > maxCount ? merged.slice(0, maxCount) : merged;
   };
-  const head = reader.prepare<[], { position: number | null }>('SELECT max(position) AS position FROM events');
   const readCheckpoint = reader.prepare<[string], { position: number }>(
     'SELECT position FROM event_checkpoints WHERE id = ?',
   );
@@ -356,8 +358,9 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
     subscribeToAll: (subscribeOptions) => subscriptions.subscribe(subscribeOptions),
 
     async headPosition() {
-      // The feed's head: the last durable event (readAll reads no further).
-      return BigInt(Math.min(feed.durable, (await translated(() => head.get()))?.position ?? 0));
+      // The feed's head: the last durable event (readAll reads no further). Kept by the writer, so
+      // no query: events are never deleted, and every one up to it is committed.
+      return BigInt(feed.durable);
     },
 
     async readCheckpoint(checkpointId) {

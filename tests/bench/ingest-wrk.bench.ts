@@ -27,8 +27,11 @@
  * as runs before this option did: the connections then fall into step with the group commits (the
  * answers of one commit leave together, so the next requests arrive together) and every request
  * of a wave waits for the whole wave (writeScript in wrk.ts). `exponential,fixed` runs one paced
- * round of each, target 2's figure from the first. Records the performance targets' figures it
- * measures (targets.ts).
+ * round of each, target 2's figure from the first. Each paced round also prints how busy the
+ * service's main thread was. With `--mode all-in-one,ingress` (all-in-one first, the default) the
+ * ingress alone runs one more paced round at the all-in-one process's half rate: what a 201 costs
+ * at target 2's rate when no pipeline shares its thread. Records the performance targets' figures
+ * it measures (targets.ts).
  *
  * Needs the Debian package `wrk` on PATH (`apt-get install -y wrk`).
  *
@@ -59,6 +62,7 @@ import {
   mainThreadCpuSeconds,
   median,
   parseThinkTimes,
+  type ThinkTime,
   parseWrkMs,
   requireWrk,
   root,
@@ -305,20 +309,37 @@ const measure = async (MODE: Mode) => {
     command: command(MODE),
   });
 
-  // Target 2: POST → 201 p99 at half the accept rate just measured, each connection pacing itself.
-  const half = median(rates) / 2;
-  const pacedRounds = THINK_TIMES.map((thinkTime) => {
+  /** One paced round at `perSecond` asked, with how busy the service's main thread was. */
+  const pacedRound = (perSecond: number, thinkTime: ThinkTime, what: string) => {
+    const mainThreadCpu = mainThreadCpuSeconds(service.child.pid!);
     const round = runWrk(
       service.url,
-      writeScript(keys, `paced-${thinkTime}.lua`, (CONNECTIONS * 1000) / half, thinkTime),
+      writeScript(keys, `paced-${thinkTime}.lua`, (CONNECTIONS * 1000) / perSecond, thinkTime),
     );
+    const busy = (mainThreadCpuSeconds(service.child.pid!) - mainThreadCpu) / SECONDS;
     const rate = (round.requests - round.non2xx) / SECONDS;
     console.log(
-      `[${MODE}] at half the accept rate (${Math.round(half)}/s asked, ${Math.round(rate)}/s answered 201; ${thinkTime} think time): p50 ${round.p50}, p99 ${round.p99}`,
+      `[${MODE}] at ${what} (${Math.round(perSecond)}/s asked, ${Math.round(rate)}/s answered 201; ${thinkTime} think time): p50 ${round.p50}, p99 ${round.p99}; the main thread ${busy.toFixed(2)} busy`,
     );
     return { round, rate };
-  });
+  };
+  // Target 2: POST → 201 p99 at half the accept rate just measured, each connection pacing itself.
+  const half = median(rates) / 2;
+  const pacedRounds = THINK_TIMES.map((thinkTime) => pacedRound(half, thinkTime, 'half the accept rate'));
   const { round: paced, rate: pacedRate } = pacedRounds[0]!;
+  if (MODE === 'all-in-one') allInOneHalf = half;
+  else if (allInOneHalf !== undefined) {
+    // The accept path alone at target 2's rate: what a 201 costs when no pipeline shares its thread.
+    const { round, rate } = pacedRound(allInOneHalf, THINK_TIME, "the all-in-one process's half accept rate");
+    recordTarget({
+      target:
+        "2 POST → 201 p99 at the all-in-one process's half accept rate, ingress alone embedded (not a target; for comparison)",
+      figure: `p99 ${round.p99} at ${Math.round(rate)} 201s/s (${THINK_TIME} think time)`,
+      baseline: 'bound 20 ms',
+      goal: '—',
+      command: `npx tsx tests/bench/ingest-wrk.bench.ts --mode all-in-one,ingress --rounds ${ROUNDS} --seconds ${SECONDS} (the ingress's paced round at the all-in-one's rate)`,
+    });
+  }
   if (MODE === 'all-in-one') {
     recordTarget({
       target: '2 POST → 201 p99 at half the accept rate, all-in-one embedded',
@@ -360,6 +381,8 @@ const measure = async (MODE: Mode) => {
   if (service.child.exitCode === null) await once(service.child, 'exit');
 };
 
+/** Half the all-in-one process's accept rate, once measured: the ingress alone is paced at it too. */
+let allInOneHalf: number | undefined;
 for (const mode of MODES) await measure(mode);
 for (const child of children) child.kill('SIGTERM');
 await Promise.all(

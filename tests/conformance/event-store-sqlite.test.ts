@@ -4,6 +4,7 @@ import { test } from 'node:test';
 import Database from 'better-sqlite3';
 import { createSqliteEventStore } from '../../shared/adapters/event-store/sqlite-event-store.ts';
 import { openSqlite } from '../../shared/adapters/sqlite/sqlite-database.ts';
+import { eventually } from '../support/eventually.ts';
 import { tempDir } from '../support/temp-dir.ts';
 import { eventStoreConformance } from './event-store.ts';
 
@@ -74,5 +75,58 @@ test('sqlite: a database written before categories existed gets the category col
     }
   } finally {
     dir.remove();
+  }
+});
+
+/** A store over a fresh database, its follower of the `mine` category, what it handled and passed. */
+const categoryFollower = async (pollMs: number) => {
+  const dir = tempDir();
+  const opened = openSqlite(dir.path);
+  const store = createSqliteEventStore(opened.db, { pollMs });
+  await store.append('seed-1', [{ type: 'Seed', data: {} }]);
+  const handled: string[] = [];
+  const passed: bigint[] = [];
+  const subscription = store.subscribeToAll({
+    categories: ['mine'],
+    handler: async (events) => void handled.push(...events.map((e) => e.type)),
+    onPassed: async (position) => void passed.push(position),
+  });
+  await subscription.caughtUp();
+  return {
+    store,
+    handled,
+    passed,
+    async close() {
+      await subscription.stop();
+      await store.close();
+      opened.close();
+      dir.remove();
+    },
+  };
+};
+
+test('sqlite: a follower of a category is woken by appends to its category, not by appends to others', async () => {
+  // A poll far away: whatever the follower does next, an append woke it.
+  const follower = await categoryFollower(60_000);
+  try {
+    assert.deepEqual(follower.passed, [1n], 'caught up, it stands past the seed');
+    await follower.store.append('other-1', [{ type: 'Other', data: {} }]);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.deepEqual(follower.passed, [1n], 'an append to another category did not wake it');
+    await follower.store.append('mine-1', [{ type: 'Mine', data: {} }]);
+    await eventually(() => assert.deepEqual(follower.handled, ['Mine']), { timeoutMs: 10_000 });
+  } finally {
+    await follower.close();
+  }
+});
+
+test('sqlite: a follower of a category moves past appends to other categories at its next poll', async () => {
+  const follower = await categoryFollower(100);
+  try {
+    const other = await follower.store.append('other-1', [{ type: 'Other', data: {} }]);
+    await eventually(() => assert.equal(follower.passed.at(-1), other.position));
+    assert.deepEqual(follower.handled, []);
+  } finally {
+    await follower.close();
   }
 });

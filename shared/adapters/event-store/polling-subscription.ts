@@ -70,8 +70,11 @@ export interface FeedSource {
   headPosition(): Promise<bigint>;
   readCheckpoint(checkpointId: string): Promise<bigint | undefined>;
   storeCheckpoint(checkpointId: string, position: bigint): Promise<void>;
-  /** Registers a wake-up called after local appends commit; returns the unregister function. */
-  onAppended(listener: () => void): () => void;
+  /**
+   * Registers a wake-up called after local appends commit, with the categories of the streams they
+   * wrote when the store knows them (undefined: any); returns the unregister function.
+   */
+  onAppended(listener: (categories?: ReadonlySet<string>) => void): () => void;
 }
 
 /**
@@ -80,7 +83,9 @@ export interface FeedSource {
  * The feed's readAll only returns committed events without gaps, so no event is ever skipped.
  * With `categories` it reads only those categories' events (an indexed read), and when a read finds
  * none it moves its position (and checkpoint, and `onPassed`) up to the head of the whole feed taken
- * just before that read: every event of its categories up to that head was handled.
+ * just before that read: every event of its categories up to that head was handled. A local append
+ * wakes it only when it wrote to one of its categories (when the store says which): the others
+ * would give it nothing to read, and its next poll moves it past them.
  * An outage (`BackendUnavailableError` from the store or the handler's backend) is retried in place
  * with jittered backoff, from the same position, until it succeeds or the subscription stops.
  */
@@ -139,7 +144,9 @@ export class PollingSubscription implements Subscription {
     if (this.stopped) return;
     this.current = stored ?? this.options.after ?? 0n;
     let pending: boolean; // something may have been appended since the last read
-    const unsubscribe = this.source.onAppended(() => {
+    const unsubscribe = this.source.onAppended((appended) => {
+      // Appends to other categories only are not this subscription's: its poll moves it past them.
+      if (categories && appended && !categories.some((category) => appended.has(category))) return;
       pending = true;
       this.wake();
     });

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import {
   type AppendResult,
+  categoryOf,
   checkCategories,
   type EventStore,
   ExpectedVersionConflictError,
@@ -311,10 +312,16 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
         if (!(outcome instanceof Error) && Number(outcome.position) > feed.committed)
           feed.committed = Number(outcome.position);
       const upTo = feed.committed;
+      // Followers of other categories are not woken for these events (they would read nothing).
+      const categories = new Set<string>();
+      outcomes.forEach((outcome, i) => {
+        const category = outcome instanceof Error ? undefined : categoryOf(requests[i]!.streamId);
+        if (category) categories.add(category);
+      });
       void whenDurable(db).then(
         () => {
           if (upTo > feed.durable) feed.durable = upTo;
-          appended.emit('appended');
+          appended.emit('appended', categories);
         },
         () => undefined,
       );

@@ -50,6 +50,7 @@ import {
   fetchAgain,
   freePort,
   issueKeys,
+  mainThreadCpuSeconds,
   median,
   parseThinkTimes,
   parseWrkMs,
@@ -300,6 +301,7 @@ for (let round = 1; round <= 3; round++) {
   delayMs = Math.max(1, cycleMs - ((PACED_CONNECTIONS * 1000) / rate - delayMs));
 }
 const tag = `paced-${randomUUID().slice(0, 8)}`;
+const pacedCpu = { main: mainThreadCpuSeconds(service.pid!), all: cpuSeconds(service.pid!) };
 const paced = runWrk(
   base,
   writeScript(join(dir.path, 'paced.lua'), issued.keys, {
@@ -314,6 +316,9 @@ const paced = runWrk(
 );
 const offered = paced.requests / PACED;
 const pacedDrain = await drain();
+// The round's CPU, its drain included: per call, and how busy the main thread was while it ran.
+const pacedMainCpu = mainThreadCpuSeconds(service.pid!) - pacedCpu.main;
+const pacedCpuPerCall = ((cpuSeconds(service.pid!) - pacedCpu.all) * 1000) / Math.max(1, paced.requests - paced.non2xx);
 
 /** Every call of the paced round, with a key of its team to read it. */
 const keyOfTeam = (team: number, n: number) => {
@@ -366,7 +371,8 @@ const max = durations.length ? Math.max(...durations) : Number.NaN;
 console.log(
   `paced: ${PACED} s, ${Math.round(offered)}/s offered (${paced.requests - paced.non2xx} 201s, non-201 ${paced.non2xx}, socket errors ${paced.errors}), POST → 201 p50 ${paced.p50}, p99 ${paced.p99}; ` +
     `${calls.length} calls of the round listed, ${durations.length} completed: accepted → CallCompleted p50 ${p50} ms, p99 ${p99} ms, max ${max} ms` +
-    `${Object.keys(unfinished).length ? `; not completed, by last event: ${JSON.stringify(unfinished)}` : ''}; drained ${pacedDrain.seconds.toFixed(1)} s after the load stopped`,
+    `${Object.keys(unfinished).length ? `; not completed, by last event: ${JSON.stringify(unfinished)}` : ''}; drained ${pacedDrain.seconds.toFixed(1)} s after the load stopped; ` +
+    `the main thread ${(pacedMainCpu / (PACED + pacedDrain.seconds)).toFixed(2)} busy, the service ${pacedCpuPerCall.toFixed(2)} ms of CPU per call (${((pacedMainCpu * 1000) / Math.max(1, paced.requests - paced.non2xx)).toFixed(2)} ms on its main thread)`,
 );
 recordTarget({
   target: `3 POST → completed p99 at ${RATE} calls/s offered, all-in-one embedded`,

@@ -23,9 +23,9 @@
  *    from its acceptance (the list's `createdAt`: when the ingress accepted it, before publishing
  *    its record) to its CallCompleted record; p50/p99/max of those, and wrk's POST → 201 p99 of
  *    the same round beside them, and how busy the service's main thread was over the round and its
- *    drain, with the service's CPU per call. The target counts as met when the two p99s together are within
- *    100 ms (the span starts after the request arrived; the publish is counted in both), the offered
- *    rate reached 95 % of `--offered-rate` and every call of the round completed.
+ *    drain, with the service's CPU per call. The target counts as met when the two p99s together
+ *    are within 100 ms (the span starts after the request arrived; the publish is counted in both),
+ *    the offered rate reached 95 % of `--offered-rate` and every call of the round completed.
  *
  * Beside them, a bare Fastify route (the ingest baseline) measured for `--baseline-seconds` before
  * the sustained run and again after, to show what the machine gave in this run.

@@ -12,7 +12,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { tempDir } from '../../support/temp-dir.ts';
-import { runWrkAsync, type ThinkTime, wrkMissing, writeScript } from '../../bench/wrk.ts';
+import { quantile, runWrkAsync, type ThinkTime, wrkMissing, writeScript } from '../../bench/wrk.ts';
 
 const MEAN_MS = 20;
 const missing = wrkMissing();
@@ -46,8 +46,6 @@ const gapsOf = async (thinkTime: ThinkTime): Promise<number[]> => {
 };
 
 const meanOf = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
-const quantileOf = (values: number[], q: number) =>
-  [...values].sort((a, b) => a - b)[Math.floor(q * (values.length - 1))]!;
 const shareBelow = (values: number[], ms: number) => values.filter((v) => v < ms).length / values.length;
 
 // A busy machine only ever lengthens a gap (the test files run two at a time), so the checks are
@@ -60,7 +58,7 @@ test(
     const exponential = await gapsOf('exponential');
     assert.ok(fixed.length > 100 && exponential.length > 100, `${fixed.length} and ${exponential.length} gaps`);
     // The answer takes well under a millisecond here, so a gap is the wait plus a little.
-    const [p10, p90] = [quantileOf(fixed, 0.1), quantileOf(fixed, 0.9)];
+    const [p10, p90] = [quantile(fixed, 0.1), quantile(fixed, 0.9)];
     assert.ok(p10 >= MEAN_MS - 2 && p90 <= MEAN_MS + 6, `fixed: gaps p10 ${p10} ms, p90 ${p90} ms`);
     assert.equal(shareBelow(fixed, MEAN_MS / 2), 0, 'fixed: no gap under half the wait');
     // An exponential wait of mean m is under m/2 with probability 1 − e^−½ ≈ 39 %.

@@ -4,6 +4,7 @@ import { test } from 'node:test';
 import Database from 'better-sqlite3';
 import { createSqliteEventStore } from '../../shared/adapters/event-store/sqlite-event-store.ts';
 import { openSqlite } from '../../shared/adapters/sqlite/sqlite-database.ts';
+import { attachWalSync, WalSync } from '../../shared/adapters/sqlite/wal-sync.ts';
 import { eventually } from '../support/eventually.ts';
 import { tempDir } from '../support/temp-dir.ts';
 import { eventStoreConformance } from './event-store.ts';
@@ -94,6 +95,7 @@ const categoryFollower = async (pollMs: number) => {
   await subscription.caughtUp();
   return {
     store,
+    db: opened.db,
     handled,
     passed,
     async close() {
@@ -128,5 +130,65 @@ test('sqlite: a follower of a category moves past appends to other categories at
     assert.deepEqual(follower.handled, []);
   } finally {
     await follower.close();
+  }
+});
+
+test("sqlite: a follower handed the writer's commits gets what the database reads back, odd text included", async () => {
+  const follower = await categoryFollower(60_000);
+  // A second store over the same connection keeps no stretch of this one: its reads are the database's.
+  const fromDisk = createSqliteEventStore(follower.db);
+  try {
+    const odd = 'a\u0000b\u200b\u202e\ud800 \udfff\u0007' + 'é'.repeat(3);
+    await follower.store.append('mine-1', [
+      { type: 'Mine', data: { text: odd, big: 1e308, tiny: -5e-324, nested: [{ odd }] }, metadata: { odd } },
+      { id: 'event-\u0000-id', type: 'Mine', data: null },
+    ]);
+    // A stream id SQLite cannot store as it is (a lone surrogate becomes U+FFFD on the way in).
+    await follower.store.append('mine-\ud800', [{ type: 'Mine', data: { odd } }]);
+    await eventually(() => assert.equal(follower.handled.length, 3), { timeoutMs: 10_000 });
+    const served = await follower.store.readAll({ categories: ['mine'] });
+    const read = await fromDisk.readAll({ categories: ['mine'] });
+    assert.deepEqual(served, read);
+    assert.equal(served[2]!.streamId, 'mine-\ufffd');
+    assert.equal((served[0]!.data as { text: string }).text, odd);
+  } finally {
+    await fromDisk.close();
+    await follower.close();
+  }
+});
+
+test('sqlite: events committed but not yet durable are handed to no reader, whether read or handed over by the writer', async () => {
+  const dir = tempDir();
+  const opened = openSqlite(dir.path);
+  let release!: () => void;
+  let held: Promise<void> | undefined;
+  // The WAL sync waits while `held` is pending: commits stay committed and not durable.
+  class HeldSync extends WalSync {
+    override async afterCommit(): Promise<void> {
+      if (held) await held;
+      return super.afterCommit();
+    }
+  }
+  attachWalSync(opened.db, new HeldSync(`${opened.db.name}-wal`));
+  const store = createSqliteEventStore(opened.db, { pollMs: 60_000 });
+  try {
+    await store.append('mine-1', [{ type: 'First', data: {} }]);
+    // A read brings the stretch to the committed head; the writer continues it from there.
+    assert.deepEqual((await store.readAll({ categories: ['mine'] })).map((e) => e.type), ['First']);
+    held = new Promise((resolve) => (release = resolve));
+    await store.append('mine-1', [{ type: 'Second', data: {} }], { deferDurability: true });
+    assert.deepEqual((await store.readAll({ categories: ['mine'] })).map((e) => e.type), ['First']);
+    assert.deepEqual((await store.readAll()).map((e) => e.type), ['First']);
+    assert.equal(await store.headPosition(), 1n);
+    release();
+    await eventually(async () =>
+      assert.deepEqual((await store.readAll({ categories: ['mine'] })).map((e) => e.type), ['First', 'Second']),
+    );
+    assert.deepEqual((await store.readAll()).map((e) => e.type), ['First', 'Second']);
+  } finally {
+    release?.();
+    await store.close();
+    opened.close();
+    dir.remove();
   }
 });

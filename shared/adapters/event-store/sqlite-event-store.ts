@@ -83,14 +83,19 @@ const deepFreeze = <T>(value: T): T => {
  * other (a few reads of their batch size); one further behind reads from the database.
  */
 const SHARED_RUN_MAX = 2_000;
+/** How far past SHARED_RUN_MAX a stretch grows before it is trimmed back. */
+const SHARED_RUN_SLACK = 500;
 
 /**
- * The last stretch of the feed (or of some categories of it) read, parsed once for every
- * subscriber of this process: every committed event of the stretch's categories with `from` <
- * position ≤ `to`, in order. There is one writer and it commits in position order, so events below
- * the head never change and a later read from `to` continues the stretch exactly. A read that
- * returned less than it asked for reached the head it read to, so the stretch reaches that head
- * even when the categories' last event lies before it (a filtered follower moves on to the head).
+ * The last stretch of the feed (or of some categories of it), parsed once for every subscriber of
+ * this process: every committed event of the stretch's categories with `from` < position ≤ `to`,
+ * in order. There is one writer and it commits in position order, so events below the head never
+ * change and a later read from `to` continues the stretch exactly. A read that returned less than it
+ * asked for reached the head it read to, so the stretch reaches that head even when the categories'
+ * last event lies before it (a filtered follower moves on to the head). A stretch that reaches the
+ * committed head is continued by the writer itself with each commit (`add` from the commit's rows),
+ * so followers that keep up never query for what this process wrote. It may hold committed events
+ * that are not durable yet: `take` hands out none past the durable head it is given.
  * Subscribers get the same frozen objects, so a decorator that derives something from an event
  * (the sealed store's opened copy) can keep it for the next subscriber too.
  */
@@ -104,17 +109,15 @@ class SharedRun {
     return after >= this.from && after < this.to;
   }
 
-  /** Up to `maxCount` events after `after` held here; empty when the stretch does not cover `after`. */
-  take(after: number, maxCount: number): RecordedEvent[] {
+  /**
+   * Up to `maxCount` events after `after` and at most at `upTo` held here; empty when the stretch
+   * does not cover `after`.
+   */
+  take(after: number, maxCount: number, upTo: number): RecordedEvent[] {
     if (!this.covers(after)) return [];
-    let lo = 0;
-    let hi = this.events.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (Number(this.events[mid]!.position) <= after) lo = mid + 1;
-      else hi = mid;
-    }
-    return this.events.slice(lo, lo + maxCount);
+    const start = this.indexAfter(after);
+    const end = this.to <= upTo ? this.events.length : this.indexAfter(upTo);
+    return this.events.slice(start, Math.min(end, start + maxCount));
   }
 
   /** Where a read continuing the stretch starts. */
@@ -123,8 +126,9 @@ class SharedRun {
   }
 
   /**
-   * Records the events a read of the positions after `after` returned; `reached` is the position
-   * it read up to when it returned all there was (fewer than it asked for), else undefined.
+   * Records the events a read (or a commit) of the positions after `after` gave; `reached` is the
+   * position it covered in full (a read that returned fewer than it asked for, a commit), else
+   * undefined.
    */
   add(after: number, events: RecordedEvent[], reached: number | undefined): void {
     const last = events.length > 0 ? Number(events[events.length - 1]!.position) : after;
@@ -137,11 +141,24 @@ class SharedRun {
       this.events = events.slice();
     }
     this.to = to;
+    // Trimmed in steps, not at each commit: a splice moves every event kept.
     const excess = this.events.length - SHARED_RUN_MAX;
-    if (excess > 0) {
+    if (excess > SHARED_RUN_SLACK) {
       this.from = Number(this.events[excess - 1]!.position);
       this.events.splice(0, excess);
     }
+  }
+
+  /** Index of the first event held past `position`. */
+  private indexAfter(position: number): number {
+    let lo = 0;
+    let hi = this.events.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (Number(this.events[mid]!.position) <= position) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
   }
 }
 
@@ -214,7 +231,9 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
   const sharedRuns = new Map<string, SharedRun>();
   /**
    * Up to `maxCount` durable events after `after`: from the stretch of `key` where it covers
-   * them, the rest by `read` (of the positions after `from` up to `upTo`), which continues it.
+   * them, the rest by `read` (of the positions after `from` up to `upTo`), which continues it. A
+   * read goes up to the committed head, so the stretch reaches it and the writer continues it from
+   * there (`handOver`); what it returns stops at the durable head.
    */
   const sharedRead = (
     key: string,
@@ -227,17 +246,43 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
       shared = new SharedRun();
       sharedRuns.set(key, shared);
     }
-    const held = shared.take(after, maxCount);
+    const durable = feed.durable;
+    const held = shared.take(after, maxCount, durable);
     if (held.length === maxCount) return held;
     const from = shared.covers(after) ? shared.end : after;
-    const upTo = feed.durable;
     // Nothing durable lies past what is held: no query. Every follower of a category reads after
     // each sync, and all but the first find the stretch already at the head.
-    if (from >= upTo) return held;
+    if (from >= durable) return held;
+    const upTo = feed.committed;
     const count = maxCount - held.length;
     const fresh = read(from, upTo, count).map(toRecorded);
     shared.add(from, fresh, fresh.length < count ? upTo : undefined);
-    return held.length > 0 ? [...held, ...fresh] : fresh;
+    let durableCount = fresh.length;
+    while (durableCount > 0 && Number(fresh[durableCount - 1]!.position) > durable) durableCount -= 1;
+    const handed = durableCount < fresh.length ? fresh.slice(0, durableCount) : fresh;
+    return held.length > 0 ? [...held, ...handed] : handed;
+  };
+  /**
+   * Continues every stretch that reached `before`, the committed head before a commit, with that
+   * commit's rows (those of its category) up to `after`, its head: the same events a read would
+   * give, parsed from the same text. A stretch behind the head is left for its next read. A row
+   * whose text SQLite would not store as it is (a string that is not well-formed UTF-16) stops the
+   * hand-over: what is read back then differs, so the followers read it.
+   */
+  const handOver = (before: number, rows: EventRow[], after: number): void => {
+    if (rows.length === 0 || sharedRuns.size === 0) return;
+    if (!rows.every((row) => row.stream_id.isWellFormed() && row.id.isWellFormed() && row.type.isWellFormed()))
+      return;
+    let recorded: RecordedEvent[] | undefined;
+    for (const [key, shared] of sharedRuns) {
+      if (shared.end !== before) continue;
+      recorded ??= rows.map(toRecorded);
+      shared.add(
+        before,
+        key === '' ? recorded : recorded.filter((event) => categoryOf(event.streamId) === key),
+        after,
+      );
+    }
   };
   /**
    * Up to `maxCount` durable events of `categories` after `after`: each category from its own
@@ -273,7 +318,8 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
   const feed = heads;
   const appended = feed.moved;
 
-  const writeBatch = (requests: AppendRequest[]): Outcome<AppendResult>[] => {
+  /** Appends `requests` in the open transaction; `rows` gets each row inserted, in position order. */
+  const writeBatch = (requests: AppendRequest[], rows: EventRow[]): Outcome<AppendResult>[] => {
     const versions = new Map<string, number>();
     const now = Date.now();
     return requests.map(({ streamId, events, expectedVersion }) => {
@@ -284,16 +330,21 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
       let position = 0n;
       for (const event of events) {
         revision += 1;
-        const info = insert.run(
-          streamId,
-          revision,
-          event.id ?? randomUUID(),
-          event.type,
-          JSON.stringify(event.data),
-          JSON.stringify(event.metadata ?? {}),
-          now,
-        );
+        const id = event.id ?? randomUUID();
+        const data = JSON.stringify(event.data);
+        const metadata = JSON.stringify(event.metadata ?? {});
+        const info = insert.run(streamId, revision, id, event.type, data, metadata, now);
         position = BigInt(info.lastInsertRowid);
+        rows.push({
+          position: Number(position),
+          stream_id: streamId,
+          revision,
+          id,
+          type: event.type,
+          data,
+          metadata,
+          recorded_at: now,
+        });
       }
       versions.set(streamId, revision);
       return { nextExpectedVersion: revision, position };
@@ -305,13 +356,16 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
   const writeTransaction = async (requests: AppendRequest[]): Promise<Outcome<AppendResult>[]> => {
     db.exec('BEGIN IMMEDIATE');
     try {
-      const outcomes = writeBatch(requests);
+      const rows: EventRow[] = [];
+      const outcomes = writeBatch(requests, rows);
       if (options.beforeCommit) await options.beforeCommit();
       db.exec('COMMIT');
+      const before = feed.committed;
       for (const outcome of outcomes)
         if (!(outcome instanceof Error) && Number(outcome.position) > feed.committed)
           feed.committed = Number(outcome.position);
       const upTo = feed.committed;
+      handOver(before, rows, upTo);
       // Followers of other categories are not woken for these events (they would read nothing).
       const categories = new Set<string>();
       outcomes.forEach((outcome, i) => {

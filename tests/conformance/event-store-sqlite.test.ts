@@ -174,17 +174,32 @@ test('sqlite: events committed but not yet durable are handed to no reader, whet
   try {
     await store.append('mine-1', [{ type: 'First', data: {} }]);
     // A read brings the stretch to the committed head; the writer continues it from there.
-    assert.deepEqual((await store.readAll({ categories: ['mine'] })).map((e) => e.type), ['First']);
+    assert.deepEqual(
+      (await store.readAll({ categories: ['mine'] })).map((e) => e.type),
+      ['First'],
+    );
     held = new Promise((resolve) => (release = resolve));
     await store.append('mine-1', [{ type: 'Second', data: {} }], { deferDurability: true });
-    assert.deepEqual((await store.readAll({ categories: ['mine'] })).map((e) => e.type), ['First']);
-    assert.deepEqual((await store.readAll()).map((e) => e.type), ['First']);
+    assert.deepEqual(
+      (await store.readAll({ categories: ['mine'] })).map((e) => e.type),
+      ['First'],
+    );
+    assert.deepEqual(
+      (await store.readAll()).map((e) => e.type),
+      ['First'],
+    );
     assert.equal(await store.headPosition(), 1n);
     release();
     await eventually(async () =>
-      assert.deepEqual((await store.readAll({ categories: ['mine'] })).map((e) => e.type), ['First', 'Second']),
+      assert.deepEqual(
+        (await store.readAll({ categories: ['mine'] })).map((e) => e.type),
+        ['First', 'Second'],
+      ),
     );
-    assert.deepEqual((await store.readAll()).map((e) => e.type), ['First', 'Second']);
+    assert.deepEqual(
+      (await store.readAll()).map((e) => e.type),
+      ['First', 'Second'],
+    );
   } finally {
     release?.();
     await store.close();

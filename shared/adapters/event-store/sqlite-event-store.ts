@@ -271,17 +271,12 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
    */
   const handOver = (before: number, rows: EventRow[], after: number): void => {
     if (rows.length === 0 || sharedRuns.size === 0) return;
-    if (!rows.every((row) => row.stream_id.isWellFormed() && row.id.isWellFormed() && row.type.isWellFormed()))
-      return;
+    if (!rows.every((row) => row.stream_id.isWellFormed() && row.id.isWellFormed() && row.type.isWellFormed())) return;
     let recorded: RecordedEvent[] | undefined;
     for (const [key, shared] of sharedRuns) {
       if (shared.end !== before) continue;
       recorded ??= rows.map(toRecorded);
-      shared.add(
-        before,
-        key === '' ? recorded : recorded.filter((event) => categoryOf(event.streamId) === key),
-        after,
-      );
+      shared.add(before, key === '' ? recorded : recorded.filter((event) => categoryOf(event.streamId) === key), after);
     }
   };
   /**

@@ -207,3 +207,37 @@ test('sqlite: events committed but not yet durable are handed to no reader, whet
     dir.remove();
   }
 });
+
+test('sqlite: a stretch read once and then left is let go, and a later read still gets every event', async () => {
+  const dir = tempDir();
+  const opened = openSqlite(dir.path);
+  const store = createSqliteEventStore(opened.db, { pollMs: 60_000 });
+  try {
+    await store.append('mine-1', [{ type: 'First', data: { n: 1 } }]);
+    assert.deepEqual(
+      (await store.readAll()).map((e) => e.type),
+      ['First'],
+    );
+    await store.append('other-1', [{ type: 'Second', data: { n: 2 } }]);
+    // Past the idle time: the next commit lets the whole feed's stretch go instead of continuing it.
+    await new Promise((resolve) => setTimeout(resolve, 2_100));
+    await store.append('mine-1', [{ type: 'Third', data: { n: 3 } }]);
+    await store.append('mine-2', [{ type: 'Fourth', data: { n: 4 } }]);
+    assert.deepEqual(
+      (await store.readAll()).map((e) => e.type),
+      ['First', 'Second', 'Third', 'Fourth'],
+    );
+    assert.deepEqual(
+      (await store.readAll({ after: 2n })).map((e) => e.type),
+      ['Third', 'Fourth'],
+    );
+    assert.deepEqual(
+      (await store.readAll({ categories: ['mine'] })).map((e) => e.type),
+      ['First', 'Third', 'Fourth'],
+    );
+  } finally {
+    await store.close();
+    opened.close();
+    dir.remove();
+  }
+});

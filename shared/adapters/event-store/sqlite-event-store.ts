@@ -85,6 +85,12 @@ const deepFreeze = <T>(value: T): T => {
 const SHARED_RUN_MAX = 2_000;
 /** How far past SHARED_RUN_MAX a stretch grows before it is trimmed back. */
 const SHARED_RUN_SLACK = 500;
+/**
+ * A stretch no reader asked for in this long is let go instead of continued by the writer: a
+ * one-off read (a replay, the whole feed read once) would otherwise have every later commit parsed
+ * for nobody. A follower reads at least at each poll (250 ms), so one that keeps up is never let go.
+ */
+const SHARED_RUN_IDLE_MS = 2_000;
 
 /**
  * The last stretch of the feed (or of some categories of it), parsed once for every subscriber of
@@ -103,6 +109,8 @@ class SharedRun {
   private from = 0;
   private to = 0;
   private events: RecordedEvent[] = [];
+  /** When a reader last asked for the stretch (`performance.now()`). */
+  readAt = performance.now();
 
   /** Whether the stretch holds every event after `after` up to its end. */
   covers(after: number): boolean {
@@ -246,6 +254,7 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
       shared = new SharedRun();
       sharedRuns.set(key, shared);
     }
+    shared.readAt = performance.now();
     const durable = feed.durable;
     const held = shared.take(after, maxCount, durable);
     if (held.length === maxCount) return held;
@@ -265,15 +274,21 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
   /**
    * Continues every stretch that reached `before`, the committed head before a commit, with that
    * commit's rows (those of its category) up to `after`, its head: the same events a read would
-   * give, parsed from the same text. A stretch behind the head is left for its next read. A row
-   * whose text SQLite would not store as it is (a string that is not well-formed UTF-16) stops the
-   * hand-over: what is read back then differs, so the followers read it.
+   * give, parsed from the same text. A stretch behind the head is left for its next read; one no
+   * reader asked for lately is let go (SHARED_RUN_IDLE_MS). A row whose text SQLite would not store
+   * as it is (a string that is not well-formed UTF-16) stops the hand-over: what is read back then
+   * differs, so the followers read it.
    */
   const handOver = (before: number, rows: EventRow[], after: number): void => {
     if (rows.length === 0 || sharedRuns.size === 0) return;
     if (!rows.every((row) => row.stream_id.isWellFormed() && row.id.isWellFormed() && row.type.isWellFormed())) return;
     let recorded: RecordedEvent[] | undefined;
+    const idleSince = performance.now() - SHARED_RUN_IDLE_MS;
     for (const [key, shared] of sharedRuns) {
+      if (shared.readAt < idleSince) {
+        sharedRuns.delete(key);
+        continue;
+      }
       if (shared.end !== before) continue;
       recorded ??= rows.map(toRecorded);
       shared.add(before, key === '' ? recorded : recorded.filter((event) => categoryOf(event.streamId) === key), after);

@@ -19,7 +19,11 @@ import type {
   SubscribeToAllOptions,
   Subscription,
 } from '../../../shared/ports/event-store.ts';
-import { TEAM_DIRECTORY_SNAPSHOT, TeamDirectory } from '../../../services/ingress/teams/team-directory.ts';
+import {
+  TEAM_DIRECTORY_SNAPSHOT,
+  TeamDirectory,
+  teamSnapshotName,
+} from '../../../services/ingress/teams/team-directory.ts';
 import { tempDir } from '../../support/temp-dir.ts';
 import { hash, keyIssued, reserved, teamCreated } from '../domain/team/fixtures.ts';
 
@@ -54,7 +58,10 @@ describe('TeamDirectory', () => {
     });
     const subscriptions: SubscribeToAllOptions[] = [];
     const following: Subscription[] = [];
+    /** The directory's own snapshots (the position and the list of teams). */
     const snapshots: Snapshot[] = [];
+    /** The teams whose state was stored, one entry per store. */
+    const teamStates: string[] = [];
     const store: EventStore = {
       ...real,
       subscribeToAll: (options) => {
@@ -63,14 +70,18 @@ describe('TeamDirectory', () => {
         following.push(subscription);
         return subscription;
       },
-      storeSnapshot: (name, snapshot) => (snapshots.push(snapshot), real.storeSnapshot(name, snapshot)),
+      storeSnapshot: (name, snapshot) => {
+        if (name === TEAM_DIRECTORY_SNAPSHOT) snapshots.push(snapshot);
+        else teamStates.push((snapshot.data as { teamId: string }).teamId);
+        return real.storeSnapshot(name, snapshot);
+      },
     };
     const append = (teamId: string, events: TeamEvent[]) =>
       real.append(
         `team-${teamId}`,
         events.map((e) => ({ type: e.type, data: e.data as Json })),
       );
-    return { store, append, subscriptions, following, snapshots };
+    return { store, append, subscriptions, following, snapshots, teamStates };
   };
   const started = async (store: EventStore) => {
     const directory = new TeamDirectory({ snapshotEveryMs: 3_600_000 });
@@ -221,6 +232,82 @@ describe('TeamDirectory', () => {
     const directory = await started(store);
     assert.equal(subscriptions.at(-1)!.after, 0n);
     assert.deepEqual(directory.ownerOf(hash('a')), { teamId: 't1', keyId: 'k1' });
+  });
+
+  test('a snapshot stores again only the teams that changed since the last one, and a start reads them back', async () => {
+    const { store, append, teamStates, following, subscriptions } = freshStore();
+    for (const teamId of ['t1', 't2', 't3']) await append(teamId, [createdAs(teamId, 600)]);
+    const directory = await started(store);
+    await directory.snapshot();
+    assert.deepEqual([...teamStates].sort(), ['t1', 't2', 't3']);
+    await append('t2', [reserved('c1', 30)]);
+    await following.at(-1)!.caughtUp();
+    await directory.snapshot();
+    assert.deepEqual(teamStates.slice(3), ['t2'], 'only the team that changed');
+    await append('t3', [reserved('c2', 45)]);
+    const second = await started(store);
+    assert.ok(subscriptions.at(-1)!.after! > 0n, 'started from the snapshot');
+    assert.equal(second.team('t1')?.remainingMinutes, 600);
+    assert.equal(second.team('t2')?.remainingMinutes, 570, 'its state as stored the second time');
+    assert.equal(second.team('t3')?.remainingMinutes, 555, 'plus the events after the snapshot');
+  });
+
+  test('a crash between the teams and the list leaves team states newer than the list: a start skips what they hold', async () => {
+    const { store, append, subscriptions } = freshStore();
+    await append('t1', [teamCreated(), keyIssued('k1', hash('a'))]);
+    const first = await started(store);
+    await first.snapshot();
+    const list = await store.readSnapshot(TEAM_DIRECTORY_SNAPSHOT);
+    await append('t1', [reserved('c1', 15), revoked('k1')]);
+    // The state stored as a snapshot in progress would, without the list that follows it.
+    const all = (await store.readAll({ categories: ['team'] })).map((e) => ({ type: e.type, data: e.data }));
+    await store.storeSnapshot(teamSnapshotName('t1'), {
+      position: (await store.headPosition()) - 1n,
+      data: { teamId: 't1', version: 2, state: encodeTeamState(fold(all.slice(0, 3) as TeamEvent[])) },
+    });
+    const second = await started(store);
+    assert.equal(subscriptions.at(-1)!.after, list!.position, 'from the list, not from the team state');
+    assert.equal(second.get('t1')?.version, 3);
+    assert.equal(second.team('t1')?.remainingMinutes, 585);
+    assert.equal(second.ownerOf(hash('a')), undefined, 'the revocation after the stored state is folded');
+  });
+
+  test('a team state older than the list says is not trusted: the directory folds the feed from the start', async () => {
+    const { store, append, subscriptions } = freshStore();
+    await append('t1', [teamCreated(), reserved('c1', 10)]);
+    await store.storeSnapshot(teamSnapshotName('t1'), {
+      position: 2n,
+      data: { teamId: 't1', version: 0, state: encodeTeamState(fold([teamCreated()])) },
+    });
+    await store.storeSnapshot(TEAM_DIRECTORY_SNAPSHOT, {
+      position: 2n,
+      data: { teams: [{ teamId: 't1', version: 1 }] },
+    });
+    const directory = await started(store);
+    assert.equal(subscriptions.at(-1)!.after, 0n);
+    assert.equal(directory.get('t1')?.version, 1);
+    assert.equal(directory.team('t1')?.remainingMinutes, 590);
+  });
+
+  test('a snapshot stored whole by an earlier version starts the directory; the next one stores each team on its own', async () => {
+    const { store, append, subscriptions, teamStates } = freshStore();
+    await append('t1', [teamCreated(), keyIssued('k1', hash('a'))]);
+    await store.storeSnapshot(TEAM_DIRECTORY_SNAPSHOT, {
+      position: 2n,
+      data: {
+        teams: [
+          { teamId: 't1', version: 1, state: encodeTeamState(fold([teamCreated(), keyIssued('k1', hash('a'))])) },
+        ],
+      },
+    });
+    await append('t1', [reserved('c1', 20)]);
+    const directory = await started(store);
+    assert.equal(subscriptions.at(-1)!.after, 2n);
+    assert.deepEqual(directory.ownerOf(hash('a')), { teamId: 't1', keyId: 'k1' });
+    assert.equal(directory.team('t1')?.remainingMinutes, 580);
+    await directory.snapshot();
+    assert.deepEqual(teamStates, ['t1']);
+    assert.equal(((await store.readSnapshot(teamSnapshotName('t1')))!.data as { version: number }).version, 2);
   });
 
   test('readiness: not ready before it starts, ready when following the feed; lag counts from the last read that reached the end', async () => {

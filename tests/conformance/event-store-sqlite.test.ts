@@ -241,3 +241,16 @@ test('sqlite: a stretch read once and then left is let go, and a later read stil
     dir.remove();
   }
 });
+
+test('sqlite: one commit of more events than a function call takes arguments is handed to a follower whole', async () => {
+  const follower = await categoryFollower(60_000);
+  try {
+    const count = 200_000;
+    const events = Array.from({ length: count }, (_, i) => ({ type: 'Mine', data: { i } }));
+    const result = await follower.store.append('mine-1', events);
+    assert.equal(result.nextExpectedVersion, count - 1);
+    await eventually(() => assert.equal(follower.handled.length, count), { timeoutMs: 60_000 });
+  } finally {
+    await follower.close();
+  }
+});

@@ -117,8 +117,12 @@ export class TeamDirectory implements StateCache<TeamState> {
     try {
       for (const [teamId, { state, version }] of held) {
         if (this.storedVersions.get(teamId) === version) continue;
+        // Ordered by the team's version, not the feed's position: the store keeps a snapshot unless
+        // it holds one at least as high, so the newest state of the team stays whichever process
+        // stores it (two states of one version are the same fold of the same events), and a write it
+        // refuses leaves one at least as new as this.
         await this.store.storeSnapshot(teamSnapshotName(teamId), {
-          position,
+          position: BigInt(version + 1),
           data: { teamId, version, state: encodeTeamState(state) },
         });
         this.storedVersions.set(teamId, version);

@@ -143,7 +143,8 @@ class SharedRun {
     const to = Math.max(last, reached ?? 0);
     if (to <= after) return;
     for (const event of events) deepFreeze(event);
-    if (this.to > this.from && after === this.to) this.events.push(...events);
+    // One push per event: a commit may hold more events than a call's arguments can.
+    if (this.to > this.from && after === this.to) for (const event of events) this.events.push(event);
     else {
       this.from = after;
       this.events = events.slice();
@@ -375,7 +376,12 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
         if (!(outcome instanceof Error) && Number(outcome.position) > feed.committed)
           feed.committed = Number(outcome.position);
       const upTo = feed.committed;
-      handOver(before, rows, upTo);
+      try {
+        handOver(before, rows, upTo);
+      } catch {
+        // The commit stands whatever happens here: the followers read it from the database instead.
+        sharedRuns.clear();
+      }
       // Followers of other categories are not woken for these events (they would read nothing).
       const categories = new Set<string>();
       outcomes.forEach((outcome, i) => {

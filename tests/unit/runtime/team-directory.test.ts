@@ -24,6 +24,7 @@ import {
   TeamDirectory,
   teamSnapshotName,
 } from '../../../services/ingress/teams/team-directory.ts';
+import { eventually } from '../../support/eventually.ts';
 import { tempDir } from '../../support/temp-dir.ts';
 import { hash, keyIssued, reserved, teamCreated } from '../domain/team/fixtures.ts';
 
@@ -308,6 +309,46 @@ describe('TeamDirectory', () => {
     await directory.snapshot();
     assert.deepEqual(teamStates, ['t1']);
     assert.equal(((await store.readSnapshot(teamSnapshotName('t1')))!.data as { version: number }).version, 2);
+  });
+
+  test("a team's newer state replaces an older one that another process stored further along the feed", async () => {
+    const { store, append, subscriptions } = freshStore();
+    await append('t1', [createdAs('t1', 600)]);
+    // Process B follows the feed behind A: its handler is held while A moves on.
+    let held: Promise<void> | undefined;
+    let release!: () => void;
+    const lagging: EventStore = {
+      ...store,
+      subscribeToAll: (options) =>
+        store.subscribeToAll({
+          ...options,
+          handler: async (events) => {
+            if (held) await held;
+            return options.handler(events);
+          },
+        }),
+    };
+    const a = await started(store);
+    const b = await started(lagging);
+    held = new Promise((resolve) => (release = resolve));
+    await append('t2', [createdAs('t2', 600)]);
+    await eventually(() => assert.ok(a.get('t2')));
+    await a.snapshot();
+    // B writes to t1 itself (its repository puts the state straight into its directory), then
+    // snapshots while still behind A's position.
+    const reservation = reserved('c1', 30);
+    await store.append('team-t1', [{ type: reservation.type, data: reservation.data as Json }], { expectedVersion: 0 });
+    b.set('t1', { state: evolveTeam(b.get('t1')!.state, reservation), version: 1 });
+    await b.snapshot();
+    release();
+    held = undefined;
+    await eventually(() => assert.ok(b.get('t2')));
+    await b.snapshot();
+    const list = await store.readSnapshot(TEAM_DIRECTORY_SNAPSHOT);
+    const c = await started(store);
+    assert.equal(subscriptions.at(-1)!.after, list!.position, 'from the list, not from the start of the feed');
+    assert.equal(c.get('t1')?.version, 1);
+    assert.equal(c.team('t1')?.remainingMinutes, 570);
   });
 
   test('readiness: not ready before it starts, ready when following the feed; lag counts from the last read that reached the end', async () => {

@@ -79,11 +79,25 @@ test('sqlite: a database written before categories existed gets the category col
   }
 });
 
-/** A store over a fresh database, its follower of the `mine` category, what it handled and passed. */
-const categoryFollower = async (pollMs: number) => {
+/** A store over a fresh database; `close` removes it all. */
+const freshStore = (pollMs: number) => {
   const dir = tempDir();
   const opened = openSqlite(dir.path);
   const store = createSqliteEventStore(opened.db, { pollMs });
+  return {
+    store,
+    db: opened.db,
+    close: async () => {
+      await store.close();
+      opened.close();
+      dir.remove();
+    },
+  };
+};
+
+/** A store over a fresh database, its follower of the `mine` category, what it handled and passed. */
+const categoryFollower = async (pollMs: number) => {
+  const { store, db, close } = freshStore(pollMs);
   await store.append('seed-1', [{ type: 'Seed', data: {} }]);
   const handled: string[] = [];
   const passed: bigint[] = [];
@@ -95,14 +109,12 @@ const categoryFollower = async (pollMs: number) => {
   await subscription.caughtUp();
   return {
     store,
-    db: opened.db,
+    db,
     handled,
     passed,
     async close() {
       await subscription.stop();
-      await store.close();
-      opened.close();
-      dir.remove();
+      await close();
     },
   };
 };
@@ -158,8 +170,7 @@ test("sqlite: a follower handed the writer's commits gets what the database read
 });
 
 test('sqlite: events committed but not yet durable are handed to no reader, whether read or handed over by the writer', async () => {
-  const dir = tempDir();
-  const opened = openSqlite(dir.path);
+  const { store, db, close } = freshStore(60_000);
   let release!: () => void;
   let held: Promise<void> | undefined;
   // The WAL sync waits while `held` is pending: commits stay committed and not durable.
@@ -169,8 +180,7 @@ test('sqlite: events committed but not yet durable are handed to no reader, whet
       return super.afterCommit();
     }
   }
-  attachWalSync(opened.db, new HeldSync(`${opened.db.name}-wal`));
-  const store = createSqliteEventStore(opened.db, { pollMs: 60_000 });
+  attachWalSync(db, new HeldSync(`${db.name}-wal`));
   try {
     await store.append('mine-1', [{ type: 'First', data: {} }]);
     // A read brings the stretch to the committed head; the writer continues it from there.
@@ -202,16 +212,12 @@ test('sqlite: events committed but not yet durable are handed to no reader, whet
     );
   } finally {
     release?.();
-    await store.close();
-    opened.close();
-    dir.remove();
+    await close();
   }
 });
 
 test('sqlite: a stretch read once and then left is let go, and a later read still gets every event', async () => {
-  const dir = tempDir();
-  const opened = openSqlite(dir.path);
-  const store = createSqliteEventStore(opened.db, { pollMs: 60_000 });
+  const { store, close } = freshStore(60_000);
   try {
     await store.append('mine-1', [{ type: 'First', data: { n: 1 } }]);
     assert.deepEqual(
@@ -236,9 +242,7 @@ test('sqlite: a stretch read once and then left is let go, and a later read stil
       ['First', 'Third', 'Fourth'],
     );
   } finally {
-    await store.close();
-    opened.close();
-    dir.remove();
+    await close();
   }
 });
 

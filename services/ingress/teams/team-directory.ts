@@ -144,17 +144,25 @@ export class TeamDirectory implements StateCache<TeamState> {
   private async readSnapshot(store: EventStore, data: Json): Promise<Map<string, Versioned<TeamState>> | undefined> {
     const teams = (data as { teams?: unknown } | null)?.teams;
     if (!Array.isArray(teams)) return undefined;
+    type Listed = { teamId: string; version: number; state?: Json };
+    const listed = (entry: unknown): entry is Listed =>
+      typeof (entry as Listed | null)?.teamId === 'string' && typeof (entry as Listed).version === 'number';
+    if (!teams.every(listed)) return undefined;
+    // Every team's own snapshot read at once (one round trip each on a server, concurrently).
+    const owns = await Promise.all(
+      teams.map(async (entry) =>
+        entry.state === undefined ? (await store.readSnapshot(teamSnapshotName(entry.teamId)))?.data : entry,
+      ),
+    );
     const decoded = new Map<string, Versioned<TeamState>>();
     const stored = new Map<string, number>();
-    for (const entry of teams as { teamId?: unknown; version?: unknown; state?: Json }[]) {
-      if (typeof entry.teamId !== 'string' || typeof entry.version !== 'number') return undefined;
-      const own = entry.state === undefined ? (await store.readSnapshot(teamSnapshotName(entry.teamId)))?.data : entry;
-      const { teamId, version, state } = (own ?? {}) as { teamId?: unknown; version?: unknown; state?: Json };
+    for (const [i, entry] of teams.entries()) {
+      const { teamId, version, state } = (owns[i] ?? {}) as Partial<Listed>;
       const folded = state === undefined ? undefined : decodeTeamState(state);
       if (teamId !== entry.teamId || typeof version !== 'number' || version < entry.version || !folded)
         return undefined;
-      decoded.set(entry.teamId, { state: folded, version });
-      if (entry.state === undefined) stored.set(entry.teamId, version);
+      decoded.set(teamId, { state: folded, version });
+      if (entry.state === undefined) stored.set(teamId, version);
     }
     for (const [teamId, version] of stored) this.storedVersions.set(teamId, version);
     return decoded;

@@ -12,8 +12,8 @@
  *
  * One sync runs at a time; commits that arrive during it share the next one (group fsync).
  */
-import { closeSync, existsSync, fdatasyncSync, openSync } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { closeSync, existsSync, fdatasync, fdatasyncSync, openSync } from 'node:fs';
+import { promisify } from 'node:util';
 import type { SqliteDb } from './sqlite-database.ts';
 
 interface Waiting {
@@ -32,7 +32,13 @@ const waiting = (): Waiting => {
   return { promise, resolve, reject };
 };
 
-/** Group fsync of one database's WAL file, in the thread pool. */
+const fdatasyncInPool = promisify(fdatasync);
+
+/**
+ * Group fsync of one database's WAL file, in the thread pool. A round is one trip there: the
+ * file is opened and closed on the calling thread (microseconds each), only the fdatasync waits,
+ * so an acknowledged write waits for the event loop once for its sync, not three times.
+ */
 export class WalSync {
   private running = false;
   private next: Waiting | undefined;
@@ -71,11 +77,11 @@ export class WalSync {
       this.next = undefined;
       try {
         // Opened for each round: the file SQLite writes now, whatever happened to it before.
-        const handle = await open(this.walPath, 'r');
+        const fd = openSync(this.walPath, 'r');
         try {
-          await handle.datasync();
+          await fdatasyncInPool(fd);
         } finally {
-          await handle.close();
+          closeSync(fd);
         }
         this.syncs++;
         round.resolve();

@@ -264,11 +264,18 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
 
           const key = readIdempotencyKey(idempotencyKey);
           const id = `${owner.keyId}-${sha256(key).slice(0, 32)}`;
-          const claimed = await idempotency.handle(id, {
-            type: 'Claim',
-            bodyHash: sha256(rawBodyOf(request) ?? JSON.stringify(request.body)),
-            now: now().toISOString(),
-          });
+          // The claim need not be durable on its own: whatever it leads to that is acknowledged (the
+          // call's record) is a later write whose sync covers it, when the two share a database.
+          const claimed = await idempotency.handle(
+            id,
+            {
+              type: 'Claim',
+              bodyHash: sha256(rawBodyOf(request) ?? JSON.stringify(request.body)),
+              now: now().toISOString(),
+            },
+            undefined,
+            { deferDurability: deps.publishCoversStore === true },
+          );
           if (claimed.events.length === 0 && claimed.state.status === 'stored') {
             return reply
               .code(201)
@@ -287,12 +294,15 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
             throw error;
           }
           try {
-            await idempotency.handle(id, {
-              type: 'StoreResponse',
-              status: 201,
-              body: accepted,
-              now: now().toISOString(),
-            });
+            // Committed, not waited on to be durable: the call already is. A stored 201 that a power
+            // cut takes back is one that could not be stored (below), and its retry submits the same
+            // call again, which the processor keeps once.
+            await idempotency.handle(
+              id,
+              { type: 'StoreResponse', status: 201, body: accepted, now: now().toISOString() },
+              undefined,
+              { deferDurability: true },
+            );
           } catch (error) {
             // The call is on the log: it is accepted. A retry after the claim's lease submits the same call id again.
             request.log.error(

@@ -79,3 +79,47 @@ test("on the embedded default the processor's steps do not wait for the disk: a 
     await embedded.close();
   }
 });
+
+test('on the embedded default a request with an Idempotency-Key waits for the disk once, as one without: its claim is covered by the sync its record waits for, and its stored response is not waited on', async () => {
+  const embedded = await openEmbeddedIngress();
+  const sync = walSyncOf(embedded.sqlite.db)!;
+  const real = sync.afterCommit.bind(sync);
+  // Every sync asked for is held until released; one asked for after a release is held again.
+  let held: Array<() => void> = [];
+  const release = () => {
+    const waiting = held;
+    held = [];
+    for (const resume of waiting) resume();
+  };
+  try {
+    const { key } = await embedded.h.team();
+    sync.afterCommit = () => new Promise<void>((resume) => held.push(resume)).then(real);
+    const headers = { 'idempotency-key': 'order-4711' };
+    let answered = false;
+    const response = embedded.h.ingest({ key, body: BODY, headers }).then((res) => {
+      answered = true;
+      return res;
+    });
+    const db = embedded.sqlite.db;
+    // The claim did not wait for the disk: the record is committed, waiting for its sync.
+    await eventually(() =>
+      assert.equal((db.prepare('SELECT count(*) AS n FROM log_records').get() as { n: number }).n, 1),
+    );
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(answered, false, 'no answer before the record is synced');
+    release();
+    // The response is stored without another wait for the disk: the 201 comes with that one sync.
+    await eventually(() => assert.equal(answered, true, 'answered after the one sync'));
+    const first = await response;
+    assert.equal(first.statusCode, 201, first.body);
+
+    const replay = await embedded.h.ingest({ key, body: BODY, headers });
+    assert.equal(replay.statusCode, 201, replay.body);
+    assert.equal(replay.headers['idempotent-replayed'], 'true');
+    assert.equal(replay.json<{ callId: string }>().callId, first.json<{ callId: string }>().callId);
+  } finally {
+    sync.afterCommit = real;
+    release();
+    await embedded.close();
+  }
+});

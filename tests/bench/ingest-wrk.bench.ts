@@ -35,16 +35,20 @@
  *
  * Needs the Debian package `wrk` on PATH (`apt-get install -y wrk`).
  *
- *   npx tsx tests/bench/ingest-wrk.bench.ts [--rounds 3] [--seconds 10] [--connections 50] [--teams 40] [--keys 12000] [--mode all-in-one,ingress] [--drain-seconds 120] [--think-time exponential|fixed|exponential,fixed] [--cpu-prof DIR] [--baseline-root DIR]
+ *   npx tsx tests/bench/ingest-wrk.bench.ts [--rounds 3] [--seconds 10] [--connections 50] [--teams 40] [--keys 12000] [--mode all-in-one,ingress] [--drain-seconds 120] [--think-time exponential|fixed|exponential,fixed] [--cpu-prof DIR] [--baseline-root DIR] [--idempotency-keys]
  *
  * `--baseline-root DIR` also runs the service built in DIR (another checkout, `npm run build` done
  * there, its node_modules linked) in the same alternating rounds: an earlier version measured
  * beside this one under the same load on the machine, with the ratio of the two.
  *
+ * `--idempotency-keys` adds a paced round at the same half rate in which every request carries an
+ * Idempotency-Key of its own (a new call each): what a keyed request's 201 costs beside a plain one.
+ *
  * `--cpu-prof DIR` runs the service under `node --cpu-prof` and writes its profile to DIR at the end
  * (read it with `npx tsx tests/bench/cpu-profile-summary.ts DIR/*.cpuprofile`).
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -86,8 +90,11 @@ const { values } = parseArgs({
     'think-time': { type: 'string', default: 'exponential' },
     'cpu-prof': { type: 'string' },
     'baseline-root': { type: 'string' },
+    'idempotency-keys': { type: 'boolean', default: false },
   },
 });
+/** One more paced round, at the same rate, in which every request has an Idempotency-Key of its own. */
+const IDEMPOTENCY_KEYS = values['idempotency-keys'];
 const ROUNDS = Number(values.rounds);
 const SECONDS = Number(values.seconds);
 const CONNECTIONS = Number(values.connections);
@@ -309,23 +316,31 @@ const measure = async (MODE: Mode) => {
     command: command(MODE),
   });
 
-  /** One paced round at `perSecond` asked, with how busy the service's main thread was. */
-  const pacedRound = (perSecond: number, thinkTime: ThinkTime, what: string) => {
+  /**
+   * One paced round at `perSecond` asked, with how busy the service's main thread was; `keyed`: each
+   * request with an Idempotency-Key of its own.
+   */
+  const pacedRound = (perSecond: number, thinkTime: ThinkTime, what: string, keyed = false) => {
     const mainThreadCpu = mainThreadCpuSeconds(service.child.pid!);
     const round = runWrk(
       service.url,
-      writeScript(keys, `paced-${thinkTime}.lua`, (CONNECTIONS * 1000) / perSecond, thinkTime),
+      write(join(dir.path, `paced-${thinkTime}${keyed ? '-keyed' : ''}.lua`), keys, {
+        delayMs: (CONNECTIONS * 1000) / perSecond,
+        thinkTime,
+        ...(keyed ? { idempotencyKeyPrefix: `bench-${randomUUID()}-` } : {}),
+      }),
     );
     const busy = (mainThreadCpuSeconds(service.child.pid!) - mainThreadCpu) / SECONDS;
     const rate = (round.requests - round.non2xx) / SECONDS;
     console.log(
-      `[${MODE}] at ${what} (${Math.round(perSecond)}/s asked, ${Math.round(rate)}/s answered 201; ${thinkTime} think time): p50 ${round.p50}, p99 ${round.p99}; the main thread ${busy.toFixed(2)} busy`,
+      `[${MODE}] at ${what} (${Math.round(perSecond)}/s asked, ${Math.round(rate)}/s answered 201; ${thinkTime} think time${keyed ? '; every request with an Idempotency-Key' : ''}): p50 ${round.p50}, p99 ${round.p99}; the main thread ${busy.toFixed(2)} busy`,
     );
     return { round, rate };
   };
   // Target 2: POST → 201 p99 at half the accept rate just measured, each connection pacing itself.
   const half = median(rates) / 2;
   const pacedRounds = THINK_TIMES.map((thinkTime) => pacedRound(half, thinkTime, 'half the accept rate'));
+  if (IDEMPOTENCY_KEYS) pacedRound(half, THINK_TIME, 'half the accept rate', true);
   const { round: paced, rate: pacedRate } = pacedRounds[0]!;
   if (MODE === 'all-in-one') allInOneHalf = half;
   else if (allInOneHalf !== undefined) {

@@ -266,6 +266,8 @@ export const writeScript = (
     thinkTime?: ThinkTime;
     body?: string;
     spread?: { connections: number; spreadMs: number };
+    /** Send each request with an Idempotency-Key of its own: this prefix and the request's number. */
+    idempotencyKeyPrefix?: string;
   } = {},
 ) => {
   const mean = Math.max(1, Math.round(options.delayMs ?? 0));
@@ -295,7 +297,7 @@ local body = ${luaString(options.body ?? BODY)}
 local i = 0
 request = function()
   i = i + 1
-  return wrk.format("POST", ${luaString(INGEST_PATH)}, { ["Content-Type"] = "application/json", ["X-API-Key"] = keys[(i % #keys) + 1] }, body)
+  return wrk.format("POST", ${luaString(INGEST_PATH)}, { ["Content-Type"] = "application/json", ["X-API-Key"] = keys[(i % #keys) + 1]${options.idempotencyKeyPrefix === undefined ? '' : `, ["Idempotency-Key"] = ${luaString(options.idempotencyKeyPrefix)} .. i`} }, body)
 end
 ${delay}`,
   );

@@ -32,7 +32,7 @@
  *
  * Needs the Debian package `wrk` on PATH (`apt-get install -y wrk`).
  *
- *   npx tsx tests/bench/sustained-wrk.bench.ts [--sustained-seconds 60] [--sample-seconds 5] [--offered-rate 500] [--paced-seconds 20 (0: the sustained run alone)] [--connections 50] [--paced-connections 1000] [--teams 40] [--keys 12000] [--baseline-seconds 5] [--drain-seconds 120] [--think-time exponential|fixed (of a list, the first)]
+ *   npx tsx tests/bench/sustained-wrk.bench.ts [--sustained-seconds 60] [--sample-seconds 5] [--offered-rate 500] [--paced-seconds 20 (0: the sustained run alone)] [--connections 50] [--paced-connections 1000] [--teams 40] [--keys 12000] [--baseline-seconds 5] [--drain-seconds 120] [--think-time exponential|fixed (of a list, the first)] [--idempotency-keys (each paced request with an Idempotency-Key of its own)]
  *
  * Each API key may make 30 ingest requests a minute: `--keys` × 30 must exceed the calls of any
  * minute (the run prints any non-201 answers; a 429 there means: more keys).
@@ -82,8 +82,11 @@ const { values } = parseArgs({
     'baseline-seconds': { type: 'string', default: '5' },
     'drain-seconds': { type: 'string', default: '120' },
     'think-time': { type: 'string', default: 'exponential' },
+    'idempotency-keys': { type: 'boolean', default: false },
   },
 });
+/** The paced round's requests (calibration included) each carry an Idempotency-Key of their own. */
+const KEYED = values['idempotency-keys'];
 const SUSTAINED = Number(values['sustained-seconds']);
 const SAMPLE = Number(values['sample-seconds']);
 const RATE = Number(values['offered-rate']);
@@ -287,7 +290,12 @@ let delayMs = cycleMs;
 for (let round = 1; round <= 3; round++) {
   const calibration = runWrk(
     base,
-    writeScript(join(dir.path, `calibrate-${round}.lua`), issued.keys, { delayMs, spread, thinkTime: THINK_TIME }),
+    writeScript(join(dir.path, `calibrate-${round}.lua`), issued.keys, {
+      delayMs,
+      spread,
+      thinkTime: THINK_TIME,
+      ...(KEYED ? { idempotencyKeyPrefix: `bench-${randomUUID()}-` } : {}),
+    }),
     PACED_CONNECTIONS,
     5,
     30,
@@ -310,6 +318,7 @@ const paced = runWrk(
     spread,
     thinkTime: THINK_TIME,
     body: bodyWith(['bench', tag]),
+    ...(KEYED ? { idempotencyKeyPrefix: `bench-${randomUUID()}-` } : {}),
   }),
   PACED_CONNECTIONS,
   PACED,

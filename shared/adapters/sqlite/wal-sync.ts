@@ -12,8 +12,8 @@
  *
  * One sync runs at a time; commits that arrive during it share the next one (group fsync).
  */
-import { closeSync, existsSync, fdatasync, fdatasyncSync, openSync } from 'node:fs';
-import { promisify } from 'node:util';
+import { closeSync, existsSync, fdatasyncSync, openSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import type { SqliteDb } from './sqlite-database.ts';
 
 interface Waiting {
@@ -32,13 +32,7 @@ const waiting = (): Waiting => {
   return { promise, resolve, reject };
 };
 
-const fdatasyncInPool = promisify(fdatasync);
-
-/**
- * Group fsync of one database's WAL file, in the thread pool. A round is one trip there: the
- * file is opened and closed on the calling thread (microseconds each), only the fdatasync waits,
- * so an acknowledged write waits for the event loop once for its sync, not three times.
- */
+/** Group fsync of one database's WAL file, in the thread pool. */
 export class WalSync {
   private running = false;
   private next: Waiting | undefined;
@@ -77,11 +71,11 @@ export class WalSync {
       this.next = undefined;
       try {
         // Opened for each round: the file SQLite writes now, whatever happened to it before.
-        const fd = openSync(this.walPath, 'r');
+        const handle = await open(this.walPath, 'r');
         try {
-          await fdatasyncInPool(fd);
+          await handle.datasync();
         } finally {
-          closeSync(fd);
+          await handle.close();
         }
         this.syncs++;
         round.resolve();

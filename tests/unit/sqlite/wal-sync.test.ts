@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { createHook } from 'node:async_hooks';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -147,32 +146,6 @@ test('deferDurability: an append resolves once committed, and a later durable pu
       ['CapacityReserved', 'Other'],
     );
     await log.close();
-    await store.close();
-  } finally {
-    files.close();
-  }
-});
-
-test('a sync round makes one trip to the thread pool: the fdatasync (the WAL is opened and closed on the calling thread)', async () => {
-  const files = opened();
-  try {
-    const store = createSqliteEventStore(files.sqlite.db);
-    await store.append('warm', [{ type: 'E', data: {} }]);
-    const trips: string[] = [];
-    const hook = createHook({
-      init: (_id, type) => {
-        if (type.startsWith('FSREQ')) trips.push(type);
-      },
-    });
-    hook.enable();
-    const before = files.sync.count;
-    try {
-      await files.sync.afterCommit();
-    } finally {
-      hook.disable();
-    }
-    assert.equal(files.sync.count - before, 1, 'one round ran');
-    assert.deepEqual(trips, ['FSREQCALLBACK'], 'one file-system request for the round');
     await store.close();
   } finally {
     files.close();

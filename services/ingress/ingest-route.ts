@@ -24,7 +24,6 @@ import {
   SubmissionBodySchema,
 } from '../../shared/domain/submission/submission-schema.ts';
 import { estimateCallMinutes } from '../../shared/domain/team/capacity.ts';
-import { admitsCall } from '../../shared/domain/team/team-decider.ts';
 import { matchMember } from '../../shared/domain/team/match-member.ts';
 import { type EventLog, EventLogUnavailableError, type OutgoingRecord } from '../../shared/ports/event-log.ts';
 import { isBackendUnavailable } from '../../shared/ports/unavailable.ts';
@@ -147,11 +146,6 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
     if (!team) throw new ProblemError('API_KEY_INVALID', 'The team of this API key no longer exists.');
 
     const reservedMinutes = estimateCallMinutes(submission);
-    // The call's data key is made while its capacity is reserved, not after: the two writes go in
-    // one turn of the event loop (on a server, side by side). Only when the team admits the call as
-    // this process knows it, so a refusal writes nothing; one decided on a newer state leaves an
-    // unused key behind, naming no call and holding nothing. A failure here is the seal's to report.
-    if (deps.personalData && admitsCall(team)) deps.personalData.prepare(callId).catch(() => {});
     let reservation;
     try {
       reservation = await deps.teams.reserve(owner.teamId, callId, reservedMinutes, {

@@ -23,11 +23,6 @@ export const KEY_CACHE_TTL_MS = 30_000;
 export interface PersonalData {
   /** The payload of `type` about call `callId` with its personal fields encrypted; without them when the call's key was destroyed. */
   seal(callId: string, type: string, data: Json): Promise<Json>;
-  /**
-   * Makes (or finds) the call's data key ahead of its first `seal`, which then finds it ready: a
-   * caller with another write to wait for first lets the two run side by side.
-   */
-  prepare(callId: string): Promise<void>;
   /** The payload with its personal fields decrypted, or their erased placeholders when the call's key was destroyed. */
   open(callId: string, type: string, data: Json): Promise<Json>;
   /** As `open`, saying whether the fields were erased (sealed, and the key destroyed). */
@@ -98,9 +93,6 @@ export const createPersonalData = (keys: DataKeyStore): PersonalData => {
       if (!key) return rest;
       const sealed = seal(key, Buffer.from(JSON.stringify(personal), 'utf8'), callId).toString('base64');
       return { ...(rest as JsonObject), [SEALED_FIELD]: `${VERSION}${sealed}` };
-    },
-    async prepare(callId) {
-      await keyFor(callId, true);
     },
     async open(callId, type, data) {
       return (await personalData.opened(callId, type, data)).data;

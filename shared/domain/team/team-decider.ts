@@ -141,17 +141,13 @@ const decideOnActive = (command: Exclude<TeamCommand, { type: 'CreateTeam' }>, t
   }
 };
 
-/** Whether the team admits another call: capacity left, or auto-recharge to buy it (the rules above). */
-export const admitsCall = ({ remainingMinutes, autoRecharge }: ActiveTeam): boolean =>
-  remainingMinutes > 0 || (autoRecharge.enabled && autoRecharge.blockMinutes > 0);
-
 const reserve = (callId: string, minutes: number, team: ActiveTeam, now: string | undefined): TeamEvent[] => {
   requireMinutes(minutes, 'reservation', { allowZero: false });
   if (team.reservations.has(callId)) return [];
   const at = now === undefined ? {} : { at: now };
   const { remainingMinutes: remaining, autoRecharge } = team;
   if (remaining > 0) return [{ type: 'CapacityReserved', data: { callId, minutes, autoRechargedMinutes: 0, ...at } }];
-  if (!admitsCall(team)) {
+  if (!autoRecharge.enabled || autoRecharge.blockMinutes <= 0) {
     return refuse(
       'CAPACITY_EXHAUSTED',
       `live call capacity is exhausted (${remaining} minutes left); add capacity or enable auto-recharge`,

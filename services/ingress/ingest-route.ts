@@ -288,15 +288,14 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
             throw error;
           }
           try {
-            // Committed, not waited on to be durable: the call already is. A stored 201 that a power
-            // cut takes back is one that could not be stored (below), and its retry submits the same
-            // call again, which the processor keeps once.
-            await idempotency.handle(
-              id,
-              { type: 'StoreResponse', status: 201, body: accepted, now: now().toISOString() },
-              undefined,
-              { deferDurability: true },
-            );
+            // Durable before the 201, as a replay promises it: a retry of a call whose 201 was lost
+            // would reserve its capacity again.
+            await idempotency.handle(id, {
+              type: 'StoreResponse',
+              status: 201,
+              body: accepted,
+              now: now().toISOString(),
+            });
           } catch (error) {
             // The call is on the log: it is accepted. A retry after the claim's lease submits the same call id again.
             request.log.error(

@@ -65,10 +65,8 @@ export interface AppendOptions {
   /**
    * Resolve once committed rather than once durable, because the caller's next write to the same
    * database waits for durability and covers this one (the embedded SQLite database, whose commits
-   * reach the disk in order: docs/decisions/0015-embedded-durability-off-the-event-loop.md), or
-   * because the caller acknowledges nothing a power cut could take back with it (a process that
-   * dies keeps every commit: only the disk's own cache is at stake). A store whose commit is
-   * durable ignores it.
+   * reach the disk in order: docs/decisions/0015-embedded-durability-off-the-event-loop.md). A
+   * store whose commit is durable ignores it.
    */
   deferDurability?: boolean;
 }

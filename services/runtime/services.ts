@@ -12,6 +12,7 @@ import type { Health } from './health.ts';
 import { openRateLimiter } from './rate-limiter.ts';
 import { resolveSecrets } from './secrets.ts';
 import { openSteps } from './steps.ts';
+import { registerEmbeddedDatabase } from './embedded-database-health.ts';
 
 export interface Service {
   stop(): Promise<void>;
@@ -51,9 +52,11 @@ export const startIngressService = async (
     publishCoversStore: backends.publishCoversStore,
   });
   const address = await ingress.app.listen({ port: config.port, host: config.host });
+  const unregister = registerEmbeddedDatabase(backends, health);
   return {
     address,
     async stop() {
+      unregister();
       await ingress.close();
       await limiter.close();
     },
@@ -75,8 +78,10 @@ export const startProcessorService = async (
 ): Promise<Service> => {
   const stopFollowing = options.followTeams ? await followTeams(backends, health) : undefined;
   const processor = await startProcessorSteps(config, backends, logger, health);
+  const unregister = registerEmbeddedDatabase(backends, health);
   return {
     async stop() {
+      unregister();
       await processor.stop();
       await stopFollowing?.();
     },
@@ -130,8 +135,14 @@ const startProcessorSteps = async (
 };
 
 /** Call history, deals, deal.outcome.updated, webhooks and their delivery, and the call-events relay. */
-export const startProjectionsService = (config: Config, backends: Backends, logger: Logger, health?: Health): Service =>
-  startProjections({
+export const startProjectionsService = (
+  config: Config,
+  backends: Backends,
+  logger: Logger,
+  health?: Health,
+): Service => {
+  const unregister = registerEmbeddedDatabase(backends, health);
+  const projections = startProjections({
     eventStore: backends.eventStore,
     storedEvents: backends.storedEvents,
     personalData: backends.personalData,
@@ -142,3 +153,10 @@ export const startProjectionsService = (config: Config, backends: Backends, logg
     health,
     webhookDelivery: { retryScheduleMs: config.webhookRetryScheduleMs, allowPrivate: config.webhookAllowPrivate },
   });
+  return {
+    async stop() {
+      unregister();
+      await projections.stop();
+    },
+  };
+};

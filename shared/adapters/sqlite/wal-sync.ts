@@ -13,7 +13,7 @@
  * One sync runs at a time; commits that arrive during it share the next one (group fsync).
  */
 import { closeSync, existsSync, fdatasyncSync, openSync } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { type FileHandle, open } from 'node:fs/promises';
 import type { SqliteDb } from './sqlite-database.ts';
 
 interface Waiting {
@@ -32,20 +32,45 @@ const waiting = (): Waiting => {
   return { promise, resolve, reject };
 };
 
+/**
+ * An fsync of the WAL failed. After a failed fsync the kernel may have dropped the pages it could
+ * not write and marked them clean, so a later fsync that succeeds proves nothing about the commits
+ * before it: every later sync fails with this error until the database is opened again (what
+ * SQLite then reads from the disk is the truth). Its code is SQLite's own for a failed fsync, so
+ * the adapters answer it as the backend being unavailable.
+ */
+export class WalSyncFailedError extends Error {
+  readonly code = 'SQLITE_IOERR_FSYNC';
+}
+
 /** Group fsync of one database's WAL file, in the thread pool. */
 export class WalSync {
   private running = false;
   private next: Waiting | undefined;
   private syncs = 0;
+  private failure: WalSyncFailedError | undefined;
 
-  constructor(private readonly walPath: string) {}
+  constructor(
+    private readonly walPath: string,
+    /** The fsync itself (a test makes it fail). */
+    private readonly datasync: (handle: FileHandle) => Promise<void> = (handle) => handle.datasync(),
+  ) {}
 
-  /** Resolves once every commit that returned before this call is on disk. */
+  /**
+   * Resolves once every commit that returned before this call is on disk; rejects with the
+   * WalSyncFailedError once an fsync has failed.
+   */
   afterCommit(): Promise<void> {
+    if (this.failure) return Promise.reject(this.failure);
     this.next ??= waiting();
     const { promise } = this.next;
     if (!this.running) void this.run();
     return promise;
+  }
+
+  /** The failed fsync that stopped every later sync, if one has (reported by `/readyz`). */
+  get failed(): WalSyncFailedError | undefined {
+    return this.failure;
   }
 
   /** fsyncs done so far (a test reads it). */
@@ -69,20 +94,33 @@ export class WalSync {
     while (this.next) {
       const round = this.next;
       this.next = undefined;
+      if (this.failure) {
+        round.reject(this.failure);
+        continue;
+      }
+      let handle: FileHandle;
       try {
         // Opened for each round: the file SQLite writes now, whatever happened to it before.
-        const handle = await open(this.walPath, 'r');
-        try {
-          await handle.datasync();
-        } finally {
-          await handle.close();
-        }
+        handle = await open(this.walPath, 'r');
+      } catch (error) {
+        // No WAL file: nothing was committed through it since it was last checkpointed and removed.
+        // Any other failure to open it left the pages as they were: the next round tries again.
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') round.resolve();
+        else round.reject(error);
+        continue;
+      }
+      try {
+        await this.datasync(handle);
         this.syncs++;
         round.resolve();
       } catch (error) {
-        // No WAL file: nothing was committed through it since it was last checkpointed and removed.
-        if ((error as NodeJS.ErrnoException).code === 'ENOENT') round.resolve();
-        else round.reject(error);
+        this.failure = new WalSyncFailedError(
+          `the embedded database could not make its commits durable: fsync of ${this.walPath} failed (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); restart the service, which reads what reached the disk`,
+          { cause: error },
+        );
+        round.reject(this.failure);
+      } finally {
+        await handle.close().catch(() => undefined);
       }
     }
     this.running = false;

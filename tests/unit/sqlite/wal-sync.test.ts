@@ -1,12 +1,15 @@
 import assert from 'node:assert/strict';
-import { statSync } from 'node:fs';
+import { mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import Database from 'better-sqlite3';
 import { createSqliteEventLog } from '../../../shared/adapters/event-log/sql-event-log.ts';
 import { createSqliteEventStore } from '../../../shared/adapters/event-store/sqlite-event-store.ts';
 import { openSqlite } from '../../../shared/adapters/sqlite/sqlite-database.ts';
-import { walSyncOf } from '../../../shared/adapters/sqlite/wal-sync.ts';
+import { attachWalSync, WalSync, WalSyncFailedError, walSyncOf } from '../../../shared/adapters/sqlite/wal-sync.ts';
+import { isBackendUnavailable } from '../../../shared/ports/unavailable.ts';
+import { registerEmbeddedDatabase } from '../../../services/runtime/embedded-database-health.ts';
+import { Health } from '../../../services/runtime/health.ts';
 import { eventually } from '../../support/eventually.ts';
 import { tempDir } from '../../support/temp-dir.ts';
 
@@ -149,5 +152,70 @@ test('deferDurability: an append resolves once committed, and a later durable pu
     await store.close();
   } finally {
     files.close();
+  }
+});
+
+test('an fsync of the WAL that fails stops every later sync until the database is opened again: appends and publishes answer unavailable, and /readyz says why', async () => {
+  const files = opened();
+  try {
+    let failing = false;
+    const sync = new WalSync(join(files.sqlite.dataDir, 'calls.sqlite-wal'), async (handle) => {
+      if (failing) throw Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' });
+      await handle.datasync();
+    });
+    attachWalSync(files.sqlite.db, sync);
+    const health = new Health(60_000);
+    registerEmbeddedDatabase({ sqlite: files.sqlite }, health);
+    const store = createSqliteEventStore(files.sqlite.db);
+    const log = createSqliteEventLog(files.sqlite.db);
+    await log.ensureTopics([{ name: 't', partitions: 1 }]);
+    await store.append('a', [{ type: 'First', data: {} }]);
+    assert.equal(health.report().ready, true);
+
+    failing = true;
+    await assert.rejects(store.append('a', [{ type: 'Second', data: {} }]), (error: unknown) => {
+      assert.ok(isBackendUnavailable(error), `unavailable, not ${String(error)}`);
+      return true;
+    });
+    // The disk would take an fsync again, but the pages the failed one could not write may be gone:
+    // a sync that succeeds now would not prove the commits before it durable.
+    failing = false;
+    await assert.rejects(store.append('a', [{ type: 'Third', data: {} }]), (error: unknown) =>
+      isBackendUnavailable(error),
+    );
+    await assert.rejects(log.publish('t', [{ key: 'k', value: 'v' }]), (error: unknown) => {
+      assert.ok(isBackendUnavailable(error) && error.outcomeUnknown, 'a publish of unknown outcome');
+      return true;
+    });
+    assert.ok(sync.failed instanceof WalSyncFailedError);
+    const report = health.report();
+    assert.equal(report.ready, false);
+    assert.match(
+      String(report.components['embedded-database']?.reason),
+      /fsync of .*calls\.sqlite-wal failed \(EIO\); restart the service/,
+    );
+    await store.close();
+    await log.close();
+  } finally {
+    files.close();
+  }
+});
+
+test('a WAL that cannot be opened for one sync is tried again at the next: only a failed fsync is final', async () => {
+  const dir = tempDir('wal-open-');
+  try {
+    // A file where the WAL's directory should be: opening the WAL fails (ENOTDIR), nothing is synced.
+    writeFileSync(join(dir.path, 'db'), '');
+    const sync = new WalSync(join(dir.path, 'db', 'calls.sqlite-wal'));
+    await assert.rejects(sync.afterCommit(), (error: unknown) => (error as NodeJS.ErrnoException).code === 'ENOTDIR');
+    assert.equal(sync.failed, undefined, 'no fsync failed');
+    rmSync(join(dir.path, 'db'));
+    mkdirSync(join(dir.path, 'db'));
+    writeFileSync(join(dir.path, 'db', 'calls.sqlite-wal'), 'frames');
+    const before = sync.count;
+    await sync.afterCommit();
+    assert.equal(sync.count, before + 1, 'the next round synced');
+  } finally {
+    dir.remove();
   }
 });

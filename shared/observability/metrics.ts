@@ -91,6 +91,13 @@ export const appendDuration = new Histogram({
   registers: [registry],
 });
 
+export const walSyncDuration = new Histogram({
+  name: 'sqlite_wal_sync_duration_seconds',
+  help: "One fdatasync of the embedded database's WAL, which every durable 201 waits for (the disk's share of its latency).",
+  buckets: FAST_BUCKETS,
+  registers: [registry],
+});
+
 export const groupCommitBatchSize = new Histogram({
   name: 'group_commit_batch_size',
   help: 'Items committed together in one transaction (one fsync), by writer.',

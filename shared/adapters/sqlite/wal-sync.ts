@@ -14,6 +14,7 @@
  */
 import { closeSync, existsSync, fdatasyncSync, openSync } from 'node:fs';
 import { type FileHandle, open } from 'node:fs/promises';
+import { walSyncDuration } from '../../observability/metrics.ts';
 import type { SqliteDb } from './sqlite-database.ts';
 
 interface Waiting {
@@ -110,7 +111,9 @@ export class WalSync {
         continue;
       }
       try {
+        const started = performance.now();
         await this.datasync(handle);
+        walSyncDuration.observe((performance.now() - started) / 1000);
         this.syncs++;
         round.resolve();
       } catch (error) {

@@ -10,6 +10,7 @@ import { attachWalSync, WalSync, WalSyncFailedError, walSyncOf } from '../../../
 import { isBackendUnavailable } from '../../../shared/ports/unavailable.ts';
 import { registerEmbeddedDatabase } from '../../../services/runtime/embedded-database-health.ts';
 import { Health } from '../../../services/runtime/health.ts';
+import { registry } from '../../../shared/observability/metrics.ts';
 import { eventually } from '../../support/eventually.ts';
 import { tempDir } from '../../support/temp-dir.ts';
 
@@ -217,5 +218,22 @@ test('a WAL that cannot be opened for one sync is tried again at the next: only 
     assert.equal(sync.count, before + 1, 'the next round synced');
   } finally {
     dir.remove();
+  }
+});
+
+test('each fsync of the WAL is timed in sqlite_wal_sync_duration_seconds', async () => {
+  const files = opened();
+  try {
+    const count = async () =>
+      Number(/^sqlite_wal_sync_duration_seconds_count (\d+)$/m.exec(await registry.metrics())?.[1] ?? 0);
+    const store = createSqliteEventStore(files.sqlite.db);
+    const before = await count();
+    const syncsBefore = files.sync.count;
+    await store.append('timed', [{ type: 'E', data: {} }]);
+    assert.ok(files.sync.count > syncsBefore);
+    assert.equal(await count(), before + (files.sync.count - syncsBefore), 'one observation per fsync');
+    await store.close();
+  } finally {
+    files.close();
   }
 });

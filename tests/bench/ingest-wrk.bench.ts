@@ -60,6 +60,8 @@ import {
   coresBetween,
   cpuSeconds,
   finishedCalls as finishedOn,
+  histogramBetween,
+  histogramBuckets,
   freePort,
   issueKeys as issue,
   machineCpu,
@@ -162,6 +164,8 @@ const writeScript = (keys: string[], name = 'ingest.lua', delayMs?: number, thin
 const runWrk = (url: string, script: string) => wrk(url, script, CONNECTIONS, SECONDS);
 
 const finishedCalls = (base: string) => finishedOn(base, ADMIN_TOKEN);
+/** The WAL's fsync times so far (sqlite_wal_sync_duration_seconds): the disk's share of a 201. */
+const walSyncs = (base: string) => histogramBuckets(`${base}/metrics`, ADMIN_TOKEN, 'sqlite_wal_sync_duration_seconds');
 
 /**
  * Calls finished per second from `startedAt` until the backlog has drained: the count has reached
@@ -320,7 +324,8 @@ const measure = async (MODE: Mode) => {
    * One paced round at `perSecond` asked, with how busy the service's main thread was; `keyed`: each
    * request with an Idempotency-Key of its own.
    */
-  const pacedRound = (perSecond: number, thinkTime: ThinkTime, what: string, keyed = false) => {
+  const pacedRound = async (perSecond: number, thinkTime: ThinkTime, what: string, keyed = false) => {
+    const syncsBefore = await walSyncs(service.url);
     const mainThreadCpu = mainThreadCpuSeconds(service.child.pid!);
     const round = runWrk(
       service.url,
@@ -332,20 +337,26 @@ const measure = async (MODE: Mode) => {
     );
     const busy = (mainThreadCpuSeconds(service.child.pid!) - mainThreadCpu) / SECONDS;
     const rate = (round.requests - round.non2xx) / SECONDS;
+    const syncs = histogramBetween(syncsBefore, await walSyncs(service.url));
+    const fsyncs =
+      syncs.count === 0
+        ? 'no WAL fsync'
+        : `${syncs.count} WAL fsyncs, p50 ≤ ${syncs.p50! * 1000} ms, p99 ≤ ${syncs.p99! * 1000} ms`;
     console.log(
-      `[${MODE}] at ${what} (${Math.round(perSecond)}/s asked, ${Math.round(rate)}/s answered 201; ${thinkTime} think time${keyed ? '; every request with an Idempotency-Key' : ''}): p50 ${round.p50}, p99 ${round.p99}; the main thread ${busy.toFixed(2)} busy`,
+      `[${MODE}] at ${what} (${Math.round(perSecond)}/s asked, ${Math.round(rate)}/s answered 201; ${thinkTime} think time${keyed ? '; every request with an Idempotency-Key' : ''}): p50 ${round.p50}, p99 ${round.p99}; the main thread ${busy.toFixed(2)} busy; ${fsyncs}`,
     );
     return { round, rate };
   };
   // Target 2: POST → 201 p99 at half the accept rate just measured, each connection pacing itself.
   const half = median(rates) / 2;
-  const pacedRounds = THINK_TIMES.map((thinkTime) => pacedRound(half, thinkTime, 'half the accept rate'));
-  if (IDEMPOTENCY_KEYS) pacedRound(half, THINK_TIME, 'half the accept rate', true);
+  const pacedRounds: Awaited<ReturnType<typeof pacedRound>>[] = [];
+  for (const thinkTime of THINK_TIMES) pacedRounds.push(await pacedRound(half, thinkTime, 'half the accept rate'));
+  if (IDEMPOTENCY_KEYS) await pacedRound(half, THINK_TIME, 'half the accept rate', true);
   const { round: paced, rate: pacedRate } = pacedRounds[0]!;
   if (MODE === 'all-in-one') allInOneHalf = half;
   else if (allInOneHalf !== undefined) {
     // The accept path alone at target 2's rate: what a 201 costs when no pipeline shares its thread.
-    const { round, rate } = pacedRound(allInOneHalf, THINK_TIME, "the all-in-one process's half accept rate");
+    const { round, rate } = await pacedRound(allInOneHalf, THINK_TIME, "the all-in-one process's half accept rate");
     recordTarget({
       target:
         "2 POST → 201 p99 at the all-in-one process's half accept rate, ingress alone embedded (not a target; for comparison)",

@@ -412,6 +412,31 @@ export const scrape = async (url: string, token: string): Promise<(prefix: strin
       .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
 };
 
+/** A histogram's cumulative bucket counts by upper bound (`le`), read from /metrics at `url` once. */
+export const histogramBuckets = async (url: string, token: string, name: string): Promise<Map<number, number>> => {
+  const res = await fetchAgain(url, { headers: { authorization: `Bearer ${token}` } });
+  if (!res.ok) throw new Error(`${url}: ${res.status}`);
+  const buckets = new Map<number, number>();
+  const line = new RegExp(`^${name}_bucket\\{le="([^"]+)"\\} (\\d+)$`, 'gm');
+  for (const [, le, count] of (await res.text()).matchAll(line))
+    buckets.set(le === '+Inf' ? Infinity : Number(le), Number(count));
+  return buckets;
+};
+
+/**
+ * What a histogram recorded between two reads: how many observations, and the upper bound of the
+ * bucket holding the p50 and the p99 (the true value is at most that, above the bucket before);
+ * no quantiles without observations.
+ */
+export const histogramBetween = (before: Map<number, number>, after: Map<number, number>) => {
+  const bounds = [...after.keys()].sort((a, b) => a - b);
+  const delta = bounds.map((le) => (after.get(le) ?? 0) - (before.get(le) ?? 0));
+  const count = delta.at(-1) ?? 0;
+  const upTo = (q: number) =>
+    count === 0 ? undefined : (bounds[delta.findIndex((cumulative) => cumulative >= q * count)] ?? Infinity);
+  return { count, p50: upTo(0.5), p99: upTo(0.99) };
+};
+
 /** Calls that reached a final status in the process serving `base` (`calls_finished_total`). */
 export const finishedCalls = async (base: string, token: string) =>
   (await scrape(`${base}/metrics`, token))('calls_finished_total{');

@@ -93,7 +93,7 @@ export const appendDuration = new Histogram({
 
 export const walSyncDuration = new Histogram({
   name: 'sqlite_wal_sync_duration_seconds',
-  help: "One fdatasync of the embedded database's WAL, which every durable 201 waits for (the disk's share of its latency).",
+  help: "One fdatasync of the embedded database's WAL, which every durable 201 waits for: from its start in the thread pool until the event loop takes its result (the disk's time plus the loop's delay).",
   buckets: FAST_BUCKETS,
   registers: [registry],
 });

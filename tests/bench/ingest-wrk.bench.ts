@@ -164,7 +164,7 @@ const writeScript = (keys: string[], name = 'ingest.lua', delayMs?: number, thin
 const runWrk = (url: string, script: string) => wrk(url, script, CONNECTIONS, SECONDS);
 
 const finishedCalls = (base: string) => finishedOn(base, ADMIN_TOKEN);
-/** The WAL's fsync times so far (sqlite_wal_sync_duration_seconds): the disk's share of a 201. */
+/** The WAL's fsync times so far (sqlite_wal_sync_duration_seconds): the disk's time plus the loop's delay. */
 const walSyncs = (base: string) => histogramBuckets(`${base}/metrics`, ADMIN_TOKEN, 'sqlite_wal_sync_duration_seconds');
 
 /**

@@ -258,18 +258,11 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
 
           const key = readIdempotencyKey(idempotencyKey);
           const id = `${owner.keyId}-${sha256(key).slice(0, 32)}`;
-          // The claim need not be durable on its own: whatever it leads to that is acknowledged (the
-          // call's record) is a later write whose sync covers it, when the two share a database.
-          const claimed = await idempotency.handle(
-            id,
-            {
-              type: 'Claim',
-              bodyHash: sha256(rawBodyOf(request) ?? JSON.stringify(request.body)),
-              now: now().toISOString(),
-            },
-            undefined,
-            { deferDurability: deps.publishCoversStore === true },
-          );
+          const claimed = await idempotency.handle(id, {
+            type: 'Claim',
+            bodyHash: sha256(rawBodyOf(request) ?? JSON.stringify(request.body)),
+            now: now().toISOString(),
+          });
           if (claimed.events.length === 0 && claimed.state.status === 'stored') {
             return reply
               .code(201)
@@ -288,8 +281,6 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
             throw error;
           }
           try {
-            // Durable before the 201, as a replay promises it: a retry of a call whose 201 was lost
-            // would reserve its capacity again.
             await idempotency.handle(id, {
               type: 'StoreResponse',
               status: 201,

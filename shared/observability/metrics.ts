@@ -98,6 +98,13 @@ export const walSyncDuration = new Histogram({
   registers: [registry],
 });
 
+export const walRestartHold = new Histogram({
+  name: 'sqlite_wal_restart_hold_seconds',
+  help: "Time the embedded database's writes were held while its WAL was started again from its beginning (a RESTART checkpoint, in a worker).",
+  buckets: FAST_BUCKETS,
+  registers: [registry],
+});
+
 export const groupCommitBatchSize = new Histogram({
   name: 'group_commit_batch_size',
   help: 'Items committed together in one transaction (one fsync), by writer.',

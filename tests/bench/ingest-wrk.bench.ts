@@ -165,6 +165,9 @@ const runWrk = (url: string, script: string) => wrk(url, script, CONNECTIONS, SE
 
 const finishedCalls = (base: string) => finishedOn(base, ADMIN_TOKEN);
 /** The WAL's fsync times so far (sqlite_wal_sync_duration_seconds): the disk's time plus the loop's delay. */
+/** The WAL restarts' holds of the writes so far (sqlite_wal_restart_hold_seconds). */
+const walRestartHolds = (base: string) =>
+  histogramBuckets(`${base}/metrics`, ADMIN_TOKEN, 'sqlite_wal_restart_hold_seconds');
 const walSyncs = (base: string) => histogramBuckets(`${base}/metrics`, ADMIN_TOKEN, 'sqlite_wal_sync_duration_seconds');
 
 /**
@@ -326,6 +329,7 @@ const measure = async (MODE: Mode) => {
    */
   const pacedRound = async (perSecond: number, thinkTime: ThinkTime, what: string, keyed = false) => {
     const syncsBefore = await walSyncs(service.url);
+    const holdsBefore = await walRestartHolds(service.url);
     const mainThreadCpu = mainThreadCpuSeconds(service.child.pid!);
     const round = runWrk(
       service.url,
@@ -338,12 +342,17 @@ const measure = async (MODE: Mode) => {
     const busy = (mainThreadCpuSeconds(service.child.pid!) - mainThreadCpu) / SECONDS;
     const rate = (round.requests - round.non2xx) / SECONDS;
     const syncs = histogramBetween(syncsBefore, await walSyncs(service.url));
+    const holds = histogramBetween(holdsBefore, await walRestartHolds(service.url));
     const fsyncs =
       syncs.count === 0
         ? 'no WAL fsync'
         : `${syncs.count} WAL fsyncs, p50 ≤ ${syncs.p50! * 1000} ms, p99 ≤ ${syncs.p99! * 1000} ms`;
+    const restarts =
+      holds.count === 0
+        ? 'no WAL restart'
+        : `${holds.count} WAL restarts holding the writes, p99 ≤ ${holds.p99! * 1000} ms`;
     console.log(
-      `[${MODE}] at ${what} (${Math.round(perSecond)}/s asked, ${Math.round(rate)}/s answered 201; ${thinkTime} think time${keyed ? '; every request with an Idempotency-Key' : ''}): p50 ${round.p50}, p99 ${round.p99}; the main thread ${busy.toFixed(2)} busy; ${fsyncs}`,
+      `[${MODE}] at ${what} (${Math.round(perSecond)}/s asked, ${Math.round(rate)}/s answered 201; ${thinkTime} think time${keyed ? '; every request with an Idempotency-Key' : ''}): p50 ${round.p50}, p99 ${round.p99}; the main thread ${busy.toFixed(2)} busy; ${fsyncs}; ${restarts}`,
     );
     return { round, rate };
   };

@@ -4,6 +4,7 @@ import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { startWalCheckpointer, WAL_RESTART_BYTES } from './wal-checkpointer.ts';
 import { attachWalSync, WalSync } from './wal-sync.ts';
+import { walRestartHold } from '../../observability/metrics.ts';
 
 export type SqliteDb = Database.Database;
 
@@ -139,7 +140,12 @@ export const openSqlite = (
         if (restarting) return;
         restarting = true;
         // The write queue is held (no transaction under way) while the worker restarts the WAL.
-        void serialised(db, () => (db.open ? checkpointer.restart() : undefined))
+        void serialised(db, async () => {
+          if (!db.open) return;
+          const held = performance.now();
+          await checkpointer.restart();
+          walRestartHold.observe((performance.now() - held) / 1000);
+        })
           .catch(() => undefined)
           .finally(() => (restarting = false));
       },

@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import { createSqliteEventStore } from '../../../shared/adapters/event-store/sqlite-event-store.ts';
 import { openSqlite } from '../../../shared/adapters/sqlite/sqlite-database.ts';
 import { whenDurable } from '../../../shared/adapters/sqlite/wal-sync.ts';
+import { registry } from '../../../shared/observability/metrics.ts';
 import { tempDir } from '../../support/temp-dir.ts';
 
 const MB = 1024 * 1024;
@@ -49,8 +50,14 @@ const steadyLoad = async (walRestartBytes: number, count: number): Promise<numbe
 };
 
 test('under a steady flow of commits the WAL starts again from its beginning once it passes the bound, and keeps every commit', async () => {
+  const holds = async () =>
+    Number(/^sqlite_wal_restart_hold_seconds_count (\d+)$/m.exec(await registry.metrics())?.[1] ?? 0);
+  const holdsBefore = await holds();
   const bounded = await steadyLoad(MB / 2, 20_000);
+  const restarts = (await holds()) - holdsBefore;
+  assert.ok(restarts >= 1, 'each restart is timed in sqlite_wal_restart_hold_seconds');
   const unbounded = await steadyLoad(1024 * MB, 20_000);
+  assert.equal((await holds()) - holdsBefore, restarts, 'no restart without the bound');
   // The unbounded run shows the load was enough to pass the bound many times over. How far the
   // bounded one overshoots depends on how soon the checkpointer runs (a busy machine: later).
   assert.ok(unbounded > 8 * MB, `without a restart the WAL grew to ${unbounded} bytes`);

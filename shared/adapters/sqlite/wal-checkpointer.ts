@@ -79,11 +79,16 @@ const WORKER = `
 /** The WAL is started again from its beginning once it holds more than this (see above). */
 export const WAL_RESTART_BYTES = 64 * 1024 * 1024;
 
-/** Starts checkpointing the database file at `path` every `intervalMs`. */
+/**
+ * Starts checkpointing the database file at `path` every `intervalMs` (50 ms). A restart copies,
+ * while the writes are held, what was written since the last checkpoint: the interval bounds the
+ * hold. At 250 ms the holds took up to 25–50 ms at 400 calls/s; at 50 ms, up to 10–25 ms
+ * (docs/performance.md, "The WAL's restarts held the writes").
+ */
 export const startWalCheckpointer = (
   path: string,
   {
-    intervalMs = 250,
+    intervalMs = 50,
     restartBytes = WAL_RESTART_BYTES,
     onRestartDue = () => {},
   }: { intervalMs?: number; restartBytes?: number; onRestartDue?: () => void } = {},

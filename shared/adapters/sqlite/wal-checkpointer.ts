@@ -128,6 +128,8 @@ export const startWalCheckpointer = (
       if (stopped) return;
       stopped = true;
       worker.postMessage({ stop: true });
+      // A restart under way ends with the worker: its caller's hold ends now, not at its timeout.
+      for (const done of [...restarts.values()]) done();
     },
   };
 };

@@ -60,8 +60,9 @@ import {
   coresBetween,
   cpuSeconds,
   finishedCalls as finishedOn,
+  bucketsIn,
   histogramBetween,
-  histogramBuckets,
+  metricsText,
   freePort,
   issueKeys as issue,
   machineCpu,
@@ -164,11 +165,17 @@ const writeScript = (keys: string[], name = 'ingest.lua', delayMs?: number, thin
 const runWrk = (url: string, script: string) => wrk(url, script, CONNECTIONS, SECONDS);
 
 const finishedCalls = (base: string) => finishedOn(base, ADMIN_TOKEN);
-/** The WAL's fsync times so far (sqlite_wal_sync_duration_seconds): the disk's time plus the loop's delay. */
-/** The WAL restarts' holds of the writes so far (sqlite_wal_restart_hold_seconds). */
-const walRestartHolds = (base: string) =>
-  histogramBuckets(`${base}/metrics`, ADMIN_TOKEN, 'sqlite_wal_restart_hold_seconds');
-const walSyncs = (base: string) => histogramBuckets(`${base}/metrics`, ADMIN_TOKEN, 'sqlite_wal_sync_duration_seconds');
+/**
+ * The WAL's fsyncs (the disk's time plus the loop's delay) and its restarts' holds of the writes so
+ * far, from one read of /metrics.
+ */
+const walHistograms = async (base: string) => {
+  const metrics = await metricsText(`${base}/metrics`, ADMIN_TOKEN);
+  return {
+    syncs: bucketsIn(metrics, 'sqlite_wal_sync_duration_seconds'),
+    holds: bucketsIn(metrics, 'sqlite_wal_restart_hold_seconds'),
+  };
+};
 
 /**
  * Calls finished per second from `startedAt` until the backlog has drained: the count has reached
@@ -328,8 +335,7 @@ const measure = async (MODE: Mode) => {
    * request with an Idempotency-Key of its own.
    */
   const pacedRound = async (perSecond: number, thinkTime: ThinkTime, what: string, keyed = false) => {
-    const syncsBefore = await walSyncs(service.url);
-    const holdsBefore = await walRestartHolds(service.url);
+    const walBefore = await walHistograms(service.url);
     const mainThreadCpu = mainThreadCpuSeconds(service.child.pid!);
     const round = runWrk(
       service.url,
@@ -341,8 +347,9 @@ const measure = async (MODE: Mode) => {
     );
     const busy = (mainThreadCpuSeconds(service.child.pid!) - mainThreadCpu) / SECONDS;
     const rate = (round.requests - round.non2xx) / SECONDS;
-    const syncs = histogramBetween(syncsBefore, await walSyncs(service.url));
-    const holds = histogramBetween(holdsBefore, await walRestartHolds(service.url));
+    const walAfter = await walHistograms(service.url);
+    const syncs = histogramBetween(walBefore.syncs, walAfter.syncs);
+    const holds = histogramBetween(walBefore.holds, walAfter.holds);
     const fsyncs =
       syncs.count === 0
         ? 'no WAL fsync'

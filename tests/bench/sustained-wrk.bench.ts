@@ -238,9 +238,8 @@ const grewEverySample = backlogs.slice(1).every((b, i) => b >= backlogs[i]! && b
 // Bounded: over the second half of the load the backlog grew by at most 50 calls (the connections'
 // own) or 2 % of the calls accepted meanwhile. A backlog of a few dozen that creeps up is the calls
 // in flight; one that grows by a share of the load is the ingress outrunning the pipeline.
-const middle = samples.reduce((near, s) =>
-  Math.abs(s.at - first.at - (seconds * 1000) / 2) < Math.abs(near.at - first.at - (seconds * 1000) / 2) ? s : near,
-);
+const fromMiddle = (s: Sample) => Math.abs(s.at - first.at - (seconds * 1000) / 2);
+const middle = samples.reduce((near, s) => (fromMiddle(s) < fromMiddle(near) ? s : near));
 const secondHalfGrowth = backlog(last) - backlog(middle);
 const bounded = secondHalfGrowth <= Math.max(50, 0.02 * (last.accepted - middle.accepted));
 const peakRss = Math.max(...samples.map((s) => s.rss));

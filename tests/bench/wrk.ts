@@ -398,30 +398,36 @@ export const fetchAgain = async (url: string, init?: RequestInit): Promise<Respo
   }
 };
 
+/** The text of /metrics at `url`, read once with `token`. */
+export const metricsText = async (url: string, token: string): Promise<string> => {
+  const res = await fetchAgain(url, { headers: { authorization: `Bearer ${token}` } });
+  if (!res.ok) throw new Error(`${url}: ${res.status}`);
+  return res.text();
+};
+
 /**
  * Reads /metrics at `url` once, with the admin token; the answer sums the samples whose line
  * starts with a prefix (a name with `{` to take every label set, or a name and some labels).
  */
 export const scrape = async (url: string, token: string): Promise<(prefix: string) => number> => {
-  const res = await fetchAgain(url, { headers: { authorization: `Bearer ${token}` } });
-  if (!res.ok) throw new Error(`${url}: ${res.status}`);
-  const lines = (await res.text()).split('\n');
+  const lines = (await metricsText(url, token)).split('\n');
   return (prefix) =>
     lines
       .filter((line) => line.startsWith(prefix))
       .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
 };
 
-/** A histogram's cumulative bucket counts by upper bound (`le`), read from /metrics at `url` once. */
-export const histogramBuckets = async (url: string, token: string, name: string): Promise<Map<number, number>> => {
-  const res = await fetchAgain(url, { headers: { authorization: `Bearer ${token}` } });
-  if (!res.ok) throw new Error(`${url}: ${res.status}`);
+/** A histogram's cumulative bucket counts by upper bound (`le`), from the text of /metrics. */
+export const bucketsIn = (metrics: string, name: string): Map<number, number> => {
   const buckets = new Map<number, number>();
   const line = new RegExp(`^${name}_bucket\\{le="([^"]+)"\\} (\\d+)$`, 'gm');
-  for (const [, le, count] of (await res.text()).matchAll(line))
-    buckets.set(le === '+Inf' ? Infinity : Number(le), Number(count));
+  for (const [, le, count] of metrics.matchAll(line)) buckets.set(le === '+Inf' ? Infinity : Number(le), Number(count));
   return buckets;
 };
+
+/** A histogram's cumulative bucket counts by upper bound (`le`), read from /metrics at `url` once. */
+export const histogramBuckets = async (url: string, token: string, name: string): Promise<Map<number, number>> =>
+  bucketsIn(await metricsText(url, token), name);
 
 /**
  * What a histogram recorded between two reads: how many observations, and the upper bound of the

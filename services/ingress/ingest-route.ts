@@ -68,7 +68,11 @@ export interface IngestDeps {
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
-/** A UUID (version 8: name-based, SHA-256) for the call of an Idempotency-Key: the same key, the same call. */
+/**
+ * The call of an Idempotency-Key claimed before claims named their call: a UUID (version 8,
+ * name-based, SHA-256) of the key. Claims now carry the call id (a new one each time the key is
+ * free), so a key used again after its window names a new call.
+ */
 export const callIdForKey = (idempotencyId: string): string => {
   const hex = sha256(`call-id:${idempotencyId}`);
   const variant = ((parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16);
@@ -134,6 +138,20 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
     }
     return normalised;
   };
+
+  /** The 201 body of an accepted call. */
+  const acceptedBody = (callId: string, warnings: SubmissionAccepted['warnings']): SubmissionAccepted => ({
+    callId,
+    status: 'pending',
+    processingTriggered: true,
+    processingError: null,
+    statusReason: 'queued_for_processing',
+    warnings,
+  });
+
+  /** Whether the processor has stored the call (it then holds no reservation any more, or soon none). */
+  const callStored = async (callId: string): Promise<boolean> =>
+    (await deps.eventStore.readStream(callEvents.streamId(callId), { maxCount: 1 })).length > 0;
 
   /** Reserves capacity and makes the call durable on the log; the 201 body. */
   const accept = async (
@@ -202,14 +220,7 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
         : new EventLogUnavailableError('the event log did not take the call', { cause: error });
     }
     log.info({ callId, teamId: owner.teamId, keyId: owner.keyId }, 'call accepted');
-    return {
-      callId,
-      status: 'pending',
-      processingTriggered: true,
-      processingError: null,
-      statusReason: 'queued_for_processing',
-      warnings,
-    };
+    return acceptedBody(callId, warnings);
   };
 
   app.post(
@@ -258,23 +269,37 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
 
           const key = readIdempotencyKey(idempotencyKey);
           const id = `${owner.keyId}-${sha256(key).slice(0, 32)}`;
+          const newCall = newCallId();
           const claimed = await idempotency.handle(id, {
             type: 'Claim',
             bodyHash: sha256(rawBodyOf(request) ?? JSON.stringify(request.body)),
             now: now().toISOString(),
+            callId: newCall,
           });
-          if (claimed.events.length === 0 && claimed.state.status === 'stored') {
+          if (claimed.state.status === 'stored') {
             return reply
               .code(201)
               .header('idempotent-replayed', 'true')
               .send(claimed.state.response.body as SubmissionAccepted);
           }
+          const callId = (claimed.state.status === 'claimed' && claimed.state.callId) || callIdForKey(id);
+          const tookOver = callId !== newCall;
           let accepted: SubmissionAccepted;
+          let replayed: boolean;
           try {
-            accepted = await accept(owner, normalised, callIdForKey(id), request.log);
+            // A claim that took over from an earlier attempt of this request names that attempt's
+            // call. Once the processor stored it, it was accepted (its 201 was not stored for
+            // replay): answer that 201 again; accepting it again would reserve capacity a second
+            // time, for a call that has settled its own.
+            replayed = tookOver && (await callStored(callId));
+            accepted = replayed
+              ? acceptedBody(callId, normalised.warnings)
+              : await accept(owner, normalised, callId, request.log);
           } catch (error) {
             // No 201: free the key so that a retry of this request runs for real (the same call id).
-            const outcomeUnknown = isBackendUnavailable(error) && error.outcomeUnknown;
+            // The call may exist when this publish's outcome is unknown, or when this claim took
+            // over from an attempt that may have published it: the key then stays bound to it.
+            const outcomeUnknown = tookOver || (isBackendUnavailable(error) && error.outcomeUnknown);
             await idempotency
               .handle(id, { type: 'Release', now: now().toISOString(), outcomeUnknown })
               .catch((e: unknown) => request.log.error({ err: e }, 'idempotency release failed'));
@@ -294,6 +319,7 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
               'the 201 could not be stored for replay; answering it anyway',
             );
           }
+          if (replayed) reply.header('idempotent-replayed', 'true');
           return reply.code(201).send(accepted);
         },
       ),

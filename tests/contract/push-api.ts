@@ -264,6 +264,37 @@ export const pushApiContract = (name: string, factory: () => Promise<Backends>, 
         assert.equal(problemOf(malformed.body).errors![0]!.field, 'Idempotency-Key');
       });
 
+      test('Idempotency-Key: after its 24 hours a key is free again and names a new call, with the new body', async () => {
+        const { key } = await h.team();
+        const first = await h.ingest({
+          key,
+          body: { transcript: TRANSCRIPT, callTitle: 'Monday' },
+          headers: { 'idempotency-key': 'crm-deal-9' },
+        });
+        assert.equal(first.statusCode, 201, first.body);
+        // The same backends, served by an ingress whose clock is a day and a second ahead.
+        const dayLater = await createHarness({
+          eventStore: backends.eventStore,
+          eventLog: backends.eventLog,
+          now: () => new Date(Date.now() + 24 * 60 * 60 * 1000 + 1000),
+        });
+        try {
+          const again = await dayLater.ingest({
+            key,
+            body: { transcript: TRANSCRIPT, callTitle: 'Tuesday' },
+            headers: { 'idempotency-key': 'crm-deal-9' },
+          });
+          assert.equal(again.statusCode, 201, again.body);
+          assert.equal(again.headers['idempotent-replayed'], undefined);
+          const callId = again.json<{ callId: string }>().callId;
+          assert.notEqual(callId, first.json<{ callId: string }>().callId);
+          const record = await dayLater.submitted(callId);
+          assert.equal(fromRecord<CallSubmittedData>(record).data.submission.callTitle, 'Tuesday');
+        } finally {
+          await dayLater.close();
+        }
+      });
+
       test('Idempotency-Key: concurrent requests with one key create one call', async () => {
         const { key } = await h.team();
         const body = { transcript: TRANSCRIPT };

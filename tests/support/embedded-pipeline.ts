@@ -33,7 +33,10 @@ export const TEST_KEY_ENCRYPTION_KEY = keyEncryptionKey('test-data-key-secret-01
 
 export const openEmbeddedPipeline = async (
   overrides: StepOverrides = {},
-  options: PipelineOptions = {},
+  options: PipelineOptions & {
+    /** What every service is given instead of the event store (one that fails on demand); default as is. */
+    wrapEventStore?: (store: EventStore) => EventStore;
+  } = {},
 ): Promise<EmbeddedPipeline> => {
   const dir = tempDir();
   const opened = openSqlite(dir.path);
@@ -41,7 +44,8 @@ export const openEmbeddedPipeline = async (
   const personalData = options.erasure
     ? createPersonalData(createSqliteDataKeys(opened.db, TEST_KEY_ENCRYPTION_KEY))
     : undefined;
-  const eventStore = personalData ? createSealedEventStore(storedEvents, personalData) : storedEvents;
+  const unwrapped = personalData ? createSealedEventStore(storedEvents, personalData) : storedEvents;
+  const eventStore = options.wrapEventStore?.(unwrapped) ?? unwrapped;
   const eventLog = createSqliteEventLog(opened.db);
   const readModels = createSqliteReadModels(opened.db);
   const h = await createPipelineHarness({ eventStore, eventLog, readModels, personalData, storedEvents }, overrides, {

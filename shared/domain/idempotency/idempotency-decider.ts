@@ -7,6 +7,11 @@
  * could not be stored), and the same body may claim the key again. A release after a publish of
  * unknown outcome keeps the body: the call may exist under the key's call id, so only the same
  * body may use the key. Stream `idempotency-{keyId}-{hash of the key}`.
+ *
+ * The claim names the call: a claim of a free key takes the call id the command proposes, and a
+ * claim that takes over from an earlier request (its lease ran out, or its publish had an unknown
+ * outcome) keeps that request's call id, so every attempt of one request submits one call. A key
+ * used again after the window is a new request and names a new call.
  */
 import { Type } from '@sinclair/typebox';
 import { DomainError, type Decider } from '../decider.ts';
@@ -18,19 +23,21 @@ export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
 export const IDEMPOTENCY_CLAIM_LEASE_MS = 30_000;
 
 export type IdempotencyEvent =
-  | { type: 'IdempotencyKeyClaimed'; data: { bodyHash: string; at: string } }
+  /** `callId` is absent from claims stored before the claim named its call: see `callIdOf`. */
+  | { type: 'IdempotencyKeyClaimed'; data: { bodyHash: string; at: string; callId?: string } }
   | { type: 'IdempotentResponseStored'; data: { status: number; body: unknown; at: string } }
   | { type: 'IdempotencyKeyReleased'; data: { at: string; outcomeUnknown?: boolean } };
 
 export type IdempotencyState =
   | { status: 'free' }
-  | { status: 'claimed'; bodyHash: string; at: string }
+  | { status: 'claimed'; bodyHash: string; at: string; callId?: string }
   /** Released after a publish that may have been written: free for the same body only. */
-  | { status: 'uncertain'; bodyHash: string; at: string }
+  | { status: 'uncertain'; bodyHash: string; at: string; callId?: string }
   | { status: 'stored'; bodyHash: string; at: string; response: { status: number; body: unknown } };
 
 export type IdempotencyCommand =
-  | { type: 'Claim'; bodyHash: string; now: string }
+  /** `callId`: the call this request submits if the key is free. */
+  | { type: 'Claim'; bodyHash: string; now: string; callId: string }
   | { type: 'StoreResponse'; status: number; body: unknown; now: string }
   | { type: 'Release'; now: string; outcomeUnknown?: boolean };
 
@@ -50,15 +57,19 @@ const decide = (command: IdempotencyCommand, stored: IdempotencyState): Idempote
   switch (command.type) {
     case 'Claim': {
       const state = current(stored, command.now);
-      const claim: IdempotencyEvent[] = [
-        { type: 'IdempotencyKeyClaimed', data: { bodyHash: command.bodyHash, at: command.now } },
+      const claim = (callId: string | undefined): IdempotencyEvent[] => [
+        {
+          type: 'IdempotencyKeyClaimed',
+          data: { bodyHash: command.bodyHash, at: command.now, ...(callId === undefined ? {} : { callId }) },
+        },
       ];
-      if (state.status === 'free') return claim;
+      if (state.status === 'free') return claim(command.callId);
       if (state.bodyHash !== command.bodyHash)
         throw new DomainError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was used with another body');
-      if (state.status === 'uncertain') return claim;
+      // Taking over from an earlier request of this body: its call, which may exist.
+      if (state.status === 'uncertain') return claim(state.callId);
       if (state.status === 'claimed') {
-        if (Date.parse(command.now) - Date.parse(state.at) >= IDEMPOTENCY_CLAIM_LEASE_MS) return claim; // its request died
+        if (Date.parse(command.now) - Date.parse(state.at) >= IDEMPOTENCY_CLAIM_LEASE_MS) return claim(state.callId); // its request died
         throw new DomainError('IDEMPOTENCY_KEY_IN_USE', 'a request with this Idempotency-Key is still being handled');
       }
       return []; // stored: the caller replays the stored response
@@ -86,8 +97,10 @@ const decide = (command: IdempotencyCommand, stored: IdempotencyState): Idempote
 
 const evolve = (state: IdempotencyState, event: IdempotencyEvent): IdempotencyState => {
   switch (event.type) {
-    case 'IdempotencyKeyClaimed':
-      return { status: 'claimed', bodyHash: event.data.bodyHash, at: event.data.at };
+    case 'IdempotencyKeyClaimed': {
+      const { bodyHash, at, callId } = event.data;
+      return callId === undefined ? { status: 'claimed', bodyHash, at } : { status: 'claimed', bodyHash, at, callId };
+    }
     case 'IdempotentResponseStored':
       return state.status === 'claimed'
         ? {
@@ -99,7 +112,7 @@ const evolve = (state: IdempotencyState, event: IdempotencyEvent): IdempotencySt
         : state;
     case 'IdempotencyKeyReleased':
       return event.data.outcomeUnknown && state.status === 'claimed'
-        ? { status: 'uncertain', bodyHash: state.bodyHash, at: state.at }
+        ? { ...state, status: 'uncertain' }
         : { status: 'free' };
   }
 };
@@ -114,7 +127,9 @@ const Instant = Type.String({ format: 'date-time' });
 
 /** The catalogue of category `idempotency` (docs/decisions/0016-event-catalogues-and-upcasting.md); every type at version 1. */
 export const idempotencyEvents: EventCatalogue<IdempotencyEvent> = eventCatalogue<IdempotencyEvent>('idempotency', {
-  IdempotencyKeyClaimed: { schema: Type.Object({ bodyHash: Type.String(), at: Instant }) },
+  IdempotencyKeyClaimed: {
+    schema: Type.Object({ bodyHash: Type.String(), at: Instant, callId: Type.Optional(Type.String()) }),
+  },
   IdempotentResponseStored: { schema: Type.Object({ status: Type.Integer(), body: Type.Unknown(), at: Instant }) },
   IdempotencyKeyReleased: { schema: Type.Object({ at: Instant, outcomeUnknown: Type.Optional(Type.Boolean()) }) },
 });

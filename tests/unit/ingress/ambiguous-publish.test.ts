@@ -1,20 +1,23 @@
 /**
  * A publish whose outcome is unknown keeps the capacity reservation and the body bound to its
- * Idempotency-Key, and a retry with that key submits the same call (its id derives from the key);
+ * Idempotency-Key, and a retry with that key submits the same call (the key's claim names it);
  * a publish that surely failed gives everything back; a 201 whose response could not be stored
  * is still a 201; a reservation whose call never appears is released by the orphan sweep. On the
  * embedded backends, with the log's publish and the idempotency store made to fail on demand.
  */
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { type EventLog, EventLogUnavailableError } from '../../../shared/ports/event-log.ts';
 import { type EventStore, EventStoreUnavailableError } from '../../../shared/ports/event-store.ts';
 import { TOPICS } from '../../../shared/topics.ts';
+import { idempotencyStreamId } from '../../../shared/domain/idempotency/idempotency-decider.ts';
 import { callIdForKey } from '../../../services/ingress/ingest-route.ts';
 import { startOrphanSweep } from '../../../services/ingress/teams/orphan-reservations.ts';
 import { type EmbeddedIngress, openEmbeddedIngress, overriding } from '../../support/embedded-ingress.ts';
 import type { Harness } from '../../support/ingress-harness.ts';
 
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 const TRANSCRIPT = 'Rep: Hello Dana, thanks for joining.\nDana: Happy to be here.';
 
 /** `written`: the records reach the log, then the publish fails all the same (a lost acknowledgement). */
@@ -57,7 +60,7 @@ describe('ambiguous publishes, Idempotency-Key retries and orphaned reservations
     (await eventLog.read(TOPICS.callsSubmitted, { limit: 100_000 })).filter((r) => r.key === callId);
 
   test('unknown outcome: 503 "may have been accepted", the reservation stays, and the retry with the same key names the same call', async () => {
-    const { teamId, key, keyId } = await h.team();
+    const { teamId, key } = await h.team();
     const before = await capacity(teamId);
     faults.publish = 'written-unconfirmed';
     let first;
@@ -81,11 +84,50 @@ describe('ambiguous publishes, Idempotency-Key retries and orphaned reservations
     const retry = await h.ingest({ key, body: { transcript: TRANSCRIPT }, headers: { 'idempotency-key': 'sync-1' } });
     assert.equal(retry.statusCode, 201, retry.body);
     const { callId } = retry.json<{ callId: string }>();
-    assert.match(callId, /^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    assert.match(callId, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     const records = await recordsOf(callId);
     assert.equal(records.length, 2, 'both attempts carry the same call id: the processor keeps the first');
     assert.equal((await capacity(teamId)).reservedCalls, held.reservedCalls, 'the retry reserved nothing more');
-    assert.notEqual(callIdForKey(`${keyId}-x`), callId);
+  });
+
+  test('a retry of an unknown outcome whose own publish surely failed keeps the key bound to the call that may exist', async () => {
+    const { key } = await h.team();
+    const body = { transcript: TRANSCRIPT, callTitle: 'bound' };
+    const attempt = async (fault: typeof faults.publish, sent = body) => {
+      faults.publish = fault;
+      try {
+        return await h.ingest({ key, body: sent, headers: { 'idempotency-key': 'sync-5' } });
+      } finally {
+        faults.publish = undefined;
+      }
+    };
+    assert.equal((await attempt('written-unconfirmed')).statusCode, 503);
+    const failed = await attempt('not-sent');
+    assert.equal(failed.statusCode, 503, failed.body);
+    assert.equal((await attempt(undefined, { ...body, callTitle: 'other' })).statusCode, 422);
+    const retry = await attempt(undefined);
+    assert.equal(retry.statusCode, 201, retry.body);
+    assert.equal(
+      (await recordsOf(retry.json<{ callId: string }>().callId)).length,
+      2,
+      'the first attempt and this one',
+    );
+  });
+
+  test('a claim stored before claims named their call: the retry after its lease submits the call the key derives', async () => {
+    const { key, keyId } = await h.team();
+    const payload = JSON.stringify({ transcript: TRANSCRIPT });
+    const id = `${keyId}-${sha256('legacy-1').slice(0, 32)}`;
+    // What an earlier version wrote for a request that died after its claim.
+    await eventStore.append(idempotencyStreamId(id), [
+      {
+        type: 'IdempotencyKeyClaimed',
+        data: { bodyHash: sha256(payload), at: new Date(Date.now() - 60_000).toISOString() },
+      },
+    ]);
+    const retry = await h.ingest({ key, payload, headers: { 'idempotency-key': 'legacy-1' } });
+    assert.equal(retry.statusCode, 201, retry.body);
+    assert.equal(retry.json<{ callId: string }>().callId, callIdForKey(id));
   });
 
   test('a publish that surely failed gives the reservation back and frees the key for another body', async () => {

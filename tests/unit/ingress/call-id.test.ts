@@ -23,7 +23,7 @@ test('call ids made later sort after earlier ones, and ids of one millisecond di
   assert.equal(same.size, 10_000);
 });
 
-test('an Idempotency-Key still names its call (a name-based UUID, not a time-ordered one)', () => {
+test('a claim of an Idempotency-Key stored before claims named their call: its call id derives from the key', () => {
   assert.equal(callIdForKey('order-1'), callIdForKey('order-1'));
   assert.match(callIdForKey('order-1'), /^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
 });

@@ -9,19 +9,20 @@ import { deciderSpec } from '../../../support/decider-spec.ts';
 
 const { given } = deciderSpec(idempotencyDecider);
 const T0 = '2026-11-20T10:00:00.000Z';
-const claimed: IdempotencyEvent = { type: 'IdempotencyKeyClaimed', data: { bodyHash: 'h1', at: T0 } };
+const claimed: IdempotencyEvent = { type: 'IdempotencyKeyClaimed', data: { bodyHash: 'h1', at: T0, callId: 'c1' } };
 const stored: IdempotencyEvent = {
   type: 'IdempotentResponseStored',
   data: { status: 201, body: { callId: 'c1' }, at: T0 },
 };
 
-test('the first request with a key claims it', () => {
-  given([]).when({ type: 'Claim', bodyHash: 'h1', now: T0 }).then([claimed]);
+test('the first request with a key claims it for the call it proposes', () => {
+  given([]).when({ type: 'Claim', bodyHash: 'h1', now: T0, callId: 'c1' }).then([claimed]);
+  assert.deepEqual(given([claimed]).state(), { status: 'claimed', bodyHash: 'h1', at: T0, callId: 'c1' });
 });
 
 test('the same key and body after the response is stored: nothing to do, the stored response is replayed', () => {
   const state = given([claimed, stored])
-    .when({ type: 'Claim', bodyHash: 'h1', now: '2026-11-20T12:00:00.000Z' })
+    .when({ type: 'Claim', bodyHash: 'h1', now: '2026-11-20T12:00:00.000Z', callId: 'c-new' })
     .stateAfter();
   assert.deepEqual(state, {
     status: 'stored',
@@ -29,32 +30,41 @@ test('the same key and body after the response is stored: nothing to do, the sto
     at: T0,
     response: { status: 201, body: { callId: 'c1' } },
   });
-  given([claimed, stored]).when({ type: 'Claim', bodyHash: 'h1', now: '2026-11-20T12:00:00.000Z' }).thenNothing();
+  given([claimed, stored])
+    .when({ type: 'Claim', bodyHash: 'h1', now: '2026-11-20T12:00:00.000Z', callId: 'c-new' })
+    .thenNothing();
 });
 
 test('the same key with another body is refused', () => {
-  given([claimed, stored]).when({ type: 'Claim', bodyHash: 'h2', now: T0 }).thenThrows('IDEMPOTENCY_KEY_REUSED');
-  given([claimed]).when({ type: 'Claim', bodyHash: 'h2', now: T0 }).thenThrows('IDEMPOTENCY_KEY_REUSED');
+  given([claimed, stored])
+    .when({ type: 'Claim', bodyHash: 'h2', now: T0, callId: 'c-new' })
+    .thenThrows('IDEMPOTENCY_KEY_REUSED');
+  given([claimed])
+    .when({ type: 'Claim', bodyHash: 'h2', now: T0, callId: 'c-new' })
+    .thenThrows('IDEMPOTENCY_KEY_REUSED');
 });
 
 test('the same key while the first request is still being handled is refused as in use', () => {
-  given([claimed]).when({ type: 'Claim', bodyHash: 'h1', now: T0 }).thenThrows('IDEMPOTENCY_KEY_IN_USE');
+  given([claimed])
+    .when({ type: 'Claim', bodyHash: 'h1', now: T0, callId: 'c-new' })
+    .thenThrows('IDEMPOTENCY_KEY_IN_USE');
 });
 
 test('a released key can be claimed again (the first request ended without a 201)', () => {
   const released: IdempotencyEvent = { type: 'IdempotencyKeyReleased', data: { at: T0 } };
   given([claimed]).when({ type: 'Release', now: T0 }).then([released]);
   given([claimed, released])
-    .when({ type: 'Claim', bodyHash: 'h2', now: T0 })
-    .then([{ type: 'IdempotencyKeyClaimed', data: { bodyHash: 'h2', at: T0 } }]);
+    .when({ type: 'Claim', bodyHash: 'h2', now: T0, callId: 'c-new' })
+    .then([{ type: 'IdempotencyKeyClaimed', data: { bodyHash: 'h2', at: T0, callId: 'c-new' } }]);
 });
 
-test('after 24 hours a key is forgotten: another body may use it', () => {
+test('after 24 hours a key is forgotten: another body, or the same, may use it, and it names a new call', () => {
   const later = '2026-11-21T10:00:00.000Z';
   assert.deepEqual(current(given([claimed, stored]).state(), later), { status: 'free' });
-  given([claimed, stored])
-    .when({ type: 'Claim', bodyHash: 'h2', now: later })
-    .then([{ type: 'IdempotencyKeyClaimed', data: { bodyHash: 'h2', at: later } }]);
+  for (const bodyHash of ['h1', 'h2'])
+    given([claimed, stored])
+      .when({ type: 'Claim', bodyHash, now: later, callId: 'c-new' })
+      .then([{ type: 'IdempotencyKeyClaimed', data: { bodyHash, at: later, callId: 'c-new' } }]);
 });
 
 test('a response can only be stored for a claim', () => {
@@ -64,18 +74,36 @@ test('a response can only be stored for a claim', () => {
 test('a claim is a lease: after 30 s the same body may claim the key again (its request died); another body may not', () => {
   const afterLease = '2026-11-20T10:00:30.000Z';
   given([claimed])
-    .when({ type: 'Claim', bodyHash: 'h1', now: '2026-11-20T10:00:29.999Z' })
+    .when({ type: 'Claim', bodyHash: 'h1', now: '2026-11-20T10:00:29.999Z', callId: 'c-new' })
     .thenThrows('IDEMPOTENCY_KEY_IN_USE');
   given([claimed])
-    .when({ type: 'Claim', bodyHash: 'h1', now: afterLease })
-    .then([{ type: 'IdempotencyKeyClaimed', data: { bodyHash: 'h1', at: afterLease } }]);
-  given([claimed]).when({ type: 'Claim', bodyHash: 'h2', now: afterLease }).thenThrows('IDEMPOTENCY_KEY_REUSED');
+    .when({ type: 'Claim', bodyHash: 'h1', now: afterLease, callId: 'c-new' })
+    .then([{ type: 'IdempotencyKeyClaimed', data: { bodyHash: 'h1', at: afterLease, callId: 'c1' } }]);
+  given([claimed])
+    .when({ type: 'Claim', bodyHash: 'h2', now: afterLease, callId: 'c-new' })
+    .thenThrows('IDEMPOTENCY_KEY_REUSED');
 });
 
 test('a release after a publish of unknown outcome keeps the body: the same body claims again at once, another is refused', () => {
   const uncertain: IdempotencyEvent = { type: 'IdempotencyKeyReleased', data: { at: T0, outcomeUnknown: true } };
   given([claimed]).when({ type: 'Release', now: T0, outcomeUnknown: true }).then([uncertain]);
-  assert.deepEqual(given([claimed, uncertain]).state(), { status: 'uncertain', bodyHash: 'h1', at: T0 });
-  given([claimed, uncertain]).when({ type: 'Claim', bodyHash: 'h1', now: T0 }).then([claimed]);
-  given([claimed, uncertain]).when({ type: 'Claim', bodyHash: 'h2', now: T0 }).thenThrows('IDEMPOTENCY_KEY_REUSED');
+  assert.deepEqual(given([claimed, uncertain]).state(), { status: 'uncertain', bodyHash: 'h1', at: T0, callId: 'c1' });
+  given([claimed, uncertain]).when({ type: 'Claim', bodyHash: 'h1', now: T0, callId: 'c-new' }).then([claimed]);
+  given([claimed, uncertain])
+    .when({ type: 'Claim', bodyHash: 'h2', now: T0, callId: 'c-new' })
+    .thenThrows('IDEMPOTENCY_KEY_REUSED');
+});
+
+test('a claim that takes over keeps the call of the claim before it (which may exist), even a claim that named none', () => {
+  const uncertain: IdempotencyEvent = { type: 'IdempotencyKeyReleased', data: { at: T0, outcomeUnknown: true } };
+  const afterLease = '2026-11-20T10:01:00.000Z';
+  given([claimed, uncertain])
+    .when({ type: 'Claim', bodyHash: 'h1', now: afterLease, callId: 'c-new' })
+    .then([{ type: 'IdempotencyKeyClaimed', data: { bodyHash: 'h1', at: afterLease, callId: 'c1' } }]);
+  // Stored before claims named their call: the takeover names none either (the ingress then derives it from the key).
+  const unnamed: IdempotencyEvent = { type: 'IdempotencyKeyClaimed', data: { bodyHash: 'h1', at: T0 } };
+  given([unnamed])
+    .when({ type: 'Claim', bodyHash: 'h1', now: afterLease, callId: 'c-new' })
+    .then([{ type: 'IdempotencyKeyClaimed', data: { bodyHash: 'h1', at: afterLease } }]);
+  assert.deepEqual(given([unnamed]).state(), { status: 'claimed', bodyHash: 'h1', at: T0 });
 });

@@ -136,7 +136,8 @@ export const openBackends = async (config: Config, log: Logger): Promise<Backend
           ),
       }),
       sqlite,
-      publishCoversStore: !config.databaseUrl && config.kafkaBrokers.length === 0,
+      // Both in the embedded database: not with KurrentDB's store beside the embedded log.
+      publishCoversStore: !config.databaseUrl && !config.kurrentDbUrl && config.kafkaBrokers.length === 0,
       eventStoreHeldByThisProcess: !config.databaseUrl && !config.kurrentDbUrl,
       description,
       async check() {

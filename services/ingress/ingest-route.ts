@@ -153,12 +153,17 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
   const callStored = async (callId: string): Promise<boolean> =>
     (await deps.eventStore.readStream(callEvents.streamId(callId), { maxCount: 1 })).length > 0;
 
-  /** Reserves capacity and makes the call durable on the log; the 201 body. */
+  /**
+   * Reserves capacity and makes the call durable on the log; the 201 body. When the publish surely
+   * failed, the reservation goes back if this attempt made it and `mayGiveBack` agrees (a keyed
+   * request's other attempts may be publishing the same call).
+   */
   const accept = async (
     owner: KeyOwner,
     { submission, warnings }: Extract<NormaliseResult, { ok: true }>,
     callId: string,
     log: FastifyBaseLogger,
+    mayGiveBack: () => Promise<boolean> = async () => true,
   ): Promise<SubmissionAccepted> => {
     const team = deps.teams.directoryTeam(owner.teamId);
     if (!team) throw new ProblemError('API_KEY_INVALID', 'The team of this API key no longer exists.');
@@ -211,10 +216,12 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
         log.warn({ err: error, callId, teamId: owner.teamId }, 'publish outcome unknown: reservation kept');
         throw error;
       }
-      // Nothing reached the log: give the capacity back before answering 503.
-      await deps.teams
-        .release(owner.teamId, callId)
-        .catch((releaseError: unknown) => log.error({ err: releaseError, callId }, 'capacity release failed'));
+      // Nothing of this attempt reached the log: give its capacity back before answering 503. A
+      // reservation it found (an earlier attempt's, whose record may be on the log) stays.
+      if (reservation.reserved && (await mayGiveBack()))
+        await deps.teams
+          .release(owner.teamId, callId)
+          .catch((releaseError: unknown) => log.error({ err: releaseError, callId }, 'capacity release failed'));
       throw error instanceof EventLogUnavailableError
         ? error
         : new EventLogUnavailableError('the event log did not take the call', { cause: error });
@@ -270,11 +277,13 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
           const key = readIdempotencyKey(idempotencyKey);
           const id = `${owner.keyId}-${sha256(key).slice(0, 32)}`;
           const newCall = newCallId();
+          const attempt = randomUUID();
           const claimed = await idempotency.handle(id, {
             type: 'Claim',
             bodyHash: sha256(rawBodyOf(request) ?? JSON.stringify(request.body)),
             now: now().toISOString(),
             callId: newCall,
+            attempt,
           });
           if (claimed.state.status === 'stored') {
             return reply
@@ -284,6 +293,26 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
           }
           const callId = (claimed.state.status === 'claimed' && claimed.state.callId) || callIdForKey(id);
           const tookOver = callId !== newCall;
+          /**
+           * Releases the key of a request that ends without a 201, once: whether the key was still
+           * this attempt's (false when a later attempt took it over, or the release failed).
+           */
+          let released: Promise<boolean> | undefined;
+          let takenOver = false;
+          const releaseKey = (callMayExist: boolean): Promise<boolean> =>
+            (released ??= idempotency
+              .handle(id, { type: 'Release', now: now().toISOString(), outcomeUnknown: callMayExist, attempt })
+              .then(
+                ({ events }) => {
+                  // Not released: another attempt holds the key, or has answered for it.
+                  takenOver = events.length === 0;
+                  return events.length > 0;
+                },
+                (e: unknown) => {
+                  request.log.error({ err: e }, 'idempotency release failed');
+                  return false;
+                },
+              ));
           let accepted: SubmissionAccepted;
           let replayed: boolean;
           try {
@@ -294,15 +323,27 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
             replayed = tookOver && (await callStored(callId));
             accepted = replayed
               ? acceptedBody(callId, normalised.warnings)
-              : await accept(owner, normalised, callId, request.log);
+              : await accept(
+                  owner,
+                  normalised,
+                  callId,
+                  request.log,
+                  // The key first: while this attempt still holds it, no other attempt publishes the call.
+                  async () => !tookOver && (await releaseKey(false)),
+                );
           } catch (error) {
             // No 201: free the key so that a retry of this request runs for real (the same call id).
             // The call may exist when this publish's outcome is unknown, or when this claim took
             // over from an attempt that may have published it: the key then stays bound to it.
-            const outcomeUnknown = tookOver || (isBackendUnavailable(error) && error.outcomeUnknown);
-            await idempotency
-              .handle(id, { type: 'Release', now: now().toISOString(), outcomeUnknown })
-              .catch((e: unknown) => request.log.error({ err: e }, 'idempotency release failed'));
+            const outcomeUnknown = isBackendUnavailable(error) && error.outcomeUnknown;
+            await releaseKey(tookOver || outcomeUnknown);
+            // Another attempt of this request, earlier or later, may have put the call on the log:
+            // the 503 must not say that nothing was accepted.
+            if (isBackendUnavailable(error) && !outcomeUnknown && (tookOver || takenOver))
+              throw new EventLogUnavailableError('another attempt of this request may have published the call', {
+                cause: error,
+                outcomeUnknown: true,
+              });
             throw error;
           }
           try {
@@ -311,6 +352,7 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
               status: 201,
               body: accepted,
               now: now().toISOString(),
+              attempt,
             });
           } catch (error) {
             // The call is on the log: it is accepted. A retry after the claim's lease submits the same call id again.

@@ -45,7 +45,10 @@ export const overriding = <T extends object>(target: T, overrides: Partial<Recor
     },
   });
 
-export const openEmbeddedIngress = async (wrap: PortWrapper = () => ({})): Promise<EmbeddedIngress> => {
+export const openEmbeddedIngress = async (
+  wrap: PortWrapper = () => ({}),
+  options: { now?: () => Date } = {},
+): Promise<EmbeddedIngress> => {
   const dir = tempDir();
   const opened = openSqlite(dir.path);
   const eventStore = createSqliteEventStore(opened.db);
@@ -56,7 +59,7 @@ export const openEmbeddedIngress = async (wrap: PortWrapper = () => ({})): Promi
   // As `npm start` runs: the reservation's commit is made durable by the publish's sync, unless a
   // test replaced the log or the store.
   const publishCoversStore = wrapped.eventLog === undefined && wrapped.eventStore === undefined;
-  const h = await createHarness({ eventStore, eventLog, readModels, ...wrapped, publishCoversStore });
+  const h = await createHarness({ eventStore, eventLog, readModels, ...wrapped, publishCoversStore, now: options.now });
   return {
     h,
     eventStore,

@@ -136,14 +136,15 @@ export class TeamService {
   /**
    * Reserves a call's estimate; throws DomainError CAPACITY_EXHAUSTED when nothing is left. With
    * `deferDurability` it resolves once committed, for a caller whose next write (the call's
-   * publish) is durable and covers it.
+   * publish) is durable and covers it. `reserved` is false when the call held a reservation
+   * already (an earlier attempt's).
    */
   async reserve(
     teamId: string,
     callId: string,
     minutes: number,
     options: HandleOptions = {},
-  ): Promise<CapacityView & { autoRechargedMinutes: number }> {
+  ): Promise<CapacityView & { autoRechargedMinutes: number; reserved: boolean }> {
     const { state, events } = await this.run(
       teamId,
       { type: 'ReserveCapacity', callId, minutes, now: this.now().toISOString() },
@@ -153,6 +154,7 @@ export class TeamService {
     return {
       ...this.capacity(state as ActiveTeam),
       autoRechargedMinutes: reserved?.type === 'CapacityReserved' ? reserved.data.autoRechargedMinutes : 0,
+      reserved: reserved !== undefined,
     };
   }
 

@@ -12,6 +12,10 @@
  * claim that takes over from an earlier request (its lease ran out, or its publish had an unknown
  * outcome) keeps that request's call id, so every attempt of one request submits one call. A key
  * used again after the window is a new request and names a new call.
+ *
+ * The claim also names its attempt: once another attempt has taken the claim over, a late answer
+ * of the one before (its release, or its response) changes nothing, since the call is now the
+ * other attempt's to accept.
  */
 import { Type } from '@sinclair/typebox';
 import { DomainError, type Decider } from '../decider.ts';
@@ -23,23 +27,26 @@ export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
 export const IDEMPOTENCY_CLAIM_LEASE_MS = 30_000;
 
 export type IdempotencyEvent =
-  /** `callId` is absent from claims stored before the claim named its call: see `callIdOf`. */
-  | { type: 'IdempotencyKeyClaimed'; data: { bodyHash: string; at: string; callId?: string } }
+  /**
+   * `callId` and `attempt` are absent from claims stored before claims named them: the ingress then
+   * derives the call id from the key, and any attempt may answer for the claim.
+   */
+  | { type: 'IdempotencyKeyClaimed'; data: { bodyHash: string; at: string; callId?: string; attempt?: string } }
   | { type: 'IdempotentResponseStored'; data: { status: number; body: unknown; at: string } }
   | { type: 'IdempotencyKeyReleased'; data: { at: string; outcomeUnknown?: boolean } };
 
 export type IdempotencyState =
   | { status: 'free' }
-  | { status: 'claimed'; bodyHash: string; at: string; callId?: string }
+  | { status: 'claimed'; bodyHash: string; at: string; callId?: string; attempt?: string }
   /** Released after a publish that may have been written: free for the same body only. */
   | { status: 'uncertain'; bodyHash: string; at: string; callId?: string }
   | { status: 'stored'; bodyHash: string; at: string; response: { status: number; body: unknown } };
 
 export type IdempotencyCommand =
-  /** `callId`: the call this request submits if the key is free. */
-  | { type: 'Claim'; bodyHash: string; now: string; callId: string }
-  | { type: 'StoreResponse'; status: number; body: unknown; now: string }
-  | { type: 'Release'; now: string; outcomeUnknown?: boolean };
+  /** `callId`: the call this request submits if the key is free; `attempt`: this request's own id. */
+  | { type: 'Claim'; bodyHash: string; now: string; callId: string; attempt: string }
+  | { type: 'StoreResponse'; status: number; body: unknown; now: string; attempt: string }
+  | { type: 'Release'; now: string; outcomeUnknown?: boolean; attempt: string };
 
 export const IDEMPOTENCY_ERROR_CODES = [
   'IDEMPOTENCY_KEY_REUSED',
@@ -53,6 +60,10 @@ export const current = (state: IdempotencyState, now: string): IdempotencyState 
     ? { status: 'free' }
     : state;
 
+/** Whether another attempt than `attempt` holds the claim now (a claim that names none: no). */
+const takenOver = (claim: Extract<IdempotencyState, { status: 'claimed' }>, attempt: string): boolean =>
+  claim.attempt !== undefined && claim.attempt !== attempt;
+
 const decide = (command: IdempotencyCommand, stored: IdempotencyState): IdempotencyEvent[] => {
   switch (command.type) {
     case 'Claim': {
@@ -60,7 +71,12 @@ const decide = (command: IdempotencyCommand, stored: IdempotencyState): Idempote
       const claim = (callId: string | undefined): IdempotencyEvent[] => [
         {
           type: 'IdempotencyKeyClaimed',
-          data: { bodyHash: command.bodyHash, at: command.now, ...(callId === undefined ? {} : { callId }) },
+          data: {
+            bodyHash: command.bodyHash,
+            at: command.now,
+            ...(callId === undefined ? {} : { callId }),
+            attempt: command.attempt,
+          },
         },
       ];
       if (state.status === 'free') return claim(command.callId);
@@ -77,11 +93,12 @@ const decide = (command: IdempotencyCommand, stored: IdempotencyState): Idempote
     case 'StoreResponse':
       if (stored.status !== 'claimed')
         throw new DomainError('IDEMPOTENCY_KEY_NOT_CLAIMED', 'no claim to store a response for');
+      if (takenOver(stored, command.attempt)) return [];
       return [
         { type: 'IdempotentResponseStored', data: { status: command.status, body: command.body, at: command.now } },
       ];
     case 'Release':
-      if (stored.status !== 'claimed') return [];
+      if (stored.status !== 'claimed' || takenOver(stored, command.attempt)) return [];
       return [
         {
           type: 'IdempotencyKeyReleased',
@@ -98,8 +115,14 @@ const decide = (command: IdempotencyCommand, stored: IdempotencyState): Idempote
 const evolve = (state: IdempotencyState, event: IdempotencyEvent): IdempotencyState => {
   switch (event.type) {
     case 'IdempotencyKeyClaimed': {
-      const { bodyHash, at, callId } = event.data;
-      return callId === undefined ? { status: 'claimed', bodyHash, at } : { status: 'claimed', bodyHash, at, callId };
+      const { bodyHash, at, callId, attempt } = event.data;
+      return {
+        status: 'claimed',
+        bodyHash,
+        at,
+        ...(callId === undefined ? {} : { callId }),
+        ...(attempt === undefined ? {} : { attempt }),
+      };
     }
     case 'IdempotentResponseStored':
       return state.status === 'claimed'
@@ -112,7 +135,12 @@ const evolve = (state: IdempotencyState, event: IdempotencyEvent): IdempotencySt
         : state;
     case 'IdempotencyKeyReleased':
       return event.data.outcomeUnknown && state.status === 'claimed'
-        ? { ...state, status: 'uncertain' }
+        ? {
+            status: 'uncertain',
+            bodyHash: state.bodyHash,
+            at: state.at,
+            ...(state.callId === undefined ? {} : { callId: state.callId }),
+          }
         : { status: 'free' };
   }
 };
@@ -128,7 +156,12 @@ const Instant = Type.String({ format: 'date-time' });
 /** The catalogue of category `idempotency` (docs/decisions/0016-event-catalogues-and-upcasting.md); every type at version 1. */
 export const idempotencyEvents: EventCatalogue<IdempotencyEvent> = eventCatalogue<IdempotencyEvent>('idempotency', {
   IdempotencyKeyClaimed: {
-    schema: Type.Object({ bodyHash: Type.String(), at: Instant, callId: Type.Optional(Type.String()) }),
+    schema: Type.Object({
+      bodyHash: Type.String(),
+      at: Instant,
+      callId: Type.Optional(Type.String()),
+      attempt: Type.Optional(Type.String()),
+    }),
   },
   IdempotentResponseStored: { schema: Type.Object({ status: Type.Integer(), body: Type.Unknown(), at: Instant }) },
   IdempotencyKeyReleased: { schema: Type.Object({ at: Instant, outcomeUnknown: Type.Optional(Type.Boolean()) }) },

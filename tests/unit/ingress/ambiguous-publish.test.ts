@@ -15,13 +15,24 @@ import { idempotencyStreamId } from '../../../shared/domain/idempotency/idempote
 import { callIdForKey } from '../../../services/ingress/ingest-route.ts';
 import { startOrphanSweep } from '../../../services/ingress/teams/orphan-reservations.ts';
 import { type EmbeddedIngress, openEmbeddedIngress, overriding } from '../../support/embedded-ingress.ts';
+import { type Deferred, deferred } from '../../support/deferred.ts';
+import { IDEMPOTENCY_CLAIM_LEASE_MS } from '../../../shared/domain/idempotency/idempotency-decider.ts';
 import type { Harness } from '../../support/ingress-harness.ts';
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 const TRANSCRIPT = 'Rep: Hello Dana, thanks for joining.\nDana: Happy to be here.';
 
-/** `written`: the records reach the log, then the publish fails all the same (a lost acknowledgement). */
-const faults = { publish: undefined as undefined | 'written-unconfirmed' | 'not-sent', storeResponse: false };
+/**
+ * `written-unconfirmed`: the records reach the log, then the publish fails all the same (a lost
+ * acknowledgement). `gate`: the next publish waits for it, then fails as "not sent" if it rejects.
+ */
+const faults = {
+  publish: undefined as undefined | 'written-unconfirmed' | 'not-sent',
+  storeResponse: false,
+  gate: undefined as undefined | { entered: Deferred<void>; release: Deferred<void> },
+};
+/** How far the ingress's clock runs ahead of the wall clock. */
+let ahead = 0;
 
 describe('ambiguous publishes, Idempotency-Key retries and orphaned reservations', () => {
   let embedded: EmbeddedIngress;
@@ -30,23 +41,35 @@ describe('ambiguous publishes, Idempotency-Key retries and orphaned reservations
   let h: Harness;
 
   before(async () => {
-    embedded = await openEmbeddedIngress(({ eventStore: store, eventLog: log }) => ({
-      eventLog: overriding(log, {
-        publish: async (...args: Parameters<EventLog['publish']>) => {
-          if (faults.publish === 'not-sent') throw new EventLogUnavailableError('broker refused the connection (test)');
-          const positions = await log.publish(...args);
-          if (faults.publish === 'written-unconfirmed')
-            throw new EventLogUnavailableError('no acknowledgement in time (test)', { outcomeUnknown: true });
-          return positions;
-        },
+    embedded = await openEmbeddedIngress(
+      ({ eventStore: store, eventLog: log }) => ({
+        eventLog: overriding(log, {
+          publish: async (...args: Parameters<EventLog['publish']>) => {
+            const gate = faults.gate;
+            if (gate) {
+              faults.gate = undefined;
+              gate.entered.resolve();
+              await gate.release.promise.catch((error: unknown) => {
+                throw new EventLogUnavailableError('broker refused the connection (test)', { cause: error });
+              });
+            }
+            if (faults.publish === 'not-sent')
+              throw new EventLogUnavailableError('broker refused the connection (test)');
+            const positions = await log.publish(...args);
+            if (faults.publish === 'written-unconfirmed')
+              throw new EventLogUnavailableError('no acknowledgement in time (test)', { outcomeUnknown: true });
+            return positions;
+          },
+        }),
+        eventStore: overriding(store, {
+          append: (...args: Parameters<EventStore['append']>) =>
+            faults.storeResponse && args[1].some((e) => e.type === 'IdempotentResponseStored')
+              ? Promise.reject(new EventStoreUnavailableError('store down (test)'))
+              : store.append(...args),
+        }),
       }),
-      eventStore: overriding(store, {
-        append: (...args: Parameters<EventStore['append']>) =>
-          faults.storeResponse && args[1].some((e) => e.type === 'IdempotentResponseStored')
-            ? Promise.reject(new EventStoreUnavailableError('store down (test)'))
-            : store.append(...args),
-      }),
-    }));
+      { now: () => new Date(Date.now() + ahead) },
+    );
     ({ h, eventStore, eventLog } = embedded);
   });
 
@@ -91,7 +114,7 @@ describe('ambiguous publishes, Idempotency-Key retries and orphaned reservations
   });
 
   test('a retry of an unknown outcome whose own publish surely failed keeps the key bound to the call that may exist', async () => {
-    const { key } = await h.team();
+    const { key, teamId } = await h.team();
     const body = { transcript: TRANSCRIPT, callTitle: 'bound' };
     const attempt = async (fault: typeof faults.publish, sent = body) => {
       faults.publish = fault;
@@ -101,9 +124,20 @@ describe('ambiguous publishes, Idempotency-Key retries and orphaned reservations
         faults.publish = undefined;
       }
     };
+    const before = await capacity(teamId);
     assert.equal((await attempt('written-unconfirmed')).statusCode, 503);
     const failed = await attempt('not-sent');
     assert.equal(failed.statusCode, 503, failed.body);
+    assert.match(
+      failed.json<{ detail: string }>().detail,
+      /may have been accepted/,
+      'the first attempt may have landed',
+    );
+    assert.equal(
+      (await capacity(teamId)).reservedCalls,
+      before.reservedCalls + 1,
+      "the first attempt's reservation stays: its record is on the log",
+    );
     assert.equal((await attempt(undefined, { ...body, callTitle: 'other' })).statusCode, 422);
     const retry = await attempt(undefined);
     assert.equal(retry.statusCode, 201, retry.body);
@@ -112,6 +146,39 @@ describe('ambiguous publishes, Idempotency-Key retries and orphaned reservations
       2,
       'the first attempt and this one',
     );
+  });
+
+  test('an attempt that outlives its lease leaves the attempt that took over alone: its reservation, its key, its 201', async () => {
+    const { key, teamId } = await h.team();
+    const before = await capacity(teamId);
+    const body = { transcript: TRANSCRIPT, callTitle: 'slow' };
+    const gate = { entered: deferred(), release: deferred() };
+    faults.gate = gate;
+    const slow = h.ingest({ key, body, headers: { 'idempotency-key': 'sync-6' } });
+    await gate.entered.promise;
+    ahead = IDEMPOTENCY_CLAIM_LEASE_MS;
+    let retry;
+    try {
+      retry = await h.ingest({ key, body, headers: { 'idempotency-key': 'sync-6' } });
+    } finally {
+      ahead = 0;
+    }
+    assert.equal(retry.statusCode, 201, retry.body);
+    const { callId } = retry.json<{ callId: string }>();
+    gate.release.reject(new Error('the slow attempt gives up (test)'));
+    const late = await slow;
+    assert.equal(late.statusCode, 503, late.body);
+    assert.match(late.json<{ detail: string }>().detail, /may have been accepted/);
+    assert.equal(
+      (await capacity(teamId)).reservedCalls,
+      before.reservedCalls + 1,
+      'the call on the log keeps its reservation',
+    );
+    const again = await h.ingest({ key, body, headers: { 'idempotency-key': 'sync-6' } });
+    assert.equal(again.statusCode, 201, again.body);
+    assert.equal(again.headers['idempotent-replayed'], 'true');
+    assert.equal(again.json<{ callId: string }>().callId, callId);
+    assert.equal((await recordsOf(callId)).length, 1);
   });
 
   test('a claim stored before claims named their call: the retry after its lease submits the call the key derives', async () => {

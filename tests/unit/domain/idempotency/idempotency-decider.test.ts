@@ -9,20 +9,29 @@ import { deciderSpec } from '../../../support/decider-spec.ts';
 
 const { given } = deciderSpec(idempotencyDecider);
 const T0 = '2026-11-20T10:00:00.000Z';
-const claimed: IdempotencyEvent = { type: 'IdempotencyKeyClaimed', data: { bodyHash: 'h1', at: T0, callId: 'c1' } };
+const claimed: IdempotencyEvent = {
+  type: 'IdempotencyKeyClaimed',
+  data: { bodyHash: 'h1', at: T0, callId: 'c1', attempt: 'a1' },
+};
 const stored: IdempotencyEvent = {
   type: 'IdempotentResponseStored',
   data: { status: 201, body: { callId: 'c1' }, at: T0 },
 };
 
 test('the first request with a key claims it for the call it proposes', () => {
-  given([]).when({ type: 'Claim', bodyHash: 'h1', now: T0, callId: 'c1' }).then([claimed]);
-  assert.deepEqual(given([claimed]).state(), { status: 'claimed', bodyHash: 'h1', at: T0, callId: 'c1' });
+  given([]).when({ type: 'Claim', bodyHash: 'h1', now: T0, callId: 'c1', attempt: 'a1' }).then([claimed]);
+  assert.deepEqual(given([claimed]).state(), {
+    status: 'claimed',
+    bodyHash: 'h1',
+    at: T0,
+    callId: 'c1',
+    attempt: 'a1',
+  });
 });
 
 test('the same key and body after the response is stored: nothing to do, the stored response is replayed', () => {
   const state = given([claimed, stored])
-    .when({ type: 'Claim', bodyHash: 'h1', now: '2026-11-20T12:00:00.000Z', callId: 'c-new' })
+    .when({ type: 'Claim', bodyHash: 'h1', now: '2026-11-20T12:00:00.000Z', callId: 'c-new', attempt: 'a2' })
     .stateAfter();
   assert.deepEqual(state, {
     status: 'stored',
@@ -31,31 +40,31 @@ test('the same key and body after the response is stored: nothing to do, the sto
     response: { status: 201, body: { callId: 'c1' } },
   });
   given([claimed, stored])
-    .when({ type: 'Claim', bodyHash: 'h1', now: '2026-11-20T12:00:00.000Z', callId: 'c-new' })
+    .when({ type: 'Claim', bodyHash: 'h1', now: '2026-11-20T12:00:00.000Z', callId: 'c-new', attempt: 'a2' })
     .thenNothing();
 });
 
 test('the same key with another body is refused', () => {
   given([claimed, stored])
-    .when({ type: 'Claim', bodyHash: 'h2', now: T0, callId: 'c-new' })
+    .when({ type: 'Claim', bodyHash: 'h2', now: T0, callId: 'c-new', attempt: 'a2' })
     .thenThrows('IDEMPOTENCY_KEY_REUSED');
   given([claimed])
-    .when({ type: 'Claim', bodyHash: 'h2', now: T0, callId: 'c-new' })
+    .when({ type: 'Claim', bodyHash: 'h2', now: T0, callId: 'c-new', attempt: 'a2' })
     .thenThrows('IDEMPOTENCY_KEY_REUSED');
 });
 
 test('the same key while the first request is still being handled is refused as in use', () => {
   given([claimed])
-    .when({ type: 'Claim', bodyHash: 'h1', now: T0, callId: 'c-new' })
+    .when({ type: 'Claim', bodyHash: 'h1', now: T0, callId: 'c-new', attempt: 'a2' })
     .thenThrows('IDEMPOTENCY_KEY_IN_USE');
 });
 
 test('a released key can be claimed again (the first request ended without a 201)', () => {
   const released: IdempotencyEvent = { type: 'IdempotencyKeyReleased', data: { at: T0 } };
-  given([claimed]).when({ type: 'Release', now: T0 }).then([released]);
+  given([claimed]).when({ type: 'Release', now: T0, attempt: 'a1' }).then([released]);
   given([claimed, released])
-    .when({ type: 'Claim', bodyHash: 'h2', now: T0, callId: 'c-new' })
-    .then([{ type: 'IdempotencyKeyClaimed', data: { bodyHash: 'h2', at: T0, callId: 'c-new' } }]);
+    .when({ type: 'Claim', bodyHash: 'h2', now: T0, callId: 'c-new', attempt: 'a2' })
+    .then([{ type: 'IdempotencyKeyClaimed', data: { bodyHash: 'h2', at: T0, callId: 'c-new', attempt: 'a2' } }]);
 });
 
 test('after 24 hours a key is forgotten: another body, or the same, may use it, and it names a new call', () => {
@@ -63,34 +72,38 @@ test('after 24 hours a key is forgotten: another body, or the same, may use it, 
   assert.deepEqual(current(given([claimed, stored]).state(), later), { status: 'free' });
   for (const bodyHash of ['h1', 'h2'])
     given([claimed, stored])
-      .when({ type: 'Claim', bodyHash, now: later, callId: 'c-new' })
-      .then([{ type: 'IdempotencyKeyClaimed', data: { bodyHash, at: later, callId: 'c-new' } }]);
+      .when({ type: 'Claim', bodyHash, now: later, callId: 'c-new', attempt: 'a2' })
+      .then([{ type: 'IdempotencyKeyClaimed', data: { bodyHash, at: later, callId: 'c-new', attempt: 'a2' } }]);
 });
 
 test('a response can only be stored for a claim', () => {
-  given([]).when({ type: 'StoreResponse', status: 201, body: {}, now: T0 }).thenThrows('IDEMPOTENCY_KEY_NOT_CLAIMED');
+  given([])
+    .when({ type: 'StoreResponse', status: 201, body: {}, now: T0, attempt: 'a1' })
+    .thenThrows('IDEMPOTENCY_KEY_NOT_CLAIMED');
 });
 
 test('a claim is a lease: after 30 s the same body may claim the key again (its request died); another body may not', () => {
   const afterLease = '2026-11-20T10:00:30.000Z';
   given([claimed])
-    .when({ type: 'Claim', bodyHash: 'h1', now: '2026-11-20T10:00:29.999Z', callId: 'c-new' })
+    .when({ type: 'Claim', bodyHash: 'h1', now: '2026-11-20T10:00:29.999Z', callId: 'c-new', attempt: 'a2' })
     .thenThrows('IDEMPOTENCY_KEY_IN_USE');
   given([claimed])
-    .when({ type: 'Claim', bodyHash: 'h1', now: afterLease, callId: 'c-new' })
-    .then([{ type: 'IdempotencyKeyClaimed', data: { bodyHash: 'h1', at: afterLease, callId: 'c1' } }]);
+    .when({ type: 'Claim', bodyHash: 'h1', now: afterLease, callId: 'c-new', attempt: 'a2' })
+    .then([{ type: 'IdempotencyKeyClaimed', data: { bodyHash: 'h1', at: afterLease, callId: 'c1', attempt: 'a2' } }]);
   given([claimed])
-    .when({ type: 'Claim', bodyHash: 'h2', now: afterLease, callId: 'c-new' })
+    .when({ type: 'Claim', bodyHash: 'h2', now: afterLease, callId: 'c-new', attempt: 'a2' })
     .thenThrows('IDEMPOTENCY_KEY_REUSED');
 });
 
 test('a release after a publish of unknown outcome keeps the body: the same body claims again at once, another is refused', () => {
   const uncertain: IdempotencyEvent = { type: 'IdempotencyKeyReleased', data: { at: T0, outcomeUnknown: true } };
-  given([claimed]).when({ type: 'Release', now: T0, outcomeUnknown: true }).then([uncertain]);
+  given([claimed]).when({ type: 'Release', now: T0, outcomeUnknown: true, attempt: 'a1' }).then([uncertain]);
   assert.deepEqual(given([claimed, uncertain]).state(), { status: 'uncertain', bodyHash: 'h1', at: T0, callId: 'c1' });
-  given([claimed, uncertain]).when({ type: 'Claim', bodyHash: 'h1', now: T0, callId: 'c-new' }).then([claimed]);
   given([claimed, uncertain])
-    .when({ type: 'Claim', bodyHash: 'h2', now: T0, callId: 'c-new' })
+    .when({ type: 'Claim', bodyHash: 'h1', now: T0, callId: 'c-new', attempt: 'a2' })
+    .then([{ type: 'IdempotencyKeyClaimed', data: { bodyHash: 'h1', at: T0, callId: 'c1', attempt: 'a2' } }]);
+  given([claimed, uncertain])
+    .when({ type: 'Claim', bodyHash: 'h2', now: T0, callId: 'c-new', attempt: 'a2' })
     .thenThrows('IDEMPOTENCY_KEY_REUSED');
 });
 
@@ -98,12 +111,32 @@ test('a claim that takes over keeps the call of the claim before it (which may e
   const uncertain: IdempotencyEvent = { type: 'IdempotencyKeyReleased', data: { at: T0, outcomeUnknown: true } };
   const afterLease = '2026-11-20T10:01:00.000Z';
   given([claimed, uncertain])
-    .when({ type: 'Claim', bodyHash: 'h1', now: afterLease, callId: 'c-new' })
-    .then([{ type: 'IdempotencyKeyClaimed', data: { bodyHash: 'h1', at: afterLease, callId: 'c1' } }]);
+    .when({ type: 'Claim', bodyHash: 'h1', now: afterLease, callId: 'c-new', attempt: 'a2' })
+    .then([{ type: 'IdempotencyKeyClaimed', data: { bodyHash: 'h1', at: afterLease, callId: 'c1', attempt: 'a2' } }]);
   // Stored before claims named their call: the takeover names none either (the ingress then derives it from the key).
   const unnamed: IdempotencyEvent = { type: 'IdempotencyKeyClaimed', data: { bodyHash: 'h1', at: T0 } };
   given([unnamed])
-    .when({ type: 'Claim', bodyHash: 'h1', now: afterLease, callId: 'c-new' })
-    .then([{ type: 'IdempotencyKeyClaimed', data: { bodyHash: 'h1', at: afterLease } }]);
+    .when({ type: 'Claim', bodyHash: 'h1', now: afterLease, callId: 'c-new', attempt: 'a2' })
+    .then([{ type: 'IdempotencyKeyClaimed', data: { bodyHash: 'h1', at: afterLease, attempt: 'a2' } }]);
   assert.deepEqual(given([unnamed]).state(), { status: 'claimed', bodyHash: 'h1', at: T0 });
+});
+
+test('once another attempt took the claim over, a late release or response of the one before changes nothing', () => {
+  const afterLease = '2026-11-20T10:00:30.000Z';
+  const takeover: IdempotencyEvent = {
+    type: 'IdempotencyKeyClaimed',
+    data: { bodyHash: 'h1', at: afterLease, callId: 'c1', attempt: 'a2' },
+  };
+  given([claimed, takeover]).when({ type: 'Release', now: afterLease, attempt: 'a1' }).thenNothing();
+  given([claimed, takeover])
+    .when({ type: 'StoreResponse', status: 201, body: {}, now: afterLease, attempt: 'a1' })
+    .thenNothing();
+  given([claimed, takeover])
+    .when({ type: 'Release', now: afterLease, attempt: 'a2' })
+    .then([{ type: 'IdempotencyKeyReleased', data: { at: afterLease } }]);
+  // A claim that names no attempt (stored before claims did) is any attempt's to answer for.
+  const unnamed: IdempotencyEvent = { type: 'IdempotencyKeyClaimed', data: { bodyHash: 'h1', at: T0 } };
+  given([unnamed])
+    .when({ type: 'Release', now: T0, attempt: 'a9' })
+    .then([{ type: 'IdempotencyKeyReleased', data: { at: T0 } }]);
 });

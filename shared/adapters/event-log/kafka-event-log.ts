@@ -175,7 +175,8 @@ const nothingSent = (error: unknown): boolean => {
   );
 };
 
-class KafkaEventLog implements EventLog {
+/** The log over connected kafkajs clients; exported for the tests of its publish path. */
+export class KafkaEventLog implements EventLog {
   private readonly partitionCounts = new Map<string, number>();
   private readonly consumers = new Set<KafkaConsumer>();
   private readonly publisher: GroupCommit<PublishRequest, RecordPosition[]>;
@@ -347,19 +348,25 @@ class KafkaEventLog implements EventLog {
    * One produce request for every publish of the batch. Partitions are chosen here (murmur2),
    * so each record's offset is its partition's base offset plus its place in that partition.
    */
-  private async send(all: PublishRequest[]): Promise<Array<RecordPosition[] | Error>> {
-    // A publish whose deadline passed while it waited is never sent: its caller was told so.
-    const live = all.filter((item) => !item.progress.abandoned);
+  private send(all: PublishRequest[]): Promise<Array<RecordPosition[] | Error>> {
+    return this.produce(all);
+  }
+
+  /** One produce request for `items` still within their deadline; one outcome per item. */
+  private async produce(items: PublishRequest[]): Promise<Array<RecordPosition[] | Error>> {
+    if (this.producerBroken) await this.replaceProducer();
+    // A publish whose deadline passed while it waited (for its turn, or for a new producer to
+    // connect) is never sent: its caller was told "nothing was sent". Checked and marked sent in
+    // one step, with no await between, so the deadline cannot fall between the two.
+    const live = items.filter((item) => !item.progress.abandoned);
     const outcomes = new Map<PublishRequest, RecordPosition[] | Error>();
-    if (live.length > 0) (await this.produce(live)).forEach((outcome, i) => outcomes.set(live[i]!, outcome));
-    return all.map(
+    if (live.length > 0) (await this.produceNow(live)).forEach((outcome, i) => outcomes.set(live[i]!, outcome));
+    return items.map(
       (item) => outcomes.get(item) ?? new EventLogUnavailableError('publish abandoned after its deadline'),
     );
   }
 
-  /** One produce request for `items`; one outcome per item. */
-  private async produce(items: PublishRequest[]): Promise<Array<RecordPosition[] | Error>> {
-    if (this.producerBroken) await this.replaceProducer();
+  private async produceNow(items: PublishRequest[]): Promise<Array<RecordPosition[] | Error>> {
     for (const item of items) item.progress.sent = true;
     const byTopic = new Map<string, kafkajs.Message[]>();
     const placed = items.map(({ topic, records, partitions }) => {

@@ -25,6 +25,9 @@ describe('PostgreSQL error classifier', () => {
     ['53000', 'insufficient resources'],
     ['53100', 'disk full'],
     ['53300', 'too many connections'],
+    ['25006', 'read-only transaction (a demoted primary after a failover)'],
+    ['57014', 'query canceled (statement timeout)'],
+    ['55P03', 'lock not available (lock timeout)'],
     ['40001', 'serialization failure'],
     ['40P01', 'deadlock detected'],
   ]) {
@@ -55,7 +58,6 @@ describe('PostgreSQL error classifier', () => {
     ['23505', 'unique violation'],
     ['42P01', 'undefined table'],
     ['42601', 'syntax error'],
-    ['57014', 'query canceled'],
   ]) {
     test(`not retriable: SQLSTATE ${code} (${meaning})`, () =>
       assert.equal(isRetriablePgError(serverError(code!)), false));

@@ -157,8 +157,13 @@ export const createCallPipeline = (deps: PipelineDeps) => {
       undefined,
       teamWrite,
     );
-  const releaseCapacity = (call: { callId: string; submitted: { teamId: string } }) =>
-    teams.handle(call.submitted.teamId, { type: 'ReleaseCapacity', callId: call.callId }, undefined, teamWrite);
+  const releaseCapacity = (call: { callId: string; submitted: { teamId: string } }, callMayStillRun = false) =>
+    teams.handle(
+      call.submitted.teamId,
+      { type: 'ReleaseCapacity', callId: call.callId, ...(callMayStillRun ? { callMayStillRun } : {}) },
+      undefined,
+      teamWrite,
+    );
 
   /** Length of an inline-transcript call: its duration corrected by the transcript, else the transcript estimate. */
   const inlineSeconds = (call: PendingCall): number | null => {
@@ -524,11 +529,23 @@ export const createCallPipeline = (deps: PipelineDeps) => {
       }
     },
 
-    /** Fails a pending call whose deadline has passed; nothing for a finished one. */
+    /**
+     * Fails a pending call whose deadline has passed; nothing for a finished one. The timer races
+     * the call's actor, and each changes the capacity before it appends the call's end (two
+     * streams, two writes): a call with every step recorded is completed instead (its actor may
+     * have settled it already, its CallCompleted not stored yet), and a released reservation is
+     * charged all the same should the actor complete the call after all.
+     */
     async timeOut(callId: string): Promise<CallState> {
       const { state } = await calls.load(callId);
-      if (state.status === 'pending' && Date.parse(deadlineOf(state, deps.processingTimeoutMs)) <= Date.parse(now()))
-        await releaseCapacity(state);
+      if (state.status === 'pending' && Date.parse(deadlineOf(state, deps.processingTimeoutMs)) <= Date.parse(now())) {
+        if (nextStep(state) === 'complete') {
+          await settleCapacity(state, state.transcript?.durationSeconds ?? null);
+          await record(state, { type: 'CompleteCall', now: now() });
+          return (await calls.load(callId)).state;
+        }
+        await releaseCapacity(state, true);
+      }
       const metadata =
         state.status === 'absent'
           ? undefined

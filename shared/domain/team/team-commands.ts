@@ -27,7 +27,12 @@ export type ReserveCapacity = { type: 'ReserveCapacity'; callId: string; minutes
 /** The call's real length is known. */
 export type SettleCapacity = { type: 'SettleCapacity'; callId: string; actualMinutes: number };
 /** The call was never taken (its submission did not reach the log): give the reservation back. */
-export type ReleaseCapacity = { type: 'ReleaseCapacity'; callId: string };
+/**
+ * Gives a call's reservation back. `callMayStillRun`: the call is failed for a reason of its own
+ * (its deadline passed) while its processing may yet end; should it complete after all, it is
+ * charged in full, as an orphaned one is.
+ */
+export type ReleaseCapacity = { type: 'ReleaseCapacity'; callId: string; callMayStillRun?: boolean };
 /**
  * A reservation made at or before `reservedBefore` whose call is in no stream (its ingest died
  * between reserving and publishing, or its publish never landed): give it back, and remember the

@@ -124,7 +124,15 @@ const decideOnActive = (command: Exclude<TeamCommand, { type: 'CreateTeam' }>, t
     case 'ReleaseCapacity': {
       const reservation = team.reservations.get(command.callId);
       if (reservation === undefined) return [];
-      return [{ type: 'CapacityReleased', data: { callId: command.callId, minutes: reservation.minutes } }];
+      const { callId, callMayStillRun } = command;
+      return [
+        {
+          type: 'CapacityReleased',
+          data: callMayStillRun
+            ? { callId, minutes: reservation.minutes, orphaned: true }
+            : { callId, minutes: reservation.minutes },
+        },
+      ];
     }
     case 'ReleaseOrphanedReservation': {
       const reservation = team.reservations.get(command.callId);

@@ -35,7 +35,8 @@ export type CapacitySettled = {
 };
 /**
  * The whole reservation goes back: the call never made it onto the log, or (`orphaned`) no call
- * appeared within the orphan window; such a call is still charged if it is processed later.
+ * appeared within the orphan window, or it was timed out while its processing could still end;
+ * such a call is still charged if it completes later.
  */
 export type CapacityReleased = {
   type: 'CapacityReleased';

@@ -60,3 +60,22 @@ test('a plainly released call is not charged when it settles (it never ran)', ()
     .when({ type: 'SettleCapacity', callId: 'c1', actualMinutes: 12 })
     .thenNothing();
 });
+
+test('a reservation released while its call may still run (timed out) is charged in full if the call completes after all', () => {
+  const release = given([teamCreated(600), reservedAt('c1', 30)]).when({
+    type: 'ReleaseCapacity',
+    callId: 'c1',
+    callMayStillRun: true,
+  });
+  release.then([orphanReleased('c1', 30)]);
+  const settle = given([teamCreated(600), reservedAt('c1', 30), orphanReleased('c1', 30)]).when({
+    type: 'SettleCapacity',
+    callId: 'c1',
+    actualMinutes: 12,
+  });
+  settle.then([{ type: 'CapacitySettled', data: { callId: 'c1', reservedMinutes: 0, actualMinutes: 12 } }]);
+  // A plain release (nothing reached the log) leaves nothing to charge.
+  given([teamCreated(600), reservedAt('c1', 30)])
+    .when({ type: 'ReleaseCapacity', callId: 'c1' })
+    .then([{ type: 'CapacityReleased', data: { callId: 'c1', minutes: 30 } }]);
+});

@@ -20,6 +20,7 @@ import { callEvents, callStreamId } from '../../shared/domain/call/call-catalogu
 import { isDomainError } from '../../shared/domain/decider.ts';
 import { correctDuration, countWords, estimateSpokenSeconds } from '../../shared/domain/submission/duration.ts';
 import { minutesForSeconds } from '../../shared/domain/team/capacity.ts';
+import type { TeamCommand } from '../../shared/domain/team/team-commands.ts';
 import { toStorable } from '../../shared/domain/submission/storable-text.ts';
 import { segmentsFromText } from '../../shared/domain/transcript/transcript-segments.ts';
 import type { Analyser } from '../../shared/ports/analyser.ts';
@@ -145,25 +146,35 @@ export const createCallPipeline = (deps: PipelineDeps) => {
     step === 'complete' ||
     (step === 'analyse' && deps.analyser.inProcess === true);
 
+  /**
+   * A capacity command for the call's team. A team that does not exist holds no capacity: nothing
+   * to settle or give back (a record from outside the ingress may name one), and the call still
+   * ends, instead of staying pending with its every end refused.
+   */
+  const onTeam = async (teamId: string, command: TeamCommand): Promise<void> => {
+    try {
+      await teams.handle(teamId, command, undefined, teamWrite);
+    } catch (error) {
+      if (!isDomainError(error, 'TEAM_NOT_FOUND')) throw error;
+      deps.logger.warn(
+        { teamId, callId: (command as { callId?: string }).callId },
+        'the call names no known team: no capacity to change',
+      );
+    }
+  };
   const settleCapacity = (call: PendingCall, seconds: number | null) =>
-    teams.handle(
-      call.submitted.teamId,
-      {
-        type: 'SettleCapacity',
-        callId: call.callId,
-        actualMinutes:
-          seconds === null ? call.submitted.capacity.reservedMinutes : Math.max(1, minutesForSeconds(seconds)),
-      },
-      undefined,
-      teamWrite,
-    );
+    onTeam(call.submitted.teamId, {
+      type: 'SettleCapacity',
+      callId: call.callId,
+      actualMinutes:
+        seconds === null ? call.submitted.capacity.reservedMinutes : Math.max(1, minutesForSeconds(seconds)),
+    });
   const releaseCapacity = (call: { callId: string; submitted: { teamId: string } }, callMayStillRun = false) =>
-    teams.handle(
-      call.submitted.teamId,
-      { type: 'ReleaseCapacity', callId: call.callId, ...(callMayStillRun ? { callMayStillRun } : {}) },
-      undefined,
-      teamWrite,
-    );
+    onTeam(call.submitted.teamId, {
+      type: 'ReleaseCapacity',
+      callId: call.callId,
+      ...(callMayStillRun ? { callMayStillRun } : {}),
+    });
 
   /** Length of an inline-transcript call: its duration corrected by the transcript, else the transcript estimate. */
   const inlineSeconds = (call: PendingCall): number | null => {

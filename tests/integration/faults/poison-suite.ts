@@ -119,6 +119,21 @@ export const poisonSuite = (name: string, factory: () => Promise<PoisonBackends>
         assert.equal(ready.body.components.processor?.partitions, 3, 'the member still owns every partition');
       });
 
+    test('a call that names no known team still ends, and the next call completes', async () => {
+      // A well-formed record, written as the ingress would, for a team no one created.
+      const template = await h.submitted(await submit());
+      const callId = randomUUID();
+      const value = JSON.parse(template.value) as Record<string, unknown>;
+      value.callId = callId;
+      value.teamId = `team-that-never-was-${randomUUID()}`;
+      await h.eventLog.publish(h.topics.callsSubmitted, [
+        { key: callId, value: JSON.stringify(value), headers: template.headers },
+      ]);
+      const events = await h.callEvents(callId, undefined, 20_000);
+      assert.equal(events.at(-1)?.type, 'CallCompleted', events.map((e) => e.type).join());
+      await completed(await submit());
+    });
+
     test('an outage is retried in place, never dead-lettered: the call completes once the store answers again', async () => {
       // The store refuses the first appends of one call as unavailable, then answers.
       const store = h.eventStore as EventStore & { append: EventStore['append'] };

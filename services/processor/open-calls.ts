@@ -15,6 +15,7 @@ import type {
 import { callEvents, decodeWithoutPersonal } from '../../shared/domain/call/call-catalogue.ts';
 import type { CallEvent } from '../../shared/domain/call/call-events.ts';
 import { EventDecodeError } from '../../shared/domain/event-catalogue.ts';
+import { jitteredBackoff } from '../../shared/adapters/event-log/consumer-status.ts';
 
 export interface OpenCall {
   callId: string;
@@ -66,6 +67,10 @@ export class OpenCalls {
   private position = 0n;
   private snapshotted = 0n;
   private snapshotTimer?: NodeJS.Timeout;
+  private restartTimer?: NodeJS.Timeout;
+  private stopped = false;
+  /** Failures of the feed in a row, for the pause before the next start. */
+  private failures = 0;
   private store?: EventStore;
 
   constructor(
@@ -77,6 +82,8 @@ export class OpenCalls {
       snapshotEveryMs?: number;
       /** Told of a call event of a type it folds that does not decode (it is not folded). */
       onUndecodable?: (error: EventDecodeError) => void;
+      /** Told when the feed failed; it is followed again in `retryInMs`. */
+      onFailed?: (error: unknown, retryInMs: number) => void;
     } = {},
   ) {}
 
@@ -96,7 +103,23 @@ export class OpenCalls {
       }
       this.position = this.snapshotted = snapshot.position;
     }
-    this.subscription = store.subscribeToAll({
+    this.follow(store);
+    await this.subscription!.caughtUp();
+    this.snapshotTimer = setInterval(
+      () => void this.snapshot(),
+      this.options.snapshotEveryMs ?? DEFAULT_SNAPSHOT_EVERY_MS,
+    );
+    this.snapshotTimer.unref();
+  }
+
+  /**
+   * Follows the feed from the last applied event. A subscription that fails (an error it does not
+   * retry itself) is started again from there after a growing pause, so the deadlines and the
+   * intake's resumption, which wait for this feed, never stay without it; meanwhile its status says
+   * it failed.
+   */
+  private follow(store: EventStore): void {
+    const subscription = store.subscribeToAll({
       categories: [callEvents.category],
       batchSize: 5000,
       after: this.position,
@@ -105,15 +128,26 @@ export class OpenCalls {
         this.position = events[events.length - 1]!.position;
       },
     });
-    await this.subscription.caughtUp();
-    this.snapshotTimer = setInterval(
-      () => void this.snapshot(),
-      this.options.snapshotEveryMs ?? DEFAULT_SNAPSHOT_EVERY_MS,
+    this.subscription = subscription;
+    subscription.caughtUp().then(
+      () => (this.failures = 0),
+      () => undefined,
     );
-    this.snapshotTimer.unref();
+    subscription.done.catch((error: unknown) => {
+      if (this.stopped) return;
+      this.failures++;
+      const retryInMs = jitteredBackoff(this.failures, 500, 30_000);
+      this.options.onFailed?.(error, retryInMs);
+      this.restartTimer = setTimeout(() => {
+        if (!this.stopped) this.follow(store);
+      }, retryInMs);
+      this.restartTimer.unref();
+    });
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.restartTimer);
     clearInterval(this.snapshotTimer);
     await this.subscription?.stop();
     await this.snapshot();

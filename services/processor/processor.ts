@@ -180,6 +180,8 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
           { err: error, streamId: error.streamId, revision: error.revision, field: error.field },
           'a call event does not decode: not folded into the open calls (the call history projection stops on it)',
         ),
+      onFailed: (error, retryInMs) =>
+        log.error({ err: error, retryInMs }, 'the open-calls feed failed; following it again'),
     },
   );
   await openCalls.start(options.storedEvents ?? options.eventStore);

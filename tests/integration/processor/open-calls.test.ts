@@ -13,6 +13,8 @@ import type { EventDecodeError } from '../../../shared/domain/event-catalogue.ts
 import { OpenCalls } from '../../../services/processor/open-calls.ts';
 import { submittedData } from '../../conformance/read-models-fixtures.ts';
 import { tempDir } from '../../support/temp-dir.ts';
+import { overriding } from '../../support/embedded-ingress.ts';
+import { eventually } from '../../support/eventually.ts';
 
 test('steps are not decoded; an undecodable event it folds is reported and skipped, and the open set stays right', async (t) => {
   const dir = tempDir();
@@ -62,4 +64,61 @@ test('steps are not decoded; an undecodable event it folds is reported and skipp
     [a, b].sort(),
   );
   assert.deepEqual(changes, [`opened ${a}`, `opened ${b}`, `opened ${c}`, `closed ${c}`]);
+});
+
+test('a feed that fails on an error it does not retry itself is followed again from where it stopped', async (t) => {
+  const dir = tempDir();
+  const opened = openSqlite(dir.path);
+  const store = createSqliteEventStore(opened.db);
+  t.after(async () => {
+    await store.close();
+    opened.close();
+    dir.remove();
+  });
+  const teamId = randomUUID();
+  const submit = (callId: string) =>
+    store.append(callEvents.streamId(callId), [
+      callEvents.encode({ type: 'CallSubmitted', data: submittedData({ callId, teamId }) }),
+    ]);
+  const first = randomUUID();
+  await submit(first);
+  // The feed's next batch after the start fails once with a plain error (not a backend outage).
+  let failNextRead = false;
+  const flaky = overriding(store, {
+    subscribeToAll: (options: Parameters<typeof store.subscribeToAll>[0]) =>
+      store.subscribeToAll({
+        ...options,
+        handler: async (events) => {
+          if (failNextRead) {
+            failNextRead = false;
+            throw new Error('a batch the subscription does not retry (test)');
+          }
+          return options.handler(events);
+        },
+      }),
+  });
+  const failures: unknown[] = [];
+  const tracker = new OpenCalls(() => undefined, {
+    snapshotEveryMs: 60_000,
+    onFailed: (error) => failures.push(error),
+  });
+  await tracker.start(flaky);
+  t.after(() => tracker.stop());
+  failNextRead = true;
+  const second = randomUUID();
+  await submit(second);
+  await eventually(() => assert.equal(failures.length, 1, 'the feed failed once'), { timeoutMs: 10_000 });
+  await eventually(
+    () =>
+      assert.deepEqual(
+        tracker
+          .all()
+          .map((c) => c.callId)
+          .sort(),
+        [first, second].sort(),
+      ),
+    { timeoutMs: 10_000 },
+  );
+  await tracker.caughtUp();
+  assert.equal(tracker.status().state === 'failed', false, JSON.stringify(tracker.status()));
 });

@@ -14,6 +14,8 @@ import {
   randomFillSync,
 } from 'node:crypto';
 
+import { DataKeysUnavailableError } from '../../ports/data-keys.ts';
+
 const NONCE = 12;
 const TAG = 16;
 
@@ -81,6 +83,20 @@ export const keyEncryptionKey = (secret: string): KeyObject =>
 /** A data key wrapped for storage, bound to its call. */
 export const wrapKey = (kek: CipherKey, key: Buffer, callId: string): Buffer => seal(kek, key, `data-key:${callId}`);
 
-/** A stored data key unwrapped; throws when DATA_KEY_SECRET is not the one that wrapped it. */
-export const unwrapKey = (kek: CipherKey, wrapped: Buffer, callId: string): Buffer =>
-  open(kek, wrapped, `data-key:${callId}`);
+/**
+ * A stored data key unwrapped. When it does not open, the likely cause is this process's
+ * DATA_KEY_SECRET, not the call: a process configured with another secret than the one that
+ * wrapped the keys cannot open any of them. So the failure is the key store's, and retriable: a
+ * consumer retries the record in place (its readiness says so) instead of dead-lettering every
+ * call it reads, and a request answers 503.
+ */
+export const unwrapKey = (kek: CipherKey, wrapped: Buffer, callId: string): Buffer => {
+  try {
+    return open(kek, wrapped, `data-key:${callId}`);
+  } catch (error) {
+    throw new DataKeysUnavailableError(
+      `the data key of call ${callId} does not open with this process's DATA_KEY_SECRET: every process must run with the secret that wrapped the stored keys`,
+      { cause: error },
+    );
+  }
+};

@@ -4,6 +4,7 @@ import { keyEncryptionKey } from '../../../shared/adapters/crypto/aes-gcm.ts';
 import { createSqliteDataKeys } from '../../../shared/adapters/data-keys/sqlite-data-keys.ts';
 import { openSqlite } from '../../../shared/adapters/sqlite/sqlite-database.ts';
 import { tempDir } from '../../support/temp-dir.ts';
+import { isBackendUnavailable, isRetriableError } from '../../../shared/ports/unavailable.ts';
 
 const opened = () => {
   const dir = tempDir('sqlite-data-keys-');
@@ -60,4 +61,23 @@ test('obtain gives the key another store made (it is read on the write connectio
   } finally {
     await files.close();
   }
+});
+
+test('a key that does not open with this secret is a retriable failure of the key store that names DATA_KEY_SECRET', async () => {
+  const dir = tempDir('sqlite-data-keys-');
+  const files = openSqlite(dir.path);
+  const keys = createSqliteDataKeys(files.db, keyEncryptionKey('a data key secret of at least 32 characters'));
+  const key = await keys.obtain('call-1');
+  assert.ok(key);
+  const otherSecret = createSqliteDataKeys(files.db, keyEncryptionKey('another data key secret, also 32 characters'));
+  await assert.rejects(otherSecret.find('call-1'), (error: unknown) => {
+    assert.ok(isRetriableError(error), String(error));
+    assert.ok(isBackendUnavailable(error));
+    assert.match((error as Error).message, /DATA_KEY_SECRET/);
+    return true;
+  });
+  await otherSecret.close();
+  await keys.close();
+  files.close();
+  dir.remove();
 });

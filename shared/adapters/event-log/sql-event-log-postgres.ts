@@ -6,15 +6,26 @@
 import type pg from 'pg';
 import { EventLogUnavailableError } from '../../ports/event-log.ts';
 import { translatePgError } from '../postgres/pg-errors.ts';
-import { createPostgresPool, inTransaction, type PostgresOptions } from '../postgres/postgres-pool.ts';
+import {
+  CommitOutcomeUnknownError,
+  createPostgresPool,
+  inTransaction,
+  type PostgresOptions,
+} from '../postgres/postgres-pool.ts';
 import { EVENT_LOG_SCHEMA, type SqlDriver, type SqlExecutor } from './sql-driver.ts';
 
 /** Retriable PostgreSQL failures (pg-errors.ts) become `EventLogUnavailableError`; everything else passes unchanged. */
-const toEventLogError = (error: unknown): unknown =>
-  translatePgError(
-    error,
-    (message, cause) => new EventLogUnavailableError(`PostgreSQL event log unavailable: ${message}`, { cause }),
-  );
+/** The log's failures as the port says them; a publish whose COMMIT went unanswered may have been written. */
+export const toEventLogError = (error: unknown): unknown =>
+  error instanceof CommitOutcomeUnknownError
+    ? new EventLogUnavailableError(
+        `PostgreSQL event log: the connection failed during COMMIT, the records may have been written: ${error.message}`,
+        { cause: error, outcomeUnknown: true },
+      )
+    : translatePgError(
+        error,
+        (message, cause) => new EventLogUnavailableError(`PostgreSQL event log unavailable: ${message}`, { cause }),
+      );
 
 const placeholders = new Map<string, string>();
 /** `?` → `$1, $2, …` (the log's SQL has no `?` inside literals). */

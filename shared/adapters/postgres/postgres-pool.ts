@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { isRetriablePgError } from './pg-errors.ts';
 
 export interface PostgresOptions {
   /** `postgres://user:pass@host:port/db` */
@@ -75,9 +76,34 @@ const checkOut = (pool: pg.Pool, onError: (error: Error) => void): Promise<pg.Po
   });
 
 /**
+ * A COMMIT whose answer never came (the connection failed while it was sent or answered): the
+ * server may have committed the transaction or not. It carries its cause's code and message, so it
+ * is classified as that connection failure is; a caller for whom a write that may have happened
+ * differs from one that did not (the event log's publish) tells it apart by its class.
+ */
+export class CommitOutcomeUnknownError extends Error {
+  readonly code: unknown;
+  constructor(cause: unknown) {
+    const { code, message } = (cause ?? {}) as { code?: unknown; message?: unknown };
+    super(`COMMIT unconfirmed: ${typeof message === 'string' ? message : String(cause)}`, { cause });
+    this.name = 'CommitOutcomeUnknownError';
+    this.code = code;
+  }
+}
+
+/** A failure of COMMIT that says nothing of its outcome: the connection's, not the server's refusal. */
+const commitOutcomeUnknown = (error: unknown): boolean => {
+  const code = (error as { code?: unknown } | null)?.code;
+  // The server answered that it rolled back (a serialization failure or deadlock at commit).
+  if (code === '40001' || code === '40P01') return false;
+  return isRetriablePgError(error);
+};
+
+/**
  * Runs `fn` in one transaction on one pooled client. While the client is checked out its 'error'
  * event (the connection dropped between two statements) is listened to; the statement that follows
- * fails instead, and the client is discarded rather than returned to the pool.
+ * fails instead, and the client is discarded rather than returned to the pool. A COMMIT cut off by
+ * the connection throws `CommitOutcomeUnknownError`.
  */
 export const inTransaction = async <T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> => {
   let broken: Error | undefined;
@@ -88,7 +114,11 @@ export const inTransaction = async <T>(pool: pg.Pool, fn: (client: pg.PoolClient
   try {
     await client.query('BEGIN');
     const result = await fn(client);
-    await client.query('COMMIT');
+    try {
+      await client.query('COMMIT');
+    } catch (error) {
+      throw commitOutcomeUnknown(error) ? new CommitOutcomeUnknownError(error) : error;
+    }
     return result;
   } catch (error) {
     // A failed ROLLBACK leaves the session in an unknown state: do not hand it to the next caller.

@@ -82,7 +82,8 @@ export const openBackends = async (config: Config, log: Logger): Promise<Backend
       ? await (
           await import('../../shared/adapters/data-keys/postgres-data-keys.ts')
         ).createPostgresDataKeys({ connectionString: config.databaseUrl, schema: config.databaseSchema }, kek)
-      : createSqliteDataKeys(sqlite!.db, kek);
+      : // The embedded log's durable publish covers a new key's commit; Kafka's does not.
+        createSqliteDataKeys(sqlite!.db, kek, { coveredByNextWrite: config.kafkaBrokers.length === 0 });
     const personalData = createPersonalData(dataKeys);
     closing.push(() => personalData.close());
     const eventStore = createSealedEventStore(storedEvents, personalData);

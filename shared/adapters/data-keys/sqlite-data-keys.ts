@@ -2,7 +2,11 @@
  * Data keys in the embedded SQLite database, table `data_keys`: one row per call, the key wrapped by
  * the key-encryption key; destroying a key overwrites it with NULL and keeps the row as a
  * tombstone (the database runs with secure_delete, so the old bytes do not stay in a free page).
- * Creations of concurrent requests share one transaction (group commit).
+ * Creations of concurrent requests share one transaction (group commit). A new key is durable
+ * before `obtain` resolves (its WAL synced), unless `coveredByNextWrite`: the caller's next write
+ * to the same database is durable and covers it (the embedded log's publish; commits reach the
+ * disk in order). With Kafka as the log nothing covers it, and a key lost in a power cut would
+ * leave a call on the log whose personal fields no one can open.
  */
 import Database from 'better-sqlite3';
 import { type DataKeyStore, DataKeysUnavailableError } from '../../ports/data-keys.ts';
@@ -10,6 +14,7 @@ import { type CipherKey, newDataKey, unwrapKey, wrapKey } from '../crypto/aes-gc
 import { GroupCommit, type Outcome } from '../group-commit.ts';
 import { serialised, type SqliteDb } from '../sqlite/sqlite-database.ts';
 import { translateSqliteError } from '../sqlite/sqlite-errors.ts';
+import { whenDurable } from '../sqlite/wal-sync.ts';
 
 const SCHEMA = `
   CREATE TABLE IF NOT EXISTS data_keys (
@@ -26,7 +31,11 @@ const translate = (error: unknown): unknown =>
     (message, cause) => new DataKeysUnavailableError(`SQLite data keys unavailable: ${message}`, { cause }),
   );
 
-export const createSqliteDataKeys = (db: SqliteDb, kek: CipherKey): DataKeyStore => {
+export const createSqliteDataKeys = (
+  db: SqliteDb,
+  kek: CipherKey,
+  { coveredByNextWrite = false }: { coveredByNextWrite?: boolean } = {},
+): DataKeyStore => {
   db.exec(SCHEMA);
   const reader = new Database(db.name, { readonly: true, fileMustExist: true });
   reader.pragma('busy_timeout = 5000');
@@ -72,7 +81,11 @@ export const createSqliteDataKeys = (db: SqliteDb, kek: CipherKey): DataKeyStore
     // Straight to the writer: a key is obtained for a new call (the caller caches the keys it has
     // made), and a lookup on the reader first always missed, at the cost of a read transaction whose
     // page cache every commit of the writer had invalidated. A key that exists is read by the writer.
-    obtain: (callId) => creations.submit(callId),
+    async obtain(callId) {
+      const key = await creations.submit(callId);
+      if (!coveredByNextWrite) await whenDurable(db).catch((error: unknown) => Promise.reject(translate(error)));
+      return key;
+    },
     async find(callId) {
       try {
         return unwrap(callId, select.get(callId));

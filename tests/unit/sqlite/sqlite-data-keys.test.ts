@@ -3,6 +3,8 @@ import { test } from 'node:test';
 import { keyEncryptionKey } from '../../../shared/adapters/crypto/aes-gcm.ts';
 import { createSqliteDataKeys } from '../../../shared/adapters/data-keys/sqlite-data-keys.ts';
 import { openSqlite } from '../../../shared/adapters/sqlite/sqlite-database.ts';
+import { walSyncOf } from '../../../shared/adapters/sqlite/wal-sync.ts';
+import { settled } from '../../support/deferred.ts';
 import { tempDir } from '../../support/temp-dir.ts';
 import { isBackendUnavailable, isRetriableError } from '../../../shared/ports/unavailable.ts';
 
@@ -80,4 +82,36 @@ test('a key that does not open with this secret is a retriable failure of the ke
   await keys.close();
   files.close();
   dir.remove();
+});
+
+test('a new key is durable before obtain resolves, unless the next write covers it', async () => {
+  const dir = tempDir('sqlite-data-keys-');
+  const files = openSqlite(dir.path);
+  const sync = walSyncOf(files.db)!;
+  const kek = keyEncryptionKey('a data key secret of at least 32 characters');
+  const own = createSqliteDataKeys(files.db, kek);
+  const covered = createSqliteDataKeys(files.db, kek, { coveredByNextWrite: true });
+  // Every WAL sync is held until `open`.
+  const real = sync.afterCommit.bind(sync);
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  sync.afterCommit = () => gate.then(real);
+  try {
+    let resolved = false;
+    const waiting = own.obtain('call-own').then((key) => {
+      resolved = true;
+      return key;
+    });
+    assert.ok(await covered.obtain('call-covered'), 'covered: resolves once committed');
+    await settled(5);
+    assert.equal(resolved, false, 'its own: waits for the WAL sync');
+    open();
+    assert.ok(await waiting);
+  } finally {
+    sync.afterCommit = real;
+    await own.close();
+    await covered.close();
+    files.close();
+    dir.remove();
+  }
 });

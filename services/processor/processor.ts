@@ -295,6 +295,8 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
           if (stopping.signal.aborted) return;
           consume().then(
             (next) => {
+              // Stopped while it started: it must not consume for a processor that has stopped.
+              if (stopping.signal.aborted) return void next.stop().catch(() => undefined);
               consumer = next;
               watch(next);
             },

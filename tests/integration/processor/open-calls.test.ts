@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { test } from 'node:test';
+import { type TestContext, test } from 'node:test';
 import { createSqliteEventStore } from '../../../shared/adapters/event-store/sqlite-event-store.ts';
 import { openSqlite } from '../../../shared/adapters/sqlite/sqlite-database.ts';
 import { callEvents } from '../../../shared/domain/call/call-catalogue.ts';
@@ -16,7 +16,8 @@ import { tempDir } from '../../support/temp-dir.ts';
 import { overriding } from '../../support/embedded-ingress.ts';
 import { eventually } from '../../support/eventually.ts';
 
-test('steps are not decoded; an undecodable event it folds is reported and skipped, and the open set stays right', async (t) => {
+/** A fresh embedded event store, closed after the test, and a way to submit a call of one team to it. */
+const embeddedStore = (t: TestContext) => {
   const dir = tempDir();
   const opened = openSqlite(dir.path);
   const store = createSqliteEventStore(opened.db);
@@ -26,12 +27,17 @@ test('steps are not decoded; an undecodable event it folds is reported and skipp
     dir.remove();
   });
   const teamId = randomUUID();
-  const [a, b, c] = [randomUUID(), randomUUID(), randomUUID()];
-  for (const callId of [a, b, c]) {
-    await store.append(callEvents.streamId(callId), [
+  const submit = (callId: string) =>
+    store.append(callEvents.streamId(callId), [
       callEvents.encode({ type: 'CallSubmitted', data: submittedData({ callId, teamId }) }),
     ]);
-  }
+  return { store, submit };
+};
+
+test('steps are not decoded; an undecodable event it folds is reported and skipped, and the open set stays right', async (t) => {
+  const { store, submit } = embeddedStore(t);
+  const [a, b, c] = [randomUUID(), randomUUID(), randomUUID()];
+  for (const callId of [a, b, c]) await submit(callId);
   // A step's result that does not decode (a transcript without text): not the tracker's business.
   await store.append(callEvents.streamId(a), [{ type: 'TranscriptRecorded', data: { source: 'inline' } }]);
   // A CallFailed that does not decode: the tracker cannot close b, says so and goes on.
@@ -67,19 +73,7 @@ test('steps are not decoded; an undecodable event it folds is reported and skipp
 });
 
 test('a feed that fails on an error it does not retry itself is followed again from where it stopped', async (t) => {
-  const dir = tempDir();
-  const opened = openSqlite(dir.path);
-  const store = createSqliteEventStore(opened.db);
-  t.after(async () => {
-    await store.close();
-    opened.close();
-    dir.remove();
-  });
-  const teamId = randomUUID();
-  const submit = (callId: string) =>
-    store.append(callEvents.streamId(callId), [
-      callEvents.encode({ type: 'CallSubmitted', data: submittedData({ callId, teamId }) }),
-    ]);
+  const { store, submit } = embeddedStore(t);
   const first = randomUUID();
   await submit(first);
   // The feed's next batch after the start fails once with a plain error (not a backend outage).

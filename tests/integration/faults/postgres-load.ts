@@ -117,7 +117,8 @@ export const startLoad = (
       .then((res) => {
         const answer: Answer = { kind, status: res.statusCode, duringOutage };
         if (res.headers['retry-after'] !== undefined) answer.retryAfter = String(res.headers['retry-after']);
-        if (res.statusCode >= 400) answer.detail = res.body.slice(0, 300);
+        // Whole: a "may have been accepted" detail puts the problem's code past 300 characters.
+        if (res.statusCode >= 400) answer.detail = res.body.slice(0, 2000);
         if (kind === 'POST' && res.statusCode === 201) accepted.push(res.json<{ callId: string }>().callId);
         answers.push(answer);
       })

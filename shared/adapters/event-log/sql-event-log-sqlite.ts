@@ -15,6 +15,9 @@ type Statement = Database.Statement<unknown[]>;
 
 const STATEMENT_CACHE = 256;
 
+/** How long a publish waits for the WAL's sync by default. */
+export const DEFAULT_SYNC_DEADLINE_MS = 10_000;
+
 /** Retriable SQLite failures (sqlite-errors.ts) become `EventLogUnavailableError`. */
 const toEventLogError = (error: unknown): unknown =>
   translateSqliteError(
@@ -27,7 +30,15 @@ export class SqliteDriver implements SqlDriver {
   private readonly statements = new Map<string, Statement>();
   private readonly inside: SqlExecutor = { query: async (sql, params) => this.execute(sql, params) };
 
-  constructor(private readonly db: SqliteDb) {}
+  /**
+   * `syncDeadlineMs`: how long a publish waits for the WAL's sync before it answers that its records
+   * may have been written (default 10 s, the Kafka publish's deadline): a disk whose fsync hangs
+   * must not hold every request with it.
+   */
+  constructor(
+    private readonly db: SqliteDb,
+    private readonly syncDeadlineMs = DEFAULT_SYNC_DEADLINE_MS,
+  ) {}
 
   query<T>(sql: string, params: readonly unknown[] = []): Promise<T[]> {
     return this.exclusive(() => this.execute<T>(sql, params));
@@ -49,14 +60,23 @@ export class SqliteDriver implements SqlDriver {
 
   /** The WAL synced past every commit so far (docs/decisions/0015-embedded-durability-off-the-event-loop.md). */
   async durable(): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`the disk did not confirm the WAL's sync within ${this.syncDeadlineMs / 1000} s`)),
+        this.syncDeadlineMs,
+      );
+    });
     try {
-      await whenDurable(this.db);
+      await Promise.race([whenDurable(this.db), deadline]);
     } catch (error) {
       // Committed, not known to be on disk: it may survive (a caller must not say nothing was accepted).
       throw new EventLogUnavailableError(`SQLite event log could not sync its commits: ${(error as Error).message}`, {
         cause: error,
         outcomeUnknown: true,
       });
+    } finally {
+      clearTimeout(timer);
     }
   }
 

@@ -17,9 +17,12 @@ export interface PostgresEventLogOptions extends PostgresOptions, SqlEventLogOpt
  * The event log in an open SQLite database (see `openSqlite`); its tables are created when
  * missing. The caller keeps owning `db`: the log's `close()` leaves it open.
  */
-export const createSqliteEventLog = (db: SqliteDb, options: SqlEventLogOptions = {}): SqlEventLog => {
+export const createSqliteEventLog = (
+  db: SqliteDb,
+  { syncDeadlineMs, ...options }: SqlEventLogOptions & { syncDeadlineMs?: number } = {},
+): SqlEventLog => {
   createSqliteSchema(db);
-  return createSqlEventLog(new SqliteDriver(db), options);
+  return createSqlEventLog(new SqliteDriver(db, syncDeadlineMs), options);
 };
 
 /**

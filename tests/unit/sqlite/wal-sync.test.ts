@@ -237,3 +237,37 @@ test('each fsync of the WAL is timed in sqlite_wal_sync_duration_seconds', async
     files.close();
   }
 });
+
+test('a publish waits for a hung fsync only until its deadline, then answers that its records may have been written', async () => {
+  const files = opened();
+  try {
+    let hang: Promise<void> | undefined;
+    let release!: () => void;
+    const sync = new WalSync(join(files.sqlite.dataDir, 'calls.sqlite-wal'), async (handle) => {
+      if (hang) await hang;
+      await handle.datasync();
+    });
+    attachWalSync(files.sqlite.db, sync);
+    const log = createSqliteEventLog(files.sqlite.db, { syncDeadlineMs: 200 });
+    await log.ensureTopics([{ name: 't', partitions: 1 }]);
+    hang = new Promise<void>((resolve) => (release = resolve));
+    const started = Date.now();
+    await assert.rejects(log.publish('t', [{ key: 'k', value: 'v1' }]), (error: unknown) => {
+      assert.ok(isBackendUnavailable(error) && error.outcomeUnknown, `unknown outcome, not ${String(error)}`);
+      assert.match((error as Error).message, /did not confirm the WAL's sync within 0\.2 s/);
+      return true;
+    });
+    assert.ok(Date.now() - started < 5_000, 'answered at its deadline, not when the disk came back');
+    hang = undefined;
+    release();
+    // The disk answers again: the record that waited is there, and the next publish is durable.
+    await log.publish('t', [{ key: 'k', value: 'v2' }]);
+    assert.deepEqual(
+      (await log.read('t', { limit: 10 })).map((r) => r.value),
+      ['v1', 'v2'],
+    );
+    await log.close();
+  } finally {
+    files.close();
+  }
+});

@@ -298,14 +298,14 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
            * this attempt's (false when a later attempt took it over, or the release failed).
            */
           let released: Promise<boolean> | undefined;
-          let takenOver = false;
+          let keyLost = false;
           const releaseKey = (callMayExist: boolean): Promise<boolean> =>
             (released ??= idempotency
               .handle(id, { type: 'Release', now: now().toISOString(), outcomeUnknown: callMayExist, attempt })
               .then(
                 ({ events }) => {
                   // Not released: another attempt holds the key, or has answered for it.
-                  takenOver = events.length === 0;
+                  keyLost = events.length === 0;
                   return events.length > 0;
                 },
                 (e: unknown) => {
@@ -339,7 +339,7 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
             await releaseKey(tookOver || outcomeUnknown);
             // Another attempt of this request, earlier or later, may have put the call on the log:
             // the 503 must not say that nothing was accepted.
-            if (isBackendUnavailable(error) && !outcomeUnknown && (tookOver || takenOver))
+            if (isBackendUnavailable(error) && !outcomeUnknown && (tookOver || keyLost))
               throw new EventLogUnavailableError('another attempt of this request may have published the call', {
                 cause: error,
                 outcomeUnknown: true,

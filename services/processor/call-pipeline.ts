@@ -146,31 +146,31 @@ export const createCallPipeline = (deps: PipelineDeps) => {
     step === 'complete' ||
     (step === 'analyse' && deps.analyser.inProcess === true);
 
+  /** A call, as far as its capacity goes. */
+  type CapacityHolder = { callId: string; submitted: { teamId: string } };
   /**
    * A capacity command for the call's team. A team that does not exist holds no capacity: nothing
    * to settle or give back (a record from outside the ingress may name one), and the call still
    * ends, instead of staying pending with its every end refused.
    */
-  const onTeam = async (teamId: string, command: TeamCommand): Promise<void> => {
+  const onTeam = async (call: CapacityHolder, command: TeamCommand): Promise<void> => {
+    const { teamId } = call.submitted;
     try {
       await teams.handle(teamId, command, undefined, teamWrite);
     } catch (error) {
       if (!isDomainError(error, 'TEAM_NOT_FOUND')) throw error;
-      deps.logger.warn(
-        { teamId, callId: (command as { callId?: string }).callId },
-        'the call names no known team: no capacity to change',
-      );
+      deps.logger.warn({ teamId, callId: call.callId }, 'the call names no known team: no capacity to change');
     }
   };
   const settleCapacity = (call: PendingCall, seconds: number | null) =>
-    onTeam(call.submitted.teamId, {
+    onTeam(call, {
       type: 'SettleCapacity',
       callId: call.callId,
       actualMinutes:
         seconds === null ? call.submitted.capacity.reservedMinutes : Math.max(1, minutesForSeconds(seconds)),
     });
-  const releaseCapacity = (call: { callId: string; submitted: { teamId: string } }, callMayStillRun = false) =>
-    onTeam(call.submitted.teamId, {
+  const releaseCapacity = (call: CapacityHolder, callMayStillRun = false) =>
+    onTeam(call, {
       type: 'ReleaseCapacity',
       callId: call.callId,
       ...(callMayStillRun ? { callMayStillRun } : {}),

@@ -196,7 +196,7 @@ export class KafkaEventLog implements EventLog {
     private readonly options: KafkaEventLogOptions,
   ) {
     this.publishTimeoutMs = options.publishTimeoutMs ?? DEFAULT_PUBLISH_TIMEOUT_MS;
-    this.publisher = new GroupCommit((items) => this.send(items), {
+    this.publisher = new GroupCommit((items) => this.produce(items), {
       windowMs: options.publishWindowMs ?? 0,
       name: 'kafka-producer',
     });
@@ -345,14 +345,10 @@ export class KafkaEventLog implements EventLog {
   }
 
   /**
-   * One produce request for every publish of the batch. Partitions are chosen here (murmur2),
-   * so each record's offset is its partition's base offset plus its place in that partition.
+   * One produce request for every publish of the batch still within its deadline; one outcome per
+   * publish. Partitions are chosen here (murmur2), so each record's offset is its partition's base
+   * offset plus its place in that partition.
    */
-  private send(all: PublishRequest[]): Promise<Array<RecordPosition[] | Error>> {
-    return this.produce(all);
-  }
-
-  /** One produce request for `items` still within their deadline; one outcome per item. */
   private async produce(items: PublishRequest[]): Promise<Array<RecordPosition[] | Error>> {
     if (this.producerBroken) await this.replaceProducer();
     // A publish whose deadline passed while it waited (for its turn, or for a new producer to

@@ -1,12 +1,18 @@
-import { type RateLimiter, RateLimiterUnavailableError } from '../../ports/rate-limiter.ts';
+import { type RateLimitDecision, type RateLimiter, RateLimiterUnavailableError } from '../../ports/rate-limiter.ts';
 
 /**
  * Keeps the ingress serving while the shared limiter is down: every hit goes to `primary` (the Redis
  * limiter, shared by all ingress processes); when it rejects with RateLimiterUnavailableError the hit
  * is answered by `fallback` (an in-process limiter), so during a Redis outage each process enforces
  * the limits on its own — with N processes a key may get up to N × limit per window — instead of
- * failing requests or letting them through unlimited. Hits counted by the fallback are not copied to
- * the primary when it comes back.
+ * failing requests or letting them through unlimited.
+ *
+ * The fallback also records every hit the primary allowed, and a hit it would refuse is refused
+ * without asking the primary. So the fallback starts an outage knowing what this process let
+ * through before it, and the primary, once back, cannot let through again what the fallback let
+ * through during it: one process never lets more than `limit` hits of a key into any window, across
+ * an outage's start and end. (The fallback only knows this process's hits; while the primary is
+ * up they are a part of the primary's count, so it refuses nothing the primary would allow.)
  *
  * The primary is still tried on every hit, so the first hit after Redis returns is counted there
  * again; the Redis adapter fails fast while disconnected, so trying costs little.
@@ -26,10 +32,12 @@ export const createFallbackRateLimiter = (
   let inOutage = false;
   return {
     async hit(key, rule, now) {
+      const known = await fallback.peek(key, rule, now);
+      if (!known.allowed) return known;
+      let decision: RateLimitDecision;
       try {
-        const decision = await primary.hit(key, rule, now);
+        decision = await primary.hit(key, rule, now);
         inOutage = false;
-        return decision;
       } catch (error) {
         if (!(error instanceof RateLimiterUnavailableError)) throw error;
         if (!inOutage) {
@@ -42,6 +50,13 @@ export const createFallbackRateLimiter = (
         }
         return fallback.hit(key, rule, now);
       }
+      if (!decision.allowed) return decision;
+      const recorded = await fallback.hit(key, rule, now);
+      return {
+        ...decision,
+        remaining: Math.min(decision.remaining, recorded.remaining),
+        resetMs: Math.max(decision.resetMs, recorded.resetMs),
+      };
     },
     async peek(key, rule, now) {
       try {

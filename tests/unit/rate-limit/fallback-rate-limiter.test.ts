@@ -80,7 +80,18 @@ test('the outage is reported once, with its error, and again only for a new outa
   assert.deepEqual(reported, [first, second]);
 });
 
-test('when the primary comes back, it answers again and hits counted by the fallback are not carried over', async () => {
+test('when an outage starts, the fallback knows the hits this process let through before it', async () => {
+  const primary = switchable();
+  const limiter = createFallbackRateLimiter(primary.limiter, createMemoryRateLimiter());
+  assert.equal((await limiter.hit('k', rule, 0)).allowed, true);
+  assert.equal((await limiter.hit('k', rule, 1)).allowed, true);
+  primary.down();
+  const refused = await limiter.hit('k', rule, 2);
+  assert.deepEqual([refused.allowed, refused.retryAfterMs], [false, 998], 'no third hit in one window');
+  assert.equal((await limiter.hit('k', rule, 1_000)).allowed, true, 'the window slid past the first hit');
+});
+
+test('when the primary comes back, the hits the fallback let through still count until they leave the window', async () => {
   const primary = switchable();
   const limiter = createFallbackRateLimiter(primary.limiter, createMemoryRateLimiter());
   primary.down();
@@ -88,8 +99,28 @@ test('when the primary comes back, it answers again and hits counted by the fall
   await limiter.hit('k', rule, 1);
   assert.equal((await limiter.hit('k', rule, 2)).allowed, false, 'the fallback has exhausted the key');
   primary.up();
-  const decision = await limiter.hit('k', rule, 3);
-  assert.deepEqual([decision.allowed, decision.remaining], [true, 1]);
+  const refused = await limiter.hit('k', rule, 3);
+  assert.deepEqual([refused.allowed, refused.retryAfterMs], [false, 997]);
+  assert.equal((await primary.limiter.peek('k', rule, 3)).remaining, 2, 'a refused hit is not counted by the primary');
+  const allowed = await limiter.hit('k', rule, 1_000);
+  assert.deepEqual([allowed.allowed, allowed.remaining], [true, 0], 'the fallback still holds the hit at 1 ms');
+  assert.equal((await primary.limiter.peek('k', rule, 1_000)).remaining, 1, 'the primary counted the allowed hit');
+});
+
+test('while the primary is up, a key hit at its limit, steadily, is never refused by the fallback', async () => {
+  const primary = switchable();
+  const limiter = createFallbackRateLimiter(primary.limiter, createMemoryRateLimiter());
+  const decisions = [];
+  for (let t = 0; t < 4; t++) decisions.push(await limiter.hit('k', rule, t * 600));
+  assert.deepEqual(
+    decisions.map((d) => [d.allowed, d.remaining]),
+    [
+      [true, 1],
+      [true, 0],
+      [true, 0],
+      [true, 0],
+    ],
+  );
 });
 
 test('an error that is not RateLimiterUnavailableError is rethrown, not answered by the fallback', async () => {

@@ -35,9 +35,17 @@ const FASTIFY_CODES: Record<string, ErrorCode> = {
 const validationErrors = (error: FastifyError): FieldError[] =>
   (error.validation ?? []).map((v) => {
     const path = (v.instancePath || '').replace(/^\//, '').replaceAll('/', '.');
-    const missing = (v.params as { missingProperty?: string }).missingProperty;
-    const field = [path, missing].filter(Boolean).join('.') || (error.validationContext ?? 'body');
-    return { field, message: missing ? 'is required' : (v.message ?? 'is invalid') };
+    const { missingProperty: missing, additionalProperty: unknown } = v.params as {
+      missingProperty?: string;
+      additionalProperty?: string;
+    };
+    const field = [path, missing ?? unknown].filter(Boolean).join('.') || (error.validationContext ?? 'body');
+    const message = missing
+      ? 'is required'
+      : unknown !== undefined
+        ? 'is not a field of this request'
+        : (v.message ?? 'is invalid');
+    return { field, message };
   });
 
 /** Installs the one place where errors become problem+json responses. */
@@ -49,7 +57,12 @@ export const installErrorHandler = (app: FastifyInstance): void => {
     }
     if (error instanceof DomainError && error.code in DOMAIN_ERROR_CODES) {
       const code = DOMAIN_ERROR_CODES[error.code as keyof typeof DOMAIN_ERROR_CODES];
-      return reply.code(ERROR_STATUS[code]).type(PROBLEM_JSON).send(problem(code, error.message));
+      // Every 400 carries errors[]: a rule of the domain that no route checked first names the body.
+      const errors = code === 'VALIDATION_FAILED' ? [{ field: 'body', message: error.message }] : undefined;
+      return reply
+        .code(ERROR_STATUS[code])
+        .type(PROBLEM_JSON)
+        .send(problem(code, error.message, errors));
     }
     // Every backend's transient unavailability (event log, event store, read models, …) and a version
     // conflict that outlived its retries: the request was valid, so 503 + Retry-After, never a 500.

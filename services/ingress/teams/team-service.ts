@@ -35,6 +35,26 @@ export const DEFAULT_KEY_DIRECTORY_MAX_LAG_MS = 10_000;
  */
 export const KEY_DIRECTORY_REFRESH_WAIT_MS = 250;
 
+/** A 400 naming the request's field and its rule: the checks the admin API's schema cannot state. */
+const invalidField = (field: string, message: string): ProblemError =>
+  new ProblemError('VALIDATION_FAILED', `${field} ${message}.`, { errors: [{ field, message }] });
+
+/** `hours` in whole minutes, as the team stores them; at least one unless `allowZero`. */
+const wholeMinutes = (hours: number, field: string, { allowZero = false } = {}): number => {
+  const minutes = hoursToMinutes(hours);
+  if (minutes < (allowZero ? 0 : 1))
+    throw invalidField(
+      field,
+      `must come to at least one whole minute when rounded (0.0084 h or more); ${hours} h rounds to ${minutes}`,
+    );
+  return minutes;
+};
+
+/** A name of the request that must hold more than white space. */
+const requireNotBlank = (value: string | undefined, field: string): void => {
+  if (value !== undefined && value.trim() === '') throw invalidField(field, 'must not be blank');
+};
+
 export interface CapacityView {
   remainingMinutes: number;
   autoRecharge: { enabled: boolean; blockMinutes: number };
@@ -79,6 +99,8 @@ export class TeamService {
     ownerName?: string;
     capacityHours?: number;
   }): Promise<string> {
+    requireNotBlank(input.name, 'name');
+    requireNotBlank(input.ownerName, 'ownerName');
     const teamId = randomUUID();
     await this.run(teamId, {
       type: 'CreateTeam',
@@ -92,6 +114,7 @@ export class TeamService {
   }
 
   async addMember(teamId: string, input: { email: string; name: string }): Promise<string> {
+    requireNotBlank(input.name, 'name');
     const memberId = randomUUID();
     await this.run(teamId, { type: 'AddMember', memberId, email: input.email, name: input.name });
     return memberId;
@@ -110,21 +133,37 @@ export class TeamService {
     await this.run(teamId, { type: 'RevokeApiKey', keyId, now: this.now().toISOString() });
   }
 
+  /**
+   * Adds capacity and/or sets auto-recharge as one command: stored whole or refused whole, so a
+   * refused request changed nothing and can be sent again corrected.
+   */
   async changeCapacity(
     teamId: string,
     input: { addHours?: number; autoRecharge?: { enabled: boolean; hours?: number } },
   ): Promise<CapacityView> {
-    if (input.addHours !== undefined)
-      await this.run(teamId, { type: 'AddCapacity', minutes: hoursToMinutes(input.addHours) });
+    const addMinutes = input.addHours === undefined ? undefined : wholeMinutes(input.addHours, 'addHours');
+    let autoRecharge: { enabled: boolean; blockMinutes?: number } | undefined;
     if (input.autoRecharge) {
       const { enabled, hours } = input.autoRecharge;
-      await this.run(teamId, {
-        type: 'SetAutoRecharge',
+      if (enabled && hours === undefined)
+        throw invalidField(
+          'autoRecharge.hours',
+          'is required to enable auto-recharge: the hours added each time capacity runs out',
+        );
+      autoRecharge = {
         enabled,
-        ...(hours !== undefined ? { blockMinutes: hoursToMinutes(hours) } : {}),
-      });
+        ...(hours !== undefined
+          ? { blockMinutes: wholeMinutes(hours, 'autoRecharge.hours', { allowZero: !enabled }) }
+          : {}),
+      };
     }
-    return this.capacity(await this.load(teamId));
+    if (addMinutes === undefined && autoRecharge === undefined) return this.capacity(await this.load(teamId));
+    const { state } = await this.run(teamId, {
+      type: 'ChangeCapacity',
+      ...(addMinutes !== undefined ? { addMinutes } : {}),
+      ...(autoRecharge ? { autoRecharge } : {}),
+    });
+    return this.capacity(state as ActiveTeam);
   }
 
   /** Sets the team's retention period in days (null: keep calls forever); returns it as stored. */

@@ -20,13 +20,21 @@ export type RevokeApiKey = { type: 'RevokeApiKey'; keyId: string; now: string };
 export type AddCapacity = { type: 'AddCapacity'; minutes: number };
 /** `blockMinutes` is required to enable; when disabling it may be left out (the last block is kept). */
 export type SetAutoRecharge = { type: 'SetAutoRecharge'; enabled: boolean; blockMinutes?: number };
+/**
+ * The admin API's capacity change: capacity to add and an auto-recharge setting, either or both,
+ * decided as one command so that it is stored whole or refused whole.
+ */
+export type ChangeCapacity = {
+  type: 'ChangeCapacity';
+  addMinutes?: number;
+  autoRecharge?: Omit<SetAutoRecharge, 'type'>;
+};
 /** Calls older than `days` (since submission) are erased; null keeps them forever (docs/decisions/0014-erasure-crypto-shredding.md). */
 export type SetRetention = { type: 'SetRetention'; days: number | null; now: string };
 /** Reserve the estimate of a submitted call (see `estimateCallMinutes`). */
 export type ReserveCapacity = { type: 'ReserveCapacity'; callId: string; minutes: number; now?: string };
 /** The call's real length is known. */
 export type SettleCapacity = { type: 'SettleCapacity'; callId: string; actualMinutes: number };
-/** The call was never taken (its submission did not reach the log): give the reservation back. */
 /**
  * Gives a call's reservation back. `callMayStillRun`: the call is failed for a reason of its own
  * (its deadline passed) while its processing may yet end; should it complete after all, it is
@@ -47,6 +55,7 @@ export type TeamCommand =
   | RevokeApiKey
   | AddCapacity
   | SetAutoRecharge
+  | ChangeCapacity
   | SetRetention
   | ReserveCapacity
   | SettleCapacity

@@ -95,6 +95,15 @@ const decideOnActive = (command: Exclude<TeamCommand, { type: 'CreateTeam' }>, t
       if (team.autoRecharge.enabled === command.enabled && team.autoRecharge.blockMinutes === blockMinutes) return [];
       return [{ type: 'AutoRechargeSet', data: { enabled: command.enabled, blockMinutes } }];
     }
+    case 'ChangeCapacity': {
+      // Both parts are decided against the same state (neither reads what the other changes), so
+      // a refusal of either refuses the whole change before anything is stored.
+      const { addMinutes, autoRecharge } = command;
+      return [
+        ...(addMinutes === undefined ? [] : decideOnActive({ type: 'AddCapacity', minutes: addMinutes }, team)),
+        ...(autoRecharge === undefined ? [] : decideOnActive({ type: 'SetAutoRecharge', ...autoRecharge }, team)),
+      ];
+    }
     case 'SetRetention': {
       const { days } = command;
       if (days !== null && (!Number.isInteger(days) || days < 1 || days > MAX_RETENTION_DAYS)) {

@@ -29,6 +29,21 @@ test('auto-recharge is enabled with a block size, disabled keeping it, and setti
   given([teamCreated()]).when({ type: 'SetAutoRecharge', enabled: true }).thenThrows('INVALID_MINUTES');
 });
 
+test('a capacity change adds capacity and sets auto-recharge together, or is refused whole', () => {
+  given([teamCreated(0)])
+    .when({ type: 'ChangeCapacity', addMinutes: 600, autoRecharge: { enabled: true, blockMinutes: 60 } })
+    .then([{ type: 'CapacityAdded', data: { minutes: 600 } }, autoRecharge(true, 60)]);
+  given([teamCreated(0)])
+    .when({ type: 'ChangeCapacity', addMinutes: 600, autoRecharge: { enabled: true } })
+    .thenThrows('INVALID_MINUTES');
+  given([teamCreated(0)])
+    .when({ type: 'ChangeCapacity', addMinutes: 0, autoRecharge: { enabled: true, blockMinutes: 60 } })
+    .thenThrows('INVALID_MINUTES');
+  given([teamCreated(0), autoRecharge(true, 60)])
+    .when({ type: 'ChangeCapacity', autoRecharge: { enabled: true, blockMinutes: 60 } })
+    .thenNothing();
+});
+
 test('a call is reserved while capacity is left', () => {
   const when = given([teamCreated(600)]).when({ type: 'ReserveCapacity', callId: 'c1', minutes: 30 });
   when.then([reserved('c1', 30)]);

@@ -2,6 +2,7 @@ import swagger from '@fastify/swagger';
 import { Type } from '@sinclair/typebox';
 import { EVENT_SCHEMAS } from '../../shared/domain/call/event-schemas.ts';
 import { problem, ProblemError } from './errors.ts';
+import { unstorableTextErrors } from '../../shared/domain/submission/storable-text.ts';
 import { http } from '../../shared/node-http.ts';
 import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
@@ -26,7 +27,7 @@ import { registerErasureAdminRoutes } from './erasure-admin-routes.ts';
 import { registerEraseRoute } from './erase-route.ts';
 import type { PersonalData } from '../../shared/adapters/crypto/personal-data.ts';
 import { installErrorHandler } from './error-handler.ts';
-import { registerIngestRoute } from './ingest-route.ts';
+import { INGEST_PATH, registerIngestRoute } from './ingest-route.ts';
 import { registerMetrics } from './metrics-routes.ts';
 import { registerConsoleRoutes } from './console-routes.ts';
 import { registerUsageRoute } from './usage-route.ts';
@@ -259,6 +260,18 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
     },
   );
 
+  // Text no backend can store (U+0000, an unpaired surrogate) is refused wherever a request carries
+  // it, naming the field: on PostgreSQL it would fail the write or the query it rides in. The
+  // ingest route checks its own body, in the contract's order.
+  app.addHook('preValidation', async (request) => {
+    if (request.routeOptions.url === INGEST_PATH) return;
+    const errors = [request.params, request.query, request.body].flatMap((part) =>
+      isPlainObject(part) ? unstorableTextErrors(part) : [],
+    );
+    if (errors.length > 0)
+      throw new ProblemError('VALIDATION_FAILED', 'The request breaks one or more rules; see errors.', { errors });
+  });
+
   registerIngestRoute(app, {
     teams: deps.teams,
     limiter: deps.limiter,
@@ -324,4 +337,14 @@ const problemJsonResponses = <T extends OpenApiDocument>(document: T): T => {
     }
   }
   return document;
+};
+
+/**
+ * A JSON object as parsed from a body, or Fastify's params and query (objects whose prototype has
+ * none): not a Buffer, a stream or an array.
+ */
+const isPlainObject = (value: unknown): value is Record<string, unknown> => {
+  if (typeof value !== 'object' || value === null) return false;
+  const proto = Object.getPrototypeOf(value) as object | null;
+  return proto === null || proto === Object.prototype || Object.getPrototypeOf(proto) === null;
 };

@@ -148,3 +148,34 @@ test(
     }
   },
 );
+
+test(
+  'postgres: an append whose data the server refuses fails alone; the appends committed in the same batch are written',
+  { skip: postgres.skip },
+  async () => {
+    const connectionString = postgres.url!;
+    const fresh = freshSchema(connectionString);
+    const store = await createPostgresEventStore({ connectionString, schema: fresh.schema, pollMs: 50 });
+    try {
+      // Submitted in one turn, so that they share group commits; jsonb refuses U+0000 (22P05).
+      const streams = ['call-a', 'call-b', 'team-bad', 'call-c', 'call-d'];
+      const outcomes = await Promise.allSettled(
+        streams.map((streamId) =>
+          store.append(streamId, [
+            { type: 'Appended', data: { name: streamId === 'team-bad' ? 'A\u0000B' : streamId } },
+          ]),
+        ),
+      );
+      assert.deepEqual(
+        outcomes.map((o) => o.status),
+        ['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled'],
+      );
+      const refused = (outcomes[2] as PromiseRejectedResult).reason as { code?: string; retriable?: boolean };
+      assert.equal(refused.code, '22P05', "the server's own refusal, not an outage to retry");
+      assert.deepEqual((await store.readAll()).map((e) => e.streamId).sort(), ['call-a', 'call-b', 'call-c', 'call-d']);
+    } finally {
+      await store.close();
+      await fresh.drop();
+    }
+  },
+);

@@ -7,7 +7,7 @@ import { type DataKeyStore, DataKeysUnavailableError } from '../../ports/data-ke
 import { type CipherKey, newDataKey, unwrapKey, wrapKey } from '../crypto/aes-gcm.ts';
 import { GroupCommit, type Outcome } from '../group-commit.ts';
 import { translatePgError } from '../postgres/pg-errors.ts';
-import { createPostgresPool, type PostgresOptions } from '../postgres/postgres-pool.ts';
+import { createPostgresPool, eachAloneOnRefusal, type PostgresOptions } from '../postgres/postgres-pool.ts';
 
 const SCHEMA = `
   CREATE TABLE IF NOT EXISTS data_keys (
@@ -26,32 +26,6 @@ const translate = (error: unknown): unknown =>
 
 /** Most calls in one statement: the arrays travel as two parameters, whatever their length. */
 const MAX_BATCH = 500;
-
-/**
- * Runs `many` over a batch; when it fails for a reason that is not the server's availability (a
- * value the statement refuses), each item is tried alone, so one bad item fails alone.
- */
-const eachAloneOnRefusal = async <T, R>(
-  items: T[],
-  many: (items: T[]) => Promise<Outcome<R>[]>,
-): Promise<Outcome<R>[]> => {
-  try {
-    return await many(items);
-  } catch (error) {
-    const translated = translate(error);
-    if (items.length === 1 || translated instanceof DataKeysUnavailableError) throw translated;
-    return Promise.all(
-      items.map(async (item) => {
-        try {
-          return (await many([item]))[0]!;
-        } catch (alone) {
-          const failure = translate(alone);
-          return failure instanceof Error ? failure : new Error(String(failure));
-        }
-      }),
-    );
-  }
-};
 
 /**
  * Data keys on PostgreSQL. Keys are created and looked up in batches: the calls that ask while a
@@ -126,13 +100,19 @@ export const createPostgresDataKeys = async (options: PostgresOptions, kek: Ciph
     return callIds.map((callId) => unwrap(callId, stored.get(callId)));
   };
 
-  const creations = new GroupCommit<string, Buffer | undefined>((callIds) => eachAloneOnRefusal(callIds, createMany), {
-    name: 'postgres-data-keys',
-    maxBatch: MAX_BATCH,
-  });
-  const lookups = new GroupCommit<string, Buffer | undefined>((callIds) => eachAloneOnRefusal(callIds, findMany), {
-    maxBatch: MAX_BATCH,
-  });
+  const creations = new GroupCommit<string, Buffer | undefined>(
+    (callIds) => eachAloneOnRefusal(callIds, createMany, translate),
+    {
+      name: 'postgres-data-keys',
+      maxBatch: MAX_BATCH,
+    },
+  );
+  const lookups = new GroupCommit<string, Buffer | undefined>(
+    (callIds) => eachAloneOnRefusal(callIds, findMany, translate),
+    {
+      maxBatch: MAX_BATCH,
+    },
+  );
 
   return {
     obtain: (callId) => creations.submit(callId),

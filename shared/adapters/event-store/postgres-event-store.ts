@@ -16,6 +16,7 @@ import { createPostgresListener } from '../postgres/postgres-listener.ts';
 import {
   createPostgresClient,
   createPostgresPool,
+  eachAloneOnRefusal,
   inTransaction,
   type PostgresOptions,
 } from '../postgres/postgres-pool.ts';
@@ -262,13 +263,10 @@ export const createPostgresEventStore = async (options: PostgresEventStoreOption
 
   const commits = new GroupCommit<AppendRequest, AppendResult>(
     async (requests) => {
-      try {
-        const outcomes = await flush(requests);
-        appended.emit('appended');
-        return outcomes;
-      } catch (error) {
-        throw translate(error);
-      }
+      // One append whose values the server refuses fails alone, not the calls batched with it.
+      const outcomes = await eachAloneOnRefusal(requests, flush, translate);
+      appended.emit('appended');
+      return outcomes;
     },
     { name: 'postgres-event-store' },
   );

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { isRetriablePgError } from './pg-errors.ts';
+import { isRetriableError } from '../../ports/unavailable.ts';
 
 export interface PostgresOptions {
   /** `postgres://user:pass@host:port/db` */
@@ -129,5 +130,37 @@ export const inTransaction = async <T>(pool: pg.Pool, fn: (client: pg.PoolClient
   } finally {
     client.off('error', onError);
     client.release(broken);
+  }
+};
+
+/**
+ * Runs `many`, one statement for a batch of independent items (a group commit's), and when the
+ * server refuses it for a reason that is not its availability (a value the statement cannot take,
+ * such as a NUL in a jsonb text), runs each item alone, so that one bad item fails alone and the
+ * others are written. A single statement that the server refused wrote nothing, so running its
+ * items again writes each once. A failure that leaves the outcome unknown (the connection lost, or
+ * a COMMIT cut off) is rethrown as `translate` makes it: an item run again could be written twice.
+ */
+export const eachAloneOnRefusal = async <T, R>(
+  items: T[],
+  many: (items: T[]) => Promise<Array<R | Error>>,
+  translate: (error: unknown) => unknown,
+): Promise<Array<R | Error>> => {
+  try {
+    return await many(items);
+  } catch (error) {
+    const translated = translate(error);
+    const refused = !isRetriableError(translated) && !(error instanceof CommitOutcomeUnknownError);
+    if (items.length === 1 || !refused) throw translated;
+    return Promise.all(
+      items.map(async (item) => {
+        try {
+          return (await many([item]))[0]!;
+        } catch (alone) {
+          const failure = translate(alone);
+          return failure instanceof Error ? failure : new Error(String(failure));
+        }
+      }),
+    );
   }
 };

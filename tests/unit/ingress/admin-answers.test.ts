@@ -126,3 +126,44 @@ describe('admin API: refusals change nothing and name the field', () => {
     );
   });
 });
+
+describe('text no backend can store is refused in every request, naming the field', () => {
+  let embedded: EmbeddedIngress;
+  let h: Harness;
+
+  before(async () => {
+    embedded = await openEmbeddedIngress();
+    h = embedded.h;
+  });
+  after(() => embedded.close());
+
+  test('U+0000 or an unpaired surrogate in an admin body, a query or a path is a 400 naming where it is', async () => {
+    const team = await h.admin('POST', '/api/admin/teams', { name: 'Acme\u0000Corp', ownerEmail: 'owner@acme.test' });
+    assert.equal(team.statusCode, 400, team.body);
+    assert.deepEqual(
+      team.json<Problem>().errors?.map((e) => e.field),
+      ['name'],
+    );
+    const { teamId, key } = await h.team();
+    const label = await h.admin('POST', `/api/admin/teams/${teamId}/keys`, { label: 'bad \ud800 label' });
+    assert.equal(label.statusCode, 400, label.body);
+    assert.match(label.json<Problem>().errors?.[0]?.message ?? '', /unpaired surrogate U\+D800 at index 4/);
+
+    const search = await h.ingress.app.inject({
+      method: 'GET',
+      url: '/api/calls?search=a%00b',
+      headers: { 'x-api-key': key },
+    });
+    assert.equal(search.statusCode, 400, search.body);
+    assert.deepEqual(
+      search.json<Problem>().errors?.map((e) => e.field),
+      ['search'],
+    );
+    const path = await h.admin('GET', `/api/admin/teams/a%00b`);
+    assert.equal(path.statusCode, 400, path.body);
+    assert.deepEqual(
+      path.json<Problem>().errors?.map((e) => e.field),
+      ['teamId'],
+    );
+  });
+});

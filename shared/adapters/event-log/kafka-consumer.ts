@@ -1,8 +1,9 @@
 /**
  * One member of a Kafka consumer group (kafkajs, `eachBatch`, no auto-commit). Each batch is
  * pushed into the keyed dispatcher; the batch handler then waits until that partition's records
- * are finished (heartbeating meanwhile) and commits, so by the time kafkajs rejoins the group in a
- * rebalance nothing of this member is in flight and its progress is committed.
+ * are finished and commits, so by the time kafkajs rejoins the group in a rebalance nothing of
+ * this member is in flight and its progress is committed. All the while a batch handler is open,
+ * a timer heartbeats for it (`batch-heartbeat.ts`).
  *
  * kafkajs has no pre-revoke hook: after each join, revoked = previous assignment − new one and
  * assigned = new − previous, then `onRevoked` / `onAssigned` run (before any record of the new
@@ -12,6 +13,7 @@
 import type kafkajs from 'kafkajs';
 import type { ConsumeOptions, Consumer, ConsumerStatus, PartitionRef } from '../../ports/event-log.ts';
 import { EventLogUnavailableError } from '../../ports/event-log.ts';
+import { keepHeartbeating } from './batch-heartbeat.ts';
 import { ConsumerStatusTracker } from './consumer-status.ts';
 import { KeyedDispatcher, partitionKey } from './keyed-dispatcher.ts';
 import { messageToRecord } from './kafka-read.ts';
@@ -139,44 +141,35 @@ export class KafkaConsumer implements Consumer {
     commitOffsetsIfNecessary,
   }: EachBatch): Promise<void> {
     /* eslint-enable @typescript-eslint/unbound-method */
-    await this.callbacks;
-    if (this.halted()) return;
-    const ref = { topic: batch.topic, partition: batch.partition };
-    let interrupted: unknown;
-    const beat = async () => {
-      if (interrupted !== undefined) return;
-      try {
-        await heartbeat();
-      } catch (error) {
-        interrupted = error; // usually a rebalance: finish and commit first, then let kafkajs rejoin
+    // Whatever this batch waits for below, the member keeps heartbeating until it returns.
+    const heartbeats = keepHeartbeating(heartbeat, this.settings.heartbeatIntervalMs);
+    try {
+      await this.callbacks;
+      if (this.halted()) return;
+      const ref = { topic: batch.topic, partition: batch.partition };
+      for (const message of batch.messages) {
+        // A heartbeat error is usually a rebalance: push no more, finish and commit, then let kafkajs rejoin.
+        if (!isRunning() || isStale() || this.halted() || heartbeats.interrupted) break;
+        const accepted = await this.dispatcher.push(messageToRecord(batch.topic, batch.partition, message)).then(
+          () => true,
+          () => false,
+        );
+        if (!accepted) break;
+        resolveOffset(message.offset);
       }
-    };
-    let lastBeat = Date.now();
-    for (const message of batch.messages) {
-      if (!isRunning() || isStale() || this.halted() || interrupted !== undefined) break;
-      const accepted = await this.dispatcher.push(messageToRecord(batch.topic, batch.partition, message)).then(
-        () => true,
-        () => false,
-      );
-      if (!accepted) break;
-      resolveOffset(message.offset);
-      if (Date.now() - lastBeat >= this.settings.heartbeatIntervalMs) {
-        await beat();
-        lastBeat = Date.now();
+      let lastCommit = Date.now();
+      while (!(await settlesWithin(this.dispatcher.drain([ref]), this.settings.heartbeatIntervalMs))) {
+        if (Date.now() - lastCommit >= this.settings.commitIntervalMs) {
+          await this.commit(ref, commitOffsetsIfNecessary);
+          lastCommit = Date.now();
+        }
       }
+      await this.commit(ref, commitOffsetsIfNecessary);
+    } finally {
+      heartbeats.stop();
     }
-    let lastCommit = Date.now();
-    while (!(await settlesWithin(this.dispatcher.drain([ref]), this.settings.heartbeatIntervalMs))) {
-      await beat();
-      if (Date.now() - lastCommit >= this.settings.commitIntervalMs) {
-        await this.commit(ref, commitOffsetsIfNecessary);
-        lastCommit = Date.now();
-      }
-    }
-    await this.commit(ref, commitOffsetsIfNecessary);
     // Rethrown as kafkajs threw it, so it can rejoin the group.
-    // eslint-disable-next-line @typescript-eslint/only-throw-error
-    if (interrupted !== undefined) throw interrupted;
+    if (heartbeats.interrupted) throw heartbeats.interrupted.error;
   }
 
   /** Commits the partition's committable offset; a refused commit (fenced by a rebalance) is left for the next owner. */

@@ -1,0 +1,167 @@
+/**
+ * The Kafka consumer's batch handler over a fake kafkajs consumer, on mocked time: kafkajs has no
+ * background heartbeat, so a member stays in its group only while its open batches call
+ * `heartbeat()`.
+ */
+import assert from 'node:assert/strict';
+import { afterEach, beforeEach, describe, mock, test } from 'node:test';
+import type * as kafkajs from 'kafkajs';
+import { KafkaConsumer, type KafkaConsumerSettings } from '../../../shared/adapters/event-log/kafka-consumer.ts';
+import type { ConsumeOptions, LogRecord } from '../../../shared/ports/event-log.ts';
+import { deferred, settled } from '../../support/deferred.ts';
+
+const TOPIC = 'calls.submitted.v1';
+const INTERVAL_MS = 500;
+
+const settings: KafkaConsumerSettings = {
+  sessionTimeoutMs: 10_000,
+  heartbeatIntervalMs: INTERVAL_MS,
+  rebalanceTimeoutMs: 30_000,
+  maxWaitTimeMs: 500,
+  partitionsConsumedConcurrently: 8,
+  commitIntervalMs: 1000,
+};
+
+const rebalancing = () =>
+  Object.assign(new Error('The group is rebalancing, so a rejoin is needed'), { type: 'REBALANCE_IN_PROGRESS' });
+
+/** A kafkajs client whose consumer hands its batch handler and group events to the test. */
+const fakeKafka = () => {
+  const listeners = new Map<string, (event: { payload: unknown }) => void>();
+  let eachBatch: ((payload: kafkajs.EachBatchPayload) => Promise<void>) | undefined;
+  const consumer = {
+    events: { GROUP_JOIN: 'consumer.group_join', FETCH: 'consumer.fetch', CRASH: 'consumer.crash' },
+    on: (event: string, listener: (event: { payload: unknown }) => void) => listeners.set(event, listener),
+    connect: async () => undefined,
+    subscribe: async () => undefined,
+    run: async (config: kafkajs.ConsumerRunConfig) => {
+      eachBatch = config.eachBatch;
+    },
+    disconnect: async () => undefined,
+  };
+  return {
+    kafka: { consumer: () => consumer } as unknown as kafkajs.Kafka,
+    join: (memberAssignment: kafkajs.IMemberAssignment) =>
+      listeners.get(consumer.events.GROUP_JOIN)?.({ payload: { memberAssignment } }),
+    eachBatch: (payload: kafkajs.EachBatchPayload) => {
+      assert.ok(eachBatch, 'the consumer is not running');
+      return eachBatch(payload);
+    },
+  };
+};
+
+/** A batch of `offsets` on `partition` whose `heartbeat` answers `beat` and counts its calls. */
+const batchOf = (partition: number, offsets: number[], beat: () => Promise<void> = async () => undefined) => {
+  const calls = { heartbeats: 0, commits: 0 };
+  const payload = {
+    batch: {
+      topic: TOPIC,
+      partition,
+      messages: offsets.map((offset) => ({
+        offset: String(offset),
+        key: Buffer.from(`call-${offset % 3}`),
+        value: Buffer.from('{}'),
+        headers: {},
+        timestamp: '0',
+        attributes: 0,
+      })),
+    },
+    resolveOffset: () => undefined,
+    heartbeat: () => {
+      calls.heartbeats++;
+      return beat();
+    },
+    isRunning: () => true,
+    isStale: () => false,
+    commitOffsetsIfNecessary: async () => {
+      calls.commits++;
+    },
+  } as unknown as kafkajs.EachBatchPayload;
+  return { payload, calls };
+};
+
+/** A record handler whose records finish only when the test says so. */
+const heldHandler = () => {
+  const held = new Map<string, () => void>();
+  return {
+    handler: (record: LogRecord) =>
+      new Promise<void>((resolve) => held.set(`${record.partition}/${record.offset}`, resolve)),
+    releaseAll: () => {
+      for (const resolve of held.values()) resolve();
+      held.clear();
+    },
+  };
+};
+
+const start = (kafka: kafkajs.Kafka, options: Partial<ConsumeOptions> & Pick<ConsumeOptions, 'handler'>) =>
+  KafkaConsumer.start(kafka, { groupId: 'processor', topics: [TOPIC], ...options }, settings, {}, (error) => error);
+
+/** Moves mocked time on one heartbeat interval at a time, letting promise chains run in between. */
+const advance = async (intervals: number) => {
+  for (let i = 0; i < intervals; i++) {
+    mock.timers.tick(INTERVAL_MS);
+    await settled();
+  }
+};
+
+describe('KafkaConsumer batch handler', () => {
+  beforeEach(() => mock.timers.enable({ apis: ['setTimeout', 'setInterval', 'Date'] }));
+  afterEach(() => mock.timers.reset());
+
+  test('a batch waiting for a full dispatcher keeps heartbeating, through a rebalance error, and stops when it returns', async () => {
+    const fake = fakeKafka();
+    const records = heldHandler();
+    const member = await start(fake.kafka, { handler: records.handler, concurrency: 1 });
+    let answer: () => Promise<void> = async () => undefined;
+    const { payload, calls } = batchOf(0, [0, 1, 2], () => answer());
+    // Record 0 holds the only slot (a backend outage): the batch waits to push record 1.
+    const batch = fake.eachBatch(payload);
+    const outcome = batch.then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+
+    await advance(20); // 10 s: the session timeout
+    assert.ok(calls.heartbeats >= 10, `${calls.heartbeats} heartbeats in 20 intervals while push waited`);
+    assert.ok(calls.heartbeats <= 20, `${calls.heartbeats} heartbeats in 20 intervals: more than one per interval`);
+
+    // A rebalance starts: every heartbeat is now answered with it, and the member keeps sending
+    // them while it finishes its records (up to the rebalance timeout), so it is not dropped.
+    answer = async () => {
+      throw rebalancing();
+    };
+    const before = calls.heartbeats;
+    await advance(40); // 20 s
+    assert.ok(calls.heartbeats - before >= 20, `${calls.heartbeats - before} heartbeats in 40 intervals of rebalance`);
+
+    records.releaseAll();
+    await settled(3);
+    records.releaseAll();
+    await advance(2);
+    const error = await outcome;
+    assert.equal((error as { type?: string } | undefined)?.type, 'REBALANCE_IN_PROGRESS', 'kafkajs is told to rejoin');
+
+    const after = calls.heartbeats;
+    await advance(20);
+    assert.equal(calls.heartbeats, after, 'no heartbeat once the batch returned');
+    await member.stop();
+  });
+
+  test('a batch waiting for the assign callback keeps heartbeating', async () => {
+    const fake = fakeKafka();
+    const assigned = deferred();
+    const member = await start(fake.kafka, { handler: async () => undefined, onAssigned: () => assigned.promise });
+    fake.join({ [TOPIC]: [0] });
+    const { payload, calls } = batchOf(0, [0]);
+    const batch = fake.eachBatch(payload);
+
+    await advance(20);
+    assert.ok(calls.heartbeats >= 10, `${calls.heartbeats} heartbeats in 20 intervals while onAssigned ran`);
+
+    assigned.resolve();
+    await advance(2);
+    await batch;
+    assert.equal(calls.commits, 1, 'the batch went on once the callback finished');
+    await member.stop();
+  });
+});

@@ -157,12 +157,11 @@ export class KafkaConsumer implements Consumer {
         if (!accepted) break;
         resolveOffset(message.offset);
       }
-      let lastCommit = Date.now();
-      while (!(await settlesWithin(this.dispatcher.drain([ref]), this.settings.heartbeatIntervalMs))) {
-        if (Date.now() - lastCommit >= this.settings.commitIntervalMs) {
-          await this.commit(ref, commitOffsetsIfNecessary);
-          lastCommit = Date.now();
-        }
+      // One drain for the whole wait: each drain() is a waiter that every settled record wakes until
+      // the partition is idle, so a new one per poll would pile up while a record retries in place.
+      const drained = this.dispatcher.drain([ref]);
+      while (!(await settlesWithin(drained, this.settings.commitIntervalMs))) {
+        await this.commit(ref, commitOffsetsIfNecessary);
       }
       await this.commit(ref, commitOffsetsIfNecessary);
     } finally {

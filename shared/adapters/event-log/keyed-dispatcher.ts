@@ -111,10 +111,11 @@ export class KeyedDispatcher {
   async drain(refs?: PartitionRef[]): Promise<void> {
     const keys = refs && new Set(refs.map(partitionKey));
     const matches = (key: string) => !keys || keys.has(key);
+    const busy = (key: string) => this.partitions.get(key)?.pending.some(isOpen) === true;
     for (;;) {
+      // Only the partitions asked for are looked at: this runs again on every settled record.
       const open =
-        [...this.partitions].some(([key, track]) => matches(key) && track.pending.some(isOpen)) ||
-        this.waiters.some((w) => matches(partitionKey(w.record)));
+        [...(keys ?? this.partitions.keys())].some(busy) || this.waiters.some((w) => matches(partitionKey(w.record)));
       if (!open) return;
       await this.changed;
     }

@@ -1,12 +1,14 @@
 /**
  * The Kafka consumer's batch handler over a fake kafkajs consumer, on mocked time: kafkajs has no
  * background heartbeat, so a member stays in its group only while its open batches call
- * `heartbeat()`.
+ * `heartbeat()`; and a batch that waits long for its records keeps one drain waiter, not one per
+ * poll.
  */
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, mock, test } from 'node:test';
 import type * as kafkajs from 'kafkajs';
 import { KafkaConsumer, type KafkaConsumerSettings } from '../../../shared/adapters/event-log/kafka-consumer.ts';
+import { KeyedDispatcher } from '../../../shared/adapters/event-log/keyed-dispatcher.ts';
 import type { ConsumeOptions, LogRecord } from '../../../shared/ports/event-log.ts';
 import { deferred, settled } from '../../support/deferred.ts';
 
@@ -162,6 +164,33 @@ describe('KafkaConsumer batch handler', () => {
     await advance(2);
     await batch;
     assert.equal(calls.commits, 1, 'the batch went on once the callback finished');
+    await member.stop();
+  });
+
+  test('a batch whose record is retried for a long time keeps one drain waiter, however long it stays open', async (t) => {
+    let live = 0;
+    const drain = KeyedDispatcher.prototype.drain; // eslint-disable-line @typescript-eslint/unbound-method
+    t.mock.method(
+      KeyedDispatcher.prototype,
+      'drain',
+      function (this: KeyedDispatcher, ...args: Parameters<typeof drain>) {
+        live++;
+        return drain.apply(this, args).finally(() => live--);
+      },
+    );
+    const fake = fakeKafka();
+    const records = heldHandler();
+    const member = await start(fake.kafka, { handler: records.handler });
+    const { payload } = batchOf(0, [0]);
+    const batch = fake.eachBatch(payload);
+
+    await advance(200); // 100 s with record 0 retrying in place
+    assert.equal(live, 1, `${live} drain waiters for one open batch`);
+
+    records.releaseAll();
+    await advance(2);
+    await batch;
+    assert.equal(live, 0);
     await member.stop();
   });
 });

@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { startWalCheckpointer, WAL_RESTART_BYTES } from './wal-checkpointer.ts';
@@ -49,48 +49,53 @@ export interface OpenedSqlite {
 const LOCK_FILE = 'LOCK';
 const DB_FILE = 'calls.sqlite';
 
-const isAlive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-};
+/** The file whose lock the kernel holds for the opener (see lockDataDir). */
+const LOCK_DB_FILE = 'LOCK.sqlite';
+
+const isBusy = (error: unknown): boolean =>
+  typeof (error as { code?: unknown } | null)?.code === 'string' &&
+  /^SQLITE_(BUSY|LOCKED)/.test((error as { code: string }).code);
 
 /**
- * Takes the data directory's lock file. A lock left by a process that no longer runs on this host
- * is taken over; a live holder is named in the error.
+ * Takes the data directory for this process. The lock is the kernel's: an exclusive lock on
+ * `LOCK.sqlite` that SQLite takes and this process holds until it closes the directory, so it is
+ * gone the moment the process is, however it ended (kill -9, power loss, an OOM kill). A process
+ * id would not do: after a crash the id in a lock file may belong to a live process, the new one
+ * itself included (a container's PID 1 restarted on the same volume), or to another host's.
+ * `LOCK` only names the holder, for the error a second opener gets.
  */
 const lockDataDir = (dataDir: string): (() => void) => {
-  const path = join(dataDir, LOCK_FILE);
-  const mine = JSON.stringify({ pid: process.pid, host: hostname(), since: new Date().toISOString() });
-  for (let attempt = 0; attempt < 3; attempt++) {
+  const holderPath = join(dataDir, LOCK_FILE);
+  const lockPath = join(dataDir, LOCK_DB_FILE);
+  if (!existsSync(lockPath)) closeSync(openSync(lockPath, 'a', 0o600));
+  const lock = new Database(lockPath, { timeout: 0 });
+  try {
+    lock.pragma('locking_mode = EXCLUSIVE');
+    // Written once, the file stays locked until the connection closes (locking_mode EXCLUSIVE).
+    lock.exec('BEGIN EXCLUSIVE; CREATE TABLE IF NOT EXISTS holder (pid INTEGER); COMMIT');
+  } catch (error) {
+    lock.close();
+    if (!isBusy(error)) throw error;
+    let holder: { pid?: number; host?: string; since?: string } = {};
     try {
-      const fd = openSync(path, 'wx', 0o644);
-      writeSync(fd, mine);
-      closeSync(fd);
-      return () => rmSync(path, { force: true });
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      let holder: { pid?: number; host?: string; since?: string } = {};
-      try {
-        holder = JSON.parse(readFileSync(path, 'utf8')) as typeof holder;
-      } catch {
-        // Unreadable or half-written lock: treat as stale only if it stays unreadable.
-        if (attempt < 2) continue;
-      }
-      const sameHost = holder.host === undefined || holder.host === hostname();
-      if (holder.pid !== undefined && (!sameHost || isAlive(holder.pid))) {
-        throw new DataDirLockedError(
-          dataDir,
-          `process ${holder.pid} on ${holder.host ?? 'this host'} (since ${holder.since ?? 'unknown'})`,
-        );
-      }
-      rmSync(path, { force: true });
+      holder = JSON.parse(readFileSync(holderPath, 'utf8')) as typeof holder;
+    } catch {
+      // Not written yet, or by a version before this one: the lock is held all the same.
     }
+    throw new DataDirLockedError(
+      dataDir,
+      holder.pid === undefined
+        ? 'another process'
+        : `process ${holder.pid} on ${holder.host ?? 'this host'} (since ${holder.since ?? 'unknown'})`,
+    );
   }
-  throw new DataDirLockedError(dataDir, `an unreadable lock file at ${path}`);
+  writeFileSync(holderPath, JSON.stringify({ pid: process.pid, host: hostname(), since: new Date().toISOString() }), {
+    mode: 0o644,
+  });
+  return () => {
+    rmSync(holderPath, { force: true });
+    lock.close();
+  };
 };
 
 /**

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
@@ -47,6 +48,53 @@ test('a lock left by a process that died (kill -9) is taken over', () => {
     assert.equal(JSON.parse(readFileSync(join(dir.path, 'LOCK'), 'utf8')).pid, process.pid);
     opened.close();
   } finally {
+    dir.remove();
+  }
+});
+
+test("a lock file naming a live process that does not hold the directory is taken over: the id of a crashed holder reused, by this very process or another host's", () => {
+  const dir = tempDir();
+  try {
+    // A container's PID 1 killed and started again on the same volume finds its own id in LOCK.
+    for (const holder of [
+      { pid: process.pid, host: hostname() },
+      { pid: 1, host: 'another-host' },
+    ]) {
+      writeFileSync(join(dir.path, 'LOCK'), JSON.stringify({ ...holder, since: new Date().toISOString() }));
+      const opened = openSqlite(dir.path);
+      assert.equal(JSON.parse(readFileSync(join(dir.path, 'LOCK'), 'utf8')).pid, process.pid);
+      opened.close();
+    }
+  } finally {
+    dir.remove();
+  }
+});
+
+test('a holder in another process keeps the directory while it runs, and loses it the moment it is killed (kill -9)', async () => {
+  const dir = tempDir();
+  const holder = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      '-e',
+      `import('${new URL('../../../shared/adapters/sqlite/sqlite-database.ts', import.meta.url).pathname}').then((m) => { m.openSqlite(${JSON.stringify(dir.path)}); console.log('held'); setInterval(() => {}, 1000); })`,
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  try {
+    const [line] = (await once(holder.stdout, 'data')) as [Buffer];
+    assert.match(line.toString(), /held/);
+    assert.throws(
+      () => openSqlite(dir.path),
+      (error: unknown) => error instanceof DataDirLockedError && error.message.includes(`process ${holder.pid}`),
+    );
+    holder.kill('SIGKILL');
+    await once(holder, 'exit');
+    const opened = openSqlite(dir.path);
+    opened.close();
+  } finally {
+    holder.kill('SIGKILL');
     dir.remove();
   }
 });

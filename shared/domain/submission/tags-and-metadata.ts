@@ -66,6 +66,12 @@ export const readMetadata: Reader<Record<string, MetadataValue>> = (
       elementErrors.push({ field: at, message: `${field} keys at most ${maxMetadataKeyChars} characters` });
     if (typeof v === 'string' && characterCount(v, maxMetadataValueChars) > maxMetadataValueChars) {
       elementErrors.push({ field: at, message: `${field} values at most ${maxMetadataValueChars} characters` });
+    } else if (typeof v === 'number' && !Number.isFinite(v)) {
+      // 1e999 in the JSON parses to Infinity, which JSON cannot write back: it would be stored as null.
+      elementErrors.push({
+        field: at,
+        message: `${field} numbers must be finite (within ±1.79e308); this one is ${v > 0 ? 'larger' : 'smaller'}`,
+      });
     } else if (typeof v === 'object' && v !== null) {
       elementErrors.push({
         field: at,

@@ -34,6 +34,18 @@ test('a number past the double range (1e999 in the JSON) reaches the normaliser 
   assert.deepEqual(fields, ['dealSize', 'duration']);
 });
 
+test('a metadata number past the double range is a 400 naming its key, not stored as null', () => {
+  const body = JSON.parse('{"transcript":"x","metadata":{"big":1e400,"small":-1e999,"ok":1e308}}') as unknown;
+  assert.deepEqual(
+    refused(body).map((e) => e.field),
+    ['metadata.big', 'metadata.small'],
+  );
+  assert.deepEqual(accepted({ ...base, metadata: { ok: 1e308, tiny: 5e-324 } }).submission.metadata, {
+    ok: 1e308,
+    tiny: 5e-324,
+  });
+});
+
 test('duration: 1e-320 is a zero-length call; 1e308 and -1e308 are a 400', () => {
   assert.equal(accepted({ ...base, duration: 1e-320 }).submission.duration?.seconds, 0);
   for (const duration of [1e308, -1e308]) assert.equal(refused({ ...base, duration })[0]?.field, 'duration');

@@ -12,7 +12,7 @@ import Database from 'better-sqlite3';
 import { type DataKeyStore, DataKeysUnavailableError } from '../../ports/data-keys.ts';
 import { type CipherKey, newDataKey, unwrapKey, wrapKey } from '../crypto/aes-gcm.ts';
 import { GroupCommit, type Outcome } from '../group-commit.ts';
-import { serialised, type SqliteDb } from '../sqlite/sqlite-database.ts';
+import { requestWalScrub, serialised, type SqliteDb } from '../sqlite/sqlite-database.ts';
 import { translateSqliteError } from '../sqlite/sqlite-errors.ts';
 import { whenDurable } from '../sqlite/wal-sync.ts';
 
@@ -98,6 +98,8 @@ export const createSqliteDataKeys = (
       await serialised(db, () => destroy.run(callId, now, now)).catch((error: unknown) => {
         throw translate(error);
       });
+      // The WAL's earlier frames still hold the wrapped key until it is emptied.
+      requestWalScrub(db);
     },
     async close() {
       await creations.drain();

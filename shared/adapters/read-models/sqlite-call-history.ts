@@ -42,7 +42,7 @@ import {
   type CallHistoryStore,
   ReadModelUnavailableError,
 } from '../../ports/read-models.ts';
-import { serialised, type SqliteDb } from '../sqlite/sqlite-database.ts';
+import { requestWalScrub, serialised, type SqliteDb } from '../sqlite/sqlite-database.ts';
 import { translateSqliteError } from '../sqlite/sqlite-errors.ts';
 import { changesOf, docRow, eventsByCall, foldInto, type PendingRow, storedRow } from './history-rows.ts';
 import { asciiLower, type ListPlan, pageOf, planList } from './list-plan.ts';
@@ -208,13 +208,16 @@ export const createSqliteCallHistory = (
       const s = statements(v);
       // New rows take the seqs the inserts would pick (one past the largest), so they are known before.
       let last = s.rows.get()?.n ?? 0;
+      const erased = erasedCallIds(events);
       runStatements(s.writes, [
         ...statementRuns(
           v,
           rowWrites(changesOf(pending), () => ++last),
         ),
-        ...erasureRuns(v, erasedCallIds(events)),
+        ...erasureRuns(v, erased),
       ]);
+      // The WAL's earlier frames still hold the erased rows until it is emptied.
+      if (erased.length > 0) requestWalScrub(db);
       versions.storeCheckpoint(HISTORY, v, checkpoint);
     },
   );
@@ -441,7 +444,10 @@ export const createSqliteCallHistory = (
               *parts() {
                 for (let i = 0; i < writes.length; i += WRITE_PART_ROWS)
                   yield statementRuns(version, writes.slice(i, i + WRITE_PART_ROWS));
-                if (erased.length > 0) yield erasureRuns(version, erased);
+                if (erased.length > 0) {
+                  yield erasureRuns(version, erased);
+                  requestWalScrub(db);
+                }
                 yield [runsOf(STORE_CHECKPOINT_SQL, [Number(checkpoint), HISTORY, version])];
               },
             };

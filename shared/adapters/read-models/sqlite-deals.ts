@@ -14,7 +14,7 @@ import {
   type DealStore,
   ReadModelUnavailableError,
 } from '../../ports/read-models.ts';
-import { serialised, type SqliteDb } from '../sqlite/sqlite-database.ts';
+import { requestWalScrub, serialised, type SqliteDb } from '../sqlite/sqlite-database.ts';
 import { translateSqliteError } from '../sqlite/sqlite-errors.ts';
 import { dealBatch } from './deal-batch.ts';
 import type { SqliteVersions } from './sqlite-versions.ts';
@@ -98,6 +98,7 @@ export const createSqliteDeals = (db: SqliteDb, versions: SqliteVersions): DealS
         d.eraseRecord.run(callId);
         d.eraseOutbox.run(callId);
       }
+      if (batch.erased.length > 0) requestWalScrub(db);
       versions.storeCheckpoint(DEALS, 1, checkpoint);
     },
   );

@@ -8,7 +8,7 @@
 import type { RecordedEvent } from '../../ports/event-store.ts';
 import { type ApplyOptions, ReadModelUnavailableError } from '../../ports/read-models.ts';
 import type { WebhookNotification, WebhookStore } from '../../ports/webhook-store.ts';
-import { serialised, type SqliteDb } from '../sqlite/sqlite-database.ts';
+import { requestWalScrub, serialised, type SqliteDb } from '../sqlite/sqlite-database.ts';
 import { translateSqliteError } from '../sqlite/sqlite-errors.ts';
 import type { SqliteVersions } from './sqlite-versions.ts';
 import {
@@ -150,7 +150,10 @@ export const createSqliteWebhooks = (db: SqliteDb, versions: SqliteVersions): We
       for (const step of batchSteps(events, notifications, BigInt(applied))) {
         if (step.kind === 'notify') {
           // An erased call's earlier deliveries go: their bodies hold the personal data it destroys.
-          if (step.notification.type === 'call.erased') q.forgetSubject.run(step.notification.subject);
+          if (step.notification.type === 'call.erased') {
+            q.forgetSubject.run(step.notification.subject);
+            requestWalScrub(db);
+          }
           queueFor(step.notification, now);
           continue;
         }

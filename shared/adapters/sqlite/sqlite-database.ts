@@ -27,6 +27,20 @@ export const serialised = <T>(db: SqliteDb, work: () => Promise<T> | T): Promise
   return run;
 };
 
+const scrubbers = new WeakMap<SqliteDb, () => void>();
+
+/**
+ * Asks for the WAL to be emptied soon. Call it after a write that deletes personal data for an
+ * erasure (a data key destroyed, a read model's rows deleted): `secure_delete` overwrites what the
+ * database file held, but the WAL still holds the pages as they were before, until later writes
+ * overwrite them, which at a light load may be never (docs/decisions/0014-erasure-crypto-shredding.md).
+ * A connection that openSqlite did not open (`:memory:`, a test's) has no WAL to empty.
+ */
+export const requestWalScrub = (db: SqliteDb): void => scrubbers.get(db)?.();
+
+/** How long after a request the WAL is emptied: the erasure's other writes (projections) land first. */
+export const WAL_SCRUB_DELAY_MS = 1_000;
+
 /** Another process holds the data directory. */
 export class DataDirLockedError extends Error {
   readonly code = 'DATA_DIR_LOCKED';
@@ -113,6 +127,8 @@ export const openSqlite = (
     walRestartBytes?: number;
     /** How often the checkpointer worker copies the WAL into the database file. */
     checkpointIntervalMs?: number;
+    /** How long after `requestWalScrub` the WAL is emptied (WAL_SCRUB_DELAY_MS). */
+    walScrubDelayMs?: number;
   } = {},
 ): OpenedSqlite => {
   const walRestartBytes = options.walRestartBytes ?? WAL_RESTART_BYTES;
@@ -134,10 +150,14 @@ export const openSqlite = (
     const walSync = new WalSync(`${file}-wal`);
     // What a killed process committed is in the page cache: make it durable before building on it.
     walSync.syncNow();
+    // A process that ended before it emptied the WAL after an erasure (requestWalScrub) left the
+    // deleted pages in it: copied into the database file and emptied now, before anything else opens it.
+    db.pragma('wal_checkpoint(TRUNCATE)');
     attachWalSync(db, walSync);
     // Once the WAL starts again from its beginning, the file shrinks back to this.
     db.pragma(`journal_size_limit = ${walRestartBytes}`);
     let restarting = false;
+    let closed = false;
     const checkpointer = startWalCheckpointer(file, {
       restartBytes: walRestartBytes,
       ...(options.checkpointIntervalMs === undefined ? {} : { intervalMs: options.checkpointIntervalMs }),
@@ -149,19 +169,35 @@ export const openSqlite = (
           if (!db.open) return;
           const held = performance.now();
           await checkpointer.restart();
-          walRestartHold.observe((performance.now() - held) / 1000);
+          // A restart cut short by close held nothing worth timing.
+          if (!closed) walRestartHold.observe((performance.now() - held) / 1000);
         })
           .catch(() => undefined)
           .finally(() => (restarting = false));
       },
     });
-    let closed = false;
+    // Emptying the WAL holds the write queue, as a restart does; a reader of an old snapshot makes
+    // the worker leave it, and it is tried again.
+    let scrubTimer: NodeJS.Timeout | undefined;
+    const scheduleScrub = (delayMs = options.walScrubDelayMs ?? WAL_SCRUB_DELAY_MS): void => {
+      if (closed || scrubTimer) return;
+      scrubTimer = setTimeout(() => {
+        scrubTimer = undefined;
+        void serialised(db, () => (db.open ? checkpointer.truncate() : true)).then(
+          (done) => done || scheduleScrub(),
+          () => scheduleScrub(),
+        );
+      }, delayMs);
+      scrubTimer.unref();
+    };
+    scrubbers.set(db, scheduleScrub);
     return {
       db,
       dataDir: dir,
       close() {
         if (closed) return;
         closed = true;
+        clearTimeout(scrubTimer);
         checkpointer.stop();
         db.close();
         unlock();

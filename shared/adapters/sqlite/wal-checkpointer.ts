@@ -30,6 +30,13 @@ export interface WalCheckpointer {
    * `RESTART_WAIT_MS` when the worker does not answer.
    */
   restart(): Promise<void>;
+  /**
+   * As `restart`, then empties the WAL file (TRUNCATE): no earlier frame stays in it, so what a
+   * deletion removed from the database is not left behind in the WAL either. Resolves true when
+   * done, false when the worker had to leave it (another connection reading an old snapshot, or
+   * no answer within `RESTART_WAIT_MS`).
+   */
+  truncate(): Promise<boolean>;
   /** Asks the worker to close its connection and end; returns at once. */
   stop(): void;
 }
@@ -57,16 +64,18 @@ const WORKER = `
     }
   }, workerData.intervalMs);
   parentPort.on('message', (message) => {
-    if (message.restart !== undefined) {
+    if (message.checkpoint !== undefined) {
       db.pragma('busy_timeout = 0');
+      let done = false;
       try {
-        db.pragma('wal_checkpoint(RESTART)');
+        const [{ busy }] = db.pragma(message.mode === 'TRUNCATE' ? 'wal_checkpoint(TRUNCATE)' : 'wal_checkpoint(RESTART)');
+        done = busy === 0;
       } catch {
         // Busy: the next time it is due.
       } finally {
         db.pragma('busy_timeout = 5000');
       }
-      parentPort.postMessage({ restarted: message.restart });
+      parentPort.postMessage({ checkpointed: message.checkpoint, done });
     }
     if (message.stop) {
       clearInterval(timer);
@@ -102,34 +111,38 @@ export const startWalCheckpointer = (
   // Never what keeps the process alive.
   worker.unref();
   worker.on('error', () => undefined);
-  const restarts = new Map<number, () => void>();
-  let nextRestart = 0;
-  worker.on('message', (message: { restartDue?: boolean; restarted?: number }) => {
+  const checkpoints = new Map<number, (done: boolean) => void>();
+  let nextCheckpoint = 0;
+  worker.on('message', (message: { restartDue?: boolean; checkpointed?: number; done?: boolean }) => {
     if (message.restartDue) onRestartDue();
-    if (message.restarted !== undefined) restarts.get(message.restarted)?.();
+    if (message.checkpointed !== undefined) checkpoints.get(message.checkpointed)?.(message.done === true);
   });
   let stopped = false;
+  const checkpoint = (mode: 'RESTART' | 'TRUNCATE'): Promise<boolean> => {
+    if (stopped) return Promise.resolve(false);
+    const id = nextCheckpoint++;
+    return new Promise<boolean>((resolve) => {
+      const finish = (done: boolean) => {
+        clearTimeout(timer);
+        checkpoints.delete(id);
+        resolve(done);
+      };
+      const timer = setTimeout(() => finish(false), RESTART_WAIT_MS);
+      checkpoints.set(id, finish);
+      worker.postMessage({ checkpoint: id, mode });
+    });
+  };
   return {
-    restart() {
-      if (stopped) return Promise.resolve();
-      const id = nextRestart++;
-      return new Promise<void>((resolve) => {
-        const done = () => {
-          clearTimeout(timer);
-          restarts.delete(id);
-          resolve();
-        };
-        const timer = setTimeout(done, RESTART_WAIT_MS);
-        restarts.set(id, done);
-        worker.postMessage({ restart: id });
-      });
+    async restart() {
+      await checkpoint('RESTART');
     },
+    truncate: () => checkpoint('TRUNCATE'),
     stop() {
       if (stopped) return;
       stopped = true;
       worker.postMessage({ stop: true });
-      // A restart under way ends with the worker: its caller's hold ends now, not at its timeout.
-      for (const done of [...restarts.values()]) done();
+      // A checkpoint under way ends with the worker: its caller's hold ends now, not at its timeout.
+      for (const finish of [...checkpoints.values()]) finish(false);
     },
   };
 };

@@ -11,6 +11,18 @@ const filesUnder = (dir: string): string[] =>
     return statSync(path).isDirectory() ? filesUnder(path) : [path];
   });
 
+const filesHolding = (dir: string, needles: string[]): string[] => {
+  const found: string[] = [];
+  for (const file of filesUnder(dir)) {
+    const bytes = readFileSync(file);
+    for (const needle of needles) {
+      for (const encoding of ['utf8', 'utf16le'] as const)
+        if (bytes.includes(Buffer.from(needle, encoding))) found.push(`${file}: ${needle} (${encoding})`);
+    }
+  }
+  return found;
+};
+
 erasureProof('embedded default (SQLite)', async () => {
   const dir = tempDir('erasure-');
   const dataDir = join(dir.path, 'data');
@@ -23,16 +35,10 @@ erasureProof('embedded default (SQLite)', async () => {
       const db = new Database(join(dataDir, 'calls.sqlite'));
       db.pragma('wal_checkpoint(TRUNCATE)');
       db.close();
-      const found: string[] = [];
-      for (const file of filesUnder(dataDir)) {
-        const bytes = readFileSync(file);
-        for (const needle of needles) {
-          for (const encoding of ['utf8', 'utf16le'] as const)
-            if (bytes.includes(Buffer.from(needle, encoding))) found.push(`${file}: ${needle} (${encoding})`);
-        }
-      }
-      return found;
+      return filesHolding(dataDir, needles);
     },
+    // Every file as it is, the WAL included: what a backup taken now, or a kill -9, would leave.
+    storageHoldingWhileRunning: async (needles) => filesHolding(dataDir, needles),
     cleanup: async () => dir.remove(),
   };
 });

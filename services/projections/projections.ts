@@ -72,18 +72,24 @@ const WEBHOOK_CATEGORIES = [CALL_CATEGORY, webhookEvents.category] as const;
  * again from the new one.
  * A batch that fails for another reason than an outage is applied again one event at a time, so
  * the one event that cannot be projected is named (`ProjectionEventError`) and every event before
- * it is kept; events an operator skipped are left out.
+ * it is kept; events an operator skipped are left out (`skipped`: the skip list read for this
+ * start, by default here; a writer that reads other events of the store takes the same one).
  */
 const followFromCheckpoint = (
   name: SkippableProjection,
   store: EventStore,
   writer: ProjectionWriter,
   categories: readonly string[],
-  onApplied?: (events: readonly RecordedEvent[]) => void,
+  options: {
+    skipped?: Promise<ReadonlySet<bigint>>;
+    onApplied?: (events: readonly RecordedEvent[]) => void;
+  } = {},
 ): Subscription => {
+  const { onApplied } = options;
   // Reading the checkpoint is async; the subscription API is not, so start after it and filter.
   let inner: Subscription | undefined;
-  const ready = Promise.all([writer.checkpoint(), skippedPositions(store, name)]).then(([checkpoint, skipped]) => {
+  const skippedNow = options.skipped ?? skippedPositions(store, name);
+  const ready = Promise.all([writer.checkpoint(), skippedNow]).then(([checkpoint, skipped]) => {
     let position = checkpoint;
     const passes = (error: unknown) =>
       isBackendUnavailable(error) || (error as { code?: string }).code === 'CHECKPOINT_MISMATCH';
@@ -142,14 +148,21 @@ const followFromCheckpoint = (
 
 /**
  * The webhook projection as a ProjectionWriter: the notifications of a batch are prepared first
- * (reading the calls they show), then applied with the webhook events and the checkpoint in one
- * transaction. While no webhook exists and the batch registers none, nothing is prepared.
+ * (reading the calls they show, without the events the projection skips), then applied with the
+ * webhook events and the checkpoint in one transaction. While no webhook exists and the batch
+ * registers none, nothing is prepared.
  */
-const webhookWriter = (store: WebhookStore, eventStore: EventStore, onQueued: () => void): ProjectionWriter => ({
+const webhookWriter = (
+  store: WebhookStore,
+  eventStore: EventStore,
+  skipped: Promise<ReadonlySet<bigint>>,
+  onQueued: () => void,
+): ProjectionWriter => ({
   checkpoint: () => store.checkpoint(),
   async apply(events, checkpoint, options) {
     const registers = events.some((e) => e.type === 'WebhookRegistered' && webhookIdOfStream(e.streamId) !== undefined);
-    const notifications = registers || (await store.anyWebhook()) ? await webhookNotifications(eventStore, events) : [];
+    const notifications =
+      registers || (await store.anyWebhook()) ? await webhookNotifications(eventStore, events, await skipped) : [];
     await store.apply(events, notifications, checkpoint, options);
     if (notifications.length > 0) onQueued();
   },
@@ -189,8 +202,10 @@ export const startProjections = (options: ProjectionsOptions): Projections => {
         'deal projection',
         () =>
           // The outbox gets entries only from deal writes: a batch without one leaves nothing to publish.
-          followFromCheckpoint('deals', eventStore, readModels.deals, [CALL_CATEGORY], (events) => {
-            if (events.some((event) => event.type === 'DealRecorded')) publisher.wake();
+          followFromCheckpoint('deals', eventStore, readModels.deals, [CALL_CATEGORY], {
+            onApplied: (events) => {
+              if (events.some((event) => event.type === 'DealRecorded')) publisher.wake();
+            },
           }),
         log,
         { isSkipped: isSkipped('deals'), onHalted },
@@ -200,13 +215,17 @@ export const startProjections = (options: ProjectionsOptions): Projections => {
       'webhooks',
       supervised(
         'webhook projection',
-        () =>
-          followFromCheckpoint(
+        () => {
+          // A notification folds the call's earlier events: it leaves out the same skipped events as the feed.
+          const skipped = skippedPositions(eventStore, 'webhooks');
+          return followFromCheckpoint(
             'webhooks',
             eventStore,
-            webhookWriter(readModels.webhooks, eventStore, () => webhookDelivery.wake()),
+            webhookWriter(readModels.webhooks, eventStore, skipped, () => webhookDelivery.wake()),
             WEBHOOK_CATEGORIES,
-          ),
+            { skipped },
+          );
+        },
         log,
         {
           isSkipped: isSkipped('webhooks'),

@@ -12,7 +12,6 @@ import {
 import { callEvents } from '../../shared/domain/call/call-catalogue.ts';
 import { dealCallOf, dealEventId, dealRecordOf } from '../../shared/domain/call/deal-record.ts';
 import { callDetailView } from '../../shared/domain/call/call-view.ts';
-import { readStream } from '../../shared/domain/event-catalogue.ts';
 import type { WebhookEventType } from '../../shared/domain/webhook/webhook-events.ts';
 import { webhookEvents } from '../../shared/domain/webhook/webhook-catalogue.ts';
 import type { EventStore, Json, RecordedEvent } from '../../shared/ports/event-store.ts';
@@ -53,16 +52,30 @@ const bodyOf = (type: string, event: Pick<RecordedEvent, 'recordedAt'>, data: un
   JSON.stringify({ type, timestamp: event.recordedAt.toISOString(), data: data as Json });
 
 /**
+ * The call's events up to `revision`, decoded, without those the projection skips. Only these are
+ * decoded: an event an operator skipped, or one the feed has not reached yet, must not stop the
+ * projection of this one.
+ */
+const callEventsUpTo = (
+  stream: readonly RecordedEvent[],
+  revision: number,
+  skipped: ReadonlySet<bigint>,
+): RecordedCallEvent[] =>
+  stream.filter((e) => e.revision <= revision && !skipped.has(e.position)).map((e) => callEvents.decode(e));
+
+/**
  * The notifications of a batch, its events decoded through their catalogues (an event that does
- * not decode stops the projection: EventDecodeError). Reads each notifying call's stream once (up to
- * its last notifying event) to fold the call as the read API shows it at that event.
+ * not decode stops the projection: EventDecodeError). Reads each notifying call's stream once to
+ * fold the call as the read API shows it at that event, leaving out the events at `skipped` (those
+ * an operator told this projection to skip), as the feed does.
  */
 export const webhookNotifications = async (
   store: EventStore,
   events: readonly RecordedEvent[],
+  skipped: ReadonlySet<bigint>,
 ): Promise<WebhookNotification[]> => {
   const notifications: WebhookNotification[] = [];
-  const streams = new Map<string, Promise<RecordedCallEvent[]>>();
+  const streams = new Map<string, Promise<RecordedEvent[]>>();
   for (const stored of events) {
     const webhookId = webhookEvents.idOf(stored.streamId);
     if (webhookId !== undefined) {
@@ -89,7 +102,11 @@ export const webhookNotifications = async (
     if (event.type === 'CallErased') {
       // No personal data: the call's id, when and why. The store drops the call's earlier deliveries
       // (their bodies hold what the erasure destroys) and queues this one.
-      const [submitted] = await readStream(store, callEvents, callId, { maxCount: 1 });
+      const [submitted] = callEventsUpTo(
+        await store.readStream(callEvents.streamId(callId), { maxCount: 1 }),
+        0,
+        skipped,
+      );
       if (submitted?.type !== 'CallSubmitted') continue;
       notifications.push({
         position: event.position,
@@ -105,10 +122,10 @@ export const webhookNotifications = async (
     if (!kind) continue;
     let stream = streams.get(callId);
     if (!stream) {
-      stream = readStream(store, callEvents, callId);
+      stream = store.readStream(callEvents.streamId(callId));
       streams.set(callId, stream);
     }
-    const upTo = (await stream).filter((e) => e.revision <= event.revision);
+    const upTo = callEventsUpTo(await stream, event.revision, skipped);
     let row: CallHistoryRow | undefined;
     for (const e of upTo) row = evolveHistoryRow(row, e);
     if (!row) continue; // a call without its submission: nothing to show

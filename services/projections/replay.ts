@@ -2,11 +2,13 @@
  * Rebuilds a projection from the event store from scratch while the service runs: a new version
  * of its tables is filled from the start of the feed while reads (and the live projection) keep
  * using the current one; then reads switch to the new version atomically and the live projection
- * resumes from its checkpoint.
+ * resumes from its checkpoint. The events an operator told the projection to skip are left out, as
+ * the live projection leaves them out.
  */
 import { callEvents } from '../../shared/domain/call/call-catalogue.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import type { ReadModels } from '../../shared/ports/read-models.ts';
+import { skippedPositions } from './skipped-events.ts';
 
 export interface ReplayProgress {
   projection: string;
@@ -30,6 +32,8 @@ export async function* replayProjection(
 ): AsyncGenerator<ReplayProgress> {
   const batchSize = options.batchSize ?? 5000;
   const every = options.progressEveryMs ?? 1000;
+  // Read before the new version exists: a replay that cannot read them leaves nothing half-built.
+  const skipped = await skippedPositions(deps.eventStore, name);
   const target = await deps.readModels.callHistory.beginRebuild();
   const started = performance.now();
   let events = 0;
@@ -59,7 +63,7 @@ export async function* replayProjection(
     if (batch.length === 0) break;
     position = batch[batch.length - 1]!.position;
     next = read(position);
-    await target.apply(batch, position);
+    await target.apply(skipped.size === 0 ? batch : batch.filter((event) => !skipped.has(event.position)), position);
     events += batch.length;
     if (performance.now() - lastReport >= every) {
       lastReport = performance.now();

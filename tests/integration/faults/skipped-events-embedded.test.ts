@@ -1,7 +1,8 @@
 /**
  * An event an operator skipped stays skipped in everything a projection does (embedded backends):
- * the webhook projection folds a call's earlier events without it, so a later event of the same
- * call is still delivered and the projection keeps going.
+ * - the webhook projection folds a call's earlier events without it, so a later event of the same
+ *   call is still delivered and the projection keeps going;
+ * - a replay of call history leaves it out as the live projection does, so the rebuild completes.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -11,6 +12,7 @@ import { callEvents } from '../../../shared/domain/call/call-catalogue.ts';
 import { webhookEvents } from '../../../shared/domain/webhook/webhook-catalogue.ts';
 import { TOPICS } from '../../../shared/topics.ts';
 import { startProjections } from '../../../services/projections/projections.ts';
+import { replayProjection } from '../../../services/projections/replay.ts';
 import { SKIPPABLE, skipEvent } from '../../../services/projections/skipped-events.ts';
 import { Health } from '../../../services/runtime/health.ts';
 import { appendCall, at, events, submittedData } from '../../conformance/read-models-fixtures.ts';
@@ -112,5 +114,29 @@ describe('a skipped event stays skipped: embedded (SQLite)', () => {
     } finally {
       await projections.stop();
     }
+  });
+
+  test('replay: call history is rebuilt past an event the operator skipped, and serves the calls after it', async () => {
+    const b = open();
+    const teamId = `team-${randomUUID()}`;
+    const badSubmission = callEvents.streamId(randomUUID());
+    await b.eventStore.append(badSubmission, [{ type: 'CallSubmitted', data: { nonsense: true } }]);
+    const { call, bad } = await callWithBadEvent(b, teamId);
+    const later = submittedData({ teamId });
+    await appendCall(b.eventStore, later.callId, [events.submitted(later), events.completed(6)]);
+    for (const event of [(await b.eventStore.readStream(badSubmission))[0]!, bad])
+      await skipEvent(b.eventStore, {
+        projection: 'call-history',
+        position: event.position.toString(),
+        reason: 'malformed test event',
+      });
+    const version = await b.readModels.callHistory.activeVersion();
+
+    const phases: string[] = [];
+    for await (const progress of replayProjection('call-history', b)) phases.push(progress.phase);
+    assert.equal(phases.at(-1), 'done');
+    assert.ok((await b.readModels.callHistory.activeVersion()) > version, 'reads switched to the rebuilt version');
+    assert.equal((await b.readModels.callHistory.get(teamId, call.callId))?.status, 'pending');
+    assert.equal((await b.readModels.callHistory.get(teamId, later.callId))?.status, 'completed');
   });
 });

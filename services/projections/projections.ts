@@ -10,7 +10,7 @@
 import type { Logger } from 'pino';
 import { toRecord } from '../../shared/cloudevents.ts';
 import type { EventLog } from '../../shared/ports/event-log.ts';
-import type { EventStore, RecordedEvent, Subscription } from '../../shared/ports/event-store.ts';
+import type { EventStore, RecordedEvent, Subscription, SubscriptionStatus } from '../../shared/ports/event-store.ts';
 import type { PersonalData } from '../../shared/adapters/crypto/personal-data.ts';
 import { startErasedKeyShredder } from './erased-key-shredder.ts';
 import type { ProjectionWriter, ReadModels } from '../../shared/ports/read-models.ts';
@@ -87,9 +87,13 @@ const followFromCheckpoint = (
 ): Subscription => {
   const { onApplied } = options;
   // Reading the checkpoint is async; the subscription API is not, so start after it and filter.
+  // Until then it is `starting`, not `live`: a read that hangs or fails must not look like progress.
   let inner: Subscription | undefined;
+  let stopped = false;
+  let state: SubscriptionStatus = { state: 'starting', since: new Date() };
   const skippedNow = options.skipped ?? skippedPositions(store, name);
   const ready = Promise.all([writer.checkpoint(), skippedNow]).then(([checkpoint, skipped]) => {
+    if (stopped) return undefined;
     let position = checkpoint;
     const passes = (error: unknown) =>
       isBackendUnavailable(error) || (error as { code?: string }).code === 'CHECKPOINT_MISMATCH';
@@ -133,16 +137,24 @@ const followFromCheckpoint = (
     });
     return inner;
   });
-  const done = ready.then((s) => s.done);
+  ready.catch((error: unknown) => {
+    if (!stopped) state = { state: 'failed', since: new Date(), error: (error as Error)?.message ?? String(error) };
+  });
+  const done = ready.then((s) => s?.done);
   done.catch(() => undefined);
   return {
     done,
     get position() {
       return inner?.position ?? 0n;
     },
-    caughtUp: () => ready.then((s) => s.caughtUp()),
-    stop: () => ready.then((s) => s.stop()),
-    status: () => inner?.status() ?? { state: 'live', since: new Date() },
+    caughtUp: () => ready.then((s) => s?.caughtUp()),
+    // One that never started has nothing to stop, and does not wait for its reads to end.
+    async stop() {
+      stopped = true;
+      if (!inner) state = { state: 'stopped', since: new Date() };
+      await inner?.stop();
+    },
+    status: () => inner?.status() ?? state,
   };
 };
 
@@ -287,9 +299,13 @@ export const startProjections = (options: ProjectionsOptions): Projections => {
     },
     async stop() {
       for (const remove of unregister) remove?.();
-      await Promise.all(running.map(([, r]) => r.stop()));
+      // Every part is stopped even when one of them fails to; the first failure is thrown after.
+      const failures = (await Promise.allSettled(running.map(([, r]) => r.stop()))).flatMap((result) =>
+        result.status === 'rejected' ? [result.reason as unknown] : [],
+      );
       await publisher.stop();
       await webhookDelivery.stop();
+      if (failures.length > 0) throw failures[0];
     },
   };
 };

@@ -150,6 +150,9 @@ export const supervised = (
         return { ready: false, reason: `retrying since ${status.since.toISOString()}: ${status.error}` };
       if (restarting && status.state !== 'live')
         return { ready: false, reason: `restarting since ${restarting.since.toISOString()}: ${restarting.error}` };
+      // Still reading where to begin: as patient as with an outage, then not ready.
+      if (status.state === 'starting' && retryingTooLong(status.since))
+        return { ready: false, reason: `starting since ${status.since.toISOString()}: not following the feed yet` };
       return { ready: true, state: status.state };
     },
     async stop() {

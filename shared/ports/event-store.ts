@@ -142,12 +142,13 @@ export interface Subscription {
 }
 
 /**
- * `live`: following the feed; `retrying`: a backend (the store, or the handler's) is unavailable
- * since `since` and the subscription tries again by itself; `stopped` by `stop()`; `failed` on a
- * handler error it cannot retry (`error` says which).
+ * `starting`: not following the feed yet (still reading where to begin, since `since`); `live`:
+ * following the feed; `retrying`: a backend (the store, or the handler's) is unavailable since
+ * `since` and the subscription tries again by itself; `stopped` by `stop()`; `failed` on an error it
+ * cannot retry (`error` says which).
  */
 export interface SubscriptionStatus {
-  state: 'live' | 'retrying' | 'stopped' | 'failed';
+  state: 'starting' | 'live' | 'retrying' | 'stopped' | 'failed';
   since: Date;
   error?: string;
   /**

@@ -2,7 +2,8 @@
  * Supervised projections on mocked time with hand-failed subscriptions: a failure restarts from
  * the checkpoint after a growing pause (1 s … 30 s) that shrinks back after a minute of running; a
  * moved checkpoint is followed at once; an event the projection cannot take halts it until an
- * operator skips it; readiness says which; nothing restarts after stop.
+ * operator skips it; readiness says which (a subscription still starting is ready only up to the
+ * threshold); nothing restarts after stop.
  */
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, mock, test } from 'node:test';
@@ -137,6 +138,21 @@ describe('supervised', () => {
       { ready: true, state: 'retrying' },
       'a brief retry a minute after the restart is no restart',
     );
+    await s.stop();
+  });
+
+  test('readiness: a subscription still starting is ready until the threshold, then not, saying since when', async () => {
+    const s = run();
+    started[0]!.state = { state: 'starting', since: new Date() };
+    const overOneSecond = (since: Date) => Date.now() - since.getTime() > 1000;
+    assert.deepEqual(s.report(overOneSecond), { ready: true, state: 'starting' });
+    await tick(1001);
+    assert.deepEqual(s.report(overOneSecond), {
+      ready: false,
+      reason: 'starting since 2026-11-20T10:00:00.000Z: not following the feed yet',
+    });
+    started[0]!.state = { state: 'live', since: new Date() };
+    assert.deepEqual(s.report(overOneSecond), { ready: true, state: 'live' });
     await s.stop();
   });
 

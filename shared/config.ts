@@ -294,3 +294,18 @@ export const loadConfig = (env: Env = process.env): Config => {
   }
   return Object.freeze(config);
 };
+
+/**
+ * For a service run as a process of its own (`services/ingress/main.ts` and the like): on shared
+ * backends (Kafka, KurrentDB) its data keys must be where every process reads them, in PostgreSQL.
+ * Without DATABASE_URL each process keeps them in its own DATA_DIR, and no other process could
+ * open a call's personal fields: a processor would read every call as erased and skip it. On the
+ * embedded backends alone a process shares nothing, which is consistent (the benches run the
+ * ingress so).
+ */
+export const assertSeparateProcessLayout = (config: Config, service: string): void => {
+  if (config.databaseUrl || (config.kafkaBrokers.length === 0 && !config.kurrentDbUrl)) return;
+  throw new ConfigError(
+    `invalid configuration: the ${service} runs as a process of its own on shared backends (${config.kafkaBrokers.length > 0 ? 'KAFKA_BROKERS' : 'KURRENTDB_URL'}) but DATABASE_URL is unset, so it would keep the calls' data keys in its own DATA_DIR where no other process can read them; set DATABASE_URL, or run every service in one process (npm start)`,
+  );
+};

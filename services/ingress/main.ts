@@ -2,7 +2,7 @@
  * The ingress on its own (scaled out: several behind a load balancer, on Kafka + PostgreSQL +
  * Redis). `npm start` runs it inside the all-in-one process instead.
  */
-import { loadConfig } from '../../shared/config.ts';
+import { assertSeparateProcessLayout, loadConfig } from '../../shared/config.ts';
 import { openBackends } from '../runtime/backends.ts';
 import { Health } from '../runtime/health.ts';
 import { runUntilSignal } from '../runtime/lifecycle.ts';
@@ -12,6 +12,7 @@ import { startIngressService } from '../runtime/services.ts';
 
 runUntilSignal('ingress', async () => {
   const config = loadConfig();
+  assertSeparateProcessLayout(config, 'ingress');
   const logger = createLogger(config.logLevel);
   const telemetry = await startTelemetry(config, 'ingress', logger);
   const backends = await openBackends(config, logger);

@@ -2,7 +2,7 @@
  * The call processor on its own (scaled out: run several, on Kafka + PostgreSQL). `npm start` runs
  * it inside the all-in-one process instead.
  */
-import { loadConfig } from '../../shared/config.ts';
+import { assertSeparateProcessLayout, loadConfig } from '../../shared/config.ts';
 import { openBackends } from '../runtime/backends.ts';
 import { Health } from '../runtime/health.ts';
 import { serveHealthPort } from '../runtime/health-server.ts';
@@ -13,6 +13,7 @@ import { startProcessorService } from '../runtime/services.ts';
 
 runUntilSignal('processor', async () => {
   const config = loadConfig();
+  assertSeparateProcessLayout(config, 'processor');
   const logger = createLogger(config.logLevel);
   const telemetry = await startTelemetry(config, 'processor', logger);
   const backends = await openBackends(config, logger);

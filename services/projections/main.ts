@@ -2,7 +2,7 @@
  * The projections on their own (scaled out: run one). `npm start` runs them inside the all-in-one
  * process instead.
  */
-import { loadConfig } from '../../shared/config.ts';
+import { assertSeparateProcessLayout, loadConfig } from '../../shared/config.ts';
 import { openBackends } from '../runtime/backends.ts';
 import { Health } from '../runtime/health.ts';
 import { serveHealthPort } from '../runtime/health-server.ts';
@@ -13,6 +13,7 @@ import { startProjectionsService } from '../runtime/services.ts';
 
 runUntilSignal('projections', async () => {
   const config = loadConfig();
+  assertSeparateProcessLayout(config, 'projections');
   const logger = createLogger(config.logLevel);
   const telemetry = await startTelemetry(config, 'projections', logger);
   const backends = await openBackends(config, logger);

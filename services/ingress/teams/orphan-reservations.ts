@@ -11,6 +11,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { callDecider } from '../../../shared/domain/call/call-decider.ts';
 import { callEvents } from '../../../shared/domain/call/call-catalogue.ts';
 import type { EventStore } from '../../../shared/ports/event-store.ts';
+import { isRetriableError } from '../../../shared/ports/unavailable.ts';
 import { AggregateRepository } from '../../runtime/aggregate-repository.ts';
 import type { TeamService } from './team-service.ts';
 
@@ -32,6 +33,8 @@ export interface SweepResult {
   orphaned: number;
   /** Reservations released because their call had already finished. */
   stale: number;
+  /** Reservations left as they were because reading their call failed (logged, each). */
+  failed: number;
 }
 
 export interface OrphanSweep {
@@ -46,23 +49,34 @@ export const startOrphanSweep = (options: OrphanSweepOptions): OrphanSweep => {
   let running: Promise<SweepResult> | undefined;
 
   const pass = async (): Promise<SweepResult> => {
-    const result: SweepResult = { orphaned: 0, stale: 0 };
+    const result: SweepResult = { orphaned: 0, stale: 0, failed: 0 };
     const cutoff = new Date(now().getTime() - options.orphanAfterMs).toISOString();
     for (const team of options.teams.directoryTeams()) {
       for (const [callId, reservation] of team.reservations.entries()) {
         if (reservation.at === undefined || Date.parse(reservation.at) > Date.parse(cutoff)) continue;
-        const call = await calls.load(callId);
-        if (call.version === -1) {
-          if (await options.teams.releaseOrphan(team.teamId, callId, cutoff)) {
-            result.orphaned++;
-            options.log.warn(
-              { teamId: team.teamId, callId, reservedAt: reservation.at, minutes: reservation.minutes },
-              'released an orphaned capacity reservation: its call never reached the pipeline',
-            );
+        try {
+          const call = await calls.load(callId);
+          if (call.version === -1) {
+            if (await options.teams.releaseOrphan(team.teamId, callId, cutoff)) {
+              result.orphaned++;
+              options.log.warn(
+                { teamId: team.teamId, callId, reservedAt: reservation.at, minutes: reservation.minutes },
+                'released an orphaned capacity reservation: its call never reached the pipeline',
+              );
+            }
+          } else if (call.state.status !== 'pending') {
+            await options.teams.release(team.teamId, callId);
+            result.stale++;
           }
-        } else if (call.state.status !== 'pending') {
-          await options.teams.release(team.teamId, callId);
-          result.stale++;
+        } catch (error) {
+          // An outage postpones the whole pass; anything else is this call's alone (a stream with an
+          // event that does not decode), and must not keep the reservations after it from their release.
+          if (isRetriableError(error)) throw error;
+          result.failed++;
+          options.log.warn(
+            { err: error, teamId: team.teamId, callId },
+            'orphan reservation sweep: this reservation cannot be judged; it stays, and the sweep goes on',
+          );
         }
       }
     }

@@ -241,7 +241,7 @@ describe('ambiguous publishes, Idempotency-Key retries and orphaned reservations
     assert.equal((await capacity(teamId)).reservedCalls, before.reservedCalls + 1);
     const log = { info: () => {}, warn: () => {} };
     const young = startOrphanSweep({ teams: h.ingress.teams, eventStore, orphanAfterMs: 60_000, log });
-    assert.deepEqual(await young.sweep(), { orphaned: 0, stale: 0 });
+    assert.deepEqual(await young.sweep(), { orphaned: 0, stale: 0, failed: 0 });
     await young.stop();
     const later = startOrphanSweep({
       teams: h.ingress.teams,
@@ -262,7 +262,38 @@ describe('ambiguous publishes, Idempotency-Key retries and orphaned reservations
       log,
       now: () => new Date(Date.now() + 61_000),
     });
-    assert.deepEqual(await again.sweep(), { orphaned: 0, stale: 0 }, 'a released reservation is released once');
+    assert.deepEqual(
+      await again.sweep(),
+      { orphaned: 0, stale: 0, failed: 0 },
+      'a released reservation is released once',
+    );
     await again.stop();
+  });
+
+  test('a reservation whose call cannot be read is left and logged; the sweep goes on to the ones after it', async () => {
+    const { teamId } = await h.team();
+    // A call whose stream holds an event that does not decode, reserved first, then one that never was.
+    await h.ingress.teams.reserve(teamId, 'call-unreadable', 30);
+    await eventStore.append('call-call-unreadable', [{ type: 'CallSubmitted', data: { not: 'a submission' } }]);
+    await h.ingress.teams.reserve(teamId, 'call-after-it', 30);
+    const warnings: string[] = [];
+    const sweep = startOrphanSweep({
+      teams: h.ingress.teams,
+      eventStore,
+      orphanAfterMs: 60_000,
+      log: { info: () => {}, warn: (_fields: unknown, message?: string) => void warnings.push(String(message)) },
+      now: () => new Date(Date.now() + 61_000),
+    });
+    const swept = await sweep.sweep();
+    await sweep.stop();
+    assert.equal(swept.failed, 1, JSON.stringify(swept));
+    assert.ok(swept.orphaned >= 1, JSON.stringify(swept));
+    const team = await h.ingress.teams.load(teamId);
+    assert.deepEqual(
+      [...(team?.reservations.entries() ?? [])].map(([callId]) => callId),
+      ['call-unreadable'],
+      'the reservation after the unreadable call was released',
+    );
+    assert.ok(warnings.some((w) => /cannot be judged/.test(w)));
   });
 });

@@ -3,7 +3,7 @@
  * stream order (key = call id). At least once: the checkpoint advances only after the log took the
  * batch (and, caught up, moves to the head of the feed past other categories' events, so its lag
  * reads 0), and each message carries the event's own id as `ce_id`, so a consumer deduplicates a
- * redelivery by it.
+ * redelivery by it, and its revision as `ce_sequence`, zero-padded (see `ceSequence`).
  */
 import type { Logger } from 'pino';
 import { toRecord } from '../../shared/cloudevents.ts';
@@ -15,6 +15,18 @@ import { inSpansPerItem } from '../../shared/observability/tracing.ts';
 import { callEvents, callIdOfStream } from '../../shared/domain/call/call-catalogue.ts';
 
 export const CALL_EVENTS_RELAY = 'relay.call-events';
+
+/**
+ * Digits of `ce_sequence`: enough for every revision a stream can reach (a revision is a safe
+ * integer, at most 16 digits).
+ */
+export const SEQUENCE_DIGITS = 16;
+
+/**
+ * The revision as the CloudEvents sequence extension wants it: a string whose lexicographic order
+ * is the events' order, so zero-padded to a fixed width ("10" would sort before "9").
+ */
+export const ceSequence = (revision: number): string => String(revision).padStart(SEQUENCE_DIGITS, '0');
 
 export const startCallEventsRelay = (deps: {
   eventStore: EventStore;
@@ -41,7 +53,7 @@ export const startCallEventsRelay = (deps: {
             time: event.recordedAt.toISOString(),
             data: event.data,
             extensions: {
-              sequence: String(event.revision),
+              sequence: ceSequence(event.revision),
               ...(typeof teamId === 'string' ? { teamid: teamId } : {}),
               // The call's trace continues downstream (CloudEvents distributed-tracing extension).
               ...(typeof traceparent === 'string' ? { traceparent } : {}),

@@ -56,7 +56,8 @@ void _dealRecordMatchesSchema;
 /**
  * `call.retried` on `calls.events.v1`: the value of the message (CloudEvents binary mode: `ce_id`
  * is the event's id, `ce_subject` and the key the call id, `ce_sequence` its revision in the
- * call's stream, `ce_teamid` the team). The call is pending again; its next events follow.
+ * call's stream zero-padded to 16 digits, `ce_teamid` the team). The call is pending again; its
+ * next events follow.
  */
 export const CallRetriedSchema = Type.Object(
   {

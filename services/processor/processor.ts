@@ -2,7 +2,10 @@
  * The call processor: consumes `calls.submitted.v1`, stores each call in its own stream, and runs
  * one actor per call through the pipeline. The offset of a record is committed once its call is
  * in the event store; the rest is driven from the aggregate, so a long transcription never holds a
- * partition back. A call belongs to the processor that owns its partition of the topic.
+ * partition back. A call belongs to the processor that owns its partition of the topic, computed
+ * with the topic's own partition count as the log reports it (the count the records were
+ * partitioned by), never a configured one: a topic created with another count would otherwise
+ * leave calls that no member owns, without a deadline and never resumed.
  *
  * Nothing stops the intake for long: a record that can never be stored goes to the dead-letter
  * topic, an outage is retried in place (see `resilientHandler`), and a consumer that ends anyway is
@@ -44,8 +47,6 @@ export interface ProcessorOptions {
   analyser: Analyser;
   logger: Logger;
   processingTimeoutMs: number;
-  /** Partitions of calls.submitted.v1, to know which calls a member owns. */
-  topicPartitions: number;
   /**
    * Processing slots: calls worked on at once; default 16. A call waiting on the network or on a
    * backoff holds none (see actors.ts). Also the number of audio downloads at once.
@@ -140,8 +141,11 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
     (callId, error) => log.error({ callId, err: error }, 'call actor failed'),
   );
 
+  // Read before the open calls are followed: their deadlines are armed by who owns them.
+  const partitionCount = await options.eventLog.partitionCount(topics.callsSubmitted);
+  const partitionOf = (callId: string) => partitionForKey(callId, partitionCount);
   const owned = new Set<number>();
-  const owns = (callId: string) => owned.has(partitionForKey(callId, options.topicPartitions));
+  const owns = (callId: string) => owned.has(partitionOf(callId));
 
   const deadlines = new Deadlines((callId) => {
     pipeline
@@ -186,7 +190,11 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
   );
   await openCalls.start(options.storedEvents ?? options.eventStore);
 
-  let warnedPartitions = false;
+  /**
+   * The first record found on another partition than its call id gives: ownership is off (partitions
+   * added since the start, or a producer partitioning otherwise), so calls may have no owner.
+   */
+  let misplaced: { callId: string; partition: number; expected: number; at: Date } | undefined;
   const intake = (record: LogRecord) =>
     inSpan(
       `process ${topics.callsSubmitted}`,
@@ -214,11 +222,12 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
       return;
     }
     if (!parsed.ok) throw new PoisonRecordError(parsed.reason);
-    if (partitionForKey(parsed.data.callId, options.topicPartitions) !== record.partition && !warnedPartitions) {
-      warnedPartitions = true;
+    const expected = partitionOf(parsed.data.callId);
+    if (expected !== record.partition && !misplaced) {
+      misplaced = { callId: parsed.data.callId, partition: record.partition, expected, at: new Date() };
       log.error(
-        { topicPartitions: options.topicPartitions, partition: record.partition },
-        `${topics.callsSubmitted} has another partition count than TOPIC_PARTITIONS: calls may not be resumed after a restart`,
+        { callId: parsed.data.callId, partitionCount, partition: record.partition, expected },
+        `a ${topics.callsSubmitted} record is not on the partition its call id gives among the topic's ${partitionCount} partitions at start: calls may have no owner until the processors restart`,
       );
     }
     // Appending with "no stream" makes a redelivered record harmless. The record's trace context
@@ -247,7 +256,7 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
 
   const inPartitions = (partitions: PartitionRef[]) => {
     const set = new Set(partitions.filter((p) => p.topic === topics.callsSubmitted).map((p) => p.partition));
-    return (callId: string) => set.has(partitionForKey(callId, options.topicPartitions));
+    return (callId: string) => set.has(partitionOf(callId));
   };
 
   /** Arms the deadline and wakes the actor of every open call of these partitions that lacks one. */
@@ -383,6 +392,13 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
       return {
         ready: false,
         reason: `owns no partition of ${topics.callsSubmitted} since ${withoutPartitionsSince!.toISOString()} (more processors than partitions, or not in the group)`,
+        ...detail,
+      };
+    }
+    if (misplaced) {
+      return {
+        ready: false,
+        reason: `call ${misplaced.callId} came on partition ${misplaced.partition} of ${topics.callsSubmitted}, its id gives ${misplaced.expected} of the ${partitionCount} partitions the topic had at start (since ${misplaced.at.toISOString()}): calls may have no owner until the processors restart`,
         ...detail,
       };
     }

@@ -108,6 +108,16 @@ export const openBackends = async (config: Config, log: Logger): Promise<Backend
       : createSqliteReadModels(sqlite!.db);
     const topics = topicNames(config.topicPrefix);
     await eventLog.ensureTopics(allTopics(topics).map((name) => ({ name, partitions: config.topicPartitions })));
+    // A topic made before keeps its count; the services go by the topic's own (the processors own
+    // calls by it), so a different setting is only reported.
+    for (const name of allTopics(topics)) {
+      const partitions = await eventLog.partitionCount(name);
+      if (partitions !== config.topicPartitions)
+        log.warn(
+          { topic: name, partitions, topicPartitions: config.topicPartitions },
+          `topic ${name} has ${partitions} partitions, not TOPIC_PARTITIONS=${config.topicPartitions}: it existed already; its ${partitions} are used`,
+        );
+    }
     const description = {
       eventStore: config.kurrentDbUrl
         ? `kurrentdb ${redact(config.kurrentDbUrl)}`

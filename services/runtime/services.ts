@@ -121,7 +121,6 @@ const startProcessorSteps = async (
     ...steps,
     logger,
     processingTimeoutMs: config.processingTimeoutMs,
-    topicPartitions: config.topicPartitions,
     concurrency: config.processorConcurrency,
     transcriptionConcurrency: config.transcribeConcurrency,
     audioFetchBudgetMs: config.audioFetchBudgetMs,

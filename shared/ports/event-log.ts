@@ -120,6 +120,13 @@ export interface EventLog {
    */
   publish(topic: string, records: OutgoingRecord[]): Promise<RecordPosition[]>;
 
+  /**
+   * How many partitions a topic has: what the log partitions its records by, which may differ from
+   * the count `ensureTopics` was given if the topic already existed.
+   * @throws UnknownTopicError for a topic that does not exist.
+   */
+  partitionCount(topic: string): Promise<number>;
+
   /** Starts a member of a consumer group. */
   consume(options: ConsumeOptions): Promise<Consumer>;
 

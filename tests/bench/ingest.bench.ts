@@ -316,7 +316,6 @@ const latency = async () => {
     ...localSteps(),
     logger,
     processingTimeoutMs: 60 * 60_000,
-    topicPartitions: PARTITIONS,
     topics: TOPICS,
   });
   const projections = startProjections({ eventStore, eventLog, readModels, topics: TOPICS, logger });

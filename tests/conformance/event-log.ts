@@ -433,5 +433,22 @@ export const eventLogConformance = (
       for (const [i, p] of positions.entries())
         assert.equal(p.partition, partitionForKey(`k${i}`, 2), 'partition chosen from a changed partition count');
     });
+
+    test(
+      'partitionCount is the count the topic was made with, not one asked for since; an unknown topic is refused',
+      { timeout: testTimeout },
+      async (t) => {
+        const s = await session(t);
+        const topic = await s.topic(2);
+        await s.log.ensureTopics([{ name: topic, partitions: 8 }]);
+        assert.equal(await s.log.partitionCount(topic), 2);
+        // Another process sees the same count.
+        assert.equal(await (await s.open()).partitionCount(topic), 2);
+        await assert.rejects(
+          s.log.partitionCount(`missing-${randomUUID()}`),
+          (error) => error instanceof UnknownTopicError,
+        );
+      },
+    );
   });
 };

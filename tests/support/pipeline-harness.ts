@@ -118,7 +118,6 @@ export const createPipelineHarness = async (
       logger: pino({ level: 'silent' }),
       processingTimeoutMs: o.processingTimeoutMs ?? 60_000,
       retry: o.retry ?? { maxAttempts: 3, baseDelayMs: 20, maxDelayMs: 200 },
-      topicPartitions: PARTITIONS,
       topics,
       groupId,
       health,

@@ -327,8 +327,8 @@ export class KafkaEventLog implements EventLog {
     }
   }
 
-  /** Partition count of an existing topic; `UnknownTopicError` otherwise. */
-  private async partitionCount(topic: string): Promise<number> {
+  /** Read once per topic and kept: the count this log partitions its publishes by. */
+  async partitionCount(topic: string): Promise<number> {
     const cached = this.partitionCounts.get(topic);
     if (cached !== undefined) return cached;
     try {

@@ -73,7 +73,6 @@ describe('processor: audio limits', () => {
       processingTimeoutMs: 60_000,
       retry: { maxAttempts: 8, baseDelayMs: 10, maxDelayMs: 50 },
       audioFetchBudgetMs,
-      topicPartitions: PARTITIONS,
       topics,
       groupId: `processor-${randomUUID()}`,
     });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
-import { createKafkaEventLog } from '../../shared/adapters/event-log/kafka-event-log.ts';
+import { createKafkaEventLog, TOPIC_MAX_MESSAGE_BYTES } from '../../shared/adapters/event-log/kafka-event-log.ts';
 import { EventLogUnavailableError } from '../../shared/ports/event-log.ts';
 import { backend } from '../support/backends.ts';
 import { eventLogConformance } from './event-log.ts';
@@ -30,10 +30,10 @@ describe('Kafka event log: one record too large for the topic', { skip: b.skip }
       try {
         const topic = `too-large-${randomUUID()}`;
         await log.ensureTopics([{ name: topic, partitions: 1 }]);
-        // Published in one turn, so they share one produce request; the topic takes at most 8 MB.
+        // Published in one turn, so they share one produce batch; the topic takes at most 16 MB.
         const outcomes = await Promise.allSettled([
           log.publish(topic, [{ key: 'a', value: 'a' }]),
-          log.publish(topic, [{ key: 'huge', value: 'x'.repeat(9 * 1024 * 1024) }]),
+          log.publish(topic, [{ key: 'huge', value: 'x'.repeat(TOPIC_MAX_MESSAGE_BYTES + 1024 * 1024) }]),
           log.publish(topic, [{ key: 'b', value: 'b' }]),
         ]);
         assert.deepEqual(
@@ -42,6 +42,43 @@ describe('Kafka event log: one record too large for the topic', { skip: b.skip }
         );
         const stored = await log.read(topic, { limit: 10 });
         assert.deepEqual(stored.map((r) => r.key).sort(), ['a', 'b']);
+      } finally {
+        await log.close();
+      }
+    },
+  );
+});
+
+describe('Kafka event log: records of one partition together larger than the topic takes', { skip: b.skip }, () => {
+  test(
+    'one publish of them is written whole, in order: the relay’s batch of one call’s big records is not refused',
+    { timeout: 120_000 },
+    async () => {
+      const log = await createKafkaEventLog({
+        brokers: b.url!.split(','),
+        clientId: 'event-log-split',
+        logLevel: 'nothing',
+      });
+      try {
+        const topic = `split-${randomUUID()}`;
+        await log.ensureTopics([{ name: topic, partitions: 1 }]);
+        // Three records of one key of 7 MB each: 21 MB in one partition, over the topic's 16 MB.
+        const values = ['a', 'b', 'c'].map((c) => c.repeat(7 * 1024 * 1024));
+        assert.ok(values.length * values[0]!.length > TOPIC_MAX_MESSAGE_BYTES);
+        const positions = await log.publish(
+          topic,
+          values.map((value) => ({ key: 'call-1', value })),
+        );
+        assert.deepEqual(
+          positions.map((p) => p.offset),
+          [0n, 1n, 2n],
+        );
+        const stored = await log.read(topic, { limit: 10 });
+        assert.deepEqual(
+          stored.map((r) => r.value[0]),
+          ['a', 'b', 'c'],
+        );
+        assert.ok(stored.every((r, i) => r.value === values[i]));
       } finally {
         await log.close();
       }

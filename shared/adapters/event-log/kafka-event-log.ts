@@ -7,6 +7,13 @@
  * fails after its records were sent may have been written: its error says `outcomeUnknown`. A
  * producer whose sequence state the broker refuses (out of order sequence, unknown producer id,
  * old epoch: kafkajs does not recover from these by itself) is replaced by a new one.
+ *
+ * Size: the broker refuses a partition's record batch over the topic's `max.message.bytes` whole,
+ * and kafkajs makes one batch of a partition's records in a send, so records that each fit can be
+ * refused together (the call-events relay's 500 events of one publish, again at each retry: the
+ * topic would stop). So records go out in produce requests of at most `maxRequestBytes`, one after
+ * another (a key's records keep their order), and a request the broker refuses is sent again in
+ * halves, down to single records: only a record refused on its own fails, and only its publish.
  */
 import kafkajs from 'kafkajs';
 import type {
@@ -24,6 +31,7 @@ import { GroupCommit } from '../group-commit.ts';
 import { KafkaConsumer, type KafkaConsumerSettings } from './kafka-consumer.ts';
 import { fixKafkajsRequestQueue } from './kafkajs-request-queue.ts';
 import { readTopic } from './kafka-read.ts';
+import { recordBytes, runsOf } from './kafka-request-size.ts';
 import { partitionForKey } from './partitioner.ts';
 
 export interface KafkaEventLogOptions {
@@ -52,16 +60,33 @@ export interface KafkaEventLogOptions {
    * `outcomeUnknown` if its records were already sent, otherwise they are never sent. Default 10 s.
    */
   publishTimeoutMs?: number;
+  /**
+   * Most bytes of records in one produce request (a record larger than that goes alone); default
+   * `DEFAULT_MAX_REQUEST_BYTES`.
+   */
+  maxRequestBytes?: number;
 }
 
 export const DEFAULT_PUBLISH_TIMEOUT_MS = 10_000;
 
 /**
- * `max.message.bytes` of the topics this adapter creates. The largest valid CallSubmitted record
- * (a 512,000-byte transcript of characters JSON must escape, plus every other field at its bound)
- * is about 3.5 MB; Kafka's default of 1 MB would refuse it.
+ * `max.message.bytes` of the topics this adapter creates: the largest record batch, and so the
+ * largest record, a topic takes. The largest valid call's largest record is its
+ * TranscriptRecorded on calls.events.v1: a 512,000-byte inline transcript of characters JSON
+ * escapes to 6 bytes (U+0001 → `\u0001`) in 20,000 lines holds 3 MB of text and 3.9 MB of
+ * segments, 7 MB of JSON that sealing (base64) makes about 9.3 MB. Kafka's default of 1 MB, and
+ * the 8 MB topics had before, would refuse it. The broker's own `message.max.bytes` does not
+ * matter for these topics (the topic's setting overrides it), nor do the consumers' fetch sizes
+ * (a batch larger than them is still returned whole when it is the first one).
  */
-export const TOPIC_MAX_MESSAGE_BYTES = 8 * 1024 * 1024;
+export const TOPIC_MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Bytes of records per produce request: Kafka's own producer default (`max.request.size`), under
+ * every topic's limit, even a topic made with the broker's defaults or with the 8 MB limit topics
+ * had before, so only a record larger than that is sent alone.
+ */
+export const DEFAULT_MAX_REQUEST_BYTES = 1024 * 1024;
 
 /** About 1.5 s of back-off over 4 retries, on top of 1 s connection timeouts. */
 const RETRY: kafkajs.RetryOptions = {
@@ -149,6 +174,30 @@ interface PublishRequest {
   progress: { sent: boolean; abandoned: boolean };
 }
 
+/** One record of a publish on its way, with where it goes and its size in a batch. */
+interface Placed {
+  item: PublishRequest;
+  /** Its place among the publish's records. */
+  index: number;
+  topic: string;
+  partition: number;
+  message: kafkajs.Message;
+  bytes: number;
+}
+
+/** A request that failed in a way that ends the whole batch: the log is unreachable, or the producer unusable. */
+class ProduceOutage extends Error {
+  constructor(
+    cause: unknown,
+    /** The publishes with records in the failed request. */
+    readonly sentIn: ReadonlySet<PublishRequest>,
+    /** What those publishes are told. */
+    readonly outcome: EventLogUnavailableError,
+  ) {
+    super(outcome.message, { cause });
+  }
+}
+
 /** Broker answers meaning the producer's id, epoch or sequence numbers are no longer usable. */
 const BROKEN_PRODUCER_STATE = new Set([
   'OUT_OF_ORDER_SEQUENCE_NUMBER',
@@ -182,6 +231,7 @@ export class KafkaEventLog implements EventLog {
   private readonly publisher: GroupCommit<PublishRequest, RecordPosition[]>;
   private readonly consumerSettings: KafkaConsumerSettings;
   private readonly publishTimeoutMs: number;
+  private readonly maxRequestBytes: number;
   /** Set when the broker refused the producer's sequence state; the next send replaces it. */
   private producerBroken = false;
   /** The last produce failed and none succeeded since: the log is known to be unreachable. */
@@ -196,6 +246,7 @@ export class KafkaEventLog implements EventLog {
     private readonly options: KafkaEventLogOptions,
   ) {
     this.publishTimeoutMs = options.publishTimeoutMs ?? DEFAULT_PUBLISH_TIMEOUT_MS;
+    this.maxRequestBytes = options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES;
     this.publisher = new GroupCommit((items) => this.produce(items), {
       windowMs: options.publishWindowMs ?? 0,
       name: 'kafka-producer',
@@ -345,9 +396,9 @@ export class KafkaEventLog implements EventLog {
   }
 
   /**
-   * One produce request for every publish of the batch still within its deadline; one outcome per
-   * publish. Partitions are chosen here (murmur2), so each record's offset is its partition's base
-   * offset plus its place in that partition.
+   * Produces every publish of the batch still within its deadline; one outcome per publish.
+   * Partitions are chosen here (murmur2), so each record's offset is its partition's base offset in
+   * its request plus its place in that partition there.
    */
   private async produce(items: PublishRequest[]): Promise<Array<RecordPosition[] | Error>> {
     if (this.producerBroken) await this.replaceProducer();
@@ -362,23 +413,91 @@ export class KafkaEventLog implements EventLog {
     );
   }
 
+  /**
+   * The records of every publish, in order, in requests of at most `maxRequestBytes`, each sent
+   * once the one before it was confirmed. A publish fails when one of its records is refused on its
+   * own (its later records are then not sent), or when a request fails because the log is
+   * unreachable (then so does every publish not yet written whole).
+   */
   private async produceNow(items: PublishRequest[]): Promise<Array<RecordPosition[] | Error>> {
     for (const item of items) item.progress.sent = true;
-    const byTopic = new Map<string, kafkajs.Message[]>();
-    const placed = items.map(({ topic, records, partitions }) => {
-      const messages = byTopic.get(topic) ?? [];
-      byTopic.set(topic, messages);
-      return records.map((record) => {
-        const partition = partitionForKey(record.key, partitions);
-        messages.push({
-          key: record.key,
-          value: record.value,
+    const positions = new Map(items.map((item) => [item, new Array<RecordPosition>(item.records.length)]));
+    const failed = new Map<PublishRequest, Error>();
+    /** How many records of each publish are written. */
+    const written = new Map<PublishRequest, number>();
+    const placed = items.flatMap((item) =>
+      item.records.map((record, index): Placed => {
+        const partition = partitionForKey(record.key, item.partitions);
+        return {
+          item,
+          index,
+          topic: item.topic,
           partition,
-          ...(record.headers ? { headers: record.headers } : {}),
-        });
-        return { topic, partition };
-      });
-    });
+          message: {
+            key: record.key,
+            value: record.value,
+            partition,
+            ...(record.headers ? { headers: record.headers } : {}),
+          },
+          bytes: recordBytes(record),
+        };
+      }),
+    );
+    const pending = (records: Placed[]) => records.filter((r) => !failed.has(r.item));
+
+    /** Sends `records`; a refused request of several records is sent again in halves, one after the other. */
+    const send = async (records: Placed[]): Promise<void> => {
+      if (records.length === 0) return;
+      const refused = await this.sendRequest(records, positions, written);
+      if (refused === undefined) return;
+      if (records.length === 1 || refused instanceof UnknownTopicError) {
+        for (const r of records) failed.set(r.item, refused);
+        return;
+      }
+      const half = Math.ceil(records.length / 2);
+      await send(records.slice(0, half));
+      await send(pending(records.slice(half)));
+    };
+
+    try {
+      for (const run of runsOf(placed, (r) => r.bytes, this.maxRequestBytes)) await send(pending(run));
+    } catch (error) {
+      if (!(error instanceof ProduceOutage)) throw error;
+      // Every publish not yet written whole fails with the outage, told whether it may be written.
+      const { cause, sentIn, outcome } = error;
+      const reason = (cause as Error).message;
+      const outcomeOf = (item: PublishRequest): Error => {
+        if (sentIn.has(item) && outcome.outcomeUnknown) return outcome;
+        if (written.has(item))
+          return new EventLogUnavailableError(`Kafka publish failed part way, its first records written: ${reason}`, {
+            cause,
+            outcomeUnknown: true,
+          });
+        if (sentIn.has(item)) return outcome;
+        return new EventLogUnavailableError(`Kafka publish not sent, a request before it failed: ${reason}`, { cause });
+      };
+      for (const item of items)
+        if (!failed.has(item) && written.get(item) !== item.records.length) failed.set(item, outcomeOf(item));
+    }
+    return items.map((item) => failed.get(item) ?? positions.get(item)!);
+  }
+
+  /**
+   * One produce request of `records`. Resolves with nothing once they are written (their positions
+   * filled in), or with the error the broker refused them with (nothing of a one-partition request
+   * is written then). Throws `ProduceOutage` when the log is unreachable or the producer unusable.
+   */
+  private async sendRequest(
+    records: Placed[],
+    positions: Map<PublishRequest, RecordPosition[]>,
+    written: Map<PublishRequest, number>,
+  ): Promise<Error | undefined> {
+    const byTopic = new Map<string, kafkajs.Message[]>();
+    for (const r of records) {
+      const messages = byTopic.get(r.topic) ?? [];
+      byTopic.set(r.topic, messages);
+      messages.push(r.message);
+    }
     let metadata: kafkajs.RecordMetadata[];
     const unreachableBefore = this.unreachable;
     try {
@@ -388,7 +507,6 @@ export class KafkaEventLog implements EventLog {
       });
       this.unreachable = false;
     } catch (error) {
-      this.unreachable = true;
       const broken = brokenProducerState(error);
       if (broken) {
         this.producerBroken = true;
@@ -396,43 +514,38 @@ export class KafkaEventLog implements EventLog {
           `${JSON.stringify({ level: 'WARN', logger: 'event-log', message: `Kafka refused the producer's sequence state (${(error as Error).message}); replacing the producer` })}\n`,
         );
       }
-      const mapped = toEventLogError(error, items.length === 1 ? items[0]!.topic : undefined);
-      if (mapped instanceof UnknownTopicError) throw mapped;
-      // The broker refused the records (too large, say): not written. In a request of several
-      // publishes the refusal may concern one of them only: each is sent again on its own, so one
-      // caller's record never fails another's.
-      if (!broken && !(mapped instanceof EventLogUnavailableError)) {
-        if (items.length === 1) throw mapped;
-        return Promise.all(
-          items.map((item) =>
-            this.produce([item]).then(
-              ([outcome]) => outcome!,
-              (e: unknown) => (e instanceof Error ? e : new Error(String(e))),
-            ),
-          ),
-        );
-      }
-      // The log was already unreachable when this produce began, and still refuses connections:
+      const mapped = toEventLogError(error, byTopic.size === 1 ? records[0]!.topic : undefined);
+      // The broker answered, refusing the records (too large, say): not written.
+      const refused = mapped instanceof UnknownTopicError || (!broken && !(mapped instanceof EventLogUnavailableError));
+      this.unreachable = !refused;
+      if (refused) return mapped instanceof Error ? mapped : new Error(String(mapped));
+      const sentIn = new Set(records.map((r) => r.item));
+      // The log was already unreachable when this request began, and still refuses connections:
       // nothing was sent. The first failure after a success is never taken for that, since the
       // request in flight when a broker dies may have been written.
-      if (!broken && unreachableBefore && nothingSent(error)) throw mapped;
+      if (!broken && unreachableBefore && nothingSent(error))
+        throw new ProduceOutage(error, sentIn, mapped as EventLogUnavailableError);
       // The request may have reached the broker before it failed: the records may be written.
-      throw new EventLogUnavailableError(
-        `Kafka publish failed, the records may have been written: ${(error as Error).message}`,
-        { cause: error, outcomeUnknown: true },
+      throw new ProduceOutage(
+        error,
+        sentIn,
+        new EventLogUnavailableError(
+          `Kafka publish failed, the records may have been written: ${(error as Error).message}`,
+          { cause: error, outcomeUnknown: true },
+        ),
       );
     }
     const next = new Map<string, bigint>();
     for (const m of metadata) next.set(`${m.topicName}\u0000${m.partition}`, BigInt(m.baseOffset ?? '0'));
-    return placed.map((positions) =>
-      positions.map(({ topic, partition }) => {
-        const key = `${topic}\u0000${partition}`;
-        const offset = next.get(key);
-        if (offset === undefined) throw new Error(`Kafka did not report an offset for ${topic}/${partition}`);
-        next.set(key, offset + 1n);
-        return { topic, partition, offset };
-      }),
-    );
+    for (const { item, index, topic, partition } of records) {
+      const key = `${topic}\u0000${partition}`;
+      const offset = next.get(key);
+      if (offset === undefined) throw new Error(`Kafka did not report an offset for ${topic}/${partition}`);
+      next.set(key, offset + 1n);
+      positions.get(item)![index] = { topic, partition, offset };
+      written.set(item, (written.get(item) ?? 0) + 1);
+    }
+    return undefined;
   }
 
   private assertOpen(): void {

@@ -6,7 +6,7 @@
  */
 import type Database from 'better-sqlite3';
 import { serialised, type SqliteDb } from '../sqlite/sqlite-database.ts';
-import { whenDurable } from '../sqlite/wal-sync.ts';
+import { DEFAULT_SYNC_DEADLINE_MS, whenDurableWithin } from '../sqlite/wal-sync.ts';
 import { translateSqliteError } from '../sqlite/sqlite-errors.ts';
 import { EventLogUnavailableError } from '../../ports/event-log.ts';
 import { EVENT_LOG_SCHEMA, type SqlDriver, type SqlExecutor } from './sql-driver.ts';
@@ -14,9 +14,6 @@ import { EVENT_LOG_SCHEMA, type SqlDriver, type SqlExecutor } from './sql-driver
 type Statement = Database.Statement<unknown[]>;
 
 const STATEMENT_CACHE = 256;
-
-/** How long a publish waits for the WAL's sync by default. */
-export const DEFAULT_SYNC_DEADLINE_MS = 10_000;
 
 /** Retriable SQLite failures (sqlite-errors.ts) become `EventLogUnavailableError`. */
 const toEventLogError = (error: unknown): unknown =>
@@ -60,23 +57,14 @@ export class SqliteDriver implements SqlDriver {
 
   /** The WAL synced past every commit so far (docs/decisions/0015-embedded-durability-off-the-event-loop.md). */
   async durable(): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`the disk did not confirm the WAL's sync within ${this.syncDeadlineMs / 1000} s`)),
-        this.syncDeadlineMs,
-      );
-    });
     try {
-      await Promise.race([whenDurable(this.db), deadline]);
+      await whenDurableWithin(this.db, this.syncDeadlineMs);
     } catch (error) {
       // Committed, not known to be on disk: it may survive (a caller must not say nothing was accepted).
       throw new EventLogUnavailableError(`SQLite event log could not sync its commits: ${(error as Error).message}`, {
         cause: error,
         outcomeUnknown: true,
       });
-    } finally {
-      clearTimeout(timer);
     }
   }
 

@@ -23,6 +23,11 @@ export interface SqlEventStoreOptions {
   pollMs?: number;
   /** Test hook: awaited inside the write transaction, after the inserts and before COMMIT. */
   beforeCommit?: () => Promise<void>;
+  /**
+   * The embedded store: how long a durable append waits for the WAL's sync before it answers that
+   * it may have been written (default 10 s, as the embedded log's publish).
+   */
+  syncDeadlineMs?: number;
 }
 
 /**

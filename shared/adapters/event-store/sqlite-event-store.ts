@@ -15,7 +15,8 @@ import {
 import { GroupCommit, type Outcome } from '../group-commit.ts';
 import { timeAppend } from '../../observability/metrics.ts';
 import { serialised, type SqliteDb } from '../sqlite/sqlite-database.ts';
-import { whenDurable } from '../sqlite/wal-sync.ts';
+import { whenDurable, whenDurableWithin } from '../sqlite/wal-sync.ts';
+import { isBackendUnavailable } from '../../ports/unavailable.ts';
 import { translateSqliteError } from '../sqlite/sqlite-errors.ts';
 import { type EventRow as SqlEventRow, eventRowMapper } from './event-row.ts';
 import { type AppendRequest, type SqlEventStoreOptions, subscriptionsOver } from './polling-subscription.ts';
@@ -402,6 +403,23 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
     }
   };
   const commits = new GroupCommit(flush, { name: 'sqlite-event-store' });
+  /** The WAL synced past every commit so far, or, past the deadline, an answer that it may have been written. */
+  const durable = async (): Promise<void> => {
+    try {
+      await whenDurableWithin(db, options.syncDeadlineMs);
+    } catch (error) {
+      const translatedError = translate(error);
+      if (isBackendUnavailable(translatedError)) throw translatedError;
+      // Committed, not known to be on disk: it may survive (a caller must not say nothing was accepted).
+      throw new EventStoreUnavailableError(
+        `SQLite event store could not sync its commits: ${(error as Error).message}`,
+        {
+          cause: error,
+          outcomeUnknown: true,
+        },
+      );
+    }
+  };
 
   const store: EventStore = {
     append(streamId, events, appendOptions = {}) {
@@ -412,7 +430,7 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
         commits
           .submit({ streamId, events, expectedVersion: appendOptions.expectedVersion ?? 'any' })
           .then(async (result) => {
-            if (!appendOptions.deferDurability) await translated(() => whenDurable(db));
+            if (!appendOptions.deferDurability) await durable();
             return result;
           }),
       );

@@ -143,5 +143,29 @@ export const attachWalSync = (db: SqliteDb, sync: WalSync): void => {
  */
 export const whenDurable = (db: SqliteDb): Promise<void> => syncs.get(db)?.afterCommit() ?? Promise.resolve();
 
+/** How long a durable write waits for the WAL's sync by default: the Kafka publish's deadline. */
+export const DEFAULT_SYNC_DEADLINE_MS = 10_000;
+
+/**
+ * `whenDurable`, waiting at most `deadlineMs`: a disk whose fsync hangs must not hold every
+ * request with it. Rejects after the deadline with an error saying so; what was committed stays
+ * committed, and becomes durable when the disk answers, so a caller must answer that it may have
+ * been written, not that nothing was.
+ */
+export const whenDurableWithin = async (db: SqliteDb, deadlineMs = DEFAULT_SYNC_DEADLINE_MS): Promise<void> => {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`the disk did not confirm the WAL's sync within ${deadlineMs / 1000} s`)),
+      deadlineMs,
+    );
+  });
+  try {
+    await Promise.race([whenDurable(db), deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+};
+
 /** The `WalSync` of `db`, if it has one. */
 export const walSyncOf = (db: SqliteDb): WalSync | undefined => syncs.get(db);

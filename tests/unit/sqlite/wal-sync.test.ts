@@ -271,3 +271,36 @@ test('a publish waits for a hung fsync only until its deadline, then answers tha
     files.close();
   }
 });
+
+test('a durable append waits for a hung fsync only until its deadline, then answers that it may have been written', async () => {
+  const files = opened();
+  try {
+    let hang: Promise<void> | undefined;
+    let release!: () => void;
+    const sync = new WalSync(join(files.sqlite.dataDir, 'calls.sqlite-wal'), async (handle) => {
+      if (hang) await hang;
+      await handle.datasync();
+    });
+    attachWalSync(files.sqlite.db, sync);
+    const store = createSqliteEventStore(files.sqlite.db, { syncDeadlineMs: 200 });
+    hang = new Promise<void>((resolve) => (release = resolve));
+    const started = Date.now();
+    await assert.rejects(store.append('s-1', [{ type: 'Written', data: { n: 1 } }]), (error: unknown) => {
+      assert.ok(isBackendUnavailable(error) && error.outcomeUnknown, `unknown outcome, not ${String(error)}`);
+      assert.match((error as Error).message, /did not confirm the WAL's sync within 0\.2 s/);
+      return true;
+    });
+    assert.ok(Date.now() - started < 5_000, 'answered at its deadline, not when the disk came back');
+    hang = undefined;
+    release();
+    // The disk answers again: the event that waited is there, and the next append is durable.
+    await store.append('s-1', [{ type: 'Written', data: { n: 2 } }], { expectedVersion: 0 });
+    assert.deepEqual(
+      (await store.readStream('s-1')).map((e) => (e.data as { n: number }).n),
+      [1, 2],
+    );
+    await store.close();
+  } finally {
+    files.close();
+  }
+});

@@ -142,7 +142,12 @@ const transcriptExport = (name: string, openPipeline: () => Promise<EmbeddedPipe
         );
         assert.equal((await get(other.key, callId)).statusCode, 404);
         assert.equal((await get(key, '00000000-0000-4000-8000-000000000000')).statusCode, 404);
-        assert.equal((await get(key, 'nul\u0000id')).statusCode, 404);
+        const nul = await get(key, 'nul\u0000id');
+        assert.equal(nul.statusCode, 400, nul.body);
+        assert.deepEqual(
+          nul.json<{ errors?: { field: string }[] }>().errors?.map((e) => e.field),
+          ['callId'],
+        );
         assert.equal((await get(undefined, callId)).statusCode, 401);
         // Failed before any transcript: still no transcript, and the detail says why.
         const failed = await h.callEvents(callId);

@@ -31,7 +31,7 @@ import { GroupCommit } from '../group-commit.ts';
 import { KafkaConsumer, type KafkaConsumerSettings } from './kafka-consumer.ts';
 import { fixKafkajsRequestQueue } from './kafkajs-request-queue.ts';
 import { readTopic } from './kafka-read.ts';
-import { recordBytes, runsOf } from './kafka-request-size.ts';
+import { recordBytes, recordBytesAtMost, runsOf } from './kafka-request-size.ts';
 import { partitionForKey } from './partitioner.ts';
 
 export interface KafkaEventLogOptions {
@@ -182,7 +182,7 @@ interface Placed {
   topic: string;
   partition: number;
   message: kafkajs.Message;
-  bytes: number;
+  record: OutgoingRecord;
 }
 
 /** A request that failed in a way that ends the whole batch: the log is unreachable, or the producer unusable. */
@@ -439,7 +439,7 @@ export class KafkaEventLog implements EventLog {
             partition,
             ...(record.headers ? { headers: record.headers } : {}),
           },
-          bytes: recordBytes(record),
+          record,
         };
       }),
     );
@@ -460,7 +460,12 @@ export class KafkaEventLog implements EventLog {
     };
 
     try {
-      for (const run of runsOf(placed, (r) => r.bytes, this.maxRequestBytes)) await send(pending(run));
+      // Measured only when the records may not fit one request: most batches are far below it.
+      let atMost = 0;
+      for (const r of placed) atMost += recordBytesAtMost(r.record);
+      const runs =
+        atMost <= this.maxRequestBytes ? [placed] : runsOf(placed, (r) => recordBytes(r.record), this.maxRequestBytes);
+      for (const run of runs) await send(pending(run));
     } catch (error) {
       if (!(error instanceof ProduceOutage)) throw error;
       // Every publish not yet written whole fails with the outage, told whether it may be written.

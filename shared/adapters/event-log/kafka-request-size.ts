@@ -25,6 +25,21 @@ export const recordBytes = (record: OutgoingRecord): number => {
 };
 
 /**
+ * At least the bytes `record` takes, counted without reading its text: UTF-8 takes at most three
+ * bytes per UTF-16 unit. When this sum over a request stays under its bound, no record needs
+ * measuring (an ingest batch of small records, the usual case).
+ */
+export const recordBytesAtMost = (record: OutgoingRecord): number => {
+  let units = record.key.length + record.value.length;
+  let headers = 0;
+  for (const name in record.headers ?? {}) {
+    units += name.length + record.headers![name]!.length;
+    headers++;
+  }
+  return RECORD_FRAMING_BYTES + headers * HEADER_FRAMING_BYTES + 3 * units;
+};
+
+/**
  * `items` cut, in order, into runs whose sizes add up to at most `maxBytes`; an item larger than
  * that on its own is a run of its own.
  */

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import kafkajs from 'kafkajs';
 import { KafkaEventLog, TOPIC_MAX_MESSAGE_BYTES } from '../../../shared/adapters/event-log/kafka-event-log.ts';
-import { recordBytes } from '../../../shared/adapters/event-log/kafka-request-size.ts';
+import { recordBytes, recordBytesAtMost } from '../../../shared/adapters/event-log/kafka-request-size.ts';
 import { partitionForKey } from '../../../shared/adapters/event-log/partitioner.ts';
 import { createPersonalData } from '../../../shared/adapters/crypto/personal-data.ts';
 import { newDataKey } from '../../../shared/adapters/crypto/aes-gcm.ts';
@@ -186,4 +186,18 @@ test("the largest valid call's largest record fits in a topic this log creates",
   assert.ok(bytes > 9_000_000, `the worst case is smaller than thought: ${bytes} bytes`);
   // One record in a batch: the batch's own header (61 bytes) on top.
   assert.ok(bytes + 61 < TOPIC_MAX_MESSAGE_BYTES, `${bytes} bytes do not fit in ${TOPIC_MAX_MESSAGE_BYTES}`);
+});
+
+test('the size counted without reading the text is never below the measured one, whatever the text', () => {
+  for (const text of [
+    'plain ascii',
+    'é'.repeat(100),
+    '€'.repeat(100),
+    '😀'.repeat(100),
+    '\ud800'.repeat(100),
+    '\u0000\u0001',
+  ]) {
+    const record: OutgoingRecord = { key: text, value: text.repeat(3), headers: { [`h-${text}`]: text } };
+    assert.ok(recordBytesAtMost(record) >= recordBytes(record), JSON.stringify(text.slice(0, 4)));
+  }
 });

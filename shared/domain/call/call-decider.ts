@@ -18,6 +18,7 @@ import {
 } from './call-state.ts';
 import { isRetriableFailure, RETRIABLE_FAILURE_CODES } from './retriable-failures.ts';
 import { boundSegments, segmentsFromText, type TranscriptSegment } from '../transcript/transcript-segments.ts';
+import { TRANSCRIPT_MAX_BYTES, truncateUtf8 } from '../submission/truncate-utf8.ts';
 
 export type CallCommand =
   | { type: 'SubmitCall'; data: CallSubmittedData }
@@ -118,14 +119,18 @@ export const decideCall = (command: CallCommand, state: CallState): CallEvent[] 
         refuse('CALL_STEP_OUT_OF_ORDER', 'record transcript: an audio call takes its transcript from the audio');
       if (command.source === 'audio' && call.mode !== 'audio')
         refuse('CALL_STEP_OUT_OF_ORDER', 'record transcript: the call has no audio');
-      const { source, text, truncated, durationSeconds, engine, segments, now } = command;
+      const { source, durationSeconds, engine, segments, now } = command;
+      // A transcript is stored at most 500 KB, the inline transcript's own cap, whatever an engine
+      // answered: a larger record would not fit the topics that carry the call's events.
+      const capped = truncateUtf8(command.text, TRANSCRIPT_MAX_BYTES);
+      const text = capped.text;
       return [
         {
           type: 'TranscriptRecorded',
           data: {
             source,
             text,
-            truncated,
+            truncated: command.truncated || capped.truncated,
             durationSeconds,
             engine,
             segments: segments ? boundSegments(segments) : segmentsFromText(text),

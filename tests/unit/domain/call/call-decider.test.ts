@@ -11,6 +11,7 @@ import type { CallSubmittedData } from '../../../../shared/domain/call/call-subm
 import type { Submission } from '../../../../shared/domain/submission/submission.ts';
 import { deciderSpec } from '../../../support/decider-spec.ts';
 import { segmentsFromText } from '../../../../shared/domain/transcript/transcript-segments.ts';
+import { TRANSCRIPT_MAX_BYTES } from '../../../../shared/domain/submission/truncate-utf8.ts';
 
 const { given } = deciderSpec(callDecider);
 const HOUR = 3_600_000;
@@ -155,6 +156,18 @@ describe('Call decider', () => {
           },
         },
       ]);
+  });
+
+  test("an engine's transcript past 500 KB is stored cut to it, on a character boundary, and marked truncated", () => {
+    const both = submitted({ audioUrl: 'https://calls.example/a.wav' });
+    const text = 'é'.repeat(TRANSCRIPT_MAX_BYTES); // two bytes each: twice the cap
+    const [event] = callDecider.decide(
+      { type: 'RecordTranscript', source: 'audio', text, truncated: false, durationSeconds: 5, engine: 'e', now: T1 },
+      given([callSubmitted(both), started('audio')]).state(),
+    );
+    const data = (event as Extract<CallEvent, { type: 'TranscriptRecorded' }>).data;
+    assert.equal(data.text, 'é'.repeat(TRANSCRIPT_MAX_BYTES / 2));
+    assert.equal(data.truncated, true);
   });
 
   test('a transcript-only call cannot record an audio transcript', () => {

@@ -8,8 +8,10 @@
 import type { Logger } from 'pino';
 import { toRecord } from '../../shared/cloudevents.ts';
 import { CLOUD_EVENT_TYPES, isCallEventType } from '../../shared/domain/call/call-event-types.ts';
-import type { EventLog } from '../../shared/ports/event-log.ts';
-import type { EventStore, Subscription } from '../../shared/ports/event-store.ts';
+import { type EventLog, type OutgoingRecord, UnknownTopicError } from '../../shared/ports/event-log.ts';
+import type { EventStore, RecordedEvent, Subscription } from '../../shared/ports/event-store.ts';
+import { isRetriableError } from '../../shared/ports/unavailable.ts';
+import { relayedEventsLeftOut } from '../../shared/observability/metrics.ts';
 import type { Topics } from '../../shared/topics.ts';
 import { inSpansPerItem } from '../../shared/observability/tracing.ts';
 import { callEvents, callIdOfStream } from '../../shared/domain/call/call-catalogue.ts';
@@ -40,37 +42,84 @@ export const startCallEventsRelay = (deps: {
     categories: [callEvents.category],
     batchSize: 500,
     handler: async (events) => {
-      const records = events.flatMap((event) => {
+      const relayed = events.flatMap((event) => {
         const callId = callIdOfStream(event.streamId);
         if (!callId || !isCallEventType(event.type)) return [];
         const { teamId, traceparent, tracestate } = event.metadata;
-        return [
-          toRecord({
-            id: event.id,
-            type: CLOUD_EVENT_TYPES[event.type],
-            source: '/calls',
-            subject: callId,
-            time: event.recordedAt.toISOString(),
-            data: event.data,
-            extensions: {
-              sequence: ceSequence(event.revision),
-              ...(typeof teamId === 'string' ? { teamid: teamId } : {}),
-              // The call's trace continues downstream (CloudEvents distributed-tracing extension).
-              ...(typeof traceparent === 'string' ? { traceparent } : {}),
-              ...(typeof tracestate === 'string' ? { tracestate } : {}),
-            },
-          }),
-        ];
+        const record = toRecord({
+          id: event.id,
+          type: CLOUD_EVENT_TYPES[event.type],
+          source: '/calls',
+          subject: callId,
+          time: event.recordedAt.toISOString(),
+          data: event.data,
+          extensions: {
+            sequence: ceSequence(event.revision),
+            ...(typeof teamId === 'string' ? { teamid: teamId } : {}),
+            // The call's trace continues downstream (CloudEvents distributed-tracing extension).
+            ...(typeof traceparent === 'string' ? { traceparent } : {}),
+            ...(typeof tracestate === 'string' ? { tracestate } : {}),
+          },
+        });
+        return [{ event, record }];
       });
-      if (records.length > 0) {
+      if (relayed.length > 0) {
         await inSpansPerItem(
           `publish ${deps.topics.callEvents}`,
           events,
           (event) => event.metadata,
           (event) => ({ 'event.type': event.type, 'event.stream': event.streamId }),
-          () => deps.eventLog.publish(deps.topics.callEvents, records),
+          () => publishAll(deps, relayed),
         );
       }
-      deps.logger.debug({ relayed: records.length }, 'call events relayed');
+      deps.logger.debug({ relayed: relayed.length }, 'call events relayed');
     },
   });
+
+/** A failure the log will answer the same way every time, for these records: not an outage, not a missing topic. */
+const refusesThem = (error: unknown): boolean => !isRetriableError(error) && !(error instanceof UnknownTopicError);
+
+/**
+ * Publishes the batch. When the log refuses it for something in its records (a record too large
+ * for the topic, say), each record is sent alone, and one the log refuses alone is left out and
+ * logged (its event id, call and position): at every retry the same record would be refused again,
+ * and the topic would stop for every call. Records before it may have been written twice; a
+ * consumer deduplicates them by `ce_id`. An outage, or a missing topic, stops the relay until it
+ * passes, as before.
+ */
+const publishAll = async (
+  deps: { eventLog: EventLog; topics: Topics; logger: Logger },
+  relayed: ReadonlyArray<{ event: RecordedEvent; record: OutgoingRecord }>,
+): Promise<void> => {
+  try {
+    await deps.eventLog.publish(
+      deps.topics.callEvents,
+      relayed.map(({ record }) => record),
+    );
+    return;
+  } catch (error) {
+    if (!refusesThem(error)) throw error;
+  }
+  for (const { event, record } of relayed) {
+    try {
+      await deps.eventLog.publish(deps.topics.callEvents, [record]);
+    } catch (error) {
+      if (!refusesThem(error)) throw error;
+      leftOut(deps, event, error);
+    }
+  }
+};
+
+const leftOut = (deps: { topics: Topics; logger: Logger }, event: RecordedEvent, error: unknown): void => {
+  relayedEventsLeftOut.inc();
+  deps.logger.error(
+    {
+      err: error,
+      eventId: event.id,
+      eventType: event.type,
+      callId: callIdOfStream(event.streamId),
+      position: String(event.position),
+    },
+    `call event left out of ${deps.topics.callEvents}: the log refuses it (the relay goes on with the next)`,
+  );
+};

@@ -41,6 +41,12 @@ export const ingestAnswers = new Counter({
   registers: [registry],
 });
 
+export const relayedEventsLeftOut = new Counter({
+  name: 'call_events_relay_left_out_total',
+  help: 'Call events the relay left out of calls.events.v1 because the log refused them on their own (logged, each).',
+  registers: [registry],
+});
+
 export const rateLimitRefusals = new Counter({
   name: 'rate_limit_refusals_total',
   help: 'Requests refused with 429, by limit (ingest, read, auth-failure, admin-auth).',

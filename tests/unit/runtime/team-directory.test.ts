@@ -202,6 +202,25 @@ describe('TeamDirectory', () => {
     assert.ok(snapshots[1]!.position > snapshots[0]!.position);
   });
 
+  test('while a team is dropped for an event that does not decode, no list is stored: a start reads that team again', async () => {
+    const { store, append, snapshots, following } = freshStore();
+    await append('t1', [teamCreated(), keyIssued('k1', hash('a'))]);
+    await append('t2', [createdAs('t2', 60), keyIssued('k2', hash('b'))]);
+    const directory = await started(store);
+    await directory.snapshot();
+    assert.equal(snapshots.length, 1);
+    // t1 gets an event this version cannot decode: the team leaves the directory (its keys fail closed).
+    await store.append('team-t1', [{ type: 'CapacityAdded', data: { minutes: 'a great many' } }]);
+    await append('t2', [reserved('c1', 5)]);
+    await following.at(-1)!.caughtUp();
+    assert.equal(directory.ownerOf(hash('a')), undefined);
+    await directory.snapshot();
+    assert.equal(snapshots.length, 1, 'the list before the undecodable event stays the one a start begins from');
+    const restarted = await started(store);
+    assert.equal(restarted.ownerOf(hash('a')), undefined, 'a start that folds the feed meets the event again');
+    assert.deepEqual(restarted.ownerOf(hash('b')), { teamId: 't2', keyId: 'k2' });
+  });
+
   test('snapshot() serves the event loop between teams, and stores every team as it was when it began', async () => {
     const { store, append, snapshots } = freshStore();
     const teamIds = ['t1', 't2', 't3', 't4'];

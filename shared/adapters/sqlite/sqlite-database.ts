@@ -85,6 +85,8 @@ const lockDataDir = (dataDir: string): (() => void) => {
   const lock = new Database(lockPath, { timeout: 0 });
   try {
     lock.pragma('locking_mode = EXCLUSIVE');
+    // It holds no data: no journal file beside it while the process runs.
+    lock.pragma('journal_mode = MEMORY');
     // Written once, the file stays locked until the connection closes (locking_mode EXCLUSIVE).
     lock.exec('BEGIN EXCLUSIVE; CREATE TABLE IF NOT EXISTS holder (pid INTEGER); COMMIT');
   } catch (error) {

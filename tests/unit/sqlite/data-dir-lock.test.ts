@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -21,6 +21,22 @@ test('only one opener of a data directory: a second one is refused with the hold
     );
   } finally {
     first.close();
+    dir.remove();
+  }
+});
+
+test('while open, the lock leaves only LOCK and LOCK.sqlite beside the database files', () => {
+  const dir = tempDir();
+  const opened = openSqlite(dir.path);
+  try {
+    assert.deepEqual(
+      readdirSync(dir.path)
+        .filter((name) => name.startsWith('LOCK'))
+        .sort(),
+      ['LOCK', 'LOCK.sqlite'],
+    );
+  } finally {
+    opened.close();
     dir.remove();
   }
 });

@@ -54,14 +54,22 @@ const bodyOf = (type: string, event: Pick<RecordedEvent, 'recordedAt'>, data: un
 /**
  * The call's events up to `revision`, decoded, without those the projection skips. Only these are
  * decoded: an event an operator skipped, or one the feed has not reached yet, must not stop the
- * projection of this one.
+ * projection of this one. Each event is decoded once (`decoded`), however many of a batch's
+ * notifications of its call fold it.
  */
 const callEventsUpTo = (
   stream: readonly RecordedEvent[],
   revision: number,
   skipped: ReadonlySet<bigint>,
+  decoded: WeakMap<RecordedEvent, RecordedCallEvent>,
 ): RecordedCallEvent[] =>
-  stream.filter((e) => e.revision <= revision && !skipped.has(e.position)).map((e) => callEvents.decode(e));
+  stream
+    .filter((e) => e.revision <= revision && !skipped.has(e.position))
+    .map((e) => {
+      let event = decoded.get(e);
+      if (!event) decoded.set(e, (event = callEvents.decode(e)));
+      return event;
+    });
 
 /**
  * The notifications of a batch, its events decoded through their catalogues (an event that does
@@ -76,6 +84,7 @@ export const webhookNotifications = async (
 ): Promise<WebhookNotification[]> => {
   const notifications: WebhookNotification[] = [];
   const streams = new Map<string, Promise<RecordedEvent[]>>();
+  const decoded = new WeakMap<RecordedEvent, RecordedCallEvent>();
   for (const stored of events) {
     const webhookId = webhookEvents.idOf(stored.streamId);
     if (webhookId !== undefined) {
@@ -106,6 +115,7 @@ export const webhookNotifications = async (
         await store.readStream(callEvents.streamId(callId), { maxCount: 1 }),
         0,
         skipped,
+        decoded,
       );
       if (submitted?.type !== 'CallSubmitted') continue;
       notifications.push({
@@ -125,7 +135,7 @@ export const webhookNotifications = async (
       stream = store.readStream(callEvents.streamId(callId));
       streams.set(callId, stream);
     }
-    const upTo = callEventsUpTo(await stream, event.revision, skipped);
+    const upTo = callEventsUpTo(await stream, event.revision, skipped, decoded);
     let row: CallHistoryRow | undefined;
     for (const e of upTo) row = evolveHistoryRow(row, e);
     if (!row) continue; // a call without its submission: nothing to show

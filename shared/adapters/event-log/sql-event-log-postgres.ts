@@ -14,8 +14,11 @@ import {
 } from '../postgres/postgres-pool.ts';
 import { EVENT_LOG_SCHEMA, type SqlDriver, type SqlExecutor } from './sql-driver.ts';
 
-/** Retriable PostgreSQL failures (pg-errors.ts) become `EventLogUnavailableError`; everything else passes unchanged. */
-/** The log's failures as the port says them; a publish whose COMMIT went unanswered may have been written. */
+/**
+ * The log's failures as the port says them: retriable PostgreSQL failures (pg-errors.ts) become
+ * `EventLogUnavailableError`, a publish whose COMMIT went unanswered may have been written, and
+ * everything else passes unchanged.
+ */
 export const toEventLogError = (error: unknown): unknown =>
   error instanceof CommitOutcomeUnknownError
     ? new EventLogUnavailableError(

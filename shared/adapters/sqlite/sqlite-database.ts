@@ -4,6 +4,7 @@ import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { startWalCheckpointer, WAL_RESTART_BYTES } from './wal-checkpointer.ts';
 import { attachWalSync, WalSync } from './wal-sync.ts';
+import { isSqliteBusy } from './sqlite-errors.ts';
 import { walRestartHold } from '../../observability/metrics.ts';
 
 export type SqliteDb = Database.Database;
@@ -66,10 +67,6 @@ const DB_FILE = 'calls.sqlite';
 /** The file whose lock the kernel holds for the opener (see lockDataDir). */
 const LOCK_DB_FILE = 'LOCK.sqlite';
 
-const isBusy = (error: unknown): boolean =>
-  typeof (error as { code?: unknown } | null)?.code === 'string' &&
-  /^SQLITE_(BUSY|LOCKED)/.test((error as { code: string }).code);
-
 /**
  * Takes the data directory for this process. The lock is the kernel's: an exclusive lock on
  * `LOCK.sqlite` that SQLite takes and this process holds until it closes the directory, so it is
@@ -91,7 +88,7 @@ const lockDataDir = (dataDir: string): (() => void) => {
     lock.exec('BEGIN EXCLUSIVE; CREATE TABLE IF NOT EXISTS holder (pid INTEGER); COMMIT');
   } catch (error) {
     lock.close();
-    if (!isBusy(error)) throw error;
+    if (!isSqliteBusy(error)) throw error;
     let holder: { pid?: number; host?: string; since?: string } = {};
     try {
       holder = JSON.parse(readFileSync(holderPath, 'utf8')) as typeof holder;

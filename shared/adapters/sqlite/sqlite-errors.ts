@@ -9,6 +9,12 @@
  */
 const TRANSIENT = /^SQLITE_(BUSY|LOCKED|FULL|IOERR|CANTOPEN|PROTOCOL)(_|$)/;
 
+/** Whether a better-sqlite3 error says another connection holds the lock (busy or locked). */
+export const isSqliteBusy = (error: unknown): boolean => {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^SQLITE_(BUSY|LOCKED)(_|$)/.test(code);
+};
+
 /** Whether a better-sqlite3 error is transient: the same statement may succeed later. */
 export const isRetriableSqliteError = (error: unknown): boolean => {
   const code = (error as { code?: unknown } | null)?.code;

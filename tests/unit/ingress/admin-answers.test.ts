@@ -1,7 +1,8 @@
 /**
  * The admin API's refusals change nothing and name the field and its rule: a capacity change is
  * stored whole or refused whole (a refused one can be sent again, corrected, without adding its
- * hours twice), and every 400 names the request's field, an unknown one included.
+ * hours twice), and every 400 names the request's field, an unknown one included. Text no backend
+ * can store (U+0000, an unpaired surrogate) is refused in any request's body, query or path.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -15,7 +16,7 @@ interface Problem {
   errors?: { field: string; message: string }[];
 }
 
-describe('admin API: refusals change nothing and name the field', () => {
+describe('refusals change nothing and name the field: the admin API, and text no backend can store in any request', () => {
   let embedded: EmbeddedIngress;
   let h: Harness;
 
@@ -125,17 +126,6 @@ describe('admin API: refusals change nothing and name the field', () => {
       ['name'],
     );
   });
-});
-
-describe('text no backend can store is refused in every request, naming the field', () => {
-  let embedded: EmbeddedIngress;
-  let h: Harness;
-
-  before(async () => {
-    embedded = await openEmbeddedIngress();
-    h = embedded.h;
-  });
-  after(() => embedded.close());
 
   test('U+0000 or an unpaired surrogate in an admin body, a query or a path is a 400 naming where it is', async () => {
     const team = await h.admin('POST', '/api/admin/teams', { name: 'Acme\u0000Corp', ownerEmail: 'owner@acme.test' });

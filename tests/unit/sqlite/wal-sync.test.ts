@@ -238,28 +238,47 @@ test('each fsync of the WAL is timed in sqlite_wal_sync_duration_seconds', async
   }
 });
 
+/**
+ * A WAL sync on `files` whose fsync hangs from `hang()` until `answer()`: a disk that stops
+ * answering, then comes back.
+ */
+const hangingDisk = (files: ReturnType<typeof opened>) => {
+  let hanging: Promise<void> | undefined;
+  let release!: () => void;
+  attachWalSync(
+    files.sqlite.db,
+    new WalSync(join(files.sqlite.dataDir, 'calls.sqlite-wal'), async (handle) => {
+      if (hanging) await hanging;
+      await handle.datasync();
+    }),
+  );
+  return {
+    hang: () => void (hanging = new Promise<void>((resolve) => (release = resolve))),
+    answer: () => {
+      hanging = undefined;
+      release();
+    },
+  };
+};
+
+/** A refusal at the sync deadline of 200 ms that says the write may have been made. */
+const refusedAtDeadline = (error: unknown): boolean => {
+  assert.ok(isBackendUnavailable(error) && error.outcomeUnknown, `unknown outcome, not ${String(error)}`);
+  assert.match((error as Error).message, /did not confirm the WAL's sync within 0\.2 s/);
+  return true;
+};
+
 test('a publish waits for a hung fsync only until its deadline, then answers that its records may have been written', async () => {
   const files = opened();
   try {
-    let hang: Promise<void> | undefined;
-    let release!: () => void;
-    const sync = new WalSync(join(files.sqlite.dataDir, 'calls.sqlite-wal'), async (handle) => {
-      if (hang) await hang;
-      await handle.datasync();
-    });
-    attachWalSync(files.sqlite.db, sync);
+    const disk = hangingDisk(files);
     const log = createSqliteEventLog(files.sqlite.db, { syncDeadlineMs: 200 });
     await log.ensureTopics([{ name: 't', partitions: 1 }]);
-    hang = new Promise<void>((resolve) => (release = resolve));
+    disk.hang();
     const started = Date.now();
-    await assert.rejects(log.publish('t', [{ key: 'k', value: 'v1' }]), (error: unknown) => {
-      assert.ok(isBackendUnavailable(error) && error.outcomeUnknown, `unknown outcome, not ${String(error)}`);
-      assert.match((error as Error).message, /did not confirm the WAL's sync within 0\.2 s/);
-      return true;
-    });
+    await assert.rejects(log.publish('t', [{ key: 'k', value: 'v1' }]), refusedAtDeadline);
     assert.ok(Date.now() - started < 5_000, 'answered at its deadline, not when the disk came back');
-    hang = undefined;
-    release();
+    disk.answer();
     // The disk answers again: the record that waited is there, and the next publish is durable.
     await log.publish('t', [{ key: 'k', value: 'v2' }]);
     assert.deepEqual(
@@ -275,24 +294,13 @@ test('a publish waits for a hung fsync only until its deadline, then answers tha
 test('a durable append waits for a hung fsync only until its deadline, then answers that it may have been written', async () => {
   const files = opened();
   try {
-    let hang: Promise<void> | undefined;
-    let release!: () => void;
-    const sync = new WalSync(join(files.sqlite.dataDir, 'calls.sqlite-wal'), async (handle) => {
-      if (hang) await hang;
-      await handle.datasync();
-    });
-    attachWalSync(files.sqlite.db, sync);
+    const disk = hangingDisk(files);
     const store = createSqliteEventStore(files.sqlite.db, { syncDeadlineMs: 200 });
-    hang = new Promise<void>((resolve) => (release = resolve));
+    disk.hang();
     const started = Date.now();
-    await assert.rejects(store.append('s-1', [{ type: 'Written', data: { n: 1 } }]), (error: unknown) => {
-      assert.ok(isBackendUnavailable(error) && error.outcomeUnknown, `unknown outcome, not ${String(error)}`);
-      assert.match((error as Error).message, /did not confirm the WAL's sync within 0\.2 s/);
-      return true;
-    });
+    await assert.rejects(store.append('s-1', [{ type: 'Written', data: { n: 1 } }]), refusedAtDeadline);
     assert.ok(Date.now() - started < 5_000, 'answered at its deadline, not when the disk came back');
-    hang = undefined;
-    release();
+    disk.answer();
     // The disk answers again: the event that waited is there, and the next append is durable.
     await store.append('s-1', [{ type: 'Written', data: { n: 2 } }], { expectedVersion: 0 });
     assert.deepEqual(

@@ -72,6 +72,8 @@ export class OpenCalls {
   /** Failures of the feed in a row, for the pause before the next start. */
   private failures = 0;
   private store?: EventStore;
+  /** Whether an event it folds did not decode: then no snapshot is stored past it (see `snapshot`). */
+  private metUndecodable = false;
 
   constructor(
     private readonly onChange: (
@@ -157,6 +159,11 @@ export class OpenCalls {
   async snapshot(): Promise<void> {
     const position = this.position;
     if (!this.store || position <= this.snapshotted) return;
+    // A call whose CallSubmitted (or closing event) did not decode is missing from (or wrongly in)
+    // the set: a snapshot past it would keep it so for good, and once a fixed version decodes the
+    // event a start from that snapshot would never read it again (the call would have no deadline).
+    // The last snapshot stays, so a start folds the feed after it.
+    if (this.metUndecodable) return;
     const calls: Json[] = [...this.open.values()].map(({ callId, teamId, submittedAt, deadline }) => ({
       callId,
       teamId,
@@ -200,6 +207,7 @@ export class OpenCalls {
       // Never folded; the call history projection stops on the same event and reports it, and the
       // other calls go on (docs/decisions/0016-event-catalogues-and-upcasting.md).
       if (!(error instanceof EventDecodeError)) throw error;
+      this.metUndecodable = true;
       this.options.onUndecodable?.(error);
       return;
     }

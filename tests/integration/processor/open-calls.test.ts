@@ -10,7 +10,7 @@ import { createSqliteEventStore } from '../../../shared/adapters/event-store/sql
 import { openSqlite } from '../../../shared/adapters/sqlite/sqlite-database.ts';
 import { callEvents } from '../../../shared/domain/call/call-catalogue.ts';
 import type { EventDecodeError } from '../../../shared/domain/event-catalogue.ts';
-import { OpenCalls } from '../../../services/processor/open-calls.ts';
+import { OPEN_CALLS_SNAPSHOT, OpenCalls } from '../../../services/processor/open-calls.ts';
 import { submittedData } from '../../conformance/read-models-fixtures.ts';
 import { tempDir } from '../../support/temp-dir.ts';
 import { overriding } from '../../support/embedded-ingress.ts';
@@ -115,4 +115,31 @@ test('a feed that fails on an error it does not retry itself is followed again f
   );
   await tracker.caughtUp();
   assert.equal(tracker.status().state === 'failed', false, JSON.stringify(tracker.status()));
+});
+
+test('once an event it folds does not decode, no snapshot is stored past it: a start reads that event again', async (t) => {
+  const { store, submit } = embeddedStore(t);
+  const [a, b, c] = [randomUUID(), randomUUID(), randomUUID()];
+  await submit(a);
+  const tracker = new OpenCalls(() => undefined, { snapshotEveryMs: 60_000 });
+  await tracker.start(store);
+  t.after(() => tracker.stop());
+  await tracker.snapshot();
+  const before = await store.readSnapshot(OPEN_CALLS_SNAPSHOT);
+  assert.ok(before, 'a snapshot of the set before the undecodable event');
+  // A CallSubmitted this version cannot decode: the call is not in the set, and a version that
+  // decodes it must still meet it at start, so no snapshot may cover it.
+  await store.append(callEvents.streamId(b), [{ type: 'CallSubmitted', data: { callId: 42 } }]);
+  await submit(c);
+  await tracker.caughtUp();
+  assert.deepEqual(
+    tracker
+      .all()
+      .map((call) => call.callId)
+      .sort(),
+    [a, c].sort(),
+  );
+  await tracker.snapshot();
+  const after = await store.readSnapshot(OPEN_CALLS_SNAPSHOT);
+  assert.equal(after?.position, before.position, 'the snapshot before the undecodable event stays');
 });

@@ -9,9 +9,8 @@ import type { Socket } from 'node:net';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyReply } from 'fastify';
-import secureJson from 'secure-json-parse';
 import type { TypedApp } from './typed-app.ts';
-import { rememberRawBody } from './raw-body.ts';
+import { registerJsonBodyParser } from './json-body.ts';
 import type { Logger } from 'pino';
 import type { EventLog } from '../../shared/ports/event-log.ts';
 import type { Topics } from '../../shared/topics.ts';
@@ -159,30 +158,7 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
     );
   });
 
-  // JSON only: anything else is a 415, not a string body the rules would then reject as a 400.
-  app.removeContentTypeParser('text/plain');
-  // Our own JSON parser so a refusal names its rule: Fastify's answers every refusal, a
-  // "__proto__" key included, with the same "not valid JSON".
-  app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    const text = body as string;
-    // The Idempotency-Key compares bodies by their bytes (raw-body.ts).
-    if (request.headers['idempotency-key'] !== undefined) rememberRawBody(request, text);
-    if (text.trim() === '') return done(new ProblemError('MALFORMED_JSON', 'The body is empty; send a JSON object.'));
-    try {
-      done(null, secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' }));
-    } catch (error) {
-      const poisoned = /prototype/i.test((error as Error).message);
-      done(
-        new ProblemError(
-          'MALFORMED_JSON',
-          poisoned
-            ? 'The body has a "__proto__" key, or a "constructor" key holding "prototype", at some depth: such keys are refused.'
-            : `The body is not valid JSON: ${(error as Error).message}.`,
-        ),
-      );
-    }
-  });
+  registerJsonBodyParser(app);
   installErrorHandler(app);
 
   await app.register(swagger, {

@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import { ExpectedVersionConflictError } from '../../shared/ports/event-store.ts';
 import { isBackendUnavailable, isRetriableError } from '../../shared/ports/unavailable.ts';
 import { DomainError } from '../../shared/domain/decider.ts';
@@ -48,6 +48,35 @@ const validationErrors = (error: FastifyError): FieldError[] =>
     return { field, message };
   });
 
+/**
+ * Fastify's refusals of the body itself, each naming what it refused and the rule: the body's
+ * limit in bytes, the Content-Type this API takes.
+ */
+const refusalOf = (
+  code: ErrorCode,
+  error: FastifyError,
+  request: FastifyRequest,
+): { detail: string; errors?: FieldError[] } => {
+  switch (code) {
+    case 'PAYLOAD_TOO_LARGE': {
+      const limit = request.routeOptions.bodyLimit;
+      return {
+        detail: `The body is larger than ${limit.toLocaleString('en-US')} bytes, the limit of this endpoint.`,
+        errors: [{ field: 'body', message: `is larger than ${limit} bytes` }],
+      };
+    }
+    case 'UNSUPPORTED_MEDIA_TYPE': {
+      const sent = request.headers['content-type'];
+      return {
+        detail: `${sent ? `Content-Type "${sent}" is` : 'A body without a Content-Type is'} not accepted; send application/json.`,
+        errors: [{ field: 'Content-Type', message: 'must be application/json' }],
+      };
+    }
+    default:
+      return { detail: error.message, errors: [{ field: 'body', message: error.message }] };
+  }
+};
+
 /** Installs the one place where errors become problem+json responses. */
 export const installErrorHandler = (app: FastifyInstance): void => {
   app.setErrorHandler((error: FastifyError, request, reply) => {
@@ -93,7 +122,13 @@ export const installErrorHandler = (app: FastifyInstance): void => {
         .type(PROBLEM_JSON)
         .send(problem(mapped, 'The request breaks one or more rules; see errors.', validationErrors(error)));
     }
-    if (mapped) return reply.code(problem(mapped, '').status).type(PROBLEM_JSON).send(problem(mapped, error.message));
+    if (mapped) {
+      const { detail, errors } = refusalOf(mapped, error, request);
+      return reply
+        .code(ERROR_STATUS[mapped])
+        .type(PROBLEM_JSON)
+        .send(problem(mapped, detail, errors));
+    }
     if (error instanceof SyntaxError || (error.statusCode === 400 && /JSON/i.test(error.message))) {
       return reply.code(400).type(PROBLEM_JSON).send(problem('MALFORMED_JSON', 'The body is not valid JSON.'));
     }

@@ -103,6 +103,8 @@ export const pushApiContract = (name: string, factory: () => Promise<Backends>, 
         const res = await h.ingest({ key, payload: JSON.stringify({ transcript: 'a'.repeat(10 * MB + 10) }) });
         assert.equal(res.statusCode, 413);
         assert.equal(problemOf(res.body).code, 'PAYLOAD_TOO_LARGE');
+        assert.match(problemOf(res.body).detail, /10,485,760 bytes/, 'the detail states the limit');
+        assert.deepEqual(problemOf(res.body).errors, [{ field: 'body', message: 'is larger than 10485760 bytes' }]);
         const justUnder = await h.ingest({ key, payload: JSON.stringify({ transcript: 'a'.repeat(10 * MB - 100) }) });
         assert.equal(justUnder.statusCode, 201, 'a body just under 10 MB is accepted');
       });
@@ -355,6 +357,8 @@ export const pushApiContract = (name: string, factory: () => Promise<Backends>, 
         const res = await h.ingest({ key, headers: { 'content-type': 'text/plain' }, payload: 'transcript=hello' });
         assert.equal(res.statusCode, 415);
         assert.equal(problemOf(res.body).code, 'UNSUPPORTED_MEDIA_TYPE');
+        assert.match(problemOf(res.body).detail, /"text\/plain".*application\/json/, 'the detail names both types');
+        assert.deepEqual(problemOf(res.body).errors, [{ field: 'Content-Type', message: 'must be application/json' }]);
       });
 
       test('400 for a body that is not JSON', async () => {
@@ -362,6 +366,26 @@ export const pushApiContract = (name: string, factory: () => Promise<Backends>, 
         const res = await h.ingest({ key, payload: '{"transcript": ' });
         assert.equal(res.statusCode, 400);
         assert.equal(problemOf(res.body).code, 'MALFORMED_JSON');
+        assert.deepEqual(
+          problemOf(res.body).errors?.map((e) => e.field),
+          ['body'],
+        );
+        assert.match(problemOf(res.body).errors![0]!.message, /not valid JSON/);
+        const empty = await h.ingest({ key, payload: '' });
+        assert.equal(empty.statusCode, 400);
+        assert.deepEqual(problemOf(empty.body).errors, [{ field: 'body', message: 'is empty; send a JSON object' }]);
+      });
+
+      test('a route that takes no body is not refused for an empty body sent as application/json', async () => {
+        const { key } = await h.team();
+        const res = await h.ingress.app.inject({
+          method: 'DELETE',
+          url: `/api/calls/${randomUUID()}`,
+          headers: { 'x-api-key': key, 'content-type': 'application/json' },
+          payload: '',
+        });
+        assert.equal(res.statusCode, 404, res.body);
+        assert.equal(problemOf(res.body).code, 'NOT_FOUND');
       });
 
       test('503 with Retry-After when the log cannot take the call, and the reservation is released', async () => {

@@ -290,17 +290,17 @@ export const corpus = (): CorpusCase[] => [
   {
     name: '"__proto__" at the top level',
     payload: '{"transcript":"Rep: hi\\nDana: ok","__proto__":{"isAdmin":true}}',
-    expect: { status: 400, code: 'MALFORMED_JSON', detail: /__proto__/ },
+    expect: { status: 400, code: 'MALFORMED_JSON', field: '__proto__', detail: /__proto__/ },
   },
   {
     name: '"__proto__" in metadata',
     payload: '{"transcript":"Rep: hi\\nDana: ok","metadata":{"__proto__":"x"}}',
-    expect: { status: 400, code: 'MALFORMED_JSON', detail: /__proto__/ },
+    expect: { status: 400, code: 'MALFORMED_JSON', field: 'metadata.__proto__', detail: /__proto__/ },
   },
   {
     name: '"constructor": {"prototype": …}',
     payload: '{"transcript":"Rep: hi\\nDana: ok","constructor":{"prototype":{"isAdmin":true}}}',
-    expect: { status: 400, code: 'MALFORMED_JSON', detail: /constructor/ },
+    expect: { status: 400, code: 'MALFORMED_JSON', field: 'constructor', detail: /constructor/ },
   },
 
   // Not quite JSON.
@@ -316,7 +316,7 @@ export const corpus = (): CorpusCase[] => [
   {
     name: 'a body with a raw control character inside a string (invalid JSON)',
     payload: '{"transcript":"Rep: hi\u0001\nDana: ok"}',
-    expect: { status: 400, code: 'MALFORMED_JSON' },
+    expect: { status: 400, code: 'MALFORMED_JSON', field: 'body', detail: /not valid JSON/ },
   },
 ];
 

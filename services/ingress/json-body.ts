@@ -1,0 +1,76 @@
+/**
+ * The body parser of every route: JSON only, and a refusal that names its field and rule (a 400
+ * carries `errors[]`, docs/decisions/0002-problem-json-errors.md). Fastify's own parser answers
+ * every refusal, a "__proto__" key included, with the same "not valid JSON".
+ */
+import type { FastifyInstance } from 'fastify';
+import secureJson from 'secure-json-parse';
+import { ProblemError } from './errors.ts';
+import { rememberRawBody } from './raw-body.ts';
+
+const malformed = (detail: string, field: string, message: string): ProblemError =>
+  new ProblemError('MALFORMED_JSON', detail, { errors: [{ field, message }] });
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null;
+
+/**
+ * Where the first key the parser refuses sits ("metadata.__proto__", "items[2].constructor"): a
+ * "__proto__" key, or a "constructor" key holding an object with "prototype". Only read on a
+ * refusal; `JSON.parse` keeps such keys as plain own properties, so the walk sees them.
+ */
+export const poisonedKeyPath = (text: string): string => {
+  const walk = (value: unknown, path: string): string | undefined => {
+    if (Array.isArray(value)) {
+      for (const [i, item] of value.entries()) {
+        const found = walk(item, `${path}[${i}]`);
+        if (found) return found;
+      }
+      return undefined;
+    }
+    if (!isObject(value)) return undefined;
+    for (const [key, child] of Object.entries(value)) {
+      const here = path ? `${path}.${key}` : key;
+      if (key === '__proto__' || (key === 'constructor' && isObject(child) && Object.hasOwn(child, 'prototype')))
+        return here;
+      const found = walk(child, here);
+      if (found) return found;
+    }
+    return undefined;
+  };
+  try {
+    return walk(JSON.parse(text), '') ?? 'body';
+  } catch {
+    return 'body';
+  }
+};
+
+export const registerJsonBodyParser = (app: FastifyInstance): void => {
+  // JSON only: anything else is a 415, not a string body the rules would then reject as a 400.
+  app.removeContentTypeParser('text/plain');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    const text = body as string;
+    // The Idempotency-Key compares bodies by their bytes (raw-body.ts).
+    if (request.headers['idempotency-key'] !== undefined) rememberRawBody(request, text);
+    if (text.trim() === '') {
+      // A route that takes no body (a DELETE, an operator's action) is not refused for the header alone.
+      if (request.routeOptions.schema?.body === undefined) return done(null, undefined);
+      return done(malformed('The body is empty; send a JSON object.', 'body', 'is empty; send a JSON object'));
+    }
+    try {
+      done(null, secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' }));
+    } catch (error) {
+      const reason = (error as Error).message;
+      if (!/prototype/i.test(reason))
+        return done(malformed(`The body is not valid JSON: ${reason}.`, 'body', `is not valid JSON: ${reason}`));
+      const field = poisonedKeyPath(text);
+      done(
+        malformed(
+          `The body has a "__proto__" key, or a "constructor" key holding "prototype", at ${field}: such keys are refused.`,
+          field,
+          'is a "__proto__" key, or a "constructor" key holding "prototype": such keys are refused',
+        ),
+      );
+    }
+  });
+};

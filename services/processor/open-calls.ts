@@ -5,17 +5,11 @@
  * any restart. An operator's CallRetried opens a failed call again (`reopened`). It reads the
  * store underneath the sealing and decodes without the personal fields (`decodeWithoutPersonal`).
  */
-import type {
-  EventStore,
-  Json,
-  RecordedEvent,
-  Subscription,
-  SubscriptionStatus,
-} from '../../shared/ports/event-store.ts';
+import type { EventStore, Json, RecordedEvent, SubscriptionStatus } from '../../shared/ports/event-store.ts';
 import { callEvents, decodeWithoutPersonal } from '../../shared/domain/call/call-catalogue.ts';
 import type { CallEvent } from '../../shared/domain/call/call-events.ts';
 import { EventDecodeError } from '../../shared/domain/event-catalogue.ts';
-import { jitteredBackoff } from '../../shared/adapters/event-log/consumer-status.ts';
+import { type Refollowed, refollowed } from '../runtime/refollowed.ts';
 
 export interface OpenCall {
   callId: string;
@@ -62,15 +56,11 @@ const decodeSnapshot = (data: Json): OpenCall[] | undefined => {
 
 export class OpenCalls {
   private readonly open = new Map<string, OpenCall>();
-  private subscription?: Subscription;
+  private subscription?: Refollowed;
   /** Position of the last event applied; what a snapshot covers. */
   private position = 0n;
   private snapshotted = 0n;
   private snapshotTimer?: NodeJS.Timeout;
-  private restartTimer?: NodeJS.Timeout;
-  private stopped = false;
-  /** Failures of the feed in a row, for the pause before the next start. */
-  private failures = 0;
   private store?: EventStore;
   /** Whether an event it folds did not decode: then no snapshot is stored past it (see `snapshot`). */
   private metUndecodable = false;
@@ -115,41 +105,27 @@ export class OpenCalls {
   }
 
   /**
-   * Follows the feed from the last applied event. A subscription that fails (an error it does not
-   * retry itself) is started again from there after a growing pause, so the deadlines and the
-   * intake's resumption, which wait for this feed, never stay without it; meanwhile its status says
-   * it failed.
+   * Follows the feed from the last applied event; a subscription that fails is followed again
+   * (`refollowed`), so the deadlines and the intake's resumption, which wait for this feed, never
+   * stay without it.
    */
   private follow(store: EventStore): void {
-    const subscription = store.subscribeToAll({
-      categories: [callEvents.category],
-      batchSize: 5000,
-      after: this.position,
-      handler: async (events) => {
-        for (const event of events) this.apply(event);
-        this.position = events[events.length - 1]!.position;
-      },
-    });
-    this.subscription = subscription;
-    subscription.caughtUp().then(
-      () => (this.failures = 0),
-      () => undefined,
+    this.subscription = refollowed(
+      () =>
+        store.subscribeToAll({
+          categories: [callEvents.category],
+          batchSize: 5000,
+          after: this.position,
+          handler: async (events) => {
+            for (const event of events) this.apply(event);
+            this.position = events[events.length - 1]!.position;
+          },
+        }),
+      { onFailed: this.options.onFailed },
     );
-    subscription.done.catch((error: unknown) => {
-      if (this.stopped) return;
-      this.failures++;
-      const retryInMs = jitteredBackoff(this.failures, 500, 30_000);
-      this.options.onFailed?.(error, retryInMs);
-      this.restartTimer = setTimeout(() => {
-        if (!this.stopped) this.follow(store);
-      }, retryInMs);
-      this.restartTimer.unref();
-    });
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.restartTimer);
     clearInterval(this.snapshotTimer);
     await this.subscription?.stop();
     await this.snapshot();

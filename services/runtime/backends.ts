@@ -145,6 +145,8 @@ export const openBackends = async (config: Config, log: Logger): Promise<Backend
             { err: error, streamId: error.streamId, revision: error.revision, field: error.field },
             "a team event does not decode: the team's keys are refused until it is fixed or skipped",
           ),
+        onFailed: (error, retryInMs) =>
+          log.error({ err: error, retryInMs }, 'the team events feed failed; following it again'),
       }),
       sqlite,
       // Both in the embedded database: not with KurrentDB's store beside the embedded log.

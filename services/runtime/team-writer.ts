@@ -14,7 +14,6 @@ import type { TeamState } from '../../shared/domain/team/team-state.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import { TeamDirectory } from '../ingress/teams/team-directory.ts';
 import { AggregateRepository } from './aggregate-repository.ts';
-import type { EventDecodeError } from '../../shared/domain/event-catalogue.ts';
 
 export type TeamRepository = AggregateRepository<TeamCommand, TeamState, TeamEvent>;
 
@@ -34,7 +33,7 @@ const TEAM_CONFLICT_RETRIES = { maxRetries: 20, conflictBackoff: { baseDelayMs: 
 
 export const createTeamWriter = (
   store: EventStore,
-  options: { onUndecodable?: (error: EventDecodeError) => void } = {},
+  options: ConstructorParameters<typeof TeamDirectory>[0] = {},
 ): TeamWriter => {
   const directory = new TeamDirectory(options);
   // The directory follows the feed, so it is rarely behind: a reservation or settlement decides on it

@@ -18,7 +18,8 @@ import {
   type TeamState,
 } from '../../../shared/domain/team/team-state.ts';
 import { decodeTeamState, encodeTeamState } from '../../../shared/domain/team/team-state-codec.ts';
-import type { EventStore, Json, RecordedEvent, Subscription } from '../../../shared/ports/event-store.ts';
+import type { EventStore, Json, RecordedEvent } from '../../../shared/ports/event-store.ts';
+import { type Refollowed, refollowed } from '../../runtime/refollowed.ts';
 import type { StateCache, Versioned } from '../../runtime/aggregate-repository.ts';
 import type { ComponentReport } from '../../runtime/health.ts';
 
@@ -43,7 +44,7 @@ export class TeamDirectory implements StateCache<TeamState> {
   private readonly teams = new Map<string, Versioned<TeamState>>();
   private readonly keysByHash = new Map<string, KeyOwner>();
   private readonly lastUsed = new Map<string, string>();
-  private subscription?: Subscription;
+  private subscription?: Refollowed;
   /** Position of the last feed event applied; what a snapshot covers. */
   private position = 0n;
   private snapshotted = 0n;
@@ -59,6 +60,8 @@ export class TeamDirectory implements StateCache<TeamState> {
       snapshotEveryMs?: number;
       /** Told of a team event that does not decode (its team leaves the directory). */
       onUndecodable?: (error: EventDecodeError) => void;
+      /** Told when the feed failed; it is followed again in `retryInMs`. */
+      onFailed?: (error: unknown, retryInMs: number) => void;
     } = {},
   ) {}
 
@@ -76,15 +79,21 @@ export class TeamDirectory implements StateCache<TeamState> {
       for (const [teamId, held] of teams) this.set(teamId, held);
       this.position = this.snapshotted = snapshot.position;
     }
-    this.subscription = store.subscribeToAll({
-      categories: [teamEvents.category],
-      batchSize: 2000,
-      after: this.position,
-      handler: async (events) => {
-        for (const event of events) this.apply(event);
-        this.position = events[events.length - 1]!.position;
-      },
-    });
+    // A subscription that fails is followed again from the last applied event (`refollowed`): the
+    // directory decides which keys are valid, and must not stay without its feed.
+    this.subscription = refollowed(
+      () =>
+        store.subscribeToAll({
+          categories: [teamEvents.category],
+          batchSize: 2000,
+          after: this.position,
+          handler: async (events) => {
+            for (const event of events) this.apply(event);
+            this.position = events[events.length - 1]!.position;
+          },
+        }),
+      { onFailed: this.options.onFailed },
+    );
     await this.subscription.caughtUp();
     this.snapshotTimer = setInterval(
       () => void this.snapshot(),

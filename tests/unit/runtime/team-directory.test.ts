@@ -384,4 +384,38 @@ describe('TeamDirectory', () => {
     const stale = directory.report(never, -1);
     assert.equal(stale.ready, false, 'more lag than allowed');
   });
+
+  test('a feed that fails on an error it does not retry itself is followed again from the last applied event', async () => {
+    const { store, append } = freshStore();
+    await append('t1', [teamCreated(), keyIssued('k1', hash('a'))]);
+    let failNext = false;
+    const flaky: EventStore = {
+      ...store,
+      subscribeToAll: (options) =>
+        store.subscribeToAll({
+          ...options,
+          handler: async (events) => {
+            if (failNext) {
+              failNext = false;
+              throw new Error('a batch the subscription does not retry (test)');
+            }
+            return options.handler(events);
+          },
+        }),
+    };
+    const failures: unknown[] = [];
+    const directory = new TeamDirectory({
+      snapshotEveryMs: 3_600_000,
+      onFailed: (error) => failures.push(error),
+    });
+    await directory.start(flaky);
+    closers.push(() => directory.stop());
+    failNext = true;
+    await append('t1', [keyIssued('k2', hash('b'))]);
+    await eventually(() => assert.equal(failures.length, 1, 'the feed failed once'), { timeoutMs: 10_000 });
+    await eventually(() => assert.deepEqual(directory.ownerOf(hash('b')), { teamId: 't1', keyId: 'k2' }), {
+      timeoutMs: 10_000,
+    });
+    assert.equal(directory.report(() => false).ready, true, JSON.stringify(directory.report(() => false)));
+  });
 });

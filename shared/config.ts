@@ -78,6 +78,11 @@ export const ConfigSchema = Type.Object({
   databaseUrl: Type.Optional(
     Type.String({ description: 'DATABASE_URL: postgres://… — event store on PostgreSQL', minLength: 1 }),
   ),
+  /** A statement on PostgreSQL not answered within this time fails (503 for a request; retried by the pipeline). */
+  databaseQueryTimeoutMs: Integer(
+    'DATABASE_QUERY_TIMEOUT_MS: deadline of one statement on PostgreSQL before it fails as unavailable (default 30000)',
+    1,
+  ),
   /** KurrentDB server for the event store (the event log and the read models stay where they are). */
   kurrentDbUrl: Type.Optional(
     Type.String({ description: 'KURRENTDB_URL: kurrentdb://… — event store on KurrentDB', minLength: 1 }),
@@ -249,6 +254,7 @@ export const loadConfig = (env: Env = process.env): Config => {
     processingTimeoutMs: integer(env, 'PROCESSING_TIMEOUT_MS', 60 * 60 * 1000),
     databaseUrl: optional(env, 'DATABASE_URL'),
     databaseSchema: optional(env, 'DATABASE_SCHEMA') ?? 'public',
+    databaseQueryTimeoutMs: integer(env, 'DATABASE_QUERY_TIMEOUT_MS', 30_000),
     kurrentDbUrl: optional(env, 'KURRENTDB_URL'),
     kafkaBrokers: (optional(env, 'KAFKA_BROKERS') ?? '')
       .split(',')

@@ -59,6 +59,13 @@ export interface Backends {
 
 const redact = (url: string) => url.replace(/\/\/([^:@/]+):[^@/]+@/, '//$1:***@');
 
+/** The PostgreSQL server, schema and statement deadline every PostgreSQL adapter is given. */
+const postgresOf = (config: Config) => ({
+  connectionString: config.databaseUrl!,
+  schema: config.databaseSchema,
+  queryTimeoutMs: config.databaseQueryTimeoutMs,
+});
+
 export const openBackends = async (config: Config, log: Logger): Promise<Backends> => {
   const sqlite = config.databaseUrl ? undefined : openSqlite(config.dataDir);
   const closing: Array<() => Promise<void>> = [];
@@ -72,7 +79,7 @@ export const openBackends = async (config: Config, log: Logger): Promise<Backend
       : config.databaseUrl
         ? await (
             await import('../../shared/adapters/event-store/postgres-event-store.ts')
-          ).createPostgresEventStore({ connectionString: config.databaseUrl, schema: config.databaseSchema, log })
+          ).createPostgresEventStore({ ...postgresOf(config), log })
         : createSqliteEventStore(sqlite!.db);
     closing.push(() => storedEvents.close());
     const dataKeySecret = resolveDataKeySecret(config, sqlite?.dataDir);
@@ -81,7 +88,7 @@ export const openBackends = async (config: Config, log: Logger): Promise<Backend
     const dataKeys = config.databaseUrl
       ? await (
           await import('../../shared/adapters/data-keys/postgres-data-keys.ts')
-        ).createPostgresDataKeys({ connectionString: config.databaseUrl, schema: config.databaseSchema }, kek)
+        ).createPostgresDataKeys(postgresOf(config), kek)
       : // The embedded log's durable publish covers a new key's commit; Kafka's does not.
         createSqliteDataKeys(sqlite!.db, kek, { coveredByNextWrite: config.kafkaBrokers.length === 0 });
     const personalData = createPersonalData(dataKeys);
@@ -96,15 +103,14 @@ export const openBackends = async (config: Config, log: Logger): Promise<Backend
           ? await (
               await import('../../shared/adapters/event-log/sql-event-log.ts')
             ).createPostgresEventLog({
-              connectionString: config.databaseUrl,
-              schema: config.databaseSchema,
+              ...postgresOf(config),
               retentionMs: config.logRetentionHours * 3_600_000,
             })
           : createSqliteEventLog(sqlite!.db, { retentionMs: config.logRetentionHours * 3_600_000 });
     const readModels = config.databaseUrl
       ? await (
           await import('../../shared/adapters/read-models/postgres-read-models.ts')
-        ).createPostgresReadModels({ connectionString: config.databaseUrl, schema: config.databaseSchema })
+        ).createPostgresReadModels(postgresOf(config))
       : createSqliteReadModels(sqlite!.db);
     const topics = topicNames(config.topicPrefix);
     await eventLog.ensureTopics(allTopics(topics).map((name) => ({ name, partitions: config.topicPartitions })));

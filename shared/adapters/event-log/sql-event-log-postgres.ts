@@ -22,7 +22,7 @@ import { EVENT_LOG_SCHEMA, type SqlDriver, type SqlExecutor } from './sql-driver
 export const toEventLogError = (error: unknown): unknown =>
   error instanceof CommitOutcomeUnknownError
     ? new EventLogUnavailableError(
-        `PostgreSQL event log: the connection failed during COMMIT, the records may have been written: ${error.message}`,
+        `PostgreSQL event log: COMMIT went unanswered (the connection failed or timed out), the records may have been written: ${error.message}`,
         { cause: error, outcomeUnknown: true },
       )
     : translatePgError(

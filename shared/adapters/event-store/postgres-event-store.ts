@@ -14,10 +14,13 @@ import { timeAppend } from '../../observability/metrics.ts';
 import { translatePgError } from '../postgres/pg-errors.ts';
 import { createPostgresListener } from '../postgres/postgres-listener.ts';
 import {
+  autocommit,
+  CommitOutcomeUnknownError,
   createPostgresClient,
   createPostgresPool,
   eachAloneOnRefusal,
   inTransaction,
+  NO_QUERY_TIMEOUT_MS,
   type PostgresOptions,
 } from '../postgres/postgres-pool.ts';
 import { type EventRow as SqlEventRow, eventRowMapper } from './event-row.ts';
@@ -160,15 +163,22 @@ const APPEND_FUNCTION = `
   $fn$;
 `;
 
+/**
+ * A statement without the pool's deadline (postgres-pool.ts): adding the category column rewrites
+ * a table written before it, which may take far longer on a large one, and a process opening
+ * meanwhile waits for the lock as long. Cut off, the migration would be rolled back at every start.
+ */
+const unbounded = (text: string) => ({ text, query_timeout: NO_QUERY_TIMEOUT_MS }) as pg.QueryConfig;
+
 /** Creates the tables and adds what later versions added; under a lock, so processes opening at once do it once. */
 const migrate = (pool: pg.Pool): Promise<void> =>
   inTransaction(pool, async (client) => {
-    await client.query("SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.events.schema'))");
+    await client.query(unbounded("SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.events.schema'))"));
     await client.query(SCHEMA);
     const { rows } = await client.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'events' AND indexname = 'events_category_position'`,
     );
-    if (rows[0]!.n === 0) await client.query(ADD_CATEGORY);
+    if (rows[0]!.n === 0) await client.query(unbounded(ADD_CATEGORY));
     await client.query(APPEND_FUNCTION);
   });
 
@@ -179,11 +189,21 @@ const toRecorded = eventRowMapper(
   (at: Date) => at,
 );
 
+/**
+ * Retriable PostgreSQL failures (pg-errors.ts) become `EventStoreUnavailableError`; an append whose
+ * commit went unanswered (the connection lost or past its deadline once the statement was sent) is
+ * one that may have been written, as a caller must say.
+ */
 const translate = (error: unknown): unknown =>
-  translatePgError(
-    error,
-    (message, cause) => new EventStoreUnavailableError(`PostgreSQL event store unavailable: ${message}`, { cause }),
-  );
+  error instanceof CommitOutcomeUnknownError
+    ? new EventStoreUnavailableError(
+        `PostgreSQL event store: the append went unconfirmed, its events may have been written: ${error.message}`,
+        { cause: error, outcomeUnknown: true },
+      )
+    : translatePgError(
+        error,
+        (message, cause) => new EventStoreUnavailableError(`PostgreSQL event store unavailable: ${message}`, { cause }),
+      );
 
 /**
  * Event store on a PostgreSQL server. Concurrent appends are group-committed: one transaction per
@@ -244,7 +264,8 @@ export const createPostgresEventStore = async (options: PostgresEventStoreOption
     const sql = `SELECT actual, last_position FROM events_append($1::text[], $2::text[], $3::bigint[], $4::int[],
                    $5::uuid[], $6::text[], $7::jsonb[], $8::jsonb[], $9, $10)`;
     type Row = { actual: string; last_position: string | null };
-    // A test's `beforeCommit` holds the batch's transaction open; otherwise the statement commits alone.
+    // A test's `beforeCommit` holds the batch's transaction open; otherwise the statement commits alone
+    // (and a failure that leaves its outcome unknown says so, as a COMMIT's would).
     const beforeCommit = options.beforeCommit;
     const rows = beforeCommit
       ? await inTransaction(pool, async (client) => {
@@ -252,7 +273,7 @@ export const createPostgresEventStore = async (options: PostgresEventStoreOption
           await beforeCommit();
           return result.rows;
         })
-      : (await pool.query<Row>(sql, parameters)).rows;
+      : (await autocommit<Row>(pool, sql, parameters)).rows;
     return requests.map(({ streamId, events: written, expectedVersion }, i) => {
       const { actual, last_position: last } = rows[i]!;
       return last === null

@@ -9,11 +9,42 @@ export interface PostgresOptions {
   schema?: string;
   /** Most connections in the pool; default 10. */
   max?: number;
+  /**
+   * How long one statement may wait for the server's answer before it fails, in ms; default
+   * `DEFAULT_QUERY_TIMEOUT_MS`. A connection whose server vanished without a reset (a failover to
+   * another address, a partition) otherwise never answers, and whatever waits on it (a group
+   * commit's flush, and every append queued behind it) waits forever.
+   */
+  queryTimeoutMs?: number;
 }
 
 const IDENTIFIER = /^[a-z_][a-z0-9_]{0,62}$/;
 
 const CONNECT_TIMEOUT_MS = 5000;
+
+/**
+ * The default deadline of one statement. Every statement the service runs at its work answers in
+ * milliseconds (a group commit's append, a page of at most a few thousand rows, a read-model
+ * batch); a lock waited for is held by a statement as short, or by a transaction of another
+ * process that is itself cut off by this deadline. 30 s is far past all of them, and past a
+ * server's checkpoint stall or a short failover, so a busy but live server is not taken for a lost
+ * one; it is also READY_RETRY_THRESHOLD_MS's default, after which /readyz says the part is failing.
+ * A statement that may rightly run long (a migration rewriting a table) asks for
+ * `NO_QUERY_TIMEOUT_MS`.
+ */
+export const DEFAULT_QUERY_TIMEOUT_MS = 30_000;
+
+/** The longest a timer waits (2^31 - 1 ms, about 25 days): a statement given it has, in effect, no deadline. */
+export const NO_QUERY_TIMEOUT_MS = 2_147_483_647;
+
+/**
+ * TCP keepalive starts probing a connection this long after it fell silent, so an idle one whose
+ * server vanished without a reset (a pooled client, the LISTEN session) fails with an error, is
+ * dropped and opened again, instead of being found dead only by the next statement sent on it (and
+ * the LISTEN session, which sends none, never). The probes that follow are the system's (on Linux
+ * 9 probes 75 s apart by default).
+ */
+const KEEPALIVE_INITIAL_DELAY_MS = 10_000;
 
 const schemaOf = (options: PostgresOptions): string => {
   const schema = options.schema ?? 'public';
@@ -21,6 +52,26 @@ const schemaOf = (options: PostgresOptions): string => {
     throw new Error(`invalid PostgreSQL schema name ${JSON.stringify(schema)}: use lower-case letters, digits and _`);
   return schema;
 };
+
+/** The settings of every connection, pooled or not. */
+const connectionConfig = (options: PostgresOptions): pg.ClientConfig => ({
+  connectionString: options.connectionString,
+  options: `-c search_path=${schemaOf(options)}`,
+  connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+  keepAlive: true,
+  keepAliveInitialDelayMillis: KEEPALIVE_INITIAL_DELAY_MS,
+  query_timeout: options.queryTimeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS,
+});
+
+/**
+ * `pg`'s error for a statement that outlived its deadline (`query_timeout`). `pg` answers the
+ * caller but leaves the statement on the connection: anything sent after it waits behind it, so
+ * the connection must be destroyed, not used again. pg-pool does so for `pool.query` (a client
+ * released with an error is ended, and `end` destroys the socket of a client with a statement in
+ * flight); `inTransaction` and `autocommit` release it with the error as well.
+ */
+export const isQueryTimeout = (error: unknown): boolean =>
+  (error as { message?: unknown } | null)?.message === 'Query read timeout';
 
 /**
  * A pool whose every connection uses `schema` as its search path.
@@ -33,12 +84,7 @@ const schemaOf = (options: PostgresOptions): string => {
  */
 export const createPostgresPool = async (options: PostgresOptions): Promise<pg.Pool> => {
   const schema = schemaOf(options);
-  const pool = new pg.Pool({
-    connectionString: options.connectionString,
-    max: options.max ?? 10,
-    options: `-c search_path=${schema}`,
-    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-  });
+  const pool = new pg.Pool({ ...connectionConfig(options), max: options.max ?? 10 });
   // An idle client that loses its connection emits 'error' on the pool, which has already removed it.
   pool.on('error', () => undefined);
   try {
@@ -54,12 +100,7 @@ export const createPostgresPool = async (options: PostgresOptions): Promise<pg.P
  * A connection of its own, outside the pool (a LISTEN session), configured like the pool's. The
  * caller connects it and must listen for its 'error' event.
  */
-export const createPostgresClient = (options: PostgresOptions): pg.Client =>
-  new pg.Client({
-    connectionString: options.connectionString,
-    options: `-c search_path=${schemaOf(options)}`,
-    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-  });
+export const createPostgresClient = (options: PostgresOptions): pg.Client => new pg.Client(connectionConfig(options));
 
 /**
  * Checks a client out with its 'error' listener already attached. The listener must be added in
@@ -104,7 +145,9 @@ const commitOutcomeUnknown = (error: unknown): boolean => {
  * Runs `fn` in one transaction on one pooled client. While the client is checked out its 'error'
  * event (the connection dropped between two statements) is listened to; the statement that follows
  * fails instead, and the client is discarded rather than returned to the pool. A COMMIT cut off by
- * the connection throws `CommitOutcomeUnknownError`.
+ * the connection, or past its deadline, throws `CommitOutcomeUnknownError`. After a statement past
+ * its deadline no ROLLBACK is sent (it would wait behind that statement for a deadline of its own):
+ * the connection is destroyed, and the server rolls the transaction back when it sees it closed.
  */
 export const inTransaction = async <T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> => {
   let broken: Error | undefined;
@@ -122,11 +165,43 @@ export const inTransaction = async <T>(pool: pg.Pool, fn: (client: pg.PoolClient
     }
     return result;
   } catch (error) {
+    const timedOut = isQueryTimeout(error) || isQueryTimeout((error as { cause?: unknown } | null)?.cause);
+    if (timedOut) broken ??= error as Error;
     // A failed ROLLBACK leaves the session in an unknown state: do not hand it to the next caller.
-    await client.query('ROLLBACK').catch((rollbackError: Error) => {
-      broken ??= rollbackError;
-    });
+    else
+      await client.query('ROLLBACK').catch((rollbackError: Error) => {
+        broken ??= rollbackError;
+      });
     throw error;
+  } finally {
+    client.off('error', onError);
+    client.release(broken);
+  }
+};
+
+/**
+ * Runs one statement outside a transaction block, so that it commits as it returns (a group
+ * commit's append), on one pooled client. A failure that says nothing of the statement's outcome
+ * (the connection lost, or no answer within its deadline, once it was sent: the server may have run
+ * and committed it) throws `CommitOutcomeUnknownError`, as a COMMIT cut off does in
+ * `inTransaction`; a failure to check a client out sent nothing, and is thrown as it is. The client
+ * is discarded after any failure, as `pool.query` does.
+ */
+export const autocommit = async <R extends pg.QueryResultRow>(
+  pool: pg.Pool,
+  sql: string,
+  params: unknown[],
+): Promise<pg.QueryResult<R>> => {
+  let broken: Error | undefined;
+  const onError = (error: Error) => {
+    broken ??= error;
+  };
+  const client = await checkOut(pool, onError);
+  try {
+    return await client.query<R>(sql, params);
+  } catch (error) {
+    broken ??= error instanceof Error ? error : new Error(String(error));
+    throw commitOutcomeUnknown(error) ? new CommitOutcomeUnknownError(error) : error;
   } finally {
     client.off('error', onError);
     client.release(broken);

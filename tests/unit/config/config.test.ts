@@ -9,6 +9,7 @@ test('defaults: embedded backends on 127.0.0.1:3000 with a 60-minute processing 
   assert.equal(config.dataDir, './data');
   assert.equal(config.processingTimeoutMs, 3_600_000);
   assert.equal(config.databaseUrl, undefined);
+  assert.equal(config.databaseQueryTimeoutMs, 30_000);
   assert.deepEqual(config.kafkaBrokers, []);
   assert.equal(config.audioFetchAllowPrivate, false);
   assert.equal(config.apiUrl, 'http://127.0.0.1:3000');
@@ -20,11 +21,13 @@ test('variables are read and trimmed; brokers split on commas', () => {
     PORT: '8080',
     KAFKA_BROKERS: ' a:9092, b:9092 ',
     DATABASE_URL: 'postgres://x',
+    DATABASE_QUERY_TIMEOUT_MS: '5000',
     AUDIO_FETCH_ALLOW_PRIVATE: 'true',
   });
   assert.equal(config.port, 8080);
   assert.deepEqual(config.kafkaBrokers, ['a:9092', 'b:9092']);
   assert.equal(config.databaseUrl, 'postgres://x');
+  assert.equal(config.databaseQueryTimeoutMs, 5000);
   assert.equal(config.audioFetchAllowPrivate, true);
 });
 

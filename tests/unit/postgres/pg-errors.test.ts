@@ -38,6 +38,7 @@ describe('PostgreSQL error classifier', () => {
     'Connection terminated unexpectedly',
     'Connection terminated due to connection timeout',
     'timeout exceeded when trying to connect',
+    'Query read timeout',
     'Client has encountered a connection error and is not queryable',
     'Client was closed and is not queryable',
     'Cannot use a pool after calling end on the pool',

@@ -4,12 +4,16 @@
  * Retriable: the connection failed or was cut (socket errors, `pg`'s own "Connection terminated…",
  * a connect timeout, a client or pool already closed by such a failure), the server refused or
  * ended the session for now (SQLSTATE class 08 connection exception, 57P01–57P03 shutdown / cannot
- * connect now, class 53 insufficient resources such as too many connections), the server cannot
- * take this write or wait for it now (25006 read-only transaction: a connection still open to a
- * primary that was demoted in a failover; 57014 a statement timeout or an administrator's cancel;
- * 55P03 a lock timeout), or the transaction lost a race it can win on a second try (40001
- * serialization failure, 40P01 deadlock). Taking one of those for the record's own fault would
- * dead-letter good calls for as long as the condition lasts.
+ * connect now, class 53 insufficient resources such as too many connections; 57P05 and 25P03, an
+ * idle session or an idle transaction ended by idle_session_timeout or
+ * idle_in_transaction_session_timeout, which a client whose event loop was busy meets at its next
+ * statement: that statement never ran, or its transaction was rolled back, so a new session runs it
+ * once), the server cannot take this write or wait for it now (25006 read-only transaction: a
+ * connection still open to a primary that was demoted in a failover; 57014 a statement timeout or
+ * an administrator's cancel; 55P03 a lock timeout), or the transaction lost a race it can win on a
+ * second try (40001 serialization failure, 40P01 deadlock). Taking one of those for the record's
+ * own fault would dead-letter good calls for as long as the condition lasts. 57P04 (the database
+ * was dropped) ends the session for good, and is not retriable.
  * Anything else — a data exception (22xxx), a constraint, a syntax or schema error — fails the same
  * way every time and is not retriable.
  */
@@ -28,7 +32,7 @@ const NETWORK_CODES = new Set([
 ]);
 
 /** SQLSTATE codes of a transient condition. */
-const TRANSIENT_SQLSTATE = /^(08[0-9A-Z]{3}|57P0[1-3]|53[0-9A-Z]{3}|25006|57014|55P03|40001|40P01)$/;
+const TRANSIENT_SQLSTATE = /^(08[0-9A-Z]{3}|57P0[1235]|53[0-9A-Z]{3}|25006|25P03|57014|55P03|40001|40P01)$/;
 
 /** Messages `pg` and `pg-pool` give to connection failures, which carry no code. */
 const CONNECTION_MESSAGES =

@@ -136,8 +136,10 @@ export class CommitOutcomeUnknownError extends Error {
 /** A failure of COMMIT that says nothing of its outcome: the connection's, not the server's refusal. */
 const commitOutcomeUnknown = (error: unknown): boolean => {
   const code = (error as { code?: unknown } | null)?.code;
-  // The server answered that it rolled back (a serialization failure or deadlock at commit).
-  if (code === '40001' || code === '40P01') return false;
+  // The server answered that it rolled back (a serialization failure or deadlock at commit), or
+  // that it had ended the session before the statement (an idle transaction rolled back, an idle
+  // session closed).
+  if (code === '40001' || code === '40P01' || code === '25P03' || code === '57P05') return false;
   return isRetriablePgError(error);
 };
 

@@ -60,15 +60,21 @@ test('a COMMIT cut off by the connection: outcome unknown, still a connection fa
 });
 
 test('a COMMIT the server refused (rolled back) is not an unknown outcome: nothing was written', async () => {
-  const { pool } = poolFailingCommit(withCode('could not serialize access', '40001'));
-  const error = await inTransaction(pool, async () => undefined).then(
-    () => assert.fail('the transaction cannot succeed'),
-    (e: unknown) => e,
-  );
-  assert.equal(error instanceof CommitOutcomeUnknownError, false);
-  const logError = toEventLogError(error);
-  assert.ok(logError instanceof EventLogUnavailableError);
-  assert.equal(logError.outcomeUnknown, false);
+  for (const refused of [
+    withCode('could not serialize access', '40001'),
+    // The transaction sat idle past idle_in_transaction_session_timeout (a busy event loop): rolled back.
+    withCode('terminating connection due to idle-in-transaction timeout', '25P03'),
+  ]) {
+    const { pool } = poolFailingCommit(refused);
+    const error = await inTransaction(pool, async () => undefined).then(
+      () => assert.fail('the transaction cannot succeed'),
+      (e: unknown) => e,
+    );
+    assert.equal(error instanceof CommitOutcomeUnknownError, false, refused.message);
+    const logError = toEventLogError(error);
+    assert.ok(logError instanceof EventLogUnavailableError, refused.message);
+    assert.equal(logError.outcomeUnknown, false);
+  }
 });
 
 test('a statement past its deadline in a transaction: no ROLLBACK sent behind it, the client destroyed', async () => {
@@ -107,6 +113,10 @@ test('autocommit: a statement cut off or past its deadline may have committed; a
     assert.ok(error instanceof CommitOutcomeUnknownError, String(error));
     assert.ok(releases[0], 'the client is destroyed');
   }
+  // The session ended by idle_session_timeout before the statement: it never ran.
+  const ended = withCode('terminating connection due to idle-session timeout', '57P05');
+  const { pool: endedPool } = poolFailing('SELECT append()', ended);
+  assert.equal(await autocommit(endedPool, 'SELECT append()', []).catch((e: unknown) => e), ended);
   const refused = withCode('invalid input syntax', '22P02');
   const { pool } = poolFailing('SELECT append()', refused);
   const error = await autocommit(pool, 'SELECT append()', []).then(

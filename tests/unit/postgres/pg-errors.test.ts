@@ -22,6 +22,8 @@ describe('PostgreSQL error classifier', () => {
     ['57P01', 'admin shutdown (pg_terminate_backend)'],
     ['57P02', 'crash shutdown'],
     ['57P03', 'cannot connect now'],
+    ['57P05', 'idle session timeout (idle_session_timeout ended the session)'],
+    ['25P03', 'idle in transaction session timeout (the transaction was rolled back)'],
     ['53000', 'insufficient resources'],
     ['53100', 'disk full'],
     ['53300', 'too many connections'],
@@ -59,6 +61,7 @@ describe('PostgreSQL error classifier', () => {
     ['23505', 'unique violation'],
     ['42P01', 'undefined table'],
     ['42601', 'syntax error'],
+    ['57P04', 'database dropped'],
   ]) {
     test(`not retriable: SQLSTATE ${code} (${meaning})`, () =>
       assert.equal(isRetriablePgError(serverError(code!)), false));

@@ -61,8 +61,15 @@ return {0, 0, math.ceil(oldest + window - now), math.ceil(newest + window - now)
 `;
 const SCRIPT_SHA = createHash('sha1').update(SCRIPT).digest('hex');
 
-/** Server replies that mean "not now" rather than "wrong": the call is worth retrying elsewhere. */
-const TRANSIENT_REPLY = /^(LOADING|BUSY|READONLY|MASTERDOWN|TRYAGAIN|CLUSTERDOWN|NOREPLICAS|MISCONF)\b/;
+/**
+ * Server replies that mean "not now" rather than "wrong": the call is worth retrying elsewhere.
+ * OOM is Redis at maxmemory under the noeviction policy: it takes no write, from any caller, until
+ * memory is freed, which is the server's state and not the hit's fault, so the fallback limiter
+ * answers meanwhile instead of every ingest failing. (Redis 7.0 runs this limiter's script even
+ * then: its first write, ZREMRANGEBYSCORE, is allowed at maxmemory, and a script that has written is
+ * not stopped after it. A server that checks before the script runs answers OOM.)
+ */
+const TRANSIENT_REPLY = /^(LOADING|BUSY|READONLY|MASTERDOWN|TRYAGAIN|CLUSTERDOWN|NOREPLICAS|MISCONF|OOM)\b/;
 
 /**
  * ioredis raises a `ReplyError` for an error answered by the server and plain errors for the

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
 import type { SqlEventLog } from '../../shared/adapters/event-log/sql-event-log.ts';
+import { PRUNE_BATCH } from '../../shared/adapters/event-log/sql-event-log-core.ts';
 import { eventually } from './event-log-support.ts';
 
 const MINUTE = 60_000;
@@ -64,5 +65,16 @@ export const sqlLogPruning = (
       // Publishing goes on after the pruned offsets.
       const [position] = await log.publish(unconsumed, [{ key: 'k', value: 'next' }]);
       assert.equal(position!.offset, 1n);
+      // A backlog of more than one batch goes whole, a batch at a time.
+      const backlog = `t-${randomUUID()}`;
+      await log.ensureTopics([{ name: backlog, partitions: 1 }]);
+      const many = 2 * PRUNE_BATCH + 7;
+      await log.publish(
+        backlog,
+        Array.from({ length: many }, (_, i) => ({ key: 'k', value: `old ${i}` })),
+      );
+      assert.ok((await log.prune(new Date(Date.now() + 2 * MINUTE))) >= many);
+      assert.deepEqual(await log.read(backlog, { limit: 10 }), []);
+      assert.deepEqual(await log.endOffsets(backlog), [{ partition: 0, offset: BigInt(many) }]);
     },
   );

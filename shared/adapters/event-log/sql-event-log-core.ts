@@ -68,6 +68,8 @@ interface PublishRequest {
 }
 
 const INSERT_CHUNK = 200;
+/** Records a prune removes per transaction (exported for its test). */
+export const PRUNE_BATCH = 5000;
 
 class SqlTableEventLog implements SqlEventLog, SqlConsumerHost {
   readonly timing: SqlConsumerTiming;
@@ -100,24 +102,42 @@ class SqlTableEventLog implements SqlEventLog, SqlConsumerHost {
     }
   }
 
+  /**
+   * Removes the records older than the retention that every group has consumed, in batches of
+   * `PRUNE_BATCH` rows, each its own transaction: a backlog of millions never makes one statement
+   * that outlives the database's statement deadline (it would fail at every pass, and the log would
+   * only grow) or holds the embedded database's writer for long.
+   */
   async prune(now = new Date()): Promise<number> {
     this.assertOpen();
     if (this.options.retentionMs === undefined) return 0;
     if (this.pruning) return this.pruning;
     const cutoff = now.getTime() - this.options.retentionMs;
-    this.pruning = this.driver
-      .transaction(async (tx) => {
+    const batch = () =>
+      this.driver.transaction(async (tx) => {
         const gone = await tx.query<{ n: unknown }>(
           `DELETE FROM log_records
-            WHERE timestamp_ms < ?
-              AND NOT EXISTS (SELECT 1 FROM log_offsets o
-                               WHERE o.topic = log_records.topic AND o.partition = log_records.partition AND o.next_offset <= log_records.record_offset)
+            WHERE (topic, partition, record_offset) IN (
+              SELECT r.topic, r.partition, r.record_offset FROM log_records r
+               WHERE r.timestamp_ms < ?
+                 AND NOT EXISTS (SELECT 1 FROM log_offsets o
+                                  WHERE o.topic = r.topic AND o.partition = r.partition AND o.next_offset <= r.record_offset)
+               LIMIT ${PRUNE_BATCH})
            RETURNING 1 AS n`,
           [cutoff],
         );
         return gone.length;
-      })
-      .finally(() => (this.pruning = undefined));
+      });
+    const run = async () => {
+      let pruned = 0;
+      for (;;) {
+        this.assertOpen();
+        const gone = await batch();
+        pruned += gone;
+        if (gone < PRUNE_BATCH) return pruned;
+      }
+    };
+    this.pruning = run().finally(() => (this.pruning = undefined));
     return this.pruning;
   }
 

@@ -15,6 +15,7 @@
  */
 import { parseIsoDate } from '../submission/iso-date.ts';
 import { nonBlank } from '../non-blank.ts';
+import { trimWhiteSpace } from '../white-space.ts';
 
 export interface TitleInput {
   /** False when the submission disabled AI titles. */
@@ -29,8 +30,11 @@ export interface TitleInput {
   callDate: string;
 }
 
-/** The text trimmed, unless it is blank. */
-const trimmed = (text: string | undefined): string | undefined => nonBlank(text)?.trim();
+/** The text trimmed of white space (U+FEFF is kept: white-space.ts), unless it is blank. */
+const trimmed = (text: string | undefined): string | undefined => {
+  const kept = nonBlank(text);
+  return kept === undefined ? undefined : trimWhiteSpace(kept);
+};
 
 /** `YYYY-MM-DD` of an ISO instant in UTC, or "an unknown date" when it does not parse. */
 const utcDay = (iso: string): string => {

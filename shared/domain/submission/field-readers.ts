@@ -2,16 +2,19 @@
  * Readers for single submission fields, and alias resolution.
  *
  * Conventions the whole normaliser follows:
- * - `null`, `""` and whitespace-only strings mean "not sent". Integrations built from templates
+ * - `null`, `""` and white-space-only strings mean "not sent". Integrations built from templates
  *   send empty values for missing data; refusing them would push every caller to special-case.
- * - Short identity fields (URL, e-mail, rep name, title, tags) are trimmed; free text (transcript,
- *   notes) is kept verbatim.
+ * - Short identity fields (URL, e-mail, rep name, title, dates, duration unit, tags) are trimmed;
+ *   free text (transcript, notes, deal notes) and metadata are kept verbatim.
+ * - White space is what ../white-space.ts says: what `trim()` removes but U+FEFF, which is kept
+ *   (and is not blank) like the other zero-width characters.
  * - "Characters" are Unicode code points, so an emoji counts as one, as a person would count it.
  * - Error fields are the names the caller sent (`rep_email`, `call_tags[3]`, `deal.dealSize`).
  */
 import { type FieldError, SUBMISSION_LIMITS } from './submission-schema.ts';
 import { canonicalIsoDate } from './iso-date.ts';
 import { toDecimal } from './decimal.ts';
+import { isWhiteSpaceOnly, trimWhiteSpace } from '../white-space.ts';
 
 /** What reading one field gave: nothing sent, a value, or the errors it breaks. */
 export type Read<T> = { kind: 'absent' } | { kind: 'ok'; value: T } | { kind: 'invalid'; errors: FieldError[] };
@@ -24,9 +27,9 @@ export const invalid = (field: string, message: string): Read<never> => ({
   errors: [{ field, message }],
 });
 
-/** `null`, `undefined`, `""` or whitespace only. */
+/** `null`, `undefined`, `""` or white space only (U+FEFF is not white space). */
 export const isBlank = (value: unknown): boolean =>
-  value === undefined || value === null || (typeof value === 'string' && value.trim() === '');
+  value === undefined || value === null || (typeof value === 'string' && isWhiteSpaceOnly(value));
 
 /** Code points in `text`, counting no further than `stopAfter` + 1 (enough to say "too long"). */
 export const characterCount = (text: string, stopAfter = Number.POSITIVE_INFINITY): number => {
@@ -41,10 +44,10 @@ export const readText: Reader<string> = (value, field) => {
   return typeof value === 'string' ? ok(value) : invalid(field, `${field} must be a string`);
 };
 
-/** A string, trimmed; blank means not sent. */
+/** A string, trimmed of white space (U+FEFF is kept); blank means not sent. */
 export const readTrimmed: Reader<string> = (value, field) => {
   const read = readText(value, field);
-  return read.kind === 'ok' ? ok(read.value.trim()) : read;
+  return read.kind === 'ok' ? ok(trimWhiteSpace(read.value)) : read;
 };
 
 /** A trimmed string of at most `max` characters (counted after trimming). */

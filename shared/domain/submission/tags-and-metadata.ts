@@ -7,6 +7,7 @@
 import type { FieldError } from './submission-schema.ts';
 import { SUBMISSION_LIMITS } from './submission-schema.ts';
 import { ABSENT, characterCount, isPlainObject, ok, type Read, type Reader } from './field-readers.ts';
+import { isWhiteSpaceOnly, trimWhiteSpace } from '../white-space.ts';
 
 const MAX_ELEMENT_ERRORS = 20;
 
@@ -16,8 +17,9 @@ export type MetadataValue = string | number | boolean | null;
 const limited = (errors: FieldError[]): FieldError[] => errors.slice(0, MAX_ELEMENT_ERRORS);
 
 /**
- * Tags: an array of non-empty strings, each trimmed. Exact duplicates are dropped (order kept):
- * tags filter call history as a set. Limits apply to what was sent.
+ * Tags: an array of non-blank strings, each trimmed of white space (U+FEFF is kept and is not
+ * blank: ../white-space.ts). Tags equal once trimmed are one tag, kept where it first appears:
+ * tags filter call history as a set. The length limit applies to the trimmed tag.
  */
 export const readTags: Reader<string[]> = (value, field) => {
   if (value === null || value === undefined) return ABSENT;
@@ -30,13 +32,13 @@ export const readTags: Reader<string[]> = (value, field) => {
   value.forEach((tag: unknown, i) => {
     const at = `${field}[${i}]`;
     if (typeof tag !== 'string') elementErrors.push({ field: at, message: 'each tag must be a string' });
-    else if (tag.trim() === '') elementErrors.push({ field: at, message: 'each tag must be non-empty' });
-    else if (characterCount(tag.trim(), maxTagChars) > maxTagChars)
+    else if (isWhiteSpaceOnly(tag)) elementErrors.push({ field: at, message: 'each tag must be non-empty' });
+    else if (characterCount(trimWhiteSpace(tag), maxTagChars) > maxTagChars)
       elementErrors.push({ field: at, message: `each tag at most ${maxTagChars} characters` });
   });
   errors.push(...limited(elementErrors));
   if (errors.length > 0) return { kind: 'invalid', errors };
-  return ok([...new Set((value as string[]).map((tag) => tag.trim()))]);
+  return ok([...new Set((value as string[]).map(trimWhiteSpace))]);
 };
 
 /** Two tag lists are the same when they hold the same tags in the same order. */

@@ -22,7 +22,7 @@ import { DEAL_OUTCOME_UPDATED } from '../../../services/projections/projections.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { eventually } from '../../support/eventually.ts';
 import { createPipelineHarness, type PipelineHarness } from '../../support/pipeline-harness.ts';
-import { corpus, type CorpusCase, readProbes } from './corpus.ts';
+import { corpus, type CorpusCase, type Kept, readProbes } from './corpus.ts';
 
 export interface CorpusBackends {
   eventStore: EventStore;
@@ -230,7 +230,7 @@ export const corpusSuite = (name: string, factory: () => Promise<CorpusBackends>
         }
         const normalised = normaliseSubmission(JSON.parse(a.case.payload.toString()));
         assert.ok(normalised.ok);
-        const detail = res.json<{ submission: unknown; transcript: { text: string } | null }>();
+        const detail = res.json<{ submission: unknown; title: string; transcript: { text: string } | null }>();
         // The detail carries the transcript text apart from the submission.
         const { transcript, ...rest } = normalised.submission;
         const expected = JSON.parse(
@@ -240,9 +240,14 @@ export const corpusSuite = (name: string, factory: () => Promise<CorpusBackends>
               : rest,
           ),
         ) as unknown;
+        const kept: Kept | undefined = a.case.expect.status === 201 ? a.case.expect.kept : undefined;
         try {
           assert.deepEqual(detail.submission, expected);
           assert.equal(detail.transcript?.text, transcript?.text, 'the transcript as accepted');
+          // What the case says must be kept, as sent: the normaliser above is not the judge of that.
+          for (const [name, value] of Object.entries(kept?.submission ?? {}))
+            assert.deepEqual((detail.submission as Record<string, unknown>)[name], value, `submission.${name} as sent`);
+          if (kept?.title !== undefined) assert.equal(detail.title, kept.title, 'the displayed title');
         } catch (error) {
           wrong.push(`${a.case.name}: ${(error as Error).message.slice(0, 400)}`);
         }

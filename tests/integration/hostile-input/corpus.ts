@@ -8,8 +8,15 @@
 import { MAX_BODY_DEPTH } from '../../../shared/domain/submission/storable-text.ts';
 import { TRANSCRIPT_MAX_BYTES } from '../../../shared/domain/submission/truncate-utf8.ts';
 
+/** What GET /api/calls/:callId must show of an accepted call: these submission fields, the displayed title. */
+export interface Kept {
+  submission?: Record<string, unknown>;
+  title?: string;
+}
+
 export type Expected =
-  | { status: 201; warning?: RegExp }
+  /** `kept`: checked against what was sent, not against what the normaliser made of it. */
+  | { status: 201; warning?: RegExp; kept?: Kept }
   /** A 4xx with this code; `field` must be named in `errors[]`; `detail` must match the problem's detail. */
   | { status: 400 | 413 | 415; code: string; field?: string; detail?: RegExp }
   /** Either is correct (the case is there to prove it is never a 5xx); the answer is printed. */
@@ -34,6 +41,11 @@ const accepted = (name: string, payload: string | Buffer, warning?: RegExp): Cor
   name,
   payload,
   expect: { status: 201, ...(warning ? { warning } : {}) },
+});
+const keptAs = (name: string, payload: string, kept: Kept): CorpusCase => ({
+  name,
+  payload,
+  expect: { status: 201, kept },
 });
 const invalid = (name: string, payload: string, field: string): CorpusCase => ({
   name,
@@ -137,6 +149,27 @@ export const corpus = (): CorpusCase[] => [
       tags: [INVISIBLE],
       callTitle: INVISIBLE,
     }),
+  ),
+  // U+FEFF is a zero-width character like U+200B, not white space: never trimmed, never blank.
+  keptAs(
+    'U+FEFF alone in a tag, the notes, the rep name and the deal notes',
+    call({ tags: ['\ufeff'], notes: '\ufeff', repName: '\ufeff', deal: { dealSize: 1, notes: '\ufeff' } }),
+    { submission: { tags: ['\ufeff'], notes: '\ufeff', repName: '\ufeff', deal: { dealSize: 1, notes: '\ufeff' } } },
+  ),
+  keptAs(
+    'U+FEFF at both ends of the call title, shown as sent',
+    call({ callTitle: '\ufeffAcme\ufeff', disableAiTitleGeneration: true }),
+    { submission: { callTitle: '\ufeffAcme\ufeff' }, title: '\ufeffAcme\ufeff' },
+  ),
+  keptAs(
+    'tags that differ only by U+FEFF are two tags; tags equal once white space is trimmed are one',
+    call({ tags: ['\ufeffx', 'x', ' x\u3000', '\u00a0y', 'y'] }),
+    { submission: { tags: ['\ufeffx', 'x', 'y'] } },
+  ),
+  keptAs(
+    'white space around a rep name and a title is trimmed, U+FEFF and U+200B inside it are kept',
+    call({ repName: ' \ufeffSam\u200b\t', callTitle: '\u2003Demo\ufeff\n', useAiCallTitle: false }),
+    { submission: { repName: '\ufeffSam\u200b', callTitle: 'Demo\ufeff' }, title: 'Demo\ufeff' },
   ),
   accepted(
     'bidi controls and right-to-left text',

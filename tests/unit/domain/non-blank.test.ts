@@ -15,9 +15,19 @@ const T0 = '2026-11-20T10:00:00.000Z';
 test('nonBlank: the text as written when it has more than white space; undefined otherwise', () => {
   assert.equal(nonBlank('Dana'), 'Dana');
   assert.equal(nonBlank('  Dana Reyes \n'), '  Dana Reyes \n', 'not trimmed');
-  for (const blank of [undefined, '', ' ', '\t\n ', '\u00a0\u2003', '\ufeff'])
+  for (const blank of [undefined, '', ' ', '\t\n ', '\u00a0\u2003', '\u3000\u2028'])
     assert.equal(nonBlank(blank), undefined, JSON.stringify(blank));
-  assert.equal(nonBlank('\u200b'), '\u200b', 'a zero-width space is not white space to String.prototype.trim');
+  // Zero-width characters are not white space: U+FEFF is kept like U+200B, though trim() strips it.
+  for (const zeroWidth of ['\u200b', '\ufeff', ' \ufeff '])
+    assert.equal(nonBlank(zeroWidth), zeroWidth, JSON.stringify(zeroWidth));
+});
+
+test('the title trims white space but keeps U+FEFF, as the normaliser does', () => {
+  assert.equal(
+    displayedTitle({ aiTitleEnabled: false, callTitle: ' \ufeffAcme\ufeff\n', callDate: T0 }),
+    '\ufeffAcme\ufeff',
+  );
+  assert.equal(genericTitle({ repName: '\ufeff', callDate: T0 }), 'Call with \ufeff on 2026-11-20');
 });
 
 test('the title trims the rep name and e-mail, and passes over blank ones', () => {

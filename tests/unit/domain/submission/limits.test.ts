@@ -41,6 +41,23 @@ test('tags are trimmed and exact duplicates dropped, order kept', () => {
   ]);
 });
 
+test('a tag of U+FEFF is a tag; tags that differ by U+FEFF are two, those that differ by white space one', () => {
+  assert.deepEqual(accepted({ ...base, tags: ['\ufeff'] }).submission.tags, ['\ufeff']);
+  assert.deepEqual(accepted({ ...base, tags: ['\ufeffx', 'x', '\u3000x\u00a0', 'x\ufeff'] }).submission.tags, [
+    '\ufeffx',
+    'x',
+    'x\ufeff',
+  ]);
+  refusedWith({ ...base, tags: ['ok', '\u2003\u00a0\n'] }, [
+    { field: 'tags[1]', message: 'each tag must be non-empty' },
+  ]);
+});
+
+test('a tag is counted once trimmed: 50 characters inside white space pass', () => {
+  assert.deepEqual(accepted({ ...base, tags: [` ${'x'.repeat(50)}\u3000`] }).submission.tags, ['x'.repeat(50)]);
+  refused({ ...base, tags: [`\ufeff${'x'.repeat(50)}`] });
+});
+
 for (const name of ['notes', 'callNotes', 'call_notes', 'dealNotes', 'deal_notes']) {
   test(`${name}: at most 2000 characters — 2000 accepted, 2001 a 400`, () => {
     accepted({ ...base, [name]: 'n'.repeat(2000) });

@@ -277,6 +277,34 @@ test('short fields are trimmed; transcript and notes are kept verbatim', () => {
   );
 });
 
+test('U+FEFF is never trimmed nor blank: kept as sent, like U+200B', () => {
+  const { submission } = accepted({
+    ...base,
+    notes: '\ufeff',
+    callTitle: '\ufeffAcme\ufeff',
+    repName: ' \u00a0\ufeffSam\u200b\u3000',
+    tags: ['\ufeff'],
+    deal: { notes: '\ufeff' },
+  });
+  assert.equal(submission.notes, '\ufeff');
+  assert.equal(submission.callTitle, '\ufeffAcme\ufeff');
+  assert.equal(submission.repName, '\ufeffSam\u200b', 'the white space around it is trimmed');
+  assert.deepEqual(submission.tags, ['\ufeff']);
+  assert.equal(submission.deal?.notes, '\ufeff');
+  assert.equal(accepted({ transcript: '\ufeff' }).submission.transcript?.text, '\ufeff', 'a transcript, not blank');
+});
+
+test('a number, boolean, date or e-mail field holding U+FEFF is a 400 naming it, not "not sent"', () => {
+  const fields = ['dealSize', 'disableAiTitleGeneration', 'callDate', 'repEmail', 'duration'];
+  assert.deepEqual(
+    refused({ ...base, ...Object.fromEntries(fields.map((f) => [f, '\ufeff'])) })
+      .map((e) => e.field)
+      .sort(),
+    [...fields].sort(),
+  );
+  assert.equal(refused({ ...base, callDate: '\ufeff2026-11-20' })[0]?.field, 'callDate', 'not stripped for you');
+});
+
 test('duration is normalised with durationUnit or metadata.source as hints', () => {
   assert.deepEqual(accepted({ ...base, duration: 45, duration_unit: 'minutes' }).submission.duration, {
     seconds: 2700,

@@ -143,7 +143,7 @@ export const SubmissionBodySchema = Type.Object(
         Type.Union([Type.String({ maxLength: MAX_METADATA_VALUE_CHARS }), Type.Number(), Type.Boolean(), Type.Null()]),
         {
           maxProperties: MAX_METADATA_KEYS,
-          description: `Flat key/value object, at most ${MAX_METADATA_KEYS} keys of at most ${MAX_METADATA_KEY_CHARS} characters; values are strings (at most ${MAX_METADATA_VALUE_CHARS} characters), numbers, booleans or null. Recommended: source (lower-case platform name), the platform's call id, syncMethod.`,
+          description: `Flat key/value object, at most ${MAX_METADATA_KEYS} keys of at most ${MAX_METADATA_KEY_CHARS} characters; values are strings (at most ${MAX_METADATA_VALUE_CHARS} characters), numbers (an integer within ±(2^53 − 1): send a larger id as a string), booleans or null. Recommended: source (lower-case platform name), the platform's call id, syncMethod.`,
         },
       ),
     ),

@@ -45,7 +45,11 @@ export const readTags: Reader<string[]> = (value, field) => {
 export const sameTags = (a: readonly string[], b: readonly string[]): boolean =>
   a.length === b.length && a.every((tag, i) => tag === b[i]);
 
-/** Metadata: a flat object of at most 20 keys; values are strings, numbers, booleans or null. */
+/**
+ * Metadata: a flat object of at most 20 keys; values are strings, numbers, booleans or null. A
+ * number must be finite and, when it is an integer, a safe one (|n| ≤ 2^53 − 1): identifiers beyond
+ * that are sent as strings. A fraction is kept as the double it parsed to.
+ */
 export const readMetadata: Reader<Record<string, MetadataValue>> = (
   value,
   field,
@@ -73,6 +77,14 @@ export const readMetadata: Reader<Record<string, MetadataValue>> = (
       elementErrors.push({
         field: at,
         message: `${field} numbers must be finite (within ±1.79e308); this one is ${v > 0 ? 'larger' : 'smaller'}`,
+      });
+    } else if (typeof v === 'number' && Number.isInteger(v) && !Number.isSafeInteger(v)) {
+      // A CRM's call id above 2^53 (12345678901234567891) parses to the nearest double
+      // (12345678901234567000): stored, it would name another call. Past 2^53 a double cannot tell
+      // neighbouring integers apart, so any integer there may not be what was sent.
+      elementErrors.push({
+        field: at,
+        message: `${field} integers must be within ±${Number.MAX_SAFE_INTEGER} (2^53 − 1): this one cannot be kept exactly; send it as a string`,
       });
     } else if (typeof v === 'object' && v !== null) {
       elementErrors.push({

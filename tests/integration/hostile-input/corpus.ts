@@ -279,6 +279,16 @@ export const corpus = (): CorpusCase[] => [
     '{"transcript":"Rep: hi\\nDana: ok","dealSize":1e999}',
     'dealSize',
   ),
+  invalid(
+    'a metadata integer beyond 2^53 (a CRM call id) as a number',
+    '{"transcript":"Rep: hi\\nDana: ok","metadata":{"source":"hubspot","hubspotCallId":12345678901234567891}}',
+    'metadata.hubspotCallId',
+  ),
+  keptAs(
+    'the same call id as a string, and the largest safe integer as a number',
+    '{"transcript":"Rep: hi\\nDana: ok","metadata":{"hubspotCallId":"12345678901234567891","n":9007199254740991}}',
+    { submission: { metadata: { hubspotCallId: '12345678901234567891', n: 9007199254740991 } } },
+  ),
   invalid('duration 1e308', call({ duration: 1e308 }), 'duration'),
   invalid('duration 1e308 minutes', call({ duration: 1e308, durationUnit: 'minutes' }), 'duration'),
   invalid('duration -1e308', call({ duration: -1e308 }), 'duration'),

@@ -35,15 +35,46 @@ test('a number past the double range (1e999 in the JSON) reaches the normaliser 
 });
 
 test('a metadata number past the double range is a 400 naming its key, not stored as null', () => {
-  const body = JSON.parse('{"transcript":"x","metadata":{"big":1e400,"small":-1e999,"ok":1e308}}') as unknown;
+  const body = JSON.parse('{"transcript":"x","metadata":{"big":1e400,"small":-1e999,"ok":1.5}}') as unknown;
   assert.deepEqual(
     refused(body).map((e) => e.field),
     ['metadata.big', 'metadata.small'],
   );
-  assert.deepEqual(accepted({ ...base, metadata: { ok: 1e308, tiny: 5e-324 } }).submission.metadata, {
-    ok: 1e308,
+  assert.deepEqual(accepted({ ...base, metadata: { fraction: 0.1, tiny: 5e-324 } }).submission.metadata, {
+    fraction: 0.1,
     tiny: 5e-324,
   });
+});
+
+test('a metadata integer beyond 2^53 − 1 is a 400 naming its key: it cannot be kept exactly; as a string it is', () => {
+  // What the JSON says is not what JSON.parse gives: 12345678901234567891 reads as 12345678901234567000.
+  const body = JSON.parse(
+    '{"transcript":"x","metadata":{"hubspotCallId":12345678901234567891,"low":-9007199254740992,"huge":1e308}}',
+  ) as unknown;
+  const message = `metadata integers must be within ±9007199254740991 (2^53 − 1): this one cannot be kept exactly; send it as a string`;
+  refusedWith(body, [
+    { field: 'metadata.hubspotCallId', message },
+    { field: 'metadata.low', message },
+    { field: 'metadata.huge', message },
+  ]);
+  const metadata = {
+    hubspotCallId: '12345678901234567891',
+    max: Number.MAX_SAFE_INTEGER,
+    min: Number.MIN_SAFE_INTEGER,
+    fraction: 12345.678,
+  };
+  assert.deepEqual(accepted({ ...base, metadata }).submission.metadata, metadata);
+});
+
+test('a non-zero number too small for a double reads as 0 before the normaliser sees it (README, Numbers)', () => {
+  // The limit the README states: JSON.parse gives 0 for 1e-400, and 0 is a valid value everywhere.
+  const body = JSON.parse(
+    '{"transcript":"x","metadata":{"tiny":1e-400},"dealSize":1e-400,"duration":1e-400}',
+  ) as unknown;
+  const { submission } = accepted(body);
+  assert.deepEqual(submission.metadata, { tiny: 0 });
+  assert.equal(submission.deal?.dealSize, 0);
+  assert.equal(submission.duration?.seconds, 0);
 });
 
 test('duration: 1e-320 is a zero-length call; 1e308 and -1e308 are a 400', () => {

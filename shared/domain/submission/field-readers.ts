@@ -8,7 +8,11 @@
  *   free text (transcript, notes, deal notes) and metadata are kept verbatim.
  * - White space is what ../white-space.ts says: what `trim()` removes but U+FEFF, which is kept
  *   (and is not blank) like the other zero-width characters.
- * - "Characters" are Unicode code points, so an emoji counts as one, as a person would count it.
+ * - "Characters" are Unicode code points, for every limit (tags, notes, names, the URL, metadata):
+ *   an emoji of one code point (😀) is one character; a flag (🇫🇷, two regional indicators), a
+ *   skin-toned emoji (👍🏽, two) or a family joined by U+200D (👩‍👩‍👧, five) is two or more, though a
+ *   person sees one. Counting what a person sees (grapheme clusters, Intl.Segmenter) costs about
+ *   18× as much on a 2000-character field, on every request.
  * - Error fields are the names the caller sent (`rep_email`, `call_tags[3]`, `deal.dealSize`).
  */
 import { type FieldError, SUBMISSION_LIMITS } from './submission-schema.ts';
@@ -38,6 +42,12 @@ export const characterCount = (text: string, stopAfter = Number.POSITIVE_INFINIT
   return count;
 };
 
+/**
+ * Whether `text` has more than `max` characters (code points). A text of at most `max` UTF-16
+ * units has at most `max` code points, so only a longer one is counted.
+ */
+export const longerThan = (text: string, max: number): boolean => text.length > max && characterCount(text, max) > max;
+
 /** A string, kept verbatim; blank means not sent. */
 export const readText: Reader<string> = (value, field) => {
   if (isBlank(value)) return ABSENT;
@@ -56,7 +66,7 @@ export const readLimitedTrimmed =
   (value, field) => {
     const read = readTrimmed(value, field);
     if (read.kind !== 'ok') return read;
-    return characterCount(read.value, max) > max ? invalid(field, `${field} at most ${max} characters`) : read;
+    return longerThan(read.value, max) ? invalid(field, `${field} at most ${max} characters`) : read;
   };
 
 /** Free text of at most `max` characters, kept verbatim. */
@@ -65,8 +75,7 @@ export const readLimitedText =
   (value, field) => {
     const read = readText(value, field);
     if (read.kind !== 'ok') return read;
-    const count = characterCount(read.value, max);
-    return count > max ? invalid(field, `${field} at most ${max} characters`) : read;
+    return longerThan(read.value, max) ? invalid(field, `${field} at most ${max} characters`) : read;
   };
 
 /**
@@ -85,7 +94,7 @@ export const readBoolean: Reader<boolean> = (value, field) => {
 export const readHttpUrl: Reader<string> = (value, field) => {
   const read = readTrimmed(value, field);
   if (read.kind !== 'ok') return read;
-  if (read.value.length > SUBMISSION_LIMITS.maxAudioUrlChars)
+  if (longerThan(read.value, SUBMISSION_LIMITS.maxAudioUrlChars))
     return invalid(field, `${field} at most ${SUBMISSION_LIMITS.maxAudioUrlChars} characters`);
   let url: URL;
   try {

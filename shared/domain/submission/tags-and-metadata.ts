@@ -6,7 +6,7 @@
  */
 import type { FieldError } from './submission-schema.ts';
 import { SUBMISSION_LIMITS } from './submission-schema.ts';
-import { ABSENT, characterCount, isPlainObject, ok, type Read, type Reader } from './field-readers.ts';
+import { ABSENT, isPlainObject, longerThan, ok, type Read, type Reader } from './field-readers.ts';
 import { isWhiteSpaceOnly, trimWhiteSpace } from '../white-space.ts';
 
 const MAX_ELEMENT_ERRORS = 20;
@@ -33,7 +33,7 @@ export const readTags: Reader<string[]> = (value, field) => {
     const at = `${field}[${i}]`;
     if (typeof tag !== 'string') elementErrors.push({ field: at, message: 'each tag must be a string' });
     else if (isWhiteSpaceOnly(tag)) elementErrors.push({ field: at, message: 'each tag must be non-empty' });
-    else if (characterCount(trimWhiteSpace(tag), maxTagChars) > maxTagChars)
+    else if (longerThan(trimWhiteSpace(tag), maxTagChars))
       elementErrors.push({ field: at, message: `each tag at most ${maxTagChars} characters` });
   });
   errors.push(...limited(elementErrors));
@@ -67,10 +67,10 @@ export const readMetadata: Reader<Record<string, MetadataValue>> = (
   for (const key of keys) {
     if (elementErrors.length >= MAX_ELEMENT_ERRORS) break;
     const v = value[key];
-    const at = `${field}.${characterCount(key, maxMetadataKeyChars) > maxMetadataKeyChars ? `${[...key].slice(0, maxMetadataKeyChars).join('')}…` : key}`;
-    if (characterCount(key, maxMetadataKeyChars) > maxMetadataKeyChars)
-      elementErrors.push({ field: at, message: `${field} keys at most ${maxMetadataKeyChars} characters` });
-    if (typeof v === 'string' && characterCount(v, maxMetadataValueChars) > maxMetadataValueChars) {
+    const longKey = longerThan(key, maxMetadataKeyChars);
+    const at = `${field}.${longKey ? `${[...key].slice(0, maxMetadataKeyChars).join('')}…` : key}`;
+    if (longKey) elementErrors.push({ field: at, message: `${field} keys at most ${maxMetadataKeyChars} characters` });
+    if (typeof v === 'string' && longerThan(v, maxMetadataValueChars)) {
       elementErrors.push({ field: at, message: `${field} values at most ${maxMetadataValueChars} characters` });
     } else if (typeof v === 'number' && !Number.isFinite(v)) {
       // 1e999 in the JSON parses to Infinity, which JSON cannot write back: it would be stored as null.

@@ -221,6 +221,19 @@ export const corpus = (): CorpusCase[] => [
     call({ metadata: { source: `${'v'.repeat(1000)}${EMOJI}` } }),
     'metadata.source',
   ),
+  // Characters are code points in every limit, the URL's too (it counted UTF-16 units). No transcript,
+  // and port 1 refuses at once: the call fails with a code rather than waiting on a download.
+  accepted(
+    'an audio URL of 2048 characters, most of them emoji (4,077 UTF-16 units)',
+    JSON.stringify({ audioUrl: `http://127.0.0.1:1/${EMOJI.repeat(2048 - 'http://127.0.0.1:1/'.length)}` }),
+  ),
+  invalid(
+    'an audio URL of 2049 characters, most of them emoji',
+    JSON.stringify({ audioUrl: `http://127.0.0.1:1/${EMOJI.repeat(2049 - 'http://127.0.0.1:1/'.length)}` }),
+    'audioUrl',
+  ),
+  accepted('a tag of 25 flags (50 code points)', call({ tags: ['🇫🇷'.repeat(25)] })),
+  invalid('a tag of 26 flags (52 code points)', call({ tags: ['🇫🇷'.repeat(26)] }), 'tags[0]'),
   invalid(
     'an audio URL of 2049 characters',
     call({ audioUrl: `https://calls.example/${'a'.repeat(2049 - 'https://calls.example/'.length)}` }),

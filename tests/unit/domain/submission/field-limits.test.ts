@@ -25,6 +25,12 @@ const bounds: Array<{ field: string; limit: number; value: (n: number) => unknow
     value: (n) => `https://a.example/${'x'.repeat(n - 'https://a.example/'.length)}`,
     rule: /audioUrl at most 2048 characters/,
   },
+  {
+    field: 'audio_url',
+    limit: 2048,
+    value: (n) => `https://a.example/${EMOJI.repeat(n - 'https://a.example/'.length)}`,
+    rule: /audio_url at most 2048 characters/,
+  },
 ];
 
 for (const { field, limit, value, rule } of bounds) {

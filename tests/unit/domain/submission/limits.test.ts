@@ -24,6 +24,13 @@ test('tag characters are code points: 50 emoji (100 UTF-16 units) are 50 charact
   refused({ ...base, tags: ['😀'.repeat(51)] });
 });
 
+test('a flag or a skin-toned emoji is two code points, so two characters (README): 25 flags fill a tag', () => {
+  accepted({ ...base, tags: ['🇫🇷'.repeat(25)] });
+  refusedWith({ ...base, tags: ['🇫🇷'.repeat(26)] }, [{ field: 'tags[0]', message: 'each tag at most 50 characters' }]);
+  accepted({ ...base, notes: '👍🏽'.repeat(1000) });
+  refusedWith({ ...base, notes: '👍🏽'.repeat(1001) }, [{ field: 'notes', message: 'notes at most 2000 characters' }]);
+});
+
 test('each tag must be a non-empty string; tags must be an array', () => {
   refusedWith({ ...base, tags: ['ok', 3, '  ', null] }, [
     { field: 'tags[1]', message: 'each tag must be a string' },

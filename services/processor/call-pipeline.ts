@@ -135,9 +135,10 @@ export const createCallPipeline = (deps: PipelineDeps) => {
 
   /**
    * Whether a step runs in this process and waits on nothing outside it (starting, an inline
-   * transcript, the built-in analysis, the deal, completing): its outcome is kept with the next
-   * ones and appended with them (see `run`). A download, a transcription or a remote analysis is
-   * not: what came before it is appended first, so the call shows its stage while it waits.
+   * transcript, the built-in analysis, the deal, completing): its outcome is decided on the state
+   * the one before left, without reading the stream (see `keeps` and `run`). A download, a
+   * transcription or a remote analysis is not: what came before it is appended first, so the call
+   * shows its stage while it waits.
    */
   const runsHere = (step: NextStep): boolean =>
     step === 'start' ||
@@ -145,6 +146,15 @@ export const createCallPipeline = (deps: PipelineDeps) => {
     step === 'record_deal' ||
     step === 'complete' ||
     (step === 'analyse' && deps.analyser.inProcess === true);
+
+  /**
+   * Whether an actor keeps a step's outcome to append with the next ones: a step that runs here,
+   * but not completing. Completing settles the capacity before it appends CallCompleted, so what
+   * came before it is appended first: from the settlement on, the store shows the call at
+   * `completing`, which the deadline's timer completes instead of failing (a failed call would
+   * stay charged, and be charged again on a retry).
+   */
+  const keeps = (step: NextStep): boolean => runsHere(step) && step !== 'complete';
 
   /** A call, as far as its capacity goes. */
   type CapacityHolder = { callId: string; submitted: { teamId: string } };
@@ -186,27 +196,36 @@ export const createCallPipeline = (deps: PipelineDeps) => {
 
   const seconds = (ms: number) => `${Math.round(ms / 1000)} s`;
 
+  /** What a call's actor carries from one step, and one attempt, to the next. */
+  interface Progress {
+    /** Time spent downloading the audio over all attempts (bounded by `audioFetchBudgetMs`). */
+    fetchingMs: number;
+    /** The capacity was settled: the call is charged, so it may end completed, never failed. */
+    settled: boolean;
+  }
+  const freshProgress = (): Progress => ({ fetchingMs: 0, settled: false });
+
   /**
    * One attempt at the call's audio, bounded by what is left of its fetch budget. A retriable
    * failure that leaves no budget is made terminal, so the call fails with the fetch's reason.
    */
-  const fetchAudio = async (url: string, spent: { ms: number }, signal: AbortSignal): Promise<FetchedAudio> => {
+  const fetchAudio = async (url: string, spent: Progress, signal: AbortSignal): Promise<FetchedAudio> => {
     const budgetMs = deps.audioFetchBudgetMs;
-    if (spent.ms >= budgetMs)
+    if (spent.fetchingMs >= budgetMs)
       throw new StepError(
         'audio_timeout',
         `Fetching the audio took more than ${seconds(budgetMs)} over all attempts.`,
         false,
       );
     const started = Date.now();
-    const attempt = await deps.audio.fetch(url, { signal, timeoutMs: budgetMs - spent.ms }).then(
+    const attempt = await deps.audio.fetch(url, { signal, timeoutMs: budgetMs - spent.fetchingMs }).then(
       (fetched) => ({ fetched }),
       (error: unknown) => ({ error }),
     );
-    spent.ms += Date.now() - started;
+    spent.fetchingMs += Date.now() - started;
     if ('fetched' in attempt) return attempt.fetched;
     const { error } = attempt;
-    if (error instanceof StepError && error.retriable && spent.ms >= budgetMs) {
+    if (error instanceof StepError && error.retriable && spent.fetchingMs >= budgetMs) {
       throw new StepError(
         error.code,
         `${error.message} Gave up: fetching the audio took more than ${seconds(budgetMs)} over all attempts.`,
@@ -223,7 +242,7 @@ export const createCallPipeline = (deps: PipelineDeps) => {
   const runStep = async (
     call: PendingCall,
     actor: ActorContext,
-    spent: { ms: number },
+    progress: Progress,
     record: Recorder,
   ): Promise<void> => {
     const { signal, teamId } = actor;
@@ -253,7 +272,7 @@ export const createCallPipeline = (deps: PipelineDeps) => {
         const fetched = await actor.outsideSlot(() =>
           deps.downloadSlot(
             teamId,
-            () => timeStep('fetch', () => fetchAudio(submission.audioUrl!, spent, signal)),
+            () => timeStep('fetch', () => fetchAudio(submission.audioUrl!, progress, signal)),
             signal,
           ),
         );
@@ -318,12 +337,17 @@ export const createCallPipeline = (deps: PipelineDeps) => {
       case 'complete':
         // Settle first: it is idempotent, so a crash before CallCompleted only repeats a no-op.
         await settleCapacity(call, call.transcript?.durationSeconds ?? null);
+        progress.settled = true;
         await record(call, { type: 'CompleteCall', now: now() });
         return;
       case 'none':
         return;
     }
   };
+
+  /** Whether the call is pending past its deadline. */
+  const pastDeadline = (state: CallState): state is PendingCall =>
+    state.status === 'pending' && Date.parse(deadlineOf(state, deps.processingTimeoutMs)) <= Date.parse(now());
 
   /** Ends the call as failed; the capacity goes back first (idempotent, see `complete`). */
   const fail = async (call: PendingCall, code: string, reason: string) => {
@@ -372,7 +396,7 @@ export const createCallPipeline = (deps: PipelineDeps) => {
       /** Runs `step` on the pending state, its outcome going to `recorder`. */
       const runNext = (pending: PendingCall, step: NextStep, recorder: Recorder) =>
         inSpan(`step ${step}`, { attributes: { 'call.id': callId, 'call.step': step } }, () =>
-          runStep(pending, context, { ms: 0 }, recorder),
+          runStep(pending, context, freshProgress(), recorder),
         );
       try {
         // Every step but completing, which settles the capacity first (see below).
@@ -415,7 +439,7 @@ export const createCallPipeline = (deps: PipelineDeps) => {
       const log = deps.logger.child({ callId });
       // Backoff sleeps hold no processing slot: the actor queues for one again when it wakes.
       const pause = (ms: number) => actor.outsideSlot(() => sleep(ms, signal));
-      const spentFetching = { ms: 0 };
+      const progress = freshProgress();
       // Each step is a span of the call's trace, which began at the ingest request.
       const trace = tracingEnabled()
         ? traceContextFrom(
@@ -426,10 +450,10 @@ export const createCallPipeline = (deps: PipelineDeps) => {
       // last did: a retry, an erasure, a partition taken over); between its own steps it goes on from
       // the state its last step left, and a write of another process shows at its next step.
       let first = true;
-      // Outcomes of steps that ran here (`runsHere`), not appended yet, and the state after them: a
+      // Outcomes of steps that ran here (`keeps`), not appended yet, and the state after them: a
       // transcript-only call's steps are decided one after the other on that state and appended in
-      // one transaction. Nothing is acknowledged before they are appended, so a crash only runs
-      // them again; settling the capacity before CallCompleted is appended stays idempotent.
+      // one transaction, before completing settles the capacity. Nothing is acknowledged before
+      // they are appended, so a crash only runs them again.
       let kept:
         { commands: Array<{ command: CallCommand; metadata: Record<string, Json> }>; state: CallState } | undefined;
       const keep: Recorder = async (call, command) => {
@@ -471,7 +495,7 @@ export const createCallPipeline = (deps: PipelineDeps) => {
             );
         first = false;
         const step = nextStep(state);
-        if (kept && (state.status !== 'pending' || !runsHere(step))) {
+        if (kept && (state.status !== 'pending' || !keeps(step))) {
           // What was kept is appended before the call ends or waits on something outside.
           const flushing = kept;
           try {
@@ -502,7 +526,7 @@ export const createCallPipeline = (deps: PipelineDeps) => {
           await retrying(
             () =>
               inSpan(`step ${step}`, { parent: trace, attributes: { 'call.id': callId, 'call.step': step } }, () =>
-                runStep(state, actor, spentFetching, runsHere(step) ? keep : record),
+                runStep(state, actor, progress, keeps(step) ? keep : record),
               ),
             deps.retry,
             signal,
@@ -515,6 +539,12 @@ export const createCallPipeline = (deps: PipelineDeps) => {
           );
         } catch (error) {
           if (signal.aborted) return;
+          if (progress.settled) {
+            // Charged: failing the call now would leave a failed call charged. It stays at
+            // `completing`, for the actor's next wake-up (the sweep) or the deadline's timer.
+            log.warn({ step, err: loggable(error) }, 'completing failed after settling; the call is completed later');
+            return;
+          }
           const terminal =
             error instanceof StepError
               ? error
@@ -545,18 +575,14 @@ export const createCallPipeline = (deps: PipelineDeps) => {
      * the call's actor, and each changes the capacity before it appends the call's end (two
      * streams, two writes): a call with every step recorded is completed instead (its actor may
      * have settled it already, its CallCompleted not stored yet), and a released reservation is
-     * charged all the same should the actor complete the call after all.
+     * charged all the same should the actor complete the call after all. Which of the two is
+     * decided on the stream as TimeOut is appended, not as it was read here: the decider does not
+     * time out a call at `completing`, so an actor that recorded the last step and settled in
+     * between finds its call completed, never failed.
      */
     async timeOut(callId: string): Promise<CallState> {
       const { state } = await calls.load(callId);
-      if (state.status === 'pending' && Date.parse(deadlineOf(state, deps.processingTimeoutMs)) <= Date.parse(now())) {
-        if (nextStep(state) === 'complete') {
-          await settleCapacity(state, state.transcript?.durationSeconds ?? null);
-          await record(state, { type: 'CompleteCall', now: now() });
-          return (await calls.load(callId)).state;
-        }
-        await releaseCapacity(state, true);
-      }
+      if (pastDeadline(state) && nextStep(state) !== 'complete') await releaseCapacity(state, true);
       const metadata =
         state.status === 'absent'
           ? undefined
@@ -567,7 +593,11 @@ export const createCallPipeline = (deps: PipelineDeps) => {
         metadata,
       );
       countFinishedCalls(result.events);
-      return result.state;
+      const after = result.state;
+      if (!pastDeadline(after) || nextStep(after) !== 'complete') return after;
+      await settleCapacity(after, after.transcript?.durationSeconds ?? null);
+      await record(after, { type: 'CompleteCall', now: now() });
+      return (await calls.load(callId)).state;
     },
   };
 };

@@ -159,6 +159,9 @@ export const decideCall = (command: CallCommand, state: CallState): CallEvent[] 
       // A timeout after the call finished does nothing: timers are at-least-once too.
       if (state.status !== 'pending') return [];
       if (Date.parse(command.now) < Date.parse(deadlineOf(state, command.timeoutMs))) return [];
+      // Every step is recorded: its actor may have settled the capacity already (settling comes
+      // before CallCompleted), and failing the call would leave it charged. The timer completes it.
+      if (state.stage === 'completing') return [];
       return [{ type: 'CallFailed', data: { code: PROCESSING_TIMEOUT, reason: PROCESSING_TIMEOUT, at: command.now } }];
     }
     case 'RetryCall':

@@ -2,15 +2,34 @@
  * The processing deadline's timer against the call's actor, on the embedded pipeline: each
  * changes the team's capacity before it appends the call's end, in two writes. A call whose
  * actor settled it but could not store CallCompleted before the deadline is completed by the
- * timer, not failed (it would be failed and charged, and charged again on a retry).
+ * timer, not failed (it would be failed and charged, and charged again on a retry); so is one
+ * whose actor gave up storing CallCompleted after settling.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import type { AudioSource } from '../../../shared/ports/audio-source.ts';
 import { type EventStore, EventStoreUnavailableError } from '../../../shared/ports/event-store.ts';
+import type { Transcriber } from '../../../shared/ports/transcriber.ts';
 import { overriding } from '../../support/embedded-ingress.ts';
 import { type EmbeddedPipeline, openEmbeddedPipeline } from '../../support/embedded-pipeline.ts';
 
 const TIMEOUT_MS = 1000;
+
+/** A recording that is there at once: the call's work is all in the process but its download. */
+const audio: AudioSource = {
+  fetch: async () => ({
+    path: '/dev/null',
+    bytes: 10,
+    contentType: 'audio/wav',
+    finalUrl: 'https://example.com/rec.wav',
+    cleanup: async () => {},
+  }),
+};
+const transcriber: Transcriber = {
+  transcribe: async () => ({ text: 'Rep: Hello there.\nDana: Hi, glad to talk.', durationSeconds: 90, engine: 'fake' }),
+  describe: () => 'fake transcriber',
+  available: async () => ({ ok: true }),
+};
 
 describe('processing deadline against the call actor', () => {
   let embedded: EmbeddedPipeline;
@@ -19,7 +38,7 @@ describe('processing deadline against the call actor', () => {
 
   before(async () => {
     embedded = await openEmbeddedPipeline(
-      { processingTimeoutMs: TIMEOUT_MS },
+      { processingTimeoutMs: TIMEOUT_MS, audio, transcriber },
       {
         wrapEventStore: (store: EventStore) =>
           overriding(store, {
@@ -38,6 +57,24 @@ describe('processing deadline against the call actor', () => {
     const { teamId, key } = await h.team();
     completionsFailUntil = Date.now() + TIMEOUT_MS + 100;
     const res = await h.ingest({ key, body: { transcript: 'Rep: Hello there.\nDana: Hi, glad to talk.' } });
+    assert.equal(res.statusCode, 201, res.body);
+    const { callId } = res.json<{ callId: string }>();
+    const events = await h.callEvents(callId, undefined, 15_000);
+    assert.deepEqual(
+      events.filter((e) => e.type === 'CallCompleted' || e.type === 'CallFailed').map((e) => e.type),
+      ['CallCompleted'],
+    );
+    const capacity = (await h.eventStore.readStream(`team-${teamId}`))
+      .filter((e) => (e.data as { callId?: string }).callId === callId)
+      .map((e) => e.type);
+    assert.deepEqual(capacity, ['CapacityReserved', 'CapacitySettled']);
+  });
+
+  test('an audio call its actor settled, CallCompleted not stored by the deadline: completed, charged once', async () => {
+    const { h } = embedded;
+    const { teamId, key } = await h.team();
+    completionsFailUntil = Date.now() + TIMEOUT_MS + 100;
+    const res = await h.ingest({ key, body: { audioUrl: 'https://example.com/rec.wav' } });
     assert.equal(res.statusCode, 201, res.body);
     const { callId } = res.json<{ callId: string }>();
     const events = await h.callEvents(callId, undefined, 15_000);

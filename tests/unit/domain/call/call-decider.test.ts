@@ -248,6 +248,12 @@ describe('Call decider', () => {
     );
   });
 
+  test('a call past its deadline with every step recorded is not failed by the timeout (its capacity may be settled)', () => {
+    given([callSubmitted(), started(), inlineTranscript, analysed])
+      .when({ type: 'TimeOut', now: '2026-11-21T00:00:00.000Z', timeoutMs: HOUR })
+      .thenNothing();
+  });
+
   test('a timeout after completion does nothing', () => {
     given([callSubmitted(), started(), inlineTranscript, analysed, completed])
       .when({ type: 'TimeOut', now: '2026-11-21T00:00:00.000Z', timeoutMs: HOUR })

@@ -269,14 +269,14 @@ export const createCallPipeline = (deps: PipelineDeps) => {
         return;
       }
       case 'fetch_and_transcribe': {
-        const fetched = await actor.outsideSlot(() =>
-          deps.downloadSlot(
-            teamId,
-            () => timeStep('fetch', () => fetchAudio(submission.audioUrl!, progress, signal)),
-            signal,
-          ),
-        );
+        // The download is held here as soon as it is a file, not once the actor has its slot back:
+        // an actor stopped while it queues for the slot gets no result, and the file goes all the same.
+        const download: { fetched?: FetchedAudio } = {};
+        const fetchHeld = async () => (download.fetched = await fetchAudio(submission.audioUrl!, progress, signal));
         try {
+          const fetched = await actor.outsideSlot(() =>
+            deps.downloadSlot(teamId, () => timeStep('fetch', fetchHeld), signal),
+          );
           if (!call.audio)
             await record(call, {
               type: 'RecordAudioFetched',
@@ -305,7 +305,7 @@ export const createCallPipeline = (deps: PipelineDeps) => {
             now: now(),
           });
         } finally {
-          await fetched.cleanup();
+          await download.fetched?.cleanup();
         }
         return;
       }

@@ -95,6 +95,9 @@ export const PROCESSOR_GROUP = 'call-processor';
 /** Fetching one call's audio, over all attempts, gives up after 15 minutes: well inside PROCESSING_TIMEOUT_MS. */
 export const DEFAULT_AUDIO_FETCH_BUDGET_MS = 15 * 60_000;
 
+/** A timeout that could not be recorded is tried again after this long. */
+const TIMEOUT_RETRY_MS = 5000;
+
 /** A fair queue of `capacity` permits, of which one team holds at most `share` (default half). */
 const fairQueue = (capacity: number, share: number | undefined) =>
   new FairQueue(capacity, Math.min(capacity, share ?? Math.ceil(capacity / 2)));
@@ -147,6 +150,7 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
   const owned = new Set<number>();
   const owns = (callId: string) => owned.has(partitionOf(callId));
 
+  const stopping = new AbortController();
   const deadlines = new Deadlines((callId) => {
     pipeline
       .timeOut(callId)
@@ -156,11 +160,21 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
           await actors.stop(callId, 'processing timeout');
         }
       })
-      .catch((error: unknown) => {
-        log.error({ callId, err: error }, 'timeout could not be recorded; retrying in 5 s');
-        setTimeout(() => deadlines.arm(callId, new Date().toISOString()), 5000).unref();
-      });
+      .catch((error: unknown) => retryTimeOut(callId, error));
   });
+  /**
+   * Tries a timeout that could not be recorded again, as the call's own timer: what disarms the
+   * call's deadline (a stop, a revoked partition, the call closed or erased) disarms the retry too.
+   * Not for a call this processor no longer owns or that was armed again meanwhile (a retry of the
+   * call: its new deadline stands), nor once it stops.
+   */
+  const retryTimeOut = (callId: string, error: unknown) => {
+    const again =
+      !stopping.signal.aborted && owns(callId) && openCalls.get(callId) !== undefined && !deadlines.has(callId);
+    if (!again) return log.error({ callId, err: error }, 'timeout could not be recorded; not tried again here');
+    log.error({ callId, err: error }, 'timeout could not be recorded; retrying in 5 s');
+    deadlines.arm(callId, new Date(Date.now() + TIMEOUT_RETRY_MS).toISOString());
+  };
   // An open call's `submittedAt` is when its clock started: the submission, or its last retry.
   const openCallDeadline = (call: { submittedAt: string; deadline?: string }) =>
     deadlineAt(call.deadline, call.submittedAt, options.processingTimeoutMs);
@@ -247,7 +261,6 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
     await calls.handle(parsed.data.callId, { type: 'SubmitCall', data: parsed.data }, metadata, { expectNew: true });
     actors.wake(parsed.data.callId, parsed.data.teamId);
   };
-  const stopping = new AbortController();
   const records = resilientHandler(intake, {
     deadLetter: { eventLog: options.eventLog, topic: topics.deadLetter },
     log,

@@ -3,7 +3,8 @@
  * changes the team's capacity before it appends the call's end, in two writes. A call whose
  * actor settled it but could not store CallCompleted before the deadline is completed by the
  * timer, not failed (it would be failed and charged, and charged again on a retry); so is one
- * whose actor gave up storing CallCompleted after settling.
+ * whose actor gave up storing CallCompleted after settling. A timeout that cannot be recorded is
+ * tried again, but not once the processor has stopped.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -12,6 +13,7 @@ import { type EventStore, EventStoreUnavailableError } from '../../../shared/por
 import type { Transcriber } from '../../../shared/ports/transcriber.ts';
 import { overriding } from '../../support/embedded-ingress.ts';
 import { type EmbeddedPipeline, openEmbeddedPipeline } from '../../support/embedded-pipeline.ts';
+import { eventually } from '../../support/eventually.ts';
 
 const TIMEOUT_MS = 1000;
 
@@ -86,5 +88,51 @@ describe('processing deadline against the call actor', () => {
       .filter((e) => (e.data as { callId?: string }).callId === callId)
       .map((e) => e.type);
     assert.deepEqual(capacity, ['CapacityReserved', 'CapacitySettled']);
+  });
+});
+
+describe('a processing timeout that cannot be recorded', () => {
+  let embedded: EmbeddedPipeline;
+  /** When each attempt to append a call's processing_timeout was made (epoch ms). */
+  const attempts: number[] = [];
+  /** A recording whose download never ends until the actor is stopped. */
+  const hanging: AudioSource = {
+    fetch: (_url, options) =>
+      new Promise((_resolve, reject) =>
+        options?.signal?.addEventListener('abort', () => reject(options.signal!.reason), { once: true }),
+      ),
+  };
+
+  before(async () => {
+    embedded = await openEmbeddedPipeline(
+      { processingTimeoutMs: TIMEOUT_MS, audio: hanging, transcriber },
+      {
+        wrapEventStore: (store: EventStore) =>
+          overriding(store, {
+            append: (...args: Parameters<EventStore['append']>) => {
+              if (!args[1].some((e) => e.type === 'CallFailed')) return store.append(...args);
+              attempts.push(Date.now());
+              return Promise.reject(new EventStoreUnavailableError('store down for CallFailed (test)'));
+            },
+          }),
+      },
+    );
+  });
+  after(() => embedded.close());
+
+  test('is tried again by a timer the processor clears when it stops', async () => {
+    const { h } = embedded;
+    const { key } = await h.team();
+    const res = await h.ingest({ key, body: { audioUrl: 'https://example.com/rec.wav' } });
+    assert.equal(res.statusCode, 201, res.body);
+    await eventually(() => assert.ok(attempts.length >= 2, 'the timeout is tried, then tried again'), {
+      timeoutMs: 15_000,
+    });
+    assert.ok(attempts[1]! - attempts[0]! >= 4900, 'tried again 5 s later');
+    await h.stopProcessor();
+    const stoppedWith = attempts.length;
+    // A retry would come 5 s after the failed attempt.
+    await new Promise((resolve) => setTimeout(resolve, attempts.at(-1)! + 6000 - Date.now()));
+    assert.equal(attempts.length, stoppedWith, 'no timeout is tried once the processor has stopped');
   });
 });

@@ -3,6 +3,8 @@
  * random(0, min(maxDelay, base × 2^attempt)) and try again, up to `maxAttempts`; a terminal error,
  * or the last attempt's error, is thrown.
  */
+import { isDomainError } from '../../shared/domain/decider.ts';
+
 export interface RetryPolicy {
   maxAttempts: number;
   baseDelayMs: number;
@@ -11,8 +13,15 @@ export interface RetryPolicy {
 
 export const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 8, baseDelayMs: 500, maxDelayMs: 60_000 };
 
-/** StepError.retriable, EventStoreUnavailableError.retriable, …; unknown errors count as retriable. */
-export const isRetriable = (error: unknown): boolean => (error as { retriable?: boolean })?.retriable !== false;
+/**
+ * StepError.retriable, EventStoreUnavailableError.retriable, …; unknown errors count as retriable.
+ * A DomainError does not: the domain refused the command on the state it was decided on (a
+ * repository reads the stream again before a refusal of a cached state stands), and deciding it
+ * again on that state refuses it again. A refusal that means the step lost a race is no error to
+ * the pipeline (see `lostRace` in call-pipeline.ts).
+ */
+export const isRetriable = (error: unknown): boolean =>
+  !isDomainError(error) && (error as { retriable?: boolean })?.retriable !== false;
 
 export const backoffDelay = (policy: RetryPolicy, attempt: number, random: () => number = Math.random): number =>
   Math.floor(random() * Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (attempt - 1)));

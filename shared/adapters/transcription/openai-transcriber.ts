@@ -15,7 +15,9 @@
  * tells speakers apart), kept as the transcript's timed segments.
  *
  * Duration: `duration` of the verbose_json answer (the server decoded the audio), else measured here
- * (`measureAudioDuration`: ffprobe, or the header of a WAV file).
+ * (`measureAudioDuration`: ffprobe, or the header of a WAV file). The call is charged by it, so a
+ * stated duration over `maxSeconds` is not believed: it is measured here as well, and a recording
+ * that really is longer is `audio_too_long`, as the local engine makes it.
  *
  * Errors (StepError): 429 `transcription_rate_limited`, 5xx and unreachable `transcription_failed`,
  * 408 and our own deadline `transcription_timeout` (all retriable); any other 4xx, or a redirect,
@@ -174,6 +176,21 @@ export const createOpenAiTranscriber = (options: OpenAiTranscriberOptions): Tran
       cause === undefined ? undefined : { cause },
     );
 
+  /** The duration the server states, when it is a length a recording sent here can have. */
+  const statedSeconds = (duration: unknown): number | undefined => {
+    const stated = typeof duration === 'string' && duration.trim() !== '' ? Number(duration) : duration;
+    return typeof stated === 'number' && Number.isFinite(stated) && stated >= 0 && stated <= maxSeconds
+      ? stated
+      : undefined;
+  };
+
+  /** The recording's length measured here; over `maxSeconds` it is `audio_too_long`. */
+  const measuredSeconds = async (path: string, signal: AbortSignal | undefined): Promise<number> => {
+    const seconds = await measureAudioDuration(path, { signal });
+    if (seconds > maxSeconds) throw audioTooLong(maxSeconds, seconds);
+    return seconds;
+  };
+
   const transcribe = async (input: TranscriptionInput): Promise<Transcription> => {
     const caller = input.signal;
     caller?.throwIfAborted();
@@ -217,11 +234,7 @@ export const createOpenAiTranscriber = (options: OpenAiTranscriberOptions): Tran
       segments?: unknown;
     };
     if (typeof transcript !== 'string') throw invalid('it has no "text"');
-    const stated = typeof duration === 'string' && duration.trim() !== '' ? Number(duration) : duration;
-    const durationSeconds =
-      typeof stated === 'number' && Number.isFinite(stated) && stated >= 0
-        ? stated
-        : await measureAudioDuration(input.audioPath, { signal: caller });
+    const durationSeconds = statedSeconds(duration) ?? (await measuredSeconds(input.audioPath, caller));
     const timed = segmentsOf(segments);
     return { text: transcript.trim(), durationSeconds, engine, ...(timed ? { segments: timed } : {}) };
   };

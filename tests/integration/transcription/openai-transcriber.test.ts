@@ -211,6 +211,26 @@ test('an answer without duration: the real length is measured locally', async ()
   assert.equal(result.durationSeconds, 1.75);
 });
 
+test('a stated duration over the longest recording sent is not believed: the real length is measured locally', async () => {
+  for (const duration of [5e17, 10 * 3600, '1e300']) {
+    respond = (_req, res) => json(res, 200, { text: 'hello', duration });
+    const result = await transcriber().transcribe({ audioPath: recording });
+    assert.equal(result.durationSeconds, 1.75, `stated ${duration}`);
+  }
+});
+
+test('a recording over the limit that only the answer reveals (no ffprobe to read it first) is audio_too_long (terminal)', async () => {
+  respond = (_req, res) => json(res, 200, { text: 'hello', duration: 5000 });
+  const path = process.env.PATH;
+  process.env.PATH = dir.path; // no ffprobe: the WAV header is read after the answer
+  try {
+    await rejectsWith(transcriber({ maxSeconds: 1 }).transcribe({ audioPath: recording }), 'audio_too_long', false);
+  } finally {
+    process.env.PATH = path;
+  }
+  assert.equal(seen.length, 1, 'the recording was sent');
+});
+
 test('401 is transcription_rejected (terminal) and the key the server echoes is scrubbed', async () => {
   respond = (req, res) =>
     json(res, 401, {

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { backoffDelay, isRetriable, retrying, type RetryPolicy, sleep } from '../../../services/processor/retry.ts';
+import { DomainError } from '../../../shared/domain/decider.ts';
 import { settled } from '../../support/deferred.ts';
 
 const policy: RetryPolicy = { maxAttempts: 4, baseDelayMs: 100, maxDelayMs: 300 };
@@ -49,6 +50,10 @@ describe('isRetriable', () => {
     assert.equal(isRetriable(retriable('x')), true);
     assert.equal(isRetriable(terminal('x')), false);
     assert.equal(isRetriable(undefined), true);
+  });
+
+  test('a DomainError is not: the domain refuses the same command on the same state again', () => {
+    assert.equal(isRetriable(new DomainError('INVALID_MINUTES', 'actual minutes must be a whole number')), false);
   });
 });
 
@@ -102,6 +107,17 @@ describe('retrying', () => {
     await assert.rejects(
       retrying(work, policy, new AbortController().signal, undefined, async () => void (paused = true)),
       /bad input/,
+    );
+    assert.equal(calls(), 1);
+    assert.equal(paused, false);
+  });
+
+  test('a DomainError is thrown at once, without a pause', async () => {
+    const { work, calls } = failing([new DomainError('INVALID_MINUTES', 'too many minutes')], 'never');
+    let paused = false;
+    await assert.rejects(
+      retrying(work, policy, new AbortController().signal, undefined, async () => void (paused = true)),
+      /too many minutes/,
     );
     assert.equal(calls(), 1);
     assert.equal(paused, false);

@@ -5,8 +5,9 @@
  * A 503 whose publish never reached the log releases the reservation ("nothing was accepted"); one
  * whose publish may have been written keeps it (settled if the call runs, released by the orphan
  * sweep if it never appears) and says so. An optional Idempotency-Key replays a 201, and names the
- * call: its call id derives from the key, so every retry of one request submits the same call and
- * the processor keeps the first.
+ * call: its first claim records a new time-ordered call id, which every retry of that request within
+ * 24 h is answered with (a claim stored by an earlier version named a call id derived from the key,
+ * `callIdForKey`); docs/decisions/0006-idempotency-key.md.
  */
 import { Type } from '@sinclair/typebox';
 import type { FastifyBaseLogger } from 'fastify';

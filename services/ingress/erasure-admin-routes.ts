@@ -2,7 +2,11 @@
  * Admin API for retention and erasure by e-mail (docs/decisions/0014-erasure-crypto-shredding.md):
  *   POST /api/admin/teams/:teamId/retention {days}          days, or null to keep calls forever
  *   POST /api/admin/teams/:teamId/erasures {email}          202 {erasureId}
- *   GET  /api/admin/teams/:teamId/erasures/:erasureId       {erasureId, status, calls}
+ *   GET  /api/admin/teams/:teamId/erasures/:erasureId       {erasureId, status, calls, failed, …}
+ *
+ * A completed request names in `failed` each of its calls it could not erase (with the error's
+ * code; the log has the details under the erasureId): those calls are not erased, and the request
+ * is not worked on again. Once the cause is dealt with, a new request for the address covers them.
  */
 import { Type } from '@sinclair/typebox';
 import { MAX_RETENTION_DAYS } from '../../shared/domain/team/team-decider.ts';
@@ -112,6 +116,10 @@ export const registerErasureAdminRoutes = (app: TypedApp, deps: ErasureAdminDeps
         tags,
         security,
         summary: 'An erasure request: pending while its calls are erased, then completed',
+        description:
+          'A completed request erased every call in `calls` except those named in `failed`, which could not be erased ' +
+          '(the code says why; the service log has the details under the erasureId): they stay, with their personal data. ' +
+          'Once the cause is dealt with, a new request for the address covers them.',
         params: Type.Object({
           teamId: Type.String({ minLength: 1, maxLength: 100 }),
           erasureId: Type.String({ minLength: 1, maxLength: 100 }),
@@ -120,9 +128,15 @@ export const registerErasureAdminRoutes = (app: TypedApp, deps: ErasureAdminDeps
           200: Type.Object({
             erasureId: Type.String(),
             status: Type.Union([Type.Literal('pending'), Type.Literal('completed')]),
-            calls: Type.Array(Type.String(), { description: 'The ids of the calls the request erases.' }),
+            calls: Type.Array(Type.String(), {
+              description: 'The ids of the calls the request covers (erased, once completed, unless named in failed).',
+            }),
             requestedAt: Type.String(),
             completedAt: Type.Union([Type.String(), Type.Null()]),
+            failed: Type.Array(Type.Object({ callId: Type.String(), code: Type.String() }), {
+              description:
+                'The calls of a completed request that could not be erased, each with the code of the error that kept it (e.g. EVENT_DECODE_FAILED: a stored event of the call does not decode). Empty while pending.',
+            }),
           }),
           ...problems(401, 404),
         },
@@ -141,6 +155,7 @@ export const registerErasureAdminRoutes = (app: TypedApp, deps: ErasureAdminDeps
         calls: erasure.calls,
         requestedAt: erasure.requestedAt,
         completedAt: erasure.completedAt ?? null,
+        failed: erasure.failed ?? [],
       };
     },
   );

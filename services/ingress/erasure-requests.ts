@@ -1,14 +1,25 @@
 /**
  * Erasure requests by e-mail (docs/decisions/0014-erasure-crypto-shredding.md): the request fixes
  * its calls and is stored, then its calls are erased one by one in the background and it completes.
- * A request this process is not working on and that has not completed (its process stopped) is
- * taken up again when it is read: erasing a call twice is harmless.
+ * A request this process is not working on and that has not completed (its process stopped, or a
+ * backend was down) is taken up again when it is read: erasing a call twice is harmless.
+ *
+ * A call that cannot be erased for a reason of its own (its stream holds an event this version does
+ * not decode) would fail again at every attempt: it is logged by its id, the work goes on to the
+ * calls after it, and the request completes naming it in `failed` with the error's code, so the
+ * operator sees that it was not erased and why, and the request does not start over at every read.
  */
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
-import { erasureDecider, erasureEvents, type ErasureState } from '../../shared/domain/erasure/erasure-request.ts';
+import {
+  erasureDecider,
+  erasureEvents,
+  type ErasureFailure,
+  type ErasureState,
+} from '../../shared/domain/erasure/erasure-request.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import type { CallHistoryStore } from '../../shared/ports/read-models.ts';
+import { isRetriableError } from '../../shared/ports/unavailable.ts';
 import { AggregateRepository } from '../runtime/aggregate-repository.ts';
 import type { CallEraser } from './call-eraser.ts';
 
@@ -16,11 +27,20 @@ export interface ErasureRequestsDeps {
   eventStore: EventStore;
   callHistory: CallHistoryStore;
   erase: CallEraser;
-  log: Pick<FastifyBaseLogger, 'info' | 'error'>;
+  log: Pick<FastifyBaseLogger, 'info' | 'warn' | 'error'>;
   now?: () => Date;
 }
 
 export type ErasureView = Extract<ErasureState, { status: 'pending' | 'completed' }>;
+
+/**
+ * What a failed call is recorded with: the error's code when it has one of the usual shape
+ * (EVENT_DECODE_FAILED, a domain error's), never its message, which is stored with the request.
+ */
+const failureCode = (error: unknown): string => {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^[A-Z][A-Z0-9_]{0,63}$/.test(code) ? code : 'UNEXPECTED_ERROR';
+};
 
 export const createErasureRequests = (deps: ErasureRequestsDeps) => {
   const requests = new AggregateRepository(deps.eventStore, erasureDecider, erasureEvents);
@@ -31,12 +51,33 @@ export const createErasureRequests = (deps: ErasureRequestsDeps) => {
     if (working.has(request.erasureId)) return;
     const run = (async () => {
       let erased = 0;
-      for (const callId of request.calls)
-        if ((await deps.erase(request.teamId, callId, 'erasure_request', request.erasureId)) === 'erased') erased++;
-      await requests.handle(request.erasureId, { type: 'CompleteErasure', now: now().toISOString() });
+      const failed: ErasureFailure[] = [];
+      for (const callId of request.calls) {
+        try {
+          if ((await deps.erase(request.teamId, callId, 'erasure_request', request.erasureId)) === 'erased') erased++;
+        } catch (error) {
+          // An outage ends the work (the request stays pending, taken up again when read); anything
+          // else is this call's alone, and must not keep the request's other calls from their erasure.
+          if (isRetriableError(error)) throw error;
+          failed.push({ callId, code: failureCode(error) });
+          deps.log.warn(
+            { err: error, erasureId: request.erasureId, teamId: request.teamId, callId },
+            'erasure request: this call cannot be erased; the request names it as failed, and goes on',
+          );
+        }
+      }
+      await requests.handle(request.erasureId, { type: 'CompleteErasure', now: now().toISOString(), failed });
       deps.log.info(
-        { erasureId: request.erasureId, teamId: request.teamId, calls: request.calls.length, erased },
-        'erasure request completed',
+        {
+          erasureId: request.erasureId,
+          teamId: request.teamId,
+          calls: request.calls.length,
+          erased,
+          failed: failed.length,
+        },
+        failed.length > 0
+          ? 'erasure request completed; some of its calls could not be erased'
+          : 'erasure request completed',
       );
     })()
       .catch((error: unknown) =>

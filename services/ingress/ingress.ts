@@ -11,7 +11,7 @@ import type { Topics } from '../../shared/topics.ts';
 import type { PersonalData } from '../../shared/adapters/crypto/personal-data.ts';
 import { createCallEraser } from './call-eraser.ts';
 import { createErasureRequests } from './erasure-requests.ts';
-import { startRetentionSweep } from './retention-sweep.ts';
+import { type RetentionSweepResult, startRetentionSweep } from './retention-sweep.ts';
 import type { Health } from '../runtime/health.ts';
 import { buildIngressApp, type IngressApp } from './app.ts';
 import { DEFAULT_ORPHAN_AFTER_MS, startOrphanSweep } from './teams/orphan-reservations.ts';
@@ -56,7 +56,7 @@ export interface Ingress {
   app: IngressApp;
   teams: TeamService;
   /** The retention sweep, when the ingress erases calls. */
-  retention?: { sweep(): Promise<number> };
+  retention?: { sweep(): Promise<RetentionSweepResult> };
   /** Closes the HTTP app (finishing in-flight requests) and stops following team events. */
   close(): Promise<void>;
 }

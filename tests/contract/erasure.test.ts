@@ -188,7 +188,7 @@ const erasureContract = (
         assert.equal((await h.admin('POST', '/api/admin/teams/nope/retention', { days: 1 })).statusCode, 404);
         const kept = await h.admin('POST', `/api/admin/teams/${teamId}/retention`, { days: null });
         assert.deepEqual(kept.json(), { teamId, retentionDays: null });
-        assert.equal(await h.ingress.retention!.sweep(), 0);
+        assert.deepEqual(await h.ingress.retention!.sweep(), { erased: 0, failed: 0 });
         const set = await h.admin('POST', `/api/admin/teams/${teamId}/retention`, { days: 1 });
         assert.equal(set.statusCode, 200, set.body);
         assert.deepEqual(set.json(), { teamId, retentionDays: 1 });
@@ -231,13 +231,14 @@ const erasureContract = (
         async () => {
           const res = await h.admin('GET', `/api/admin/teams/${teamId}/erasures/${erasureId}`);
           assert.equal(res.statusCode, 200, res.body);
-          const body = res.json<{ status: string; calls: string[] }>();
+          const body = res.json<{ status: string; calls: string[]; failed: unknown[] }>();
           if (body.status !== 'completed') throw new Error(`erasure ${body.status}`);
           return body;
         },
         { timeoutMs: 15_000, intervalMs: 50 },
       );
       assert.deepEqual(done.calls, [byRep]);
+      assert.deepEqual(done.failed, []);
       await gone(key, byRep);
       for (const callId of [other, noRep]) await shown(key, callId);
       assert.equal(

@@ -2,7 +2,9 @@
  * An erasure request by e-mail (docs/decisions/0014-erasure-crypto-shredding.md), stream
  * `erasure-{erasureId}`: the calls it covers are fixed when it is made (the team's calls whose rep
  * e-mail or attributed member is the address), then each is erased, then it completes. The
- * address itself is never stored: the list of call ids is what the request is.
+ * address itself is never stored: the list of call ids is what the request is. A call that could
+ * not be erased (not for an outage, which leaves the request pending, but for a reason of its own)
+ * is named in `failed` when it completes, with the error's code: the request never claims it.
  *
  *   ErasureRequested → ErasureCompleted
  */
@@ -14,12 +16,14 @@ export type ErasureRequested = {
   type: 'ErasureRequested';
   data: { erasureId: string; teamId: string; calls: string[]; at: string };
 };
-export type ErasureCompleted = { type: 'ErasureCompleted'; data: { at: string } };
+/** A call of the request that was not erased, and the code of the error that kept it (no message: no data). */
+export type ErasureFailure = { callId: string; code: string };
+export type ErasureCompleted = { type: 'ErasureCompleted'; data: { at: string; failed?: ErasureFailure[] } };
 export type ErasureEvent = ErasureRequested | ErasureCompleted;
 
 export type ErasureCommand =
   | { type: 'RequestErasure'; erasureId: string; teamId: string; calls: string[]; now: string }
-  | { type: 'CompleteErasure'; now: string };
+  | { type: 'CompleteErasure'; now: string; failed?: ErasureFailure[] };
 
 export type ErasureState =
   | { status: 'absent' }
@@ -30,6 +34,8 @@ export type ErasureState =
       calls: string[];
       requestedAt: string;
       completedAt?: string;
+      /** Once completed: the calls it could not erase (none when absent). */
+      failed?: ErasureFailure[];
     };
 
 const Instant = Type.String({ format: 'date-time' });
@@ -44,7 +50,15 @@ export const erasureEvents: EventCatalogue<ErasureEvent> = eventCatalogue<Erasur
       at: Instant,
     }),
   },
-  ErasureCompleted: { schema: Type.Object({ at: Instant }) },
+  ErasureCompleted: {
+    schema: Type.Object({
+      at: Instant,
+      // Absent on requests completed before failures were recorded, and when every call was erased.
+      failed: Type.Optional(
+        Type.Array(Type.Object({ callId: Type.String({ minLength: 1 }), code: Type.String({ minLength: 1 }) })),
+      ),
+    }),
+  },
 });
 
 /** The stream of one erasure request: `erasure-{erasureId}`. */
@@ -65,7 +79,14 @@ export const erasureDecider: Decider<ErasureCommand, ErasureState, ErasureEvent>
       case 'CompleteErasure':
         if (state.status === 'absent')
           throw new DomainError('ERASURE_NOT_FOUND', 'The erasure request does not exist.');
-        return state.status === 'completed' ? [] : [{ type: 'ErasureCompleted', data: { at: command.now } }];
+        return state.status === 'completed'
+          ? []
+          : [
+              {
+                type: 'ErasureCompleted',
+                data: { at: command.now, ...(command.failed?.length ? { failed: [...command.failed] } : {}) },
+              },
+            ];
     }
   },
   evolve(state, event) {
@@ -79,7 +100,14 @@ export const erasureDecider: Decider<ErasureCommand, ErasureState, ErasureEvent>
           requestedAt: event.data.at,
         };
       case 'ErasureCompleted':
-        return state.status === 'absent' ? state : { ...state, status: 'completed', completedAt: event.data.at };
+        return state.status === 'absent'
+          ? state
+          : {
+              ...state,
+              status: 'completed',
+              completedAt: event.data.at,
+              ...(event.data.failed ? { failed: event.data.failed } : {}),
+            };
     }
   },
 };

@@ -1,12 +1,16 @@
 /**
  * Erasure requests: the calls are fixed when the request is made, each is erased, the request
  * completes; one whose work failed (its process stopped, a backend was down) is taken up again
- * when it is read, and another team never sees it. The address is not stored.
+ * when it is read, and another team never sees it. The address is not stored. A call that cannot
+ * be erased for a reason of its own is named as failed, and the request erases the others and
+ * completes rather than starting over at every read.
  */
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { type TestContext, test } from 'node:test';
 import { createSqliteEventStore } from '../../../shared/adapters/event-store/sqlite-event-store.ts';
 import { openSqlite } from '../../../shared/adapters/sqlite/sqlite-database.ts';
+import { EventDecodeError } from '../../../shared/domain/event-catalogue.ts';
+import { EventStoreUnavailableError } from '../../../shared/ports/event-store.ts';
 import type { CallHistoryStore } from '../../../shared/ports/read-models.ts';
 import type { CallEraser } from '../../../services/ingress/call-eraser.ts';
 import { createErasureRequests } from '../../../services/ingress/erasure-requests.ts';
@@ -33,12 +37,17 @@ test('an erasure request erases its calls and completes; a failed one is taken u
     assert.ok(erasureId);
     if (callId === 'c2' && failOnce) {
       failOnce = false;
-      throw new Error('backend down');
+      throw new EventStoreUnavailableError('backend down (test)');
     }
     erased.push(callId);
     return 'erased';
   };
-  const requests = createErasureRequests({ eventStore: store, callHistory, erase, log: { info() {}, error() {} } });
+  const requests = createErasureRequests({
+    eventStore: store,
+    callHistory,
+    erase,
+    log: { info() {}, warn() {}, error() {} },
+  });
 
   const erasureId = await requests.request('t1', 'dana@acme.test');
   await requests.close();
@@ -59,5 +68,62 @@ test('an erasure request erases its calls and completes; a failed one is taken u
   assert.ok(
     !JSON.stringify((await store.readStream(`erasure-${erasureId}`)).map((e) => e.data)).includes('dana@acme.test'),
     'the address is not stored',
+  );
+});
+
+/** An embedded event store for one test, closed after it. */
+const embeddedStore = (t: TestContext) => {
+  const dir = tempDir();
+  const opened = openSqlite(dir.path);
+  const store = createSqliteEventStore(opened.db);
+  t.after(async () => {
+    await store.close();
+    opened.close();
+    dir.remove();
+  });
+  return store;
+};
+
+test('a call that cannot be erased is named as failed with its code; the others are erased and the request completes, once', async (t) => {
+  const store = embeddedStore(t);
+  const callHistory = {
+    callsOfEmail: async () => ['c1', 'unreadable', 'c3'],
+  } as unknown as CallHistoryStore;
+  const attempts: string[] = [];
+  const erase: CallEraser = async (_teamId, callId) => {
+    attempts.push(callId);
+    // What loading a call whose stream holds an event this version does not decode throws.
+    if (callId === 'unreadable')
+      throw new EventDecodeError(`call-${callId}`, 3, 'TranscriptRecorded', '/source', 'must be a string');
+    return 'erased';
+  };
+  const warnings: Array<{ fields: Record<string, unknown>; message: string }> = [];
+  const log = {
+    info() {},
+    warn: (fields: Record<string, unknown>, message: string) => void warnings.push({ fields, message }),
+    error() {},
+  };
+  const requests = createErasureRequests({ eventStore: store, callHistory, erase, log: log as never });
+
+  const erasureId = await requests.request('t1', 'dana@acme.test');
+  await requests.close();
+  assert.deepEqual(attempts, ['c1', 'unreadable', 'c3'], 'the calls after the failing one were erased');
+  const view = await requests.get('t1', erasureId);
+  assert.equal(view?.status, 'completed');
+  assert.deepEqual(view.calls, ['c1', 'unreadable', 'c3']);
+  assert.deepEqual(view.failed, [{ callId: 'unreadable', code: 'EVENT_DECODE_FAILED' }]);
+  const warned = warnings.find((w) => /cannot be erased/.test(w.message));
+  assert.ok(warned, JSON.stringify(warnings.map((w) => w.message)));
+  assert.equal(warned.fields.callId, 'unreadable');
+  assert.equal(warned.fields.erasureId, erasureId);
+
+  // Completed: reading it again does not start it over.
+  await requests.get('t1', erasureId);
+  await requests.close();
+  assert.equal(attempts.length, 3);
+  const stored = await store.readStream(`erasure-${erasureId}`);
+  assert.deepEqual(
+    stored.map((e) => e.type),
+    ['ErasureRequested', 'ErasureCompleted'],
   );
 });

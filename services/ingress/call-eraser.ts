@@ -1,10 +1,15 @@
 /**
- * Erasing one call (docs/decisions/0014-erasure-crypto-shredding.md): a pending call's capacity
- * reservation is released (as a failure would release it; a finished call's was settled or
- * released already), CallErased is appended to its stream, then its data key is destroyed, so
- * every stored and published copy of its personal fields is unreadable at once. The projections
- * drop its rows when CallErased reaches them, and destroy the key again (idempotent) in case this
- * process stopped between the append and the destruction.
+ * Erasing one call (docs/decisions/0014-erasure-crypto-shredding.md): CallErased is appended to its
+ * stream, then its data key is destroyed, so every stored and published copy of its personal fields
+ * is unreadable at once, then a pending call's capacity reservation is released (as a failure would
+ * release it; a finished call's was settled or released already). The projections drop its rows
+ * when CallErased reaches them, and destroy the key again (idempotent) in case this process stopped
+ * between the append and the destruction.
+ *
+ * The release comes after the append, never before: a release followed by a failed append (or a
+ * crash) left the call pending with no reservation, and the processor then ran it free of charge
+ * (its settlement found nothing to settle). The other way round, a process that stops after the
+ * append leaves the reservation of a call no longer pending, which the orphan sweep releases.
  */
 import type { PersonalData } from '../../shared/adapters/crypto/personal-data.ts';
 import { callDecider } from '../../shared/domain/call/call-decider.ts';
@@ -57,7 +62,6 @@ export const createCallEraser = (deps: CallEraserDeps): CallEraser => {
   return async (teamId, callId, cause, erasureId) => {
     const state = await loadSubmitted(teamId, callId);
     if (state.status === 'absent' || state.status === 'erased' || state.submitted.teamId !== teamId) return 'absent';
-    if (state.status === 'pending') await deps.teams.release(teamId, callId);
     try {
       await calls.handle(
         callId,
@@ -70,6 +74,8 @@ export const createCallEraser = (deps: CallEraserDeps): CallEraser => {
       throw error;
     }
     await deps.personalData.erase(callId);
+    // Nothing settles an erased call: its reservation is released here, or by the orphan sweep.
+    if (state.status === 'pending') await deps.teams.release(teamId, callId);
     return 'erased';
   };
 };

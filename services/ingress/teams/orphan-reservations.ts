@@ -4,8 +4,8 @@
  * and publishing, or whose publish never landed, leaves a reservation that this sweep finds. A
  * reservation older than `orphanAfterMs` whose call has no stream (no processor ever saw it) is
  * released as orphaned, and should the call be processed after all it is still charged in full. One
- * whose call already finished (a retried Idempotency-Key request reserved it again) is released
- * plainly. Every ingress process sweeps; a release is idempotent, so two sweeps never release twice.
+ * whose call already finished (a retried Idempotency-Key request reserved it again) or was erased
+ * (the erasing process stopped between CallErased and the release) is released plainly. Every ingress process sweeps; a release is idempotent, so two sweeps never release twice.
  */
 import type { FastifyBaseLogger } from 'fastify';
 import { callDecider } from '../../../shared/domain/call/call-decider.ts';

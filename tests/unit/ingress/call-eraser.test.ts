@@ -1,0 +1,96 @@
+/**
+ * The call eraser on the embedded event store: a pending call's reservation is released only once
+ * CallErased is stored, so an append that fails leaves the call pending with its reservation (it is
+ * still charged when it runs), and a process that stops between the append and the release leaves
+ * a reservation the orphan sweep releases.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { PersonalData } from '../../../shared/adapters/crypto/personal-data.ts';
+import { callEvents } from '../../../shared/domain/call/call-catalogue.ts';
+import { type EventStore, EventStoreUnavailableError } from '../../../shared/ports/event-store.ts';
+import { createCallEraser } from '../../../services/ingress/call-eraser.ts';
+import { startOrphanSweep } from '../../../services/ingress/teams/orphan-reservations.ts';
+import type { TeamService } from '../../../services/ingress/teams/team-service.ts';
+import { submittedData } from '../../conformance/read-models-fixtures.ts';
+import { type EmbeddedIngress, openEmbeddedIngress, overriding } from '../../support/embedded-ingress.ts';
+
+describe('the call eraser and capacity reservations', () => {
+  let embedded: EmbeddedIngress;
+  before(async () => {
+    embedded = await openEmbeddedIngress();
+  });
+  after(() => embedded.close());
+
+  const destroyed: string[] = [];
+  const personalData = { erase: async (callId: string) => void destroyed.push(callId) } as unknown as PersonalData;
+
+  /** A call of a new team, accepted (its reservation held) and stored, not yet processed. */
+  const pendingCall = async (callId: string) => {
+    const { h, eventStore } = embedded;
+    const { teamId } = await h.team();
+    await h.ingress.teams.reserve(teamId, callId, 30);
+    await eventStore.append(callEvents.streamId(callId), [
+      callEvents.encode({ type: 'CallSubmitted', data: submittedData({ callId, teamId }) }),
+    ]);
+    return teamId;
+  };
+  const reserved = async (teamId: string) =>
+    [...((await embedded.h.ingress.teams.load(teamId))?.reservations.entries() ?? [])].map(([callId]) => callId);
+  const lastEvent = async (callId: string) =>
+    (await embedded.eventStore.readStream(callEvents.streamId(callId))).at(-1)!.type;
+
+  test('erasing a pending call releases its reservation', async () => {
+    const teamId = await pendingCall('erased-whole');
+    const erase = createCallEraser({ eventStore: embedded.eventStore, teams: embedded.h.ingress.teams, personalData });
+    assert.equal(await erase(teamId, 'erased-whole', 'deleted'), 'erased');
+    assert.equal(await lastEvent('erased-whole'), 'CallErased');
+    assert.deepEqual(await reserved(teamId), []);
+    assert.ok(destroyed.includes('erased-whole'));
+  });
+
+  test('an append of CallErased that fails leaves the call pending with its reservation', async () => {
+    const teamId = await pendingCall('append-fails');
+    const eventStore = overriding(embedded.eventStore, {
+      append: (...args: Parameters<EventStore['append']>) =>
+        args[1].some((e) => e.type === 'CallErased')
+          ? Promise.reject(new EventStoreUnavailableError('store down (test)'))
+          : embedded.eventStore.append(...args),
+    });
+    const erase = createCallEraser({ eventStore, teams: embedded.h.ingress.teams, personalData });
+    await assert.rejects(erase(teamId, 'append-fails', 'deleted'), EventStoreUnavailableError);
+    assert.equal(await lastEvent('append-fails'), 'CallSubmitted');
+    assert.deepEqual(
+      await reserved(teamId),
+      ['append-fails'],
+      'the call may still run: it keeps its reservation, to be settled',
+    );
+  });
+
+  test('a process that stops between CallErased and the release leaves a reservation the orphan sweep releases', async () => {
+    const teamId = await pendingCall('stopped-before-release');
+    const teams = overriding<TeamService>(embedded.h.ingress.teams, {
+      release: () => Promise.reject(new Error('the process stopped here (test)')),
+    });
+    const erase = createCallEraser({ eventStore: embedded.eventStore, teams, personalData });
+    await assert.rejects(erase(teamId, 'stopped-before-release', 'deleted'), /stopped here/);
+    assert.equal(await lastEvent('stopped-before-release'), 'CallErased');
+    assert.deepEqual(await reserved(teamId), ['stopped-before-release']);
+
+    const sweep = startOrphanSweep({
+      teams: embedded.h.ingress.teams,
+      eventStore: embedded.eventStore,
+      orphanAfterMs: 60_000,
+      intervalMs: 3_600_000,
+      log: { info: () => {}, warn: () => {} },
+      now: () => new Date(Date.now() + 61_000),
+    });
+    try {
+      const swept = await sweep.sweep();
+      assert.ok(swept.stale >= 1, JSON.stringify(swept));
+    } finally {
+      await sweep.stop();
+    }
+    assert.deepEqual(await reserved(teamId), [], 'the erased call is no longer pending: its reservation is released');
+  });
+});

@@ -8,6 +8,10 @@
  *
  * A retry that is refused after the reservation (another retry got there first, the call changed)
  * gives the reservation back unless the call is pending again, in which case it is that call's.
+ * It is given back only when the call, read after the failure, is seen not pending: an append of
+ * unknown outcome may have stored CallRetried all the same, so a call that cannot be read then keeps
+ * the reservation (released as stale by the orphan sweep if the call turns out not pending), rather
+ * than a retried call running with none and never being charged.
  */
 import type { FastifyBaseLogger } from 'fastify';
 import { callDecider } from '../../shared/domain/call/call-decider.ts';
@@ -72,8 +76,14 @@ export const createCallRetry = (deps: CallRetryDeps) => {
       );
       return { callId, teamId, status: 'pending', ...retried.data };
     } catch (error) {
-      const after = await calls.load(callId).catch(() => undefined);
-      if (after?.state.status !== 'pending') {
+      const after = await calls.load(callId).catch((loadError: unknown) => {
+        log.warn(
+          { err: loadError, callId, teamId },
+          'call unreadable after a failed retry; its reservation stays (the retry may have been stored), for the orphan sweep to judge',
+        );
+        return undefined;
+      });
+      if (after !== undefined && after.state.status !== 'pending') {
         await deps.teams
           .release(teamId, callId)
           .catch((releaseError: unknown) => log.error({ err: releaseError, callId }, 'capacity release failed'));

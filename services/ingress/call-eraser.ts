@@ -21,13 +21,32 @@ import { AggregateRepository } from '../runtime/aggregate-repository.ts';
 import type { TeamService } from './teams/team-service.ts';
 
 /** Longest wait for the CallSubmitted of a call accepted but not yet stored. */
-const SUBMISSION_WAIT_MS = 5_000;
+export const SUBMISSION_WAIT_MS = 5_000;
 
 export interface CallEraserDeps {
   eventStore: EventStore;
   teams: Pick<TeamService, 'release' | 'load'>;
   personalData: PersonalData;
   now?: () => Date;
+  /** Longest wait for a call accepted but not yet stored (default SUBMISSION_WAIT_MS). */
+  submissionWaitMs?: number;
+}
+
+/**
+ * A call accepted (its team still holds a reservation for it) whose CallSubmitted has not reached
+ * its stream within the wait: a processor that is down or behind. Nothing was erased, and the call
+ * will be processed with its personal data once it lands, so this is no "absent" (a 404 would tell
+ * the caller there is nothing to erase): it is retriable, answered 503 with Retry-After, and the
+ * caller's retry erases the call once it is stored. A reservation whose call never lands (the ingest
+ * died before publishing) is released by the orphan sweep, after which the call is absent.
+ */
+export class CallNotYetStoredError extends Error {
+  override readonly name = 'CallNotYetStoredError';
+  readonly code = 'CALL_NOT_YET_STORED';
+  readonly retriable = true;
+  constructor(readonly callId: string) {
+    super(`call ${callId} was accepted but is not stored yet; it cannot be erased until it is`);
+  }
 }
 
 /** `erased`: erased now; `absent`: no such call in that team, or it was erased already. */
@@ -46,15 +65,19 @@ export const createCallEraser = (deps: CallEraserDeps): CallEraser => {
   /**
    * A call accepted a moment ago may be on the log and not yet in its stream: while the team holds
    * a reservation for it, its CallSubmitted is waited for (a few seconds at most), so it is erased
-   * rather than answered 404.
+   * rather than answered 404. Still not stored then, with the reservation still held, it is a
+   * CallNotYetStoredError: the caller is to try again, not told there is no such call.
    */
   const loadSubmitted = async (teamId: string, callId: string) => {
-    const deadline = Date.now() + SUBMISSION_WAIT_MS;
+    const deadline = Date.now() + (deps.submissionWaitMs ?? SUBMISSION_WAIT_MS);
     for (;;) {
       const loaded = await calls.load(callId);
-      if (loaded.state.status !== 'absent' || Date.now() > deadline) return loaded.state;
+      if (loaded.state.status !== 'absent') return loaded.state;
       const team = await deps.teams.load(teamId);
-      if (!team?.reservations.has(callId)) return loaded.state;
+      // No reservation: the call landed since the read above (and was settled, or released at a
+      // failure, at once), or it never was accepted. Read again, so a fast call is not missed.
+      if (!team?.reservations.has(callId)) return (await calls.load(callId)).state;
+      if (Date.now() > deadline) throw new CallNotYetStoredError(callId);
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   };

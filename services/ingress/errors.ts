@@ -49,8 +49,9 @@ export const ERROR_STATUS = {
   TRANSCRIPT_NOT_TIMED: 409,
   /**
    * A backend (event log, event store, read models) cannot serve the request right now, or
-   * concurrent writers kept conflicting; retry after Retry-After. The detail says whether the
-   * request may have been accepted all the same (then retry with the same Idempotency-Key).
+   * concurrent writers kept conflicting, or (DELETE of a call) the call was accepted but is not
+   * stored yet; retry after Retry-After. The detail says why, and whether the request may have
+   * been accepted all the same (then retry with the same Idempotency-Key).
    */
   SERVICE_UNAVAILABLE: 503,
   /** An unexpected failure; the detail never carries internal messages. */

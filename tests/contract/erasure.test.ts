@@ -152,6 +152,37 @@ const erasureContract = (
       assert.deepEqual(events.map((e) => e.type).at(-1), 'CallErased');
     });
 
+    test('a call accepted but still not stored after the wait is a 503 with Retry-After, not a 404; the retry once it is stored erases it', async () => {
+      const { key } = await h.team();
+      await h.stopProcessor();
+      let callId: string;
+      try {
+        callId = await submit(key, { transcript: TRANSCRIPT, notes: 'accepted, not stored' });
+        const refused = await request('DELETE', `/api/calls/${callId}`, key);
+        assert.equal(refused.statusCode, 503, refused.body);
+        assert.match(String(refused.headers['content-type']), /^application\/problem\+json/);
+        assert.ok(Number(refused.headers['retry-after']) >= 1, String(refused.headers['retry-after']));
+        const problem = refused.json<{ code: string; detail: string }>();
+        assert.equal(problem.code, 'SERVICE_UNAVAILABLE');
+        assert.match(problem.detail, /accepted but is not stored yet/);
+        assert.match(problem.detail, /nothing was erased/);
+      } finally {
+        await h.startProcessor();
+      }
+      const erased = await eventually(
+        async () => {
+          const res = await request('DELETE', `/api/calls/${callId}`, key);
+          if (res.statusCode !== 202) throw new Error(`DELETE answered ${res.statusCode}`);
+          return res;
+        },
+        { timeoutMs: 30_000, intervalMs: 100 },
+      );
+      assert.deepEqual(erased.json(), { callId, status: 'erased' });
+      await gone(key, callId);
+      const events = await h.eventStore.readStream(`call-${callId}`);
+      assert.equal(events.at(-1)!.type, 'CallErased');
+    });
+
     test('a CallErased whose key was not destroyed (the erasing process stopped in between) has its key destroyed by the projections', async () => {
       const { key } = await h.team();
       const callId = await submit(key, { transcript: TRANSCRIPT, notes: 'left behind' });

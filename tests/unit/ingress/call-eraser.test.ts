@@ -2,14 +2,17 @@
  * The call eraser on the embedded event store: a pending call's reservation is released only once
  * CallErased is stored, so an append that fails leaves the call pending with its reservation (it is
  * still charged when it runs), and a process that stops between the append and the release leaves
- * a reservation the orphan sweep releases.
+ * a reservation the orphan sweep releases. A call accepted (its reservation held) but not stored
+ * within the wait is a retriable CallNotYetStoredError, never "absent"; one with no reservation and
+ * no stream is absent.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { PersonalData } from '../../../shared/adapters/crypto/personal-data.ts';
 import { callEvents } from '../../../shared/domain/call/call-catalogue.ts';
 import { type EventStore, EventStoreUnavailableError } from '../../../shared/ports/event-store.ts';
-import { createCallEraser } from '../../../services/ingress/call-eraser.ts';
+import { CallNotYetStoredError, createCallEraser } from '../../../services/ingress/call-eraser.ts';
+import { isRetriableError } from '../../../shared/ports/unavailable.ts';
 import { startOrphanSweep } from '../../../services/ingress/teams/orphan-reservations.ts';
 import type { TeamService } from '../../../services/ingress/teams/team-service.ts';
 import { submittedData } from '../../conformance/read-models-fixtures.ts';
@@ -92,5 +95,35 @@ describe('the call eraser and capacity reservations', () => {
       await sweep.stop();
     }
     assert.deepEqual(await reserved(teamId), [], 'the erased call is no longer pending: its reservation is released');
+  });
+
+  test('a call accepted but not stored within the wait is not yet stored, never absent; once stored it is erased', async () => {
+    const { h, eventStore } = embedded;
+    const { teamId } = await h.team();
+    // Accepted: the team holds its reservation; its CallSubmitted is on the log, not in its stream.
+    await h.ingress.teams.reserve(teamId, 'not-stored-yet', 30);
+    const erase = createCallEraser({ eventStore, teams: h.ingress.teams, personalData, submissionWaitMs: 200 });
+    const started = Date.now();
+    const refused = await erase(teamId, 'not-stored-yet', 'deleted').then(
+      (outcome) => assert.fail(`a call not stored yet was answered ${outcome}`),
+      (error: unknown) => error,
+    );
+    assert.ok(refused instanceof CallNotYetStoredError, String(refused));
+    assert.equal(refused.callId, 'not-stored-yet');
+    assert.ok(isRetriableError(refused), 'the caller is to try again');
+    assert.ok(Date.now() - started >= 200, 'it waited for the call first');
+    assert.deepEqual(await reserved(teamId), ['not-stored-yet'], 'nothing was released');
+
+    await eventStore.append(callEvents.streamId('not-stored-yet'), [
+      callEvents.encode({ type: 'CallSubmitted', data: submittedData({ callId: 'not-stored-yet', teamId }) }),
+    ]);
+    assert.equal(await erase(teamId, 'not-stored-yet', 'deleted'), 'erased');
+    assert.deepEqual(await reserved(teamId), []);
+
+    assert.equal(
+      await erase(teamId, 'never-accepted', 'deleted'),
+      'absent',
+      'no reservation, no stream: absent at once',
+    );
   });
 });

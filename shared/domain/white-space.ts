@@ -14,16 +14,17 @@
 
 /** Whether the UTF-16 unit is white space (see the top of this file). */
 export const isWhiteSpaceUnit = (unit: number): boolean =>
-  unit === 0x20 ||
-  (unit >= 0x09 && unit <= 0x0d) ||
-  unit === 0xa0 ||
-  unit === 0x1680 ||
-  (unit >= 0x2000 && unit <= 0x200a) ||
-  unit === 0x2028 ||
-  unit === 0x2029 ||
-  unit === 0x202f ||
-  unit === 0x205f ||
-  unit === 0x3000;
+  unit <= 0x20
+    ? unit === 0x20 || (unit >= 0x09 && unit <= 0x0d)
+    : unit >= 0xa0 &&
+      (unit === 0xa0 ||
+        unit === 0x1680 ||
+        (unit >= 0x2000 && unit <= 0x200a) ||
+        unit === 0x2028 ||
+        unit === 0x2029 ||
+        unit === 0x202f ||
+        unit === 0x205f ||
+        unit === 0x3000);
 
 /** Whether `text` is empty or white space only. */
 export const isWhiteSpaceOnly = (text: string): boolean => {

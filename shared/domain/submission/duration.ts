@@ -31,6 +31,7 @@
  * candidates are 60× and 1000× apart, so even a rough word-count estimate picks the right one.
  */
 import { toDecimal } from './decimal.ts';
+import { isWhiteSpaceUnit } from '../white-space.ts';
 
 export const DURATION_UNITS = ['seconds', 'minutes', 'milliseconds'] as const;
 export type DurationUnit = (typeof DURATION_UNITS)[number];
@@ -145,24 +146,11 @@ export const normaliseDuration = (raw: unknown, hints: DurationHints = {}): Dura
 };
 
 /**
- * Whether a UTF-16 code unit is white space as `\s` reads it: ECMAScript's WhiteSpace (tab,
- * vertical tab, form feed, space, no-break space, the byte order mark, the Space_Separator
- * characters) and LineTerminator (line feed, carriage return, the line and paragraph separators).
- * None of them is a surrogate, so a code unit at a time reads as a code point at a time would.
+ * Whether a UTF-16 code unit is white space as `\s` reads it (so as `split(/\s+/u)` splits words):
+ * the service's white space and the byte order mark, which `\s` also counts. None of them is a
+ * surrogate, so a code unit at a time reads as a code point at a time would.
  */
-const isWhiteSpace = (unit: number): boolean =>
-  unit <= 0x20
-    ? unit === 0x20 || (unit >= 0x09 && unit <= 0x0d)
-    : unit >= 0xa0 &&
-      (unit === 0xa0 ||
-        unit === 0x1680 ||
-        (unit >= 0x2000 && unit <= 0x200a) ||
-        unit === 0x2028 ||
-        unit === 0x2029 ||
-        unit === 0x202f ||
-        unit === 0x205f ||
-        unit === 0x3000 ||
-        unit === 0xfeff);
+const isWhiteSpace = (unit: number): boolean => isWhiteSpaceUnit(unit) || unit === 0xfeff;
 
 /**
  * Words in a transcript, for the length estimate: the runs of characters between white space

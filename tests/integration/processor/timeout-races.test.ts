@@ -54,41 +54,35 @@ describe('processing deadline against the call actor', () => {
   });
   after(() => embedded.close());
 
-  test('settled by its actor, CallCompleted not stored by the deadline: the timer completes the call, charged once', async () => {
-    const { h } = embedded;
-    const { teamId, key } = await h.team();
-    completionsFailUntil = Date.now() + TIMEOUT_MS + 100;
-    const res = await h.ingest({ key, body: { transcript: 'Rep: Hello there.\nDana: Hi, glad to talk.' } });
-    assert.equal(res.statusCode, 201, res.body);
-    const { callId } = res.json<{ callId: string }>();
-    const events = await h.callEvents(callId, undefined, 15_000);
-    assert.deepEqual(
-      events.filter((e) => e.type === 'CallCompleted' || e.type === 'CallFailed').map((e) => e.type),
-      ['CallCompleted'],
-    );
-    const capacity = (await h.eventStore.readStream(`team-${teamId}`))
-      .filter((e) => (e.data as { callId?: string }).callId === callId)
-      .map((e) => e.type);
-    assert.deepEqual(capacity, ['CapacityReserved', 'CapacitySettled']);
-  });
-
-  test('an audio call its actor settled, CallCompleted not stored by the deadline: completed, charged once', async () => {
-    const { h } = embedded;
-    const { teamId, key } = await h.team();
-    completionsFailUntil = Date.now() + TIMEOUT_MS + 100;
-    const res = await h.ingest({ key, body: { audioUrl: 'https://example.com/rec.wav' } });
-    assert.equal(res.statusCode, 201, res.body);
-    const { callId } = res.json<{ callId: string }>();
-    const events = await h.callEvents(callId, undefined, 15_000);
-    assert.deepEqual(
-      events.filter((e) => e.type === 'CallCompleted' || e.type === 'CallFailed').map((e) => e.type),
-      ['CallCompleted'],
-    );
-    const capacity = (await h.eventStore.readStream(`team-${teamId}`))
-      .filter((e) => (e.data as { callId?: string }).callId === callId)
-      .map((e) => e.type);
-    assert.deepEqual(capacity, ['CapacityReserved', 'CapacitySettled']);
-  });
+  const cases = [
+    {
+      name: 'settled by its actor, CallCompleted not stored by the deadline: the timer completes the call, charged once',
+      body: { transcript: 'Rep: Hello there.\nDana: Hi, glad to talk.' },
+    },
+    {
+      name: 'an audio call its actor settled, CallCompleted not stored by the deadline: completed, charged once',
+      body: { audioUrl: 'https://example.com/rec.wav' },
+    },
+  ];
+  for (const { name, body } of cases) {
+    test(name, async () => {
+      const { h } = embedded;
+      const { teamId, key } = await h.team();
+      completionsFailUntil = Date.now() + TIMEOUT_MS + 100;
+      const res = await h.ingest({ key, body });
+      assert.equal(res.statusCode, 201, res.body);
+      const { callId } = res.json<{ callId: string }>();
+      const events = await h.callEvents(callId, undefined, 15_000);
+      assert.deepEqual(
+        events.filter((e) => e.type === 'CallCompleted' || e.type === 'CallFailed').map((e) => e.type),
+        ['CallCompleted'],
+      );
+      const capacity = (await h.eventStore.readStream(`team-${teamId}`))
+        .filter((e) => (e.data as { callId?: string }).callId === callId)
+        .map((e) => e.type);
+      assert.deepEqual(capacity, ['CapacityReserved', 'CapacitySettled']);
+    });
+  }
 });
 
 describe('a processing timeout that cannot be recorded', () => {

@@ -8,9 +8,8 @@
 import type { Logger } from 'pino';
 import { toRecord } from '../../shared/cloudevents.ts';
 import { CLOUD_EVENT_TYPES, isCallEventType } from '../../shared/domain/call/call-event-types.ts';
-import { type EventLog, type OutgoingRecord, UnknownTopicError } from '../../shared/ports/event-log.ts';
+import { type EventLog, type OutgoingRecord, RecordRefusedError } from '../../shared/ports/event-log.ts';
 import type { EventStore, RecordedEvent, Subscription } from '../../shared/ports/event-store.ts';
-import { isRetriableError } from '../../shared/ports/unavailable.ts';
 import { relayedEventsLeftOut } from '../../shared/observability/metrics.ts';
 import type { Topics } from '../../shared/topics.ts';
 import { inSpansPerItem } from '../../shared/observability/tracing.ts';
@@ -76,16 +75,21 @@ export const startCallEventsRelay = (deps: {
     },
   });
 
-/** A failure the log will answer the same way every time, for these records: not an outage, not a missing topic. */
-const refusesThem = (error: unknown): boolean => !isRetriableError(error) && !(error instanceof UnknownTopicError);
+/**
+ * The log refuses these records for what they are, and will every time. Only the port's own
+ * `RecordRefusedError` says so: any other failure, retriable or not (a Kafka server error, a
+ * missing authorization), may pass, and an event left out for it would be lost for good.
+ */
+const refusesThem = (error: unknown): boolean => error instanceof RecordRefusedError;
 
 /**
  * Publishes the batch. When the log refuses it for something in its records (a record too large
  * for the topic, say), each record is sent alone, and one the log refuses alone is left out and
  * logged (its event id, call and position): at every retry the same record would be refused again,
  * and the topic would stop for every call. Records before it may have been written twice; a
- * consumer deduplicates them by `ce_id`. An outage, or a missing topic, stops the relay until it
- * passes, as before.
+ * consumer deduplicates them by `ce_id`. Any other failure is thrown: an outage is retried in place,
+ * and anything else (a missing topic, a server error, not authorized) fails the subscription, which
+ * is restarted from its checkpoint and reported in readiness until the failure passes.
  */
 const publishAll = async (
   deps: { eventLog: EventLog; topics: Topics; logger: Logger },

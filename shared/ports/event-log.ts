@@ -162,3 +162,19 @@ export class UnknownTopicError extends Error {
     this.name = 'UnknownTopicError';
   }
 }
+
+/**
+ * The log refuses these records for what they are (Kafka: a record larger than the topic's
+ * `max.message.bytes`, or one the broker's validation rejects) and will refuse them the same way at
+ * every try; nothing of them is written. Only this error says so: the log's other refusals (not
+ * authorized, a server error) are about the log, not the records, may pass, and a caller that left
+ * records out for them would lose them. The SQL logs never raise it: they take any record.
+ */
+export class RecordRefusedError extends Error {
+  readonly code = 'RECORD_REFUSED';
+  readonly retriable = false;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'RecordRefusedError';
+  }
+}

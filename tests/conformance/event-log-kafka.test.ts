@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { createKafkaEventLog, TOPIC_MAX_MESSAGE_BYTES } from '../../shared/adapters/event-log/kafka-event-log.ts';
-import { EventLogUnavailableError } from '../../shared/ports/event-log.ts';
+import { EventLogUnavailableError, RecordRefusedError } from '../../shared/ports/event-log.ts';
 import { backend } from '../support/backends.ts';
 import { eventLogConformance } from './event-log.ts';
 
@@ -40,6 +40,9 @@ describe('Kafka event log: one record too large for the topic', { skip: b.skip }
           outcomes.map((o) => o.status),
           ['fulfilled', 'rejected', 'fulfilled'],
         );
+        // The one error a caller may leave records out for: the broker refuses them for what they are.
+        const refusal = (outcomes[1] as PromiseRejectedResult).reason as unknown;
+        assert.ok(refusal instanceof RecordRefusedError, String(refusal));
         const stored = await log.read(topic, { limit: 10 });
         assert.deepEqual(stored.map((r) => r.key).sort(), ['a', 'b']);
       } finally {

@@ -26,7 +26,7 @@ import type {
   RecordPosition,
   TopicSpec,
 } from '../../ports/event-log.ts';
-import { EventLogUnavailableError, UnknownTopicError } from '../../ports/event-log.ts';
+import { EventLogUnavailableError, RecordRefusedError, UnknownTopicError } from '../../ports/event-log.ts';
 import { GroupCommit } from '../group-commit.ts';
 import { KafkaConsumer, type KafkaConsumerSettings } from './kafka-consumer.ts';
 import { fixKafkajsRequestQueue } from './kafkajs-request-queue.ts';
@@ -149,14 +149,31 @@ const causes = (error: unknown): unknown[] => {
 };
 
 /**
- * kafkajs errors → port errors: an unknown topic → `UnknownTopicError`; connection failures,
- * timeouts and exhausted retries of transient errors → `EventLogUnavailableError`.
+ * Broker answers about the records themselves, the same at every try: a batch over the topic's
+ * `max.message.bytes` or the segment size, a record the broker's validation rejects (compaction
+ * without a key, say). kafkajs marks other answers non-retriable too (UNKNOWN_SERVER_ERROR, which is
+ * often transient; authorization and SASL failures, which an operator fixes): those are about the
+ * log, and are never taken for a refusal of the records.
+ */
+const RECORD_REFUSALS = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE', 'INVALID_RECORD']);
+
+/**
+ * kafkajs errors → port errors: an unknown topic → `UnknownTopicError`; records the broker refuses
+ * for what they are → `RecordRefusedError`; connection failures, timeouts and exhausted retries of
+ * transient errors → `EventLogUnavailableError`. Anything else is passed on as it is.
  */
 const toEventLogError = (error: unknown, topic?: string): unknown => {
-  if (error instanceof EventLogUnavailableError || error instanceof UnknownTopicError) return error;
+  if (
+    error instanceof EventLogUnavailableError ||
+    error instanceof UnknownTopicError ||
+    error instanceof RecordRefusedError
+  )
+    return error;
   const chain = causes(error);
   if (topic !== undefined && chain.some((e) => (e as { type?: unknown }).type === 'UNKNOWN_TOPIC_OR_PARTITION'))
     return new UnknownTopicError(topic);
+  if (chain.some((e) => RECORD_REFUSALS.has(String((e as { type?: unknown }).type))))
+    return new RecordRefusedError(`Kafka refused the records: ${(error as Error).message}`, { cause: error });
   const transient =
     chain.some(
       (e) => CONNECTION_ERRORS.has((e as Error).name) || NETWORK_CODES.has((e as { code?: string }).code ?? ''),
@@ -445,12 +462,16 @@ export class KafkaEventLog implements EventLog {
     );
     const pending = (records: Placed[]) => records.filter((r) => !failed.has(r.item));
 
-    /** Sends `records`; a refused request of several records is sent again in halves, one after the other. */
+    /**
+     * Sends `records`; a request refused for its records is sent again in halves, one after the
+     * other, to find the record refused alone. Any other refusal (unknown topic, not authorized, a
+     * server error) fails every publish in the request: halves would not help.
+     */
     const send = async (records: Placed[]): Promise<void> => {
       if (records.length === 0) return;
       const refused = await this.sendRequest(records, positions, written);
       if (refused === undefined) return;
-      if (records.length === 1 || refused instanceof UnknownTopicError) {
+      if (records.length === 1 || !(refused instanceof RecordRefusedError)) {
         for (const r of records) failed.set(r.item, refused);
         return;
       }
@@ -490,7 +511,8 @@ export class KafkaEventLog implements EventLog {
   /**
    * One produce request of `records`. Resolves with nothing once they are written (their positions
    * filled in), or with the error the broker refused them with (nothing of a one-partition request
-   * is written then). Throws `ProduceOutage` when the log is unreachable or the producer unusable.
+   * is written then): `RecordRefusedError` when it refused the records themselves. Throws
+   * `ProduceOutage` when the log is unreachable or the producer unusable.
    */
   private async sendRequest(
     records: Placed[],
@@ -520,7 +542,8 @@ export class KafkaEventLog implements EventLog {
         );
       }
       const mapped = toEventLogError(error, byTopic.size === 1 ? records[0]!.topic : undefined);
-      // The broker answered, refusing the records (too large, say): not written.
+      // The broker answered, refusing the records (too large, say) or the request (not authorized,
+      // a server error): not written.
       const refused = mapped instanceof UnknownTopicError || (!broken && !(mapped instanceof EventLogUnavailableError));
       this.unreachable = !refused;
       if (refused) return mapped instanceof Error ? mapped : new Error(String(mapped));

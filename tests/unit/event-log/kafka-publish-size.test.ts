@@ -17,7 +17,7 @@ import { toRecord } from '../../../shared/cloudevents.ts';
 import { ceSequence } from '../../../services/projections/call-events-relay.ts';
 import { TRANSCRIPT_MAX_BYTES } from '../../../shared/domain/submission/truncate-utf8.ts';
 import { SEGMENT_LIMITS, segmentsFromText } from '../../../shared/domain/transcript/transcript-segments.ts';
-import type { OutgoingRecord } from '../../../shared/ports/event-log.ts';
+import { type OutgoingRecord, RecordRefusedError } from '../../../shared/ports/event-log.ts';
 
 const TOPIC = 'calls.events.v1';
 const PARTITIONS = 3;
@@ -134,13 +134,38 @@ test('a record too large on its own fails its publish alone; the publishes besid
     outcomes.map((o) => o.status),
     ['fulfilled', 'rejected', 'fulfilled'],
   );
-  const refusal = (outcomes[1] as PromiseRejectedResult).reason as { type?: string };
-  assert.equal(refusal.type, 'MESSAGE_TOO_LARGE');
+  const refusal = (outcomes[1] as PromiseRejectedResult).reason as RecordRefusedError;
+  assert.ok(refusal instanceof RecordRefusedError, String(refusal));
+  assert.equal((refusal.cause as { type?: string }).type, 'MESSAGE_TOO_LARGE');
   const values = broker.partitions.flat().map((m) => String(m.value));
   assert.equal(values.filter((v) => /^[ab]\d+:/.test(v)).length, 12);
   assert.ok(!values.includes(huge.value));
   // The refused publish stops at its refused record: what came after it in the publish is not sent.
   assert.ok(!values.includes('after'), 'a record after the refused one was written');
+});
+
+test('a non-retriable answer not about the records (UNKNOWN_SERVER_ERROR) is passed on as it is, never as a refusal of the records, and the request is not cut in halves', async () => {
+  const broker = fakeBroker();
+  const serverError = new kafkajs.KafkaJSProtocolError(
+    Object.assign(new Error('The server experienced an unexpected error when processing the request'), {
+      type: 'UNKNOWN',
+      code: -1,
+      retriable: false,
+    }),
+  );
+  let requests = 0;
+  broker.producer.sendBatch = async () => {
+    requests++;
+    throw serverError;
+  };
+  const log = open(broker);
+  const error = await log.publish(TOPIC, records(6, 2)).then(
+    () => assert.fail('published'),
+    (e: unknown) => e,
+  );
+  assert.ok(!(error instanceof RecordRefusedError), String(error));
+  assert.equal(error, serverError);
+  assert.equal(requests, 1);
 });
 
 test("the largest valid call's largest record fits in a topic this log creates", async () => {

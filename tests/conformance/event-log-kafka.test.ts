@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { createKafkaEventLog, TOPIC_MAX_MESSAGE_BYTES } from '../../shared/adapters/event-log/kafka-event-log.ts';
+import { partitionForKey } from '../../shared/adapters/event-log/partitioner.ts';
 import { EventLogUnavailableError, RecordRefusedError } from '../../shared/ports/event-log.ts';
 import { backend } from '../support/backends.ts';
 import { eventLogConformance } from './event-log.ts';
@@ -82,6 +83,72 @@ describe('Kafka event log: records of one partition together larger than the top
           ['a', 'b', 'c'],
         );
         assert.ok(stored.every((r, i) => r.value === values[i]));
+      } finally {
+        await log.close();
+      }
+    },
+  );
+});
+
+describe('Kafka event log: a request of several partitions, one partition’s batch refused', { skip: b.skip }, () => {
+  // The broker writes the other partitions' batches; kafkajs rolls back their sequence numbers all
+  // the same. Sent again as it was, in halves, the broker answered OUT_OF_ORDER_SEQUENCE_NUMBER:
+  // every publish of the request failed, outcome unknown, again at every retry, duplicating the
+  // written records each time.
+  test(
+    'fails only the publish of the refused record; the others are written, and the log goes on',
+    { timeout: 60_000 },
+    async () => {
+      const log = await createKafkaEventLog({
+        brokers: b.url!.split(','),
+        clientId: 'event-log-partition-refused',
+        logLevel: 'nothing',
+        topicDefaults: { configEntries: [{ name: 'max.message.bytes', value: '2000' }] },
+      });
+      try {
+        const topic = `partition-refused-${randomUUID()}`;
+        await log.ensureTopics([{ name: topic, partitions: 3 }]);
+        // Read once and kept: the publishes below then reach the producer in the same turn.
+        await log.partitionCount(topic);
+        const keyOn = (partition: number) => {
+          for (let n = 0; ; n++)
+            if (partitionForKey(`call-${partition}-${n}`, 3) === partition) return `call-${partition}-${n}`;
+        };
+        const [a, c, huge] = [keyOn(0), keyOn(1), keyOn(2)];
+        const record = (key: string, id: string, size = 200) => ({
+          key,
+          value: `${id}:${'x'.repeat(size)}`,
+          headers: { ce_id: id },
+        });
+        // In one turn: one produce request of three partitions, the third's batch over 2000 bytes.
+        const outcomes = await Promise.allSettled([
+          // Halved across partitions, the first half would hold a0 and a1 but not a2: not the batch
+          // the broker wrote, so not taken for a duplicate of it.
+          log.publish(topic, [record(a, 'a0'), record(c, 'c0'), record(a, 'a1'), record(a, 'a2')]),
+          log.publish(topic, [record(huge, 'huge', 3000)]),
+          log.publish(topic, [record(c, 'c1')]),
+        ]);
+        assert.deepEqual(
+          outcomes.map((o) => o.status),
+          ['fulfilled', 'rejected', 'fulfilled'],
+          outcomes.map((o) => (o.status === 'rejected' ? String(o.reason) : 'written')).join('; '),
+        );
+        assert.ok((outcomes[1] as PromiseRejectedResult).reason instanceof RecordRefusedError);
+        // The producer's sequence numbers are right again: a partition written before takes more.
+        await log.publish(topic, [record(a, 'a3'), record(c, 'c2')]);
+
+        const stored = await log.read(topic, { limit: 100 });
+        const ids = (partition: number) => stored.filter((r) => r.partition === partition).map((r) => r.headers.ce_id!);
+        // Written again after the refusal (the request had written them): duplicates of one id,
+        // which a consumer drops; deduplicated, each key's records are in their order.
+        const firstSeen = (list: string[]) => list.filter((id, i) => list.indexOf(id) === i);
+        assert.deepEqual(firstSeen(ids(0)), ['a0', 'a1', 'a2', 'a3']);
+        assert.deepEqual(firstSeen(ids(1)), ['c0', 'c1', 'c2']);
+        assert.deepEqual(ids(2), []);
+        // The last copies are in order too: the resend is in order.
+        const lastSeen = (list: string[]) => list.filter((id, i) => list.lastIndexOf(id) === i);
+        assert.deepEqual(lastSeen(ids(0)), ['a0', 'a1', 'a2', 'a3']);
+        assert.deepEqual(lastSeen(ids(1)), ['c0', 'c1', 'c2']);
       } finally {
         await log.close();
       }

@@ -13,7 +13,9 @@
  * refused together (the call-events relay's 500 events of one publish, again at each retry: the
  * topic would stop). So records go out in produce requests of at most `maxRequestBytes`, one after
  * another (a key's records keep their order), and a request the broker refuses is sent again in
- * halves, down to single records: only a record refused on its own fails, and only its publish.
+ * halves, down to single records: only a record refused on its own fails, and only its publish. A
+ * refused request of several partitions is sent again one partition per request, by a new producer
+ * (see `produceNow`'s `send`).
  */
 import kafkajs from 'kafkajs';
 import type {
@@ -462,17 +464,41 @@ export class KafkaEventLog implements EventLog {
     );
     const pending = (records: Placed[]) => records.filter((r) => !failed.has(r.item));
 
+    /** Publishes with records in a refused request of several partitions: some may be written. */
+    const maybeWritten = new Set<PublishRequest>();
+
     /**
      * Sends `records`; a request refused for its records is sent again in halves, one after the
      * other, to find the record refused alone. Any other refusal (unknown topic, not authorized, a
      * server error) fails every publish in the request: halves would not help.
+     *
+     * A refused request of several partitions is never halved across them. The broker refuses a
+     * partition's batch whole but writes the other partitions' batches; kafkajs raises the first
+     * partition error and rolls back the sequence numbers of every partition of the request, the
+     * written ones too, so the next request to those would be answered OUT_OF_ORDER_SEQUENCE_NUMBER
+     * (a producer taken for broken, the publish retried whole, forever, its written records
+     * duplicated each time). So the producer is replaced first (`sendRequest`: a new id, fresh
+     * sequence numbers), then each partition's records go again in requests of that partition
+     * alone, halved within it, where kafkajs's rollback is right. The records the refused request
+     * did write are written again: consumers deduplicate them by `ce_id`. A key's records are in one
+     * partition, sent in their order, so each key keeps its order.
      */
     const send = async (records: Placed[]): Promise<void> => {
       if (records.length === 0) return;
-      const refused = await this.sendRequest(records, positions, written);
+      const refused = await this.sendRequest(records, positions, written, maybeWritten);
       if (refused === undefined) return;
       if (records.length === 1 || !(refused instanceof RecordRefusedError)) {
         for (const r of records) failed.set(r.item, refused);
+        return;
+      }
+      const byPartition = new Map<string, Placed[]>();
+      for (const r of records) {
+        const key = `${r.topic}\u0000${r.partition}`;
+        byPartition.set(key, [...(byPartition.get(key) ?? []), r]);
+      }
+      if (byPartition.size > 1) {
+        for (const r of records) maybeWritten.add(r.item);
+        for (const partition of byPartition.values()) await send(pending(partition));
         return;
       }
       const half = Math.ceil(records.length / 2);
@@ -494,7 +520,7 @@ export class KafkaEventLog implements EventLog {
       const reason = (cause as Error).message;
       const outcomeOf = (item: PublishRequest): Error => {
         if (sentIn.has(item) && outcome.outcomeUnknown) return outcome;
-        if (written.has(item))
+        if (written.has(item) || maybeWritten.has(item))
           return new EventLogUnavailableError(`Kafka publish failed part way, its first records written: ${reason}`, {
             cause,
             outcomeUnknown: true,
@@ -512,13 +538,31 @@ export class KafkaEventLog implements EventLog {
    * One produce request of `records`. Resolves with nothing once they are written (their positions
    * filled in), or with the error the broker refused them with (nothing of a one-partition request
    * is written then): `RecordRefusedError` when it refused the records themselves. Throws
-   * `ProduceOutage` when the log is unreachable or the producer unusable.
+   * `ProduceOutage` when the log is unreachable or the producer unusable. After a refusal of a
+   * request of several partitions the producer's sequence numbers are wrong (see `send`): it is
+   * replaced before the next request.
    */
   private async sendRequest(
     records: Placed[],
     positions: Map<PublishRequest, RecordPosition[]>,
     written: Map<PublishRequest, number>,
+    maybeWritten: ReadonlySet<PublishRequest>,
   ): Promise<Error | undefined> {
+    if (this.producerBroken) {
+      try {
+        await this.replaceProducer();
+      } catch (error) {
+        const sentIn = new Set(records.filter((r) => maybeWritten.has(r.item)).map((r) => r.item));
+        throw new ProduceOutage(
+          error,
+          sentIn,
+          new EventLogUnavailableError(
+            `Kafka publish failed, the records may have been written: no new producer: ${(error as Error).message}`,
+            { cause: error, outcomeUnknown: true },
+          ),
+        );
+      }
+    }
     const byTopic = new Map<string, kafkajs.Message[]>();
     for (const r of records) {
       const messages = byTopic.get(r.topic) ?? [];
@@ -546,6 +590,8 @@ export class KafkaEventLog implements EventLog {
       // a server error): not written.
       const refused = mapped instanceof UnknownTopicError || (!broken && !(mapped instanceof EventLogUnavailableError));
       this.unreachable = !refused;
+      // kafkajs rolled back the sequence numbers of every partition of the request, the written ones too.
+      if (refused && new Set(records.map((r) => `${r.topic}\u0000${r.partition}`)).size > 1) this.producerBroken = true;
       if (refused) return mapped instanceof Error ? mapped : new Error(String(mapped));
       const sentIn = new Set(records.map((r) => r.item));
       // The log was already unreachable when this request began, and still refuses connections:

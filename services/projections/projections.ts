@@ -185,11 +185,14 @@ export const startProjections = (options: ProjectionsOptions): Projections => {
   const { eventStore, eventLog, readModels, topics } = options;
 
   const publisher = new DealOutcomePublisher(readModels, eventLog, topics, log, options.personalData);
+  const personalDataOf = options.personalData;
   const webhookDelivery = new WebhookDeliveryWorker(
     readModels.webhooks,
     eventStore,
     log.child({ component: 'webhook-delivery' }),
     options.webhookDelivery,
+    // An erased call's deliveries are dropped unsent, though the webhook projection lags behind.
+    { erased: personalDataOf ? (callId) => personalDataOf.destroyed(callId) : undefined },
   );
   const isSkipped = (projection: SkippableProjection) => async (position: bigint) =>
     (await skippedPositions(eventStore, projection)).has(position);

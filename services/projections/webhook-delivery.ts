@@ -9,6 +9,12 @@
  * no more than a team's room), so a slow or dead receiver holds its own team's slots only,
  * never another team's deliveries. Deliveries of one webhook and call go out in order (a claim
  * never takes one while an earlier one of the same call is pending).
+ *
+ * A delivery whose body holds a call's personal fields (every type but `call.erased` and
+ * `webhook.test`) is sent only while the call's data key exists: once DELETE /api/calls/:callId
+ * has destroyed it, the call's deliveries leave the outbox here and are not sent. The projection
+ * removes them too when it applies CallErased, but it may lag (or be halted), and a pending retry
+ * must not send erased data meanwhile (docs/decisions/0014-erasure-crypto-shredding.md).
  */
 import type { Logger } from 'pino';
 import { signWebhook } from '../../shared/adapters/webhooks/webhook-signature.ts';
@@ -53,6 +59,15 @@ export interface WebhookDeliveryOptions {
   send?: SendWebhook;
 }
 
+/** Notification types whose body holds a call's personal fields (its subject is the call id). */
+const PERSONAL_DELIVERY_TYPES: ReadonlySet<string> = new Set(['call.completed', 'call.failed', 'deal.outcome.updated']);
+
+/** What the worker reads before it sends. */
+export interface WebhookDeliveryChecks {
+  /** Whether the call's data key was destroyed (the call is erased); no check when absent. */
+  erased?: (callId: string) => Promise<boolean>;
+}
+
 export class WebhookDeliveryWorker {
   private readonly schedule: readonly number[];
   private readonly send: SendWebhook;
@@ -71,6 +86,7 @@ export class WebhookDeliveryWorker {
     eventStore: EventStore,
     private readonly log: Logger,
     options: WebhookDeliveryOptions = {},
+    private readonly checks: WebhookDeliveryChecks = {},
   ) {
     this.schedule = options.retryScheduleMs ?? DEFAULT_WEBHOOK_RETRY_SCHEDULE_MS;
     const timeoutMs = options.timeoutMs ?? WEBHOOK_TIMEOUT_MS;
@@ -143,6 +159,18 @@ export class WebhookDeliveryWorker {
   }
 
   private async attempt(delivery: ClaimedDelivery): Promise<void> {
+    const log = this.log.child({
+      webhookId: delivery.webhookId,
+      deliveryId: delivery.deliveryId,
+      teamId: delivery.teamId,
+    });
+    try {
+      if (!(await this.mayBeSent(delivery))) return;
+    } catch (error) {
+      // Not sent: the lease lapses and the delivery is claimed and checked again.
+      log.warn({ err: error }, 'a webhook delivery could not be checked before sending; it will be tried again');
+      return;
+    }
     const at = new Date();
     const timestamp = Math.floor(at.getTime() / 1000);
     const headers = {
@@ -163,11 +191,6 @@ export class WebhookDeliveryWorker {
     } catch (error) {
       outcome = this.retry(delivery, null, (error as Error).message);
     }
-    const log = this.log.child({
-      webhookId: delivery.webhookId,
-      deliveryId: delivery.deliveryId,
-      teamId: delivery.teamId,
-    });
     // Abandoned by a stop: nothing is recorded, its lease lapses, another start attempts it again.
     if (this.stopping.signal.aborted && outcome.kind !== 'delivered') return;
     try {
@@ -192,6 +215,23 @@ export class WebhookDeliveryWorker {
       // The lease lapses and the delivery is attempted again: at least once.
       log.warn({ err: error }, 'the outcome of a webhook attempt could not be recorded; it will be attempted again');
     }
+  }
+
+  /**
+   * Whether the claimed delivery may be sent now. A delivery of an erased call is not: the call's
+   * deliveries but its `call.erased` notice are deleted, as the projection will when it reaches
+   * CallErased, so the listing shows what it shows after an erasure.
+   */
+  private async mayBeSent(delivery: ClaimedDelivery): Promise<boolean> {
+    if (PERSONAL_DELIVERY_TYPES.has(delivery.type) && (await this.checks.erased?.(delivery.subject))) {
+      await this.store.forgetSubject(delivery.subject);
+      this.log.info(
+        { webhookId: delivery.webhookId, deliveryId: delivery.deliveryId, callId: delivery.subject },
+        'webhook delivery of an erased call dropped unsent',
+      );
+      return false;
+    }
+    return true;
   }
 
   private retry(delivery: ClaimedDelivery, statusCode: number | null, error: string): AttemptOutcome {

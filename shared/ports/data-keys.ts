@@ -14,6 +14,11 @@ export interface DataKeyStore {
   obtain(callId: string): Promise<Buffer | undefined>;
   /** The call's key; undefined when it has none or it was destroyed. */
   find(callId: string): Promise<Buffer | undefined>;
+  /**
+   * Whether the call's key was destroyed (its tombstone is stored). Unlike `find`, it tells an
+   * erased call from one that never had a key (a call stored before encryption existed).
+   */
+  destroyed(callId: string): Promise<boolean>;
   /** Destroys the call's key for good (a tombstone stays, so it is never made again). Idempotent. */
   destroy(callId: string): Promise<void>;
   /** Releases what the adapter opened (not a database handle it was given). */

@@ -62,6 +62,9 @@ export interface ClaimedDelivery {
   webhookId: string;
   teamId: string;
   eventId: string;
+  type: WebhookDeliveryType;
+  /** The call id (a webhook id for `webhook.test`): what the worker checks before it sends. */
+  subject: string;
   url: string;
   body: string;
   /** Secrets that sign this attempt: the current one, and a rotated-out one still in its overlap. */
@@ -102,6 +105,12 @@ export interface WebhookStore {
   ): Promise<ClaimedDelivery[]>;
   /** Records an attempt's outcome and ends the lease. */
   recordAttempt(deliveryId: string, outcome: AttemptOutcome, at: Date): Promise<void>;
+  /**
+   * Deletes the deliveries of `subject` (a call id) but its `call.erased` notice, as the projection
+   * does when it applies CallErased: the worker calls it once it sees the call's data key destroyed,
+   * so a body holding erased personal data is never sent while the projection lags behind.
+   */
+  forgetSubject(subject: string): Promise<void>;
   /** The webhook's deliveries, newest first. @throws InvalidQueryError for a cursor it did not issue. */
   deliveries(
     webhookId: string,

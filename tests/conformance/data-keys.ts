@@ -101,6 +101,14 @@ export const dataKeysConformance = (name: string, factory: DataKeysFactory, opti
         assert.deepEqual([a, b, c], [undefined, undefined, undefined]);
         assert.equal(hex(d), hex(keptKey));
         assert.equal(hex(e), hex(keptKey));
+        // Only a tombstone reads as destroyed: a call without a key is not an erased one.
+        const never = callId();
+        assert.deepEqual(await Promise.all([erased, neverMade, kept, never].map((id) => keys.destroyed(id))), [
+          true,
+          true,
+          false,
+          false,
+        ]);
       });
     });
 

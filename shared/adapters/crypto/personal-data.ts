@@ -29,6 +29,12 @@ export interface PersonalData {
   opened(callId: string, type: string, data: Json): Promise<{ data: Json; erased: boolean }>;
   /** Whether a payload carries sealed fields. */
   isSealed(data: Json): boolean;
+  /**
+   * Whether the call's key was destroyed (the call is erased). Asks the key store unless this
+   * process knows it destroyed: a key found earlier is no answer, since another process may have
+   * erased the call since.
+   */
+  destroyed(callId: string): Promise<boolean>;
   /** Destroys the call's key: every sealed copy of its personal fields is unreadable from now on. */
   erase(callId: string): Promise<void>;
   close(): Promise<void>;
@@ -109,6 +115,12 @@ export const createPersonalData = (keys: DataKeyStore): PersonalData => {
       return { data: mergePersonal(type, rest, personal), erased: false };
     },
     isSealed: (data) => sealedOf(data) !== undefined,
+    async destroyed(callId) {
+      if (cache.get(callId) === null) return true;
+      if (!(await keys.destroyed(callId))) return false;
+      remember(callId, null);
+      return true;
+    },
     async erase(callId) {
       await keys.destroy(callId);
       remember(callId, null);

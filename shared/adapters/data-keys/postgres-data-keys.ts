@@ -117,6 +117,13 @@ export const createPostgresDataKeys = async (options: PostgresOptions, kek: Ciph
   return {
     obtain: (callId) => creations.submit(callId),
     find: (callId) => lookups.submit(callId),
+    async destroyed(callId) {
+      const rows = await query<{ erased: boolean }>(
+        'SELECT erased_at IS NOT NULL AS erased FROM data_keys WHERE call_id = $1',
+        [callId],
+      );
+      return rows[0]?.erased === true;
+    },
     async destroy(callId) {
       await query(
         `INSERT INTO data_keys (call_id, wrapped, erased_at) VALUES ($1, NULL, now())

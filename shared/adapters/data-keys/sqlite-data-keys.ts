@@ -44,6 +44,9 @@ export const createSqliteDataKeys = (
   const select = reader.prepare<[string], { wrapped: Buffer | null }>(
     'SELECT wrapped FROM data_keys WHERE call_id = ?',
   );
+  const selectErased = reader.prepare<[string], { erased_at: number | null }>(
+    'SELECT erased_at FROM data_keys WHERE call_id = ?',
+  );
   const selectWriter = db.prepare<[string], { wrapped: Buffer | null }>(
     'SELECT wrapped FROM data_keys WHERE call_id = ?',
   );
@@ -89,6 +92,13 @@ export const createSqliteDataKeys = (
     async find(callId) {
       try {
         return unwrap(callId, select.get(callId));
+      } catch (error) {
+        throw translate(error);
+      }
+    },
+    async destroyed(callId) {
+      try {
+        return (selectErased.get(callId)?.erased_at ?? null) !== null;
       } catch (error) {
         throw translate(error);
       }

@@ -11,6 +11,7 @@ import { ensureFirstVersion, lockVersion, readCheckpoint, translated } from './p
 import {
   batchSteps,
   claimed,
+  type ClaimedRow,
   decodeCursor,
   deliveryIdOf,
   type DeliveryRow,
@@ -59,8 +60,6 @@ const TABLES = `
   CREATE INDEX IF NOT EXISTS webhook_deliveries_webhook ON webhook_deliveries (webhook_id, seq);
   CREATE INDEX IF NOT EXISTS webhook_deliveries_by_subject ON webhook_deliveries (subject);
 `;
-
-type ClaimedRow = WebhookRow & { delivery_id: string; event_id: string; body: string; attempts: number };
 
 export const createPostgresWebhooks = async (pool: pg.Pool): Promise<WebhookStore> => {
   await translated(() =>
@@ -199,9 +198,9 @@ export const createPostgresWebhooks = async (pool: pg.Pool): Promise<WebhookStor
            ), leased AS (
              UPDATE webhook_deliveries d SET lease_until = $5 FROM candidates c
               WHERE d.seq = c.seq AND d.status = 'pending' AND (d.lease_until IS NULL OR d.lease_until <= $1)
-             RETURNING d.seq, d.delivery_id, d.event_id, d.body, d.attempts, d.webhook_id
+             RETURNING d.seq, d.delivery_id, d.event_id, d.type, d.subject, d.body, d.attempts, d.webhook_id
            )
-           SELECT w.*, l.delivery_id, l.event_id, l.body, l.attempts FROM leased l JOIN webhooks w ON w.webhook_id = l.webhook_id ORDER BY l.seq`,
+           SELECT w.*, l.delivery_id, l.event_id, l.type, l.subject, l.body, l.attempts FROM leased l JOIN webhooks w ON w.webhook_id = l.webhook_id ORDER BY l.seq`,
           [at, JSON.stringify(inFlight), perTeam, limit, at + leaseMs],
         );
         return rows.map((row) => claimed(row, now));
@@ -213,6 +212,11 @@ export const createPostgresWebhooks = async (pool: pg.Pool): Promise<WebhookStor
           'UPDATE webhook_deliveries SET status = $1, attempts = attempts + 1, last_status_code = $2, last_error = $3, next_attempt_at = $4, delivered_at = $5, lease_until = NULL WHERE delivery_id = $6',
           [c.status, c.statusCode, c.error, c.nextAttemptAt, c.deliveredAt, deliveryId],
         ),
+      );
+    },
+    async forgetSubject(subject) {
+      await translated(() =>
+        pool.query("DELETE FROM webhook_deliveries WHERE subject = $1 AND type <> 'call.erased'", [subject]),
       );
     },
     deliveries: (webhookId, { status, limit, cursor }) =>

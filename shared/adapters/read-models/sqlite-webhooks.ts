@@ -14,6 +14,7 @@ import type { SqliteVersions } from './sqlite-versions.ts';
 import {
   batchSteps,
   claimed,
+  type ClaimedRow,
   decodeCursor,
   deliveryIdOf,
   type DeliveryRow,
@@ -92,11 +93,8 @@ export const createSqliteWebhooks = (db: SqliteDb, versions: SqliteVersions): We
        ) WHERE n <= :perTeam - coalesce((SELECT value FROM json_each(:inFlight) WHERE key = team_id), 0) ORDER BY next_attempt_at, seq LIMIT :limit`,
     ),
     lease: db.prepare('UPDATE webhook_deliveries SET lease_until = ? WHERE seq = ?'),
-    claimedRow: db.prepare<
-      [number],
-      WebhookRow & { delivery_id: string; event_id: string; body: string; attempts: number }
-    >(
-      `SELECT w.*, d.delivery_id, d.event_id, d.body, d.attempts FROM webhook_deliveries d JOIN webhooks w ON w.webhook_id = d.webhook_id WHERE d.seq = ?`,
+    claimedRow: db.prepare<[number], ClaimedRow>(
+      `SELECT w.*, d.delivery_id, d.event_id, d.type, d.subject, d.body, d.attempts FROM webhook_deliveries d JOIN webhooks w ON w.webhook_id = d.webhook_id WHERE d.seq = ?`,
     ),
     record: db.prepare(
       `UPDATE webhook_deliveries SET status = ?, attempts = attempts + 1, last_status_code = ?, last_error = ?, next_attempt_at = ?, delivered_at = ?, lease_until = NULL WHERE delivery_id = ?`,
@@ -220,6 +218,12 @@ export const createSqliteWebhooks = (db: SqliteDb, versions: SqliteVersions): We
     async recordAttempt(deliveryId, outcome, at) {
       const c = outcomeColumns(outcome, at);
       await write(() => q.record.run(c.status, c.statusCode, c.error, c.nextAttemptAt, c.deliveredAt, deliveryId));
+    },
+    async forgetSubject(subject) {
+      await write(() => {
+        q.forgetSubject.run(subject);
+        requestWalScrub(db);
+      });
     },
     async deliveries(webhookId, { status, limit, cursor }) {
       const before = decodeCursor(cursor);

@@ -80,14 +80,23 @@ export const signingSecrets = (
     ? [row.secret, row.previous_secret]
     : [row.secret];
 
-export const claimed = (
-  row: WebhookRow & { delivery_id: string; event_id: string; body: string; attempts: number },
-  now: Date,
-): ClaimedDelivery => ({
+/** A claimed delivery's row: its webhook's columns and the delivery's own. */
+export type ClaimedRow = WebhookRow & {
+  delivery_id: string;
+  event_id: string;
+  type: WebhookDeliveryType;
+  subject: string;
+  body: string;
+  attempts: number;
+};
+
+export const claimed = (row: ClaimedRow, now: Date): ClaimedDelivery => ({
   deliveryId: row.delivery_id,
   webhookId: row.webhook_id,
   teamId: row.team_id,
   eventId: row.event_id,
+  type: row.type,
+  subject: row.subject,
   url: row.url,
   body: row.body,
   secrets: signingSecrets(row, now),

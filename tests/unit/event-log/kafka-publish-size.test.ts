@@ -181,6 +181,7 @@ test("the largest valid call's largest record fits in a topic this log creates",
   const personalData = createPersonalData({
     obtain: async () => key,
     find: async () => key,
+    destroyed: async () => false,
     destroy: async () => undefined,
     close: async () => undefined,
   });

@@ -113,6 +113,9 @@ const memoryKeys = (): DataKeyStore => {
     async find(callId) {
       return keys.get(callId) ?? undefined;
     },
+    async destroyed(callId) {
+      return keys.get(callId) === null;
+    },
     async destroy(callId) {
       keys.set(callId, null);
     },

@@ -1,0 +1,143 @@
+/**
+ * What the webhook delivery worker checks before it sends, with the projections it depends on held
+ * back (embedded, no servers): a pending retry of an erased call's delivery is not sent, though the
+ * webhook projection has not applied CallErased yet.
+ */
+import assert from 'node:assert/strict';
+import { after, test } from 'node:test';
+import { createPersonalData } from '../../../shared/adapters/crypto/personal-data.ts';
+import { createSqliteDataKeys } from '../../../shared/adapters/data-keys/sqlite-data-keys.ts';
+import { createSqliteEventLog } from '../../../shared/adapters/event-log/sql-event-log.ts';
+import { createSealedEventStore } from '../../../shared/adapters/event-store/sealed-event-store.ts';
+import { createSqliteEventStore } from '../../../shared/adapters/event-store/sqlite-event-store.ts';
+import { createSqliteReadModels } from '../../../shared/adapters/read-models/sqlite-read-models.ts';
+import { openSqlite } from '../../../shared/adapters/sqlite/sqlite-database.ts';
+import type { RecordedEvent } from '../../../shared/ports/event-store.ts';
+import type { ProjectionWriter } from '../../../shared/ports/read-models.ts';
+import type { WebhookStore } from '../../../shared/ports/webhook-store.ts';
+import { TEST_KEY_ENCRYPTION_KEY } from '../../support/embedded-pipeline.ts';
+import { eventually } from '../../support/eventually.ts';
+import { createPipelineHarness, type PipelineOptions } from '../../support/pipeline-harness.ts';
+import { tempDir } from '../../support/temp-dir.ts';
+import { startWebhookReceiver } from '../../support/webhook-receiver.ts';
+
+const TRANSCRIPT = 'Rep: Hi Dana, what do you use today?\nDana: Spreadsheets.';
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Holds a projection's batches that hold an event of `type` until `release()`. */
+type Applies = { apply(events: readonly RecordedEvent[], ...rest: never[]): Promise<void> };
+const holdBatches = (writer: ProjectionWriter | WebhookStore, type: string) => {
+  let held = true;
+  const target = writer as Applies;
+  const apply = target.apply.bind(target);
+  target.apply = async (events, ...rest) => {
+    while (held && events.some((e) => e.type === type)) await sleep(20);
+    return apply(events, ...rest);
+  };
+  return {
+    release: () => {
+      held = false;
+    },
+  };
+};
+
+/** The embedded pipeline with erasure, its read models exposed so a test can hold a projection back. */
+const openPipeline = async (
+  hold: (readModels: ReturnType<typeof createSqliteReadModels>) => void,
+  options: PipelineOptions,
+) => {
+  const dir = tempDir();
+  const opened = openSqlite(dir.path);
+  const storedEvents = createSqliteEventStore(opened.db);
+  const personalData = createPersonalData(createSqliteDataKeys(opened.db, TEST_KEY_ENCRYPTION_KEY));
+  const eventStore = createSealedEventStore(storedEvents, personalData);
+  const eventLog = createSqliteEventLog(opened.db);
+  const readModels = createSqliteReadModels(opened.db);
+  hold(readModels);
+  const h = await createPipelineHarness(
+    { eventStore, eventLog, readModels, personalData, storedEvents },
+    {},
+    {
+      sharedDatabase: true,
+      erasure: true,
+      ...options,
+    },
+  );
+  const close = async () => {
+    await h.close();
+    await readModels.close();
+    await eventLog.close();
+    await personalData.close();
+    await eventStore.close();
+    opened.close();
+    dir.remove();
+  };
+  return { h, readModels, close };
+};
+
+test('a pending retry of an erased call is not sent while the webhook projection has not applied CallErased', async (t) => {
+  let webhooksHold: { release: () => void } | undefined;
+  const { h, close } = await openPipeline(
+    (readModels) => {
+      webhooksHold = holdBatches(readModels.webhooks, 'CallErased');
+    },
+    // The first retry comes after the DELETE below.
+    { webhookDelivery: { retryScheduleMs: [1_500, 100, 100], timeoutMs: 3_000 } },
+  );
+  const receiver = await startWebhookReceiver();
+  after(async () => {
+    webhooksHold?.release();
+    await receiver.close();
+    await close();
+  });
+  receiver.respondWith(() => 500);
+  const { teamId, key } = await h.team();
+  const created = await h.admin('POST', `/api/admin/teams/${teamId}/webhooks`, {
+    url: receiver.url('/erased'),
+    events: ['deal.outcome.updated', 'call.erased'],
+  });
+  assert.equal(created.statusCode, 201, created.body);
+  const { webhookId } = created.json<{ webhookId: string }>();
+  await eventually(async () =>
+    assert.ok((await h.admin('GET', `/api/admin/teams/${teamId}/webhooks`)).body.includes(webhookId)),
+  );
+
+  const personal = `PERSONAL-NOTE-${Date.now()}`;
+  const accepted = await h.ingest({
+    key,
+    body: { transcript: TRANSCRIPT, repName: 'Sam Secret', dealSize: 5, dealNotes: personal },
+  });
+  assert.equal(accepted.statusCode, 201, accepted.body);
+  const { callId } = accepted.json<{ callId: string }>();
+  const [first] = await receiver.waitFor(1, (r) => r.json.type === 'deal.outcome.updated', 10_000);
+  assert.ok(first!.body.includes(personal), 'the first attempt carried the deal notes');
+
+  const erased = await h.ingress.app.inject({
+    method: 'DELETE',
+    url: `/api/calls/${callId}`,
+    headers: { 'x-api-key': key },
+  });
+  assert.equal(erased.statusCode, 202, erased.body);
+  const sentBefore = receiver.received.length;
+  receiver.respondWith(() => 200);
+  // Past every retry of the schedule.
+  await sleep(2_500);
+  const later = receiver.received.slice(sentBefore);
+  assert.deepEqual(
+    later.filter((r) => r.body.includes(personal) || r.body.includes('Sam Secret')).map((r) => r.json.type),
+    [],
+    'no delivery after the erasure carries its personal data',
+  );
+  const listing = await h.admin('GET', `/api/admin/teams/${teamId}/webhooks/${webhookId}/deliveries`);
+  assert.ok(
+    !listing.body.includes('deal.outcome.updated'),
+    `the erased call's delivery left the outbox: ${listing.body}`,
+  );
+
+  // Once the projection applies CallErased, the notice goes out, and nothing personal with it.
+  webhooksHold!.release();
+  const [notice] = await receiver.waitFor(1, (r) => r.json.type === 'call.erased', 10_000);
+  assert.equal(notice!.json.data.callId, callId);
+  assert.ok(!receiver.received.slice(sentBefore).some((r) => r.body.includes(personal)));
+  t.diagnostic(`${receiver.received.length} requests received`);
+});

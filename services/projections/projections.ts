@@ -192,7 +192,11 @@ export const startProjections = (options: ProjectionsOptions): Projections => {
     log.child({ component: 'webhook-delivery' }),
     options.webhookDelivery,
     // An erased call's deliveries are dropped unsent, though the webhook projection lags behind.
-    { erased: personalDataOf ? (callId) => personalDataOf.destroyed(callId) : undefined },
+    // A deal.outcome.updated goes out once its deal record is written, as the topic's does.
+    {
+      erased: personalDataOf ? (callId) => personalDataOf.destroyed(callId) : undefined,
+      dealRecord: (callId) => readModels.deals.get(callId),
+    },
   );
   const isSkipped = (projection: SkippableProjection) => async (position: bigint) =>
     (await skippedPositions(eventStore, projection)).has(position);

@@ -15,6 +15,11 @@
  * has destroyed it, the call's deliveries leave the outbox here and are not sent. The projection
  * removes them too when it applies CallErased, but it may lag (or be halted), and a pending retry
  * must not send erased data meanwhile (docs/decisions/0014-erasure-crypto-shredding.md).
+ *
+ * A `deal.outcome.updated` is sent only once the deal projection has written its deal record (the
+ * spec: the event is emitted after the deal write succeeds). The webhook projection queues it from
+ * DealRecorded on its own checkpoint, so it may be queued before the deal record exists; until it
+ * does the delivery is postponed by `DEAL_RECORD_WAIT_MS`, spending no attempt, never failed.
  */
 import type { Logger } from 'pino';
 import { signWebhook } from '../../shared/adapters/webhooks/webhook-signature.ts';
@@ -43,6 +48,8 @@ export const DEFAULT_WEBHOOK_RETRY_SCHEDULE_MS = [
   24 * 3600e3,
 ];
 export const WEBHOOK_TIMEOUT_MS = 10_000;
+/** How long a deal.outcome.updated whose deal record is not written yet waits before it is looked at again. */
+export const DEAL_RECORD_WAIT_MS = 250;
 export const WEBHOOK_MAX_RESPONSE_BYTES = 64 * 1024;
 
 export interface WebhookDeliveryOptions {
@@ -66,6 +73,8 @@ const PERSONAL_DELIVERY_TYPES: ReadonlySet<string> = new Set(['call.completed', 
 export interface WebhookDeliveryChecks {
   /** Whether the call's data key was destroyed (the call is erased); no check when absent. */
   erased?: (callId: string) => Promise<boolean>;
+  /** The call's deal record as the deals read model has it (deals.get); no check when absent. */
+  dealRecord?: (callId: string) => Promise<{ eventId: string; recordedAt: string } | undefined>;
 }
 
 export class WebhookDeliveryWorker {
@@ -220,7 +229,8 @@ export class WebhookDeliveryWorker {
   /**
    * Whether the claimed delivery may be sent now. A delivery of an erased call is not: the call's
    * deliveries but its `call.erased` notice are deleted, as the projection will when it reaches
-   * CallErased, so the listing shows what it shows after an erasure.
+   * CallErased, so the listing shows what it shows after an erasure. A deal.outcome.updated whose deal
+   * record is not written yet is not either: it is postponed, its attempts unchanged.
    */
   private async mayBeSent(delivery: ClaimedDelivery): Promise<boolean> {
     if (PERSONAL_DELIVERY_TYPES.has(delivery.type) && (await this.checks.erased?.(delivery.subject))) {
@@ -231,7 +241,24 @@ export class WebhookDeliveryWorker {
       );
       return false;
     }
+    if (delivery.type === 'deal.outcome.updated' && !(await this.dealWritten(delivery))) {
+      await this.store.postpone(delivery.deliveryId, new Date(Date.now() + DEAL_RECORD_WAIT_MS));
+      return false;
+    }
     return true;
+  }
+
+  /**
+   * Whether the deal write the delivery tells of is in the deals read model: its record, or a later
+   * one of the same call (a later write replaces the record, so its own is never seen again).
+   */
+  private async dealWritten(delivery: ClaimedDelivery): Promise<boolean> {
+    if (!this.checks.dealRecord) return true;
+    const record = await this.checks.dealRecord(delivery.subject);
+    if (!record) return false;
+    if (record.eventId === delivery.eventId) return true;
+    const told = (JSON.parse(delivery.body) as { data?: { recordedAt?: string } }).data?.recordedAt;
+    return told !== undefined && Date.parse(record.recordedAt) >= Date.parse(told);
   }
 
   private retry(delivery: ClaimedDelivery, statusCode: number | null, error: string): AttemptOutcome {

@@ -106,6 +106,11 @@ export interface WebhookStore {
   /** Records an attempt's outcome and ends the lease. */
   recordAttempt(deliveryId: string, outcome: AttemptOutcome, at: Date): Promise<void>;
   /**
+   * Ends the lease of a pending delivery and makes it due at `until`, its attempts unchanged: it
+   * was not attempted (what it tells of is not written yet), so it spends none of its schedule.
+   */
+  postpone(deliveryId: string, until: Date): Promise<void>;
+  /**
    * Deletes the deliveries of `subject` (a call id) but its `call.erased` notice, as the projection
    * does when it applies CallErased: the worker calls it once it sees the call's data key destroyed,
    * so a body holding erased personal data is never sent while the projection lags behind.

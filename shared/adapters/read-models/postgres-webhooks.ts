@@ -214,6 +214,14 @@ export const createPostgresWebhooks = async (pool: pg.Pool): Promise<WebhookStor
         ),
       );
     },
+    async postpone(deliveryId, until) {
+      await translated(() =>
+        pool.query(
+          "UPDATE webhook_deliveries SET next_attempt_at = $1, lease_until = NULL WHERE delivery_id = $2 AND status = 'pending'",
+          [until.getTime(), deliveryId],
+        ),
+      );
+    },
     async forgetSubject(subject) {
       await translated(() =>
         pool.query("DELETE FROM webhook_deliveries WHERE subject = $1 AND type <> 'call.erased'", [subject]),

@@ -105,6 +105,9 @@ export const createSqliteWebhooks = (db: SqliteDb, versions: SqliteVersions): We
     >(
       `SELECT * FROM webhook_deliveries WHERE webhook_id = :webhookId AND (:status IS NULL OR status = :status) AND (:before IS NULL OR seq < :before) ORDER BY seq DESC LIMIT :limit`,
     ),
+    postpone: db.prepare(
+      "UPDATE webhook_deliveries SET next_attempt_at = ?, lease_until = NULL WHERE delivery_id = ? AND status = 'pending'",
+    ),
     redeliver: db.prepare(
       `UPDATE webhook_deliveries SET status = 'pending', attempts = 0, next_attempt_at = ?, delivered_at = NULL WHERE webhook_id = ? AND delivery_id = ?`,
     ),
@@ -218,6 +221,9 @@ export const createSqliteWebhooks = (db: SqliteDb, versions: SqliteVersions): We
     async recordAttempt(deliveryId, outcome, at) {
       const c = outcomeColumns(outcome, at);
       await write(() => q.record.run(c.status, c.statusCode, c.error, c.nextAttemptAt, c.deliveredAt, deliveryId));
+    },
+    async postpone(deliveryId, until) {
+      await write(() => q.postpone.run(until.getTime(), deliveryId));
     },
     async forgetSubject(subject) {
       await write(() => {

@@ -1,7 +1,8 @@
 /**
  * What the webhook delivery worker checks before it sends, with the projections it depends on held
  * back (embedded, no servers): a pending retry of an erased call's delivery is not sent, though the
- * webhook projection has not applied CallErased yet.
+ * webhook projection has not applied CallErased yet; a deal.outcome.updated is not sent before the
+ * deal projection has written its deal record.
  */
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
@@ -140,4 +141,58 @@ test('a pending retry of an erased call is not sent while the webhook projection
   assert.equal(notice!.json.data.callId, callId);
   assert.ok(!receiver.received.slice(sentBefore).some((r) => r.body.includes(personal)));
   t.diagnostic(`${receiver.received.length} requests received`);
+});
+
+test('deal.outcome.updated is sent only once its deal record is written, however far the deal projection lags', async () => {
+  let dealsHold: { release: () => void } | undefined;
+  const { h, readModels, close } = await openPipeline(
+    (models) => {
+      dealsHold = holdBatches(models.deals, 'DealRecorded');
+    },
+    { webhookDelivery: { retryScheduleMs: [100, 200], timeoutMs: 3_000 } },
+  );
+  const receiver = await startWebhookReceiver();
+  after(async () => {
+    dealsHold?.release();
+    await receiver.close();
+    await close();
+  });
+  const { teamId, key } = await h.team();
+  const created = await h.admin('POST', `/api/admin/teams/${teamId}/webhooks`, {
+    url: receiver.url('/deals'),
+    events: ['deal.outcome.updated', 'call.completed'],
+  });
+  assert.equal(created.statusCode, 201, created.body);
+  const { webhookId } = created.json<{ webhookId: string }>();
+  await eventually(async () =>
+    assert.ok((await h.admin('GET', `/api/admin/teams/${teamId}/webhooks`)).body.includes(webhookId)),
+  );
+  const accepted = await h.ingest({ key, body: { transcript: TRANSCRIPT, repName: 'Sam', dealSize: 1200 } });
+  assert.equal(accepted.statusCode, 201, accepted.body);
+  const { callId } = accepted.json<{ callId: string }>();
+  await h.callEvents(callId);
+  // The webhook projection has the call; the deal projection is held at its DealRecorded.
+  await sleep(1_500);
+  assert.equal(await readModels.deals.get(callId), undefined, 'the deal record is held back');
+  assert.deepEqual(
+    receiver.received.map((r) => r.json.type),
+    [],
+    'nothing is sent before the deal record exists (call.completed waits behind the deal, in order)',
+  );
+
+  dealsHold!.release();
+  const got = await receiver.waitFor(2, undefined, 10_000);
+  assert.deepEqual(
+    got.map((r) => r.json.type),
+    ['deal.outcome.updated', 'call.completed'],
+  );
+  const record = await readModels.deals.get(callId);
+  assert.equal(got[0]!.json.data.eventId, record?.eventId, 'the deal record written is the one told of');
+  await eventually(async () => {
+    const listing = await h.admin('GET', `/api/admin/teams/${teamId}/webhooks/${webhookId}/deliveries`);
+    const deal = listing
+      .json<{ deliveries: Array<{ type: string; status: string; attempts: number }> }>()
+      .deliveries.find((d) => d.type === 'deal.outcome.updated');
+    assert.deepEqual([deal?.status, deal?.attempts], ['delivered', 1], 'waiting spent no attempt');
+  });
 });

@@ -111,6 +111,7 @@ export const DOMAIN_ERROR_CODES: Record<
   WEBHOOK_ALREADY_EXISTS: 'CONFLICT',
   INVALID_WEBHOOK_INPUT: 'VALIDATION_FAILED',
   WEBHOOK_DISABLED: 'CONFLICT',
+  WEBHOOK_ROTATION_OVERLAP: 'CONFLICT',
 };
 
 /** An error that becomes a problem+json response; extra headers (Retry-After, …) ride along. */

@@ -217,9 +217,9 @@ export const registerWebhookRoutes = (app: TypedApp, deps: WebhookRoutesDeps): v
         tags,
         security,
         summary:
-          'A new secret; the old one keeps signing alongside it for 24 hours (both signatures in webhook-signature)',
+          'A new secret; the old one keeps signing alongside it for 24 hours (both signatures in webhook-signature); 409 while an earlier rotation is within those 24 hours',
         params: WebhookParams,
-        response: { 200: Type.Object({ secret: Secret }), ...problems(401, 404) },
+        response: { 200: Type.Object({ secret: Secret }), ...problems(401, 404, 409) },
       },
     },
     async (request) => {

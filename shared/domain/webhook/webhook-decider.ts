@@ -5,7 +5,7 @@
  * Rules: `url` is an absolute http(s) URL of at most 2,048 characters without credentials;
  * `events` is a non-empty set of WEBHOOK_EVENT_TYPES; a deleted webhook is gone (WEBHOOK_NOT_FOUND);
  * a disabled one can be deleted, rotated and listed but not tested; a rotation keeps the previous
- * secret signing for ROTATION_OVERLAP_MS (24 h) after it.
+ * secret signing for ROTATION_OVERLAP_MS (24 h) after it, and no other rotation is taken meanwhile.
  */
 import { DomainError, type Decider } from '../decider.ts';
 import { WEBHOOK_EVENT_TYPES, type WebhookEvent, type WebhookEventType } from './webhook-events.ts';
@@ -49,6 +49,7 @@ export const WEBHOOK_ERROR_CODES = [
   'WEBHOOK_ALREADY_EXISTS',
   'INVALID_WEBHOOK_INPUT',
   'WEBHOOK_DISABLED',
+  'WEBHOOK_ROTATION_OVERLAP',
 ] as const;
 export type WebhookErrorCode = (typeof WEBHOOK_ERROR_CODES)[number];
 
@@ -112,6 +113,14 @@ export const decideWebhook = (command: WebhookCommand, state: WebhookState): Web
   switch (command.type) {
     case 'RotateWebhookSecret': {
       if (!SECRET.test(command.secret)) refuse('INVALID_WEBHOOK_INPUT', 'secret must be whsec_ + base64 of 32 bytes');
+      // Rows keep one previous secret: a second rotation within the overlap would stop the first
+      // secret signing at once, though receivers were promised it for 24 hours. So it is refused.
+      const open = state.secrets.previous;
+      if (open && Date.parse(open.validUntil) > Date.parse(command.now))
+        refuse(
+          'WEBHOOK_ROTATION_OVERLAP',
+          `the secret was rotated less than 24 hours ago and the previous one signs until ${open.validUntil}: rotate again after then`,
+        );
       const previousValidUntil = new Date(Date.parse(command.now) + ROTATION_OVERLAP_MS).toISOString();
       return [
         {

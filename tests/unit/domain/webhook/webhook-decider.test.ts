@@ -66,6 +66,30 @@ test('rotate: the previous secret keeps signing for 24 hours', () => {
     ]);
 });
 
+test('rotate again within the 24 hours: refused, so the first secret keeps signing; after them, taken', () => {
+  const rotated: WebhookEvent = {
+    type: 'WebhookSecretRotated',
+    data: { secret: NEW_SECRET, previousSecret: SECRET, previousValidUntil: '2026-11-26T12:00:00.000Z', at: NOW },
+  };
+  const third = `whsec_${Buffer.alloc(32, 3).toString('base64')}`;
+  given([registered, rotated])
+    .when({ type: 'RotateWebhookSecret', secret: third, now: '2026-11-26T11:59:59.999Z' })
+    .thenThrows('WEBHOOK_ROTATION_OVERLAP');
+  given([registered, rotated])
+    .when({ type: 'RotateWebhookSecret', secret: third, now: '2026-11-26T12:00:00.000Z' })
+    .then([
+      {
+        type: 'WebhookSecretRotated',
+        data: {
+          secret: third,
+          previousSecret: NEW_SECRET,
+          previousValidUntil: '2026-11-27T12:00:00.000Z',
+          at: '2026-11-26T12:00:00.000Z',
+        },
+      },
+    ]);
+});
+
 test('a disabled webhook takes no test; disabling twice changes nothing; a deleted one is not found', () => {
   const disabled: WebhookEvent = { type: 'WebhookDisabled', data: { reason: 'gone', at: NOW } };
   given([registered])

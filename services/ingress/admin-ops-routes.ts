@@ -1,6 +1,7 @@
 /**
  * Admin operations (bearer ADMIN_TOKEN): read any topic of the event log (so the embedded default
- * can be inspected without Kafka tools), and rebuild a projection while the service runs.
+ * can be inspected without Kafka tools), rebuild a projection while the service runs, and let a
+ * projection stopped on one event go past it.
  */
 import type { adminGuard } from './admin-routes.ts';
 import { Type } from '@sinclair/typebox';
@@ -8,8 +9,10 @@ import { Readable } from 'node:stream';
 import { type EventLog, UnknownTopicError } from '../../shared/ports/event-log.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import type { ReadModels } from '../../shared/ports/read-models.ts';
+import { projectionStatuses } from '../projections/projection-status.ts';
 import { isReplayable, REPLAYABLE, replayProjection } from '../projections/replay.ts';
 import { isSkippable, SKIPPABLE, SKIPPED_EVENTS_STREAM, skipEvent } from '../projections/skipped-events.ts';
+import type { Health } from '../runtime/health.ts';
 import { ProblemError } from './errors.ts';
 import type { TypedApp } from './typed-app.ts';
 import { problemResponses } from './problem-responses.ts';
@@ -18,6 +21,8 @@ export interface AdminOpsDeps {
   eventLog: EventLog;
   eventStore: EventStore;
   readModels?: ReadModels;
+  /** This process's parts: a projection that runs here and stopped is known before its stop is recorded. */
+  health?: Health;
   requireAdmin: ReturnType<typeof adminGuard>;
 }
 
@@ -141,7 +146,7 @@ export const registerAdminOpsRoutes = (app: TypedApp, deps: AdminOpsDeps): void 
       schema: {
         tags: ['Admin'],
         summary: 'Skip the one event a projection stopped on',
-        description: `A projection that cannot project an event stops, names the event's position in its log line and in GET /readyz, and waits. This records a ProjectionEventSkipped event (stream ${SKIPPED_EVENTS_STREAM}); the projection resumes after it within seconds. Skippable: ${SKIPPABLE.join(', ')}.`,
+        description: `A projection that cannot project an event stops, names the event's position in its log line, in GET /readyz and in GET /api/admin/projections, and waits. This records a ProjectionEventSkipped event (stream ${SKIPPED_EVENTS_STREAM}); the projection resumes after it within seconds. Only the event the projection is stopped on can be skipped (409 otherwise): a skip is permanent, and replays honour it too. Skippable: ${SKIPPABLE.join(', ')}.`,
         security,
         params: Type.Object({ projection: Type.String() }),
         body: Type.Object(
@@ -165,7 +170,7 @@ export const registerAdminOpsRoutes = (app: TypedApp, deps: AdminOpsDeps): void 
             reason: Type.String(),
             skippedAt: Type.String(),
           }),
-          ...problems,
+          ...problemResponses(400, 401, 404, 409),
         },
       },
     },
@@ -179,6 +184,25 @@ export const registerAdminOpsRoutes = (app: TypedApp, deps: AdminOpsDeps): void 
       const [event] = await deps.eventStore.readAll({ after: BigInt(request.body.position) - 1n, maxCount: 1 });
       if (!event || event.position !== BigInt(request.body.position)) {
         throw new ProblemError('NOT_FOUND', `No event at position ${request.body.position}.`);
+      }
+      // A skip is permanent (replays honour it too): an event the projection is not stopped on
+      // would be left out of it for good, silently. Its stop is recorded in the store, so any
+      // process can tell, and a projection that runs here is known stopped before it is recorded.
+      const status = (
+        await projectionStatuses({ eventStore: deps.eventStore, readModels: deps.readModels, health: deps.health })
+      ).find((p) => p.name === projection);
+      if (status?.stoppedOn === undefined || BigInt(status.stoppedOn.position) !== event.position) {
+        const now = status?.stoppedOn
+          ? `it is stopped on position ${status.stoppedOn.position}`
+          : status?.state === 'running'
+            ? 'it is running'
+            : 'it is not stopped on any event';
+        const rule = `${projection} is not stopped on position ${event.position}; ${now}`;
+        throw new ProblemError(
+          'CONFLICT',
+          `${rule}. Only the event a projection stopped on can be skipped (see GET /api/admin/projections).`,
+          { errors: [{ field: 'position', message: rule }] },
+        );
       }
       const skipped = await skipEvent(deps.eventStore, {
         projection,

@@ -263,6 +263,7 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
     eventLog: deps.eventLog,
     eventStore: deps.eventStore,
     readModels: deps.readModels,
+    health: deps.health,
     requireAdmin: adminGuard(deps.adminToken, deps.limiter),
   });
   registerOperatorRoutes(app, { ...deps, requireAdmin: adminGuard(deps.adminToken, deps.limiter) });

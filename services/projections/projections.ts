@@ -200,11 +200,9 @@ export const startProjections = (options: ProjectionsOptions): Projections => {
   );
   const isSkipped = (projection: SkippableProjection) => async (position: bigint) =>
     (await skippedPositions(eventStore, projection)).has(position);
-  // A stop is recorded in the store, so every process's GET /api/admin/projections reports it.
-  const onHalted = (error: ProjectionEventError) =>
-    void recordStopped(eventStore, error).catch((e: unknown) =>
-      log.warn({ err: e }, 'the stop could not be recorded in the event store'),
-    );
+  // A stop is recorded in the store, so every process's GET /api/admin/projections reports it and
+  // the admin skip of any process accepts its event; one that fails is tried again while it waits.
+  const onHalted = (error: ProjectionEventError) => recordStopped(eventStore, error);
   const running: [string, Supervised][] = [
     [
       'call-history',

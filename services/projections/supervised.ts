@@ -3,8 +3,9 @@
  * subscription retries them in place). What does:
  * - the checkpoint moved under it (a replay was activated): it follows at once;
  * - one event the projection cannot take (`ProjectionEventError`): it stops, logs the event at
- *   error level once, reports it (readiness fails) and waits until an operator skips that event,
- *   then resumes; it never restarts into the same failure forever;
+ *   error level once, reports it (readiness fails), has it recorded (`onHalted`, again until that
+ *   succeeds) and waits until an operator skips that event, then resumes; it never restarts into
+ *   the same failure forever;
  * - anything else: started again from its checkpoint after a growing pause (1 s … 30 s); the
  *   pause shrinks back once a restarted subscription has run for a minute.
  */
@@ -50,8 +51,12 @@ export interface SupervisedOptions {
   isSkipped?: (position: bigint) => Promise<boolean>;
   /** How often a stopped projection looks for the skip; default 2000 ms. */
   skipPollMs?: number;
-  /** Told once each time it stops on an event (to record it where every process can see it). */
-  onHalted?: (error: ProjectionEventError) => void;
+  /**
+   * Told each time it stops on an event, to record it where every process can see it: an operator
+   * may skip only the event a projection is recorded as stopped on. A record that fails (its
+   * promise rejects) is tried again at each look for the skip until it is stored.
+   */
+  onHalted?: (error: ProjectionEventError) => void | Promise<void>;
 }
 
 export const supervised = (
@@ -66,6 +71,8 @@ export const supervised = (
   let failures = 0;
   let timer: NodeJS.Timeout | undefined;
   let halted: ProjectionEventError | undefined;
+  /** The stop whose record failed: recorded again at the next look for its skip. */
+  let unrecorded: ProjectionEventError | undefined;
   let restarting: { since: Date; error: string } | undefined;
 
   const restart = (delayMs: number) => {
@@ -77,12 +84,34 @@ export const supervised = (
     }, delayMs);
   };
 
+  /** The stop whose failed record was logged: an outage is logged once, not at every look. */
+  let warnedFor: ProjectionEventError | undefined;
+  const record = (error: ProjectionEventError) => {
+    if (!options.onHalted) return;
+    Promise.resolve()
+      .then(() => options.onHalted!(error))
+      .catch((recordError: unknown) => {
+        if (halted !== error) return;
+        unrecorded = error;
+        if (warnedFor === error) return;
+        warnedFor = error;
+        logger.warn(
+          { err: recordError, subscription: name },
+          `${name}: the stop could not be recorded in the event store; trying again while it waits`,
+        );
+      });
+  };
+
   const waitForSkip = (error: ProjectionEventError) => {
     timer = setTimeout(() => void checkSkipped(error), options.skipPollMs ?? 2000);
   };
 
   const checkSkipped = async (error: ProjectionEventError) => {
     if (stopped) return;
+    if (unrecorded === error) {
+      unrecorded = undefined;
+      record(error);
+    }
     const skipped = await options.isSkipped!(error.event.position).catch(() => false);
     if (!skipped) return waitForSkip(error);
     logger.warn(
@@ -90,6 +119,7 @@ export const supervised = (
       `${name}: event skipped by an operator; resuming`,
     );
     halted = undefined;
+    unrecorded = undefined;
     restart(0);
   };
 
@@ -115,7 +145,7 @@ export const supervised = (
             },
             `${name} stopped on an event it cannot project; skip it with: npm run admin -- skip ${error.projection} ${error.event.position}`,
           );
-          options.onHalted?.(error);
+          record(error);
           return waitForSkip(error);
         }
         if (Date.now() - startedAt > 60_000) failures = 0;

@@ -198,7 +198,11 @@ export const ProblemSchema = Type.Object({
   status: Type.Integer({ minimum: 400, maximum: 599, description: 'HTTP status code.' }),
   detail: Type.String({ description: 'Explanation of this occurrence.' }),
   code: Type.String({ description: 'Stable machine-readable error code, e.g. VALIDATION_FAILED.' }),
-  errors: Type.Optional(Type.Array(FieldErrorSchema, { description: 'Every invalid field (400 only).' })),
+  errors: Type.Optional(
+    Type.Array(FieldErrorSchema, {
+      description: 'Each field and the rule it breaks (400, 413, 415, and the 409 of a projection skip).',
+    }),
+  ),
 });
 export type Problem = Static<typeof ProblemSchema>;
 

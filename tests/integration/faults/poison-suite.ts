@@ -175,9 +175,12 @@ export const poisonSuite = (name: string, factory: () => Promise<PoisonBackends>
         async () => {
           const ready = await readyz();
           assert.equal(ready.statusCode, 503, JSON.stringify(ready.body));
-          const history = ready.body.components['projection:call-history'];
-          assert.equal(history?.ready, false);
-          assert.match(history.reason!, new RegExp(`position ${poison.position}`));
+          // Deal records stop on it too (they decode CallSubmitted): each is skipped once stopped.
+          for (const projection of ['call-history', 'deals']) {
+            const report = ready.body.components[`projection:${projection}`];
+            assert.equal(report?.ready, false, projection);
+            assert.match(report.reason!, new RegExp(`position ${poison.position}`));
+          }
           return ready.body;
         },
         { timeoutMs: 20_000, intervalMs: 100 },

@@ -2,7 +2,9 @@
  * An event an operator skipped stays skipped in everything a projection does (embedded backends):
  * - the webhook projection folds a call's earlier events without it, so a later event of the same
  *   call is still delivered and the projection keeps going;
- * - a replay of call history leaves it out as the live projection does, so the rebuild completes.
+ * - a replay of call history leaves it out as the live projection does, so the rebuild completes;
+ * - the admin API skips only the event a projection is recorded as stopped on (409 naming
+ *   `position` otherwise), in a process that does not run it and across a restart.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -13,10 +15,12 @@ import { webhookEvents } from '../../../shared/domain/webhook/webhook-catalogue.
 import { TOPICS } from '../../../shared/topics.ts';
 import { startProjections } from '../../../services/projections/projections.ts';
 import { replayProjection } from '../../../services/projections/replay.ts';
-import { SKIPPABLE, skipEvent } from '../../../services/projections/skipped-events.ts';
+import { PROJECTION_STATUS_STREAM } from '../../../services/projections/projection-status.ts';
+import { SKIPPABLE, SKIPPED_EVENTS_STREAM, skipEvent } from '../../../services/projections/skipped-events.ts';
 import { Health } from '../../../services/runtime/health.ts';
 import { appendCall, at, events, submittedData } from '../../conformance/read-models-fixtures.ts';
 import { openEmbeddedBackends } from '../../support/embedded-backends.ts';
+import { createHarness } from '../../support/ingress-harness.ts';
 import { eventually } from '../../support/eventually.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../../support/webhook-receiver.ts';
 
@@ -113,6 +117,84 @@ describe('a skipped event stays skipped: embedded (SQLite)', () => {
       assert.equal((await b.readModels.callHistory.get(teamId, call.callId))?.status, 'failed');
     } finally {
       await projections.stop();
+    }
+  });
+
+  test('the admin skip takes only the event a projection is recorded as stopped on, also while its process is down and after it started again', async () => {
+    const b = open();
+    const teamId = `team-${randomUUID()}`;
+    const startHere = (health: Health) =>
+      startProjections({
+        eventStore: b.eventStore,
+        eventLog: b.eventLog,
+        readModels: b.readModels,
+        topics: TOPICS,
+        logger: pino({ level: 'silent' }),
+        relayCallEvents: false,
+        health,
+      });
+    const { call, bad } = await callWithBadEvent(b, teamId);
+    const good = (await b.eventStore.readStream(callEvents.streamId(call.callId)))[0]!;
+    // An ingress of its own: it runs no projection, so it knows of a stop only from the store.
+    const ingress = await createHarness({ eventStore: b.eventStore, eventLog: b.eventLog, readModels: b.readModels });
+    const skip = (projection: string, position: bigint) =>
+      ingress.admin('POST', `/api/admin/projections/${projection}/skip`, {
+        position: position.toString(),
+        reason: 'malformed test event',
+      });
+    let projections = startHere(new Health());
+    try {
+      // Call history stops on it (webhooks have no webhook to notify, deals never decode it).
+      await eventually(
+        async () => {
+          const stops = (await b.eventStore.readStream(PROJECTION_STATUS_STREAM)).map(
+            (e) => e.data as { projection: string; position: string },
+          );
+          assert.deepEqual(stops, [{ ...stops[0], projection: 'call-history', position: bad.position.toString() }]);
+        },
+        { timeoutMs: 20_000, intervalMs: 50 },
+      );
+      // The projections' process is down: the recorded stop still says where it stopped.
+      await projections.stop();
+      const refused = await skip('call-history', good.position);
+      assert.equal(refused.statusCode, 409, refused.body);
+      assert.deepEqual(refused.json().errors, [
+        {
+          field: 'position',
+          message: `call-history is not stopped on position ${good.position}; it is stopped on position ${bad.position}`,
+        },
+      ]);
+      const notStopped = await skip('deals', bad.position);
+      assert.equal(notStopped.statusCode, 409, notStopped.body);
+      assert.match(
+        notStopped.json().detail,
+        new RegExp(`^deals is not stopped on position ${bad.position}; it is not stopped on any event\\.`),
+      );
+
+      // Started again, it is stopped on the same event from the start, and the skip lets it go on.
+      const health = new Health();
+      projections = startHere(health);
+      const skipped = await skip('call-history', bad.position);
+      assert.equal(skipped.statusCode, 201, skipped.body);
+      await eventually(() => assert.equal(health.report().ready, true, JSON.stringify(health.report())), {
+        timeoutMs: 20_000,
+        intervalMs: 50,
+      });
+      await appendCall(b.eventStore, call.callId, [events.failed('TRANSCRIPTION_FAILED', 'no speech', 6)]);
+      await eventually(
+        async () => assert.equal((await b.readModels.callHistory.get(teamId, call.callId))?.status, 'failed'),
+        { timeoutMs: 20_000, intervalMs: 50 },
+      );
+      assert.deepEqual(
+        (await b.eventStore.readStream(SKIPPED_EVENTS_STREAM))
+          .map((e) => e.data as { projection: string })
+          .map((d) => d.projection),
+        ['call-history'],
+        'a refused skip records nothing',
+      );
+    } finally {
+      await projections.stop();
+      await ingress.close();
     }
   });
 

@@ -22,6 +22,7 @@ import type { EventLog, LogRecord } from '../../../shared/ports/event-log.ts';
 import type { EventStore, RecordedEvent } from '../../../shared/ports/event-store.ts';
 import type { ReadModels } from '../../../shared/ports/read-models.ts';
 import { StepError } from '../../../shared/ports/step-error.ts';
+import { SKIPPED_EVENTS_STREAM } from '../../../services/projections/skipped-events.ts';
 import { eventually } from '../../support/eventually.ts';
 import { ADMIN_TOKEN, createHarness } from '../../support/ingress-harness.ts';
 import { createPipelineHarness, type PipelineHarness } from '../../support/pipeline-harness.ts';
@@ -141,6 +142,26 @@ export const operatorSuite = (
     };
     const byName = (all: { projections: Status[] }, projection: string) =>
       all.projections.find((p) => p.name === projection)!;
+    const skipsRecorded = async () =>
+      (await h.eventStore.readStream(SKIPPED_EVENTS_STREAM)).map(
+        (e) => e.data as { projection: string; position: string },
+      );
+    /** A skip refused with 409 naming `position` and why; nothing is recorded. */
+    const refusedSkip = async (app: typeof h.ingress.app, projection: string, position: bigint, rule: string) => {
+      const recorded = (await skipsRecorded()).length;
+      const res = await app.inject({
+        method: 'POST',
+        url: `/api/admin/projections/${projection}/skip`,
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+        payload: { position: position.toString(), reason: 'not the event it stopped on' },
+      });
+      assert.equal(res.statusCode, 409, res.body);
+      assert.match(String(res.headers['content-type']), /^application\/problem\+json/);
+      const problem = res.json<Problem>();
+      assert.equal(problem.code, 'CONFLICT');
+      assert.deepEqual(problem.errors, [{ field: 'position', message: rule }]);
+      assert.equal((await skipsRecorded()).length, recorded, 'a refused skip records nothing');
+    };
 
     before(async () => {
       backends = await factory();
@@ -189,6 +210,21 @@ export const operatorSuite = (
       assert.equal(byName(caughtUp, 'call-events-relay').version, null);
     });
 
+    test('a running projection cannot be told to skip one of its events: 409 naming position, and nothing is recorded', async () => {
+      const callId = await submit();
+      await h.callEvents(callId, lastIs('CallCompleted'));
+      const good = (await h.eventStore.readStream(`call-${callId}`))[0]!;
+      await h.projections!.caughtUp();
+      for (const projection of ['call-history', 'deals', 'webhooks'])
+        await refusedSkip(
+          h.ingress.app,
+          projection,
+          good.position,
+          `${projection} is not stopped on position ${good.position}; it is running`,
+        );
+      assert.equal((await history(callId))?.status, 'completed');
+    });
+
     test('a projection stopped on an event is `stopped` with its error, also in a process that does not run it; running again after the skip', async () => {
       // Another ingress on the same backends, without the projections: a split deployment.
       const elsewhere = await createHarness({
@@ -216,11 +252,44 @@ export const operatorSuite = (
         }
         const relayElsewhere = byName(await statuses(elsewhere.ingress.app), 'call-events-relay');
         assert.equal(relayElsewhere.state, 'unknown', 'a process that does not run the relay cannot say it runs');
+        // Deal records stop on the same event (they decode CallSubmitted too): skipped once stopped.
+        await eventually(
+          async () => assert.equal(byName(await statuses(elsewhere.ingress.app), 'deals').state, 'stopped'),
+          { timeoutMs: 20_000, intervalMs: 100 },
+        );
 
-        for (const projection of ['call-history', 'deals']) {
-          const skipped = await h.admin('POST', `/api/admin/projections/${projection}/skip`, {
-            position: poison.position.toString(),
-            reason: 'malformed test event',
+        // Only the event a projection is stopped on: not another one, not for one that goes on.
+        const earlier = (await h.eventStore.readAll({ after: 0n, maxCount: 1 }))[0]!;
+        assert.ok(earlier.position < poison.position);
+        await refusedSkip(
+          h.ingress.app,
+          'call-history',
+          earlier.position,
+          `call-history is not stopped on position ${earlier.position}; it is stopped on position ${poison.position}`,
+        );
+        await refusedSkip(
+          h.ingress.app,
+          'webhooks',
+          poison.position,
+          `webhooks is not stopped on position ${poison.position}; it is running`,
+        );
+        await refusedSkip(
+          elsewhere.ingress.app,
+          'webhooks',
+          poison.position,
+          `webhooks is not stopped on position ${poison.position}; it is not stopped on any event`,
+        );
+
+        // Here, where they run, and in a process that only reads their recorded stop.
+        for (const [projection, app] of [
+          ['call-history', h.ingress.app],
+          ['deals', elsewhere.ingress.app],
+        ] as const) {
+          const skipped = await app.inject({
+            method: 'POST',
+            url: `/api/admin/projections/${projection}/skip`,
+            headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+            payload: { position: poison.position.toString(), reason: 'malformed test event' },
           });
           assert.equal(skipped.statusCode, 201, skipped.body);
         }
@@ -234,6 +303,17 @@ export const operatorSuite = (
           },
           { timeoutMs: 30_000, intervalMs: 100 },
         );
+        // Gone past it: skipping it again is refused.
+        await refusedSkip(
+          h.ingress.app,
+          'call-history',
+          poison.position,
+          `call-history is not stopped on position ${poison.position}; it is running`,
+        );
+        assert.deepEqual((await skipsRecorded()).map((skip) => `${skip.projection} ${skip.position}`).sort(), [
+          `call-history ${poison.position}`,
+          `deals ${poison.position}`,
+        ]);
       } finally {
         await elsewhere.close();
       }

@@ -2,7 +2,7 @@
  * Supervised projections on mocked time with hand-failed subscriptions: a failure restarts from
  * the checkpoint after a growing pause (1 s … 30 s) that shrinks back after a minute of running; a
  * moved checkpoint is followed at once; an event the projection cannot take halts it until an
- * operator skips it; readiness says which (a subscription still starting is ready only up to the
+ * operator skips it, and its stop is recorded (again, until that succeeds); readiness says which (a subscription still starting is ready only up to the
  * threshold); nothing restarts after stop.
  */
 import assert from 'node:assert/strict';
@@ -183,7 +183,7 @@ describe('supervised', () => {
     const s = run({
       isSkipped: async (position) => (asked.push(position), skipped.now),
       skipPollMs: 500,
-      onHalted: (error) => halted.push(error),
+      onHalted: (error) => void halted.push(error),
     });
     const error = new ProjectionEventError('history', badEvent, new Error('bad score'));
     await failLatest(error);
@@ -205,6 +205,37 @@ describe('supervised', () => {
     assert.deepEqual(s.report(never), { ready: true, state: 'live' });
     assert.equal(halted.length, 1);
     assert.equal(logs.filter((l) => l.level === 50).length, 1, 'logged at error level once');
+    await s.stop();
+  });
+
+  test('a stop that could not be recorded is recorded again at each look for the skip, until it is', async () => {
+    const skipped = { now: false };
+    const attempts: bigint[] = [];
+    const s = run({
+      isSkipped: async () => skipped.now,
+      skipPollMs: 500,
+      onHalted: async (error) => {
+        attempts.push(error.event.position);
+        if (attempts.length < 3) throw new Error('store unavailable');
+      },
+    });
+    await failLatest(new ProjectionEventError('history', badEvent, new Error('bad score')));
+    assert.deepEqual(attempts, [42n]);
+    await tick(500);
+    assert.deepEqual(attempts, [42n, 42n], 'tried again at the next look');
+    await tick(500);
+    assert.deepEqual(attempts, [42n, 42n, 42n]);
+    for (let i = 0; i < 3; i++) await tick(500);
+    assert.equal(attempts.length, 3, 'recorded: not again');
+    assert.equal(
+      logs.filter((l) => l.level === 40 && l.msg.includes('could not be recorded')).length,
+      1,
+      'the failing record is logged once',
+    );
+    skipped.now = true;
+    await tick(500);
+    await tick(0);
+    assert.equal(started.length, 2, 'resumed once skipped');
     await s.stop();
   });
 

@@ -1,7 +1,7 @@
 import swagger from '@fastify/swagger';
 import { Type } from '@sinclair/typebox';
 import { EVENT_SCHEMAS } from '../../shared/domain/call/event-schemas.ts';
-import { problem, ProblemError } from './errors.ts';
+import { problem, PROBLEM_JSON, ProblemError } from './errors.ts';
 import { unstorableTextErrors } from '../../shared/domain/submission/storable-text.ts';
 import { http } from '../../shared/node-http.ts';
 import { randomUUID } from 'node:crypto';
@@ -75,7 +75,6 @@ export const HTTP_LIMITS = {
   maxConnections: 10_000,
 } as const;
 
-const PROBLEM_JSON = 'application/problem+json; charset=utf-8';
 /** An X-Request-Id taken from the caller: 1–128 visible ASCII characters of a token. */
 const REQUEST_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
 

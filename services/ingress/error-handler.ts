@@ -2,9 +2,15 @@ import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import { ExpectedVersionConflictError } from '../../shared/ports/event-store.ts';
 import { isBackendUnavailable, isRetriableError } from '../../shared/ports/unavailable.ts';
 import { DomainError } from '../../shared/domain/decider.ts';
-import { DOMAIN_ERROR_CODES, ERROR_STATUS, type ErrorCode, type FieldError, problem, ProblemError } from './errors.ts';
-
-const PROBLEM_JSON = 'application/problem+json; charset=utf-8';
+import {
+  DOMAIN_ERROR_CODES,
+  ERROR_STATUS,
+  type ErrorCode,
+  type FieldError,
+  problem,
+  PROBLEM_JSON,
+  ProblemError,
+} from './errors.ts';
 
 /** Seconds a client should wait after a 503: a backend outage, and contention on one stream. */
 export const RETRY_AFTER_SECONDS = { unavailable: 5, contention: 1 } as const;

@@ -134,6 +134,9 @@ export class ProblemError extends Error {
   }
 }
 
+/** The content type every error answer is sent with (the ingress's and a health port's alike). */
+export const PROBLEM_JSON = 'application/problem+json; charset=utf-8';
+
 export const problemType = (code: ErrorCode) => `urn:calls:problem:${code.toLowerCase().replaceAll('_', '-')}`;
 
 export const problem = (code: ErrorCode, detail: string, errors?: FieldError[]): Problem => ({

@@ -1,7 +1,9 @@
 /**
  * /healthz, /readyz and /metrics for a process without the HTTP API (a standalone processor or
  * projections process), on HEALTH_PORT: the same readiness answer as the ingress gives, and the
- * process's Prometheus metrics for a bearer METRICS_TOKEN or ADMIN_TOKEN.
+ * process's Prometheus metrics for a bearer METRICS_TOKEN or ADMIN_TOKEN. Its errors are the HTTP
+ * API's: problem+json with the same codes (services/ingress/errors.ts, which loads nothing of the
+ * ingress), and an internal failure is logged, never told.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { http } from '../../shared/node-http.ts';
@@ -13,6 +15,7 @@ import type { Backends } from './backends.ts';
 import type { Health } from './health.ts';
 import { readiness } from './readiness.ts';
 import { bearerToken } from '../../shared/security/bearer-token.ts';
+import { ERROR_STATUS, type ErrorCode, problem, PROBLEM_JSON } from '../ingress/errors.ts';
 
 /** Tokens accepted by /metrics, compared in constant time. */
 const tokenCheck = (tokens: readonly string[]) => {
@@ -39,35 +42,46 @@ export const serveHealth = async (
     const path = (request.url ?? '').split('?')[0];
     const send = (status: number, body: unknown) =>
       response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+    const refuse = (code: ErrorCode, detail: string, headers: Record<string, string> = {}) =>
+      response
+        .writeHead(ERROR_STATUS[code], { ...headers, 'content-type': PROBLEM_JSON })
+        .end(JSON.stringify(problem(code, detail)));
     if (path === '/healthz') return send(200, { status: 'ok' });
     if (path === '/readyz') {
       ready().then(
         (report) => send(report.status === 'ready' ? 200 : 503, report),
-        (error: unknown) =>
-          send(503, { status: 'unavailable', reasons: [`readiness check failed: ${(error as Error).message}`] }),
+        (error: unknown) => {
+          logger.error({ err: error }, 'readiness check failed');
+          send(503, { status: 'unavailable', reasons: ['readiness check failed (logged)'] });
+        },
       );
       return;
     }
     if (path === '/metrics') {
+      // As the ingress's /metrics answers it (admin-routes.ts): the same code and challenge.
+      const challenge = { 'www-authenticate': 'Bearer realm="admin"' };
       if (metricsTokens.length === 0)
-        return send(401, {
-          status: 401,
-          detail:
-            'Set METRICS_TOKEN (or ADMIN_TOKEN) for this process, then scrape with Authorization: Bearer <token>.',
-        });
+        return refuse(
+          'ADMIN_TOKEN_INVALID',
+          'Set METRICS_TOKEN (or ADMIN_TOKEN) for this process, then scrape with Authorization: Bearer <token>.',
+          challenge,
+        );
       if (!mayScrape(request.headers.authorization))
-        return send(401, {
-          status: 401,
-          detail: 'Send METRICS_TOKEN or ADMIN_TOKEN as Authorization: Bearer <token>.',
-        });
+        return refuse(
+          'ADMIN_TOKEN_INVALID',
+          'Send METRICS_TOKEN or ADMIN_TOKEN as Authorization: Bearer <token>.',
+          challenge,
+        );
       renderMetrics().then(
         (text) => response.writeHead(200, { 'content-type': METRICS_CONTENT_TYPE }).end(text),
-        (error: unknown) =>
-          send(500, { status: 500, detail: `metrics could not be collected: ${(error as Error).message}` }),
+        (error: unknown) => {
+          logger.error({ err: error }, 'metrics could not be collected');
+          refuse('INTERNAL', 'The metrics could not be collected; the error has been logged.');
+        },
       );
       return;
     }
-    send(404, { status: 404, detail: `No route ${request.method} ${path}; try /healthz, /readyz or /metrics.` });
+    refuse('NOT_FOUND', `No route ${request.method} ${path}; try /healthz, /readyz or /metrics.`);
   });
   await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, host, () => resolve()));
   const address = server.address() as AddressInfo;

@@ -191,7 +191,7 @@ export const FieldErrorSchema = Type.Object({
 });
 export type FieldError = Static<typeof FieldErrorSchema>;
 
-/** RFC 9457 problem details (`application/problem+json`), with a stable `code` and, for 400, `errors`. */
+/** RFC 9457 problem details (`application/problem+json`), with a stable `code` and, for a 400, 409, 413 or 415, `errors` naming each field and its rule. */
 export const ProblemSchema = Type.Object({
   type: Type.String({ description: 'URI reference identifying the problem type.' }),
   title: Type.String({ description: 'Short summary of the problem type.' }),

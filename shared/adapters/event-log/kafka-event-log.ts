@@ -189,8 +189,11 @@ interface PublishRequest {
   topic: string;
   records: OutgoingRecord[];
   partitions: number;
-  /** `sent` once handed to the producer; `abandoned` if its deadline passed before that. */
-  progress: { sent: boolean; abandoned: boolean };
+  /**
+   * `sent` once handed to the producer; `abandoned` if its deadline passed before that; `heard`
+   * restarts its deadline when Kafka answered one of the requests its batch is sent in.
+   */
+  progress: { sent: boolean; abandoned: boolean; heard: () => void };
 }
 
 /** One record of a publish on its way, with where it goes and its size in a batch. */
@@ -307,25 +310,37 @@ export class KafkaEventLog implements EventLog {
     this.assertOpen();
     const partitions = await this.partitionCount(topic);
     if (records.length === 0) return [];
-    const progress = { sent: false, abandoned: false };
+    const progress = { sent: false, abandoned: false, heard: () => {} };
     let timer: NodeJS.Timeout | undefined;
+    let settled = false;
+    // The deadline is how long Kafka may stay silent, not how long a whole publish may take: a
+    // publish of many megabytes goes in many requests, one after the other (`produceNow`), and
+    // each answer restarts it. A hung broker still fails the publish within the deadline.
     const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        progress.abandoned = !progress.sent;
-        const seconds = this.publishTimeoutMs / 1000;
-        reject(
-          progress.sent
-            ? new EventLogUnavailableError(
-                `Kafka did not confirm the publish within ${seconds} s; the records may have been written`,
-                { outcomeUnknown: true },
-              )
-            : new EventLogUnavailableError(`Kafka did not take the publish within ${seconds} s; nothing was sent`),
-        );
-      }, this.publishTimeoutMs);
+      const arm = () => {
+        clearTimeout(timer);
+        if (settled) return;
+        timer = setTimeout(() => {
+          settled = true;
+          progress.abandoned = !progress.sent;
+          const seconds = this.publishTimeoutMs / 1000;
+          reject(
+            progress.sent
+              ? new EventLogUnavailableError(
+                  `Kafka did not confirm the publish: no answer for ${seconds} s; the records may have been written`,
+                  { outcomeUnknown: true },
+                )
+              : new EventLogUnavailableError(`Kafka did not take the publish within ${seconds} s; nothing was sent`),
+          );
+        }, this.publishTimeoutMs);
+      };
+      progress.heard = arm;
+      arm();
     });
     try {
       return await Promise.race([this.publisher.submit({ topic, records, partitions, progress }), deadline]);
     } finally {
+      settled = true;
       clearTimeout(timer);
     }
   }
@@ -486,6 +501,9 @@ export class KafkaEventLog implements EventLog {
     const send = async (records: Placed[]): Promise<void> => {
       if (records.length === 0) return;
       const refused = await this.sendRequest(records, positions, written, maybeWritten);
+      // Kafka answered: every publish of the batch, written or waiting for its request, has its
+      // deadline restarted (a batch's later publishes wait for the requests before theirs).
+      for (const item of items) item.progress.heard();
       if (refused === undefined) return;
       if (records.length === 1 || !(refused instanceof RecordRefusedError)) {
         for (const r of records) failed.set(r.item, refused);

@@ -69,3 +69,39 @@ test('a publish whose deadline passes while a refused producer is replaced is ne
   assert.deepEqual(await log.publish(TOPIC, [record('third')]), [{ topic: TOPIC, partition: 0, offset: 7n }]);
   assert.deepEqual(replacement.sent, ['third']);
 });
+
+test('the deadline is how long Kafka stays silent: a publish in many requests, each answered in time, succeeds', async () => {
+  // Each request is answered in 20 ms, under the 60 ms deadline; the whole publish takes six.
+  let offset = 0;
+  const slow = fakeProducer(async () => {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const baseOffset = String(offset);
+    offset += 1;
+    return [{ topicName: TOPIC, partition: 0, errorCode: 0, baseOffset }];
+  });
+  const log = new KafkaEventLog({} as kafkajs.Kafka, fakeAdmin, slow.producer, () => slow.producer, {
+    brokers: ['unused:9092'],
+    publishTimeoutMs: 60,
+    // One record per request: each record is about 1 KB.
+    maxRequestBytes: 1500,
+  });
+  const records = Array.from({ length: 6 }, (_, i) => ({ key: `k${i}`, value: 'x'.repeat(1000) }));
+  const positions = await log.publish(TOPIC, records);
+  assert.deepEqual(
+    positions.map((p) => p.offset),
+    [0n, 1n, 2n, 3n, 4n, 5n],
+  );
+  assert.equal(slow.sent.length, 6, 'six requests of one record');
+
+  // A broker that stops answering still fails the publish at the deadline, saying it may be written.
+  const silent = fakeProducer(() => new Promise(() => {}));
+  const hung = new KafkaEventLog({} as kafkajs.Kafka, fakeAdmin, silent.producer, () => silent.producer, {
+    brokers: ['unused:9092'],
+    publishTimeoutMs: 60,
+  });
+  await assert.rejects(hung.publish(TOPIC, [{ key: 'k', value: 'v' }]), (error: unknown) => {
+    assert.ok(error instanceof EventLogUnavailableError);
+    assert.equal(error.outcomeUnknown, true, error.message);
+    return true;
+  });
+});

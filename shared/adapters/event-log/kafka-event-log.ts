@@ -207,6 +207,9 @@ interface Placed {
   record: OutgoingRecord;
 }
 
+/** The topic and partition a record goes to, as one key (a broker accepts or refuses each one's batch whole). */
+const partitionKey = (r: Placed): string => `${r.topic}\u0000${r.partition}`;
+
 /** A request that failed in a way that ends the whole batch: the log is unreachable, or the producer unusable. */
 class ProduceOutage extends Error {
   constructor(
@@ -511,8 +514,10 @@ export class KafkaEventLog implements EventLog {
       }
       const byPartition = new Map<string, Placed[]>();
       for (const r of records) {
-        const key = `${r.topic}\u0000${r.partition}`;
-        byPartition.set(key, [...(byPartition.get(key) ?? []), r]);
+        const key = partitionKey(r);
+        const partition = byPartition.get(key);
+        if (partition) partition.push(r);
+        else byPartition.set(key, [r]);
       }
       if (byPartition.size > 1) {
         for (const r of records) maybeWritten.add(r.item);
@@ -609,7 +614,7 @@ export class KafkaEventLog implements EventLog {
       const refused = mapped instanceof UnknownTopicError || (!broken && !(mapped instanceof EventLogUnavailableError));
       this.unreachable = !refused;
       // kafkajs rolled back the sequence numbers of every partition of the request, the written ones too.
-      if (refused && new Set(records.map((r) => `${r.topic}\u0000${r.partition}`)).size > 1) this.producerBroken = true;
+      if (refused && new Set(records.map(partitionKey)).size > 1) this.producerBroken = true;
       if (refused) return mapped instanceof Error ? mapped : new Error(String(mapped));
       const sentIn = new Set(records.map((r) => r.item));
       // The log was already unreachable when this request began, and still refuses connections:

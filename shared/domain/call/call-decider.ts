@@ -73,6 +73,18 @@ export const deadlineAt = (recorded: string | undefined, clockStartedAt: string,
 export const deadlineOf = (call: PendingCall, timeoutMs: number): string =>
   deadlineAt(call.deadline, call.retriedAt ?? call.submitted.submittedAt, timeoutMs);
 
+/**
+ * The deal of a call that fails before its deal step: written all the same, just before CallFailed
+ * (docs/decisions/0008-deal-fields.md). The deal was valid when the call was accepted and does not
+ * depend on the recording or the analysis; a failed call's deal is not lost with them.
+ */
+const dealBeforeFailing = (call: PendingCall, now: string): CallEvent[] => {
+  const deal = submittedDeal(call);
+  return deal !== undefined && call.dealRecorded === undefined
+    ? [{ type: 'DealRecorded', data: { deal, at: now } }]
+    : [];
+};
+
 const pendingCall = (state: CallState, step: string): PendingCall => {
   if (state.status === 'absent') return refuse('CALL_NOT_FOUND', `${step}: the call does not exist`);
   if (state.status === 'erased') return refuse('CALL_ERASED', `${step}: the call was erased`);
@@ -153,8 +165,10 @@ export const decideCall = (command: CallCommand, state: CallState): CallEvent[] 
       ];
     }
     case 'FailCall':
-      pendingCall(state, 'fail');
-      return [{ type: 'CallFailed', data: { code: command.code, reason: command.reason, at: command.now } }];
+      return [
+        ...dealBeforeFailing(pendingCall(state, 'fail'), command.now),
+        { type: 'CallFailed', data: { code: command.code, reason: command.reason, at: command.now } },
+      ];
     case 'TimeOut': {
       // A timeout after the call finished does nothing: timers are at-least-once too.
       if (state.status !== 'pending') return [];
@@ -162,7 +176,10 @@ export const decideCall = (command: CallCommand, state: CallState): CallEvent[] 
       // Every step is recorded: its actor may have settled the capacity already (settling comes
       // before CallCompleted), and failing the call would leave it charged. The timer completes it.
       if (state.stage === 'completing') return [];
-      return [{ type: 'CallFailed', data: { code: PROCESSING_TIMEOUT, reason: PROCESSING_TIMEOUT, at: command.now } }];
+      return [
+        ...dealBeforeFailing(state, command.now),
+        { type: 'CallFailed', data: { code: PROCESSING_TIMEOUT, reason: PROCESSING_TIMEOUT, at: command.now } },
+      ];
     }
     case 'RetryCall':
       return retry(command, state);

@@ -3,7 +3,8 @@
  *
  *   CallSubmitted → ProcessingStarted → [AudioFetched] → TranscriptRecorded → CallAnalysed
  *     → [DealRecorded] → CallCompleted
- *   any pending state → CallFailed (a terminal step error, or the processing timeout)
+ *   any pending state → [DealRecorded] → CallFailed (a terminal step error, or the processing
+ *     timeout; a deal not yet recorded is written first, in the same append)
  *   CallFailed with a retriable code → CallRetried (an operator's retry) → pending again, from
  *     the last step that succeeded
  *   any state but absent or erased → CallErased (docs/decisions/0014-erasure-crypto-shredding.md):

@@ -193,6 +193,30 @@ export const processorSuite = (
       }
     });
 
+    test('a call that fails before its deal step still has its valid deal written, just before CallFailed', async () => {
+      await h.stopProcessor();
+      await h.startProcessor({
+        audio: createHttpAudioSource({ maxBytes: 1024, timeoutMs: 5000, allowPrivate: false }),
+      });
+      try {
+        const callId = await submit({
+          audioUrl: 'http://127.0.0.1/recording.wav',
+          deal: { dealSize: 5000, revenueCollected: '250.25', notes: 'Signed before the recording was lost' },
+        });
+        const events = await h.callEvents(callId);
+        assert.deepEqual(events.map((e) => e.type).slice(-2), ['DealRecorded', 'CallFailed']);
+        assert.equal(eventData(events, 'CallFailed')!.code, 'audio_fetch_blocked');
+        assert.deepEqual(eventData(events, 'DealRecorded')!.deal, {
+          dealSize: 5000,
+          revenueCollected: 250.25,
+          notes: 'Signed before the recording was lost',
+        });
+      } finally {
+        await h.stopProcessor();
+        await h.startProcessor();
+      }
+    });
+
     test('processing timeout: a call still pending past its deadline fails with processing_timeout, and its capacity is released', async () => {
       const stalling = await audioServer({ body: Buffer.alloc(1000), delayMs: 60_000 });
       await h.stopProcessor();

@@ -228,6 +228,25 @@ describe('Call decider', () => {
       .then([failed]);
   });
 
+  test('a call failing before its deal step has its deal written just before CallFailed, once', () => {
+    const withDeal = callSubmitted(submitted({ deal: { dealSize: 10, notes: 'n' } }));
+    const dealRecorded: CallEvent = { type: 'DealRecorded', data: { deal: { dealSize: 10, notes: 'n' }, at: T2 } };
+    given([withDeal, started('audio')])
+      .when({ type: 'FailCall', code: 'audio_fetch_blocked', reason: 'blocked', now: T2 })
+      .then([dealRecorded, failed]);
+    const late = '2026-11-20T11:00:00.000Z';
+    given([withDeal, started(), inlineTranscript, analysed])
+      .when({ type: 'TimeOut', now: late, timeoutMs: HOUR })
+      .then([
+        { type: 'DealRecorded', data: { deal: { dealSize: 10, notes: 'n' }, at: late } },
+        { type: 'CallFailed', data: { code: PROCESSING_TIMEOUT, reason: PROCESSING_TIMEOUT, at: late } },
+      ]);
+    // Written once: a call whose deal is already recorded (a retried call's) writes no second one.
+    given([withDeal, started('audio'), dealRecorded])
+      .when({ type: 'FailCall', code: 'audio_fetch_blocked', reason: 'blocked', now: T2 })
+      .then([failed]);
+  });
+
   test('processing timeout: a pending call past its deadline fails with processing_timeout', () => {
     given([callSubmitted(), started()])
       .when({ type: 'TimeOut', now: '2026-11-20T11:00:00.000Z', timeoutMs: HOUR })

@@ -81,7 +81,12 @@ export interface ReadStreamOptions {
 export interface ReadAllOptions {
   /** Read events strictly after this position; default from the start (0n). */
   after?: bigint;
-  /** Stop after this many events; default 1000. */
+  /**
+   * Stop after this many events; default 1000. A read also stops before the event that would take
+   * it past about 4 MB of event data (FEED_READ_MAX_BYTES; at least one event is read): a call's
+   * events may each hold a whole transcript. Fewer than `maxCount` events is therefore not the
+   * end of the feed; an empty read is.
+   */
   maxCount?: number;
   /**
    * Only events of streams in these categories (see `categoryOf`), in global order with their

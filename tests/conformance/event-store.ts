@@ -3,7 +3,7 @@
  * `eventStoreConformance(name, factory)` is called once per adapter from a `*.test.ts` file.
  */
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { after, describe, test } from 'node:test';
 import {
   type EventStore,
@@ -12,6 +12,7 @@ import {
   type NewEvent,
   type RecordedEvent,
 } from '../../shared/ports/event-store.ts';
+import { FEED_READ_MAX_BYTES } from '../../shared/adapters/event-store/polling-subscription.ts';
 import { eventually } from '../support/eventually.ts';
 
 export interface StoreHandle {
@@ -391,6 +392,51 @@ export const eventStoreConformance = (
         }
         assert.deepEqual(seen, expected, `pages of ${pageSize}`);
       }
+    });
+
+    test('a read hands about 4 MB of events at most (at least one, however large); pages and a subscription still give each event once, in order', async () => {
+      const { store } = await open();
+      const [a, b] = [category(), category()];
+      // Incompressible text (about 1.47 MB), so what a server stores is about as long as it reads.
+      const large = (n: number) => ({ n, text: randomBytes(1_100_000).toString('base64') });
+      const expected: string[] = [];
+      for (let i = 0; i < 7; i++) {
+        await store.append(`${i % 2 === 0 ? a : b}-${randomUUID()}`, [{ type: `L${i}`, data: large(i) }]);
+        expected.push(`L${i}`);
+      }
+      // One event larger than the budget by itself is still read, alone.
+      await store.append(`${a}-${randomUUID()}`, [
+        { type: 'L7', data: { text: randomBytes(3_500_000).toString('base64') } },
+      ]);
+      await store.append(`${b}-${randomUUID()}`, [event('S8', 8)]);
+      expected.push('L7', 'S8');
+      const mine = (events: RecordedEvent[]) =>
+        events.filter((e) => e.streamId.startsWith(a) || e.streamId.startsWith(b));
+      for (const categories of [undefined, [a, b], [b, a]]) {
+        const seen: string[] = [];
+        let after = 0n;
+        for (;;) {
+          const page = await store.readAll({ after, maxCount: 100, ...(categories ? { categories } : {}) });
+          if (page.length === 0) break;
+          const bytes = page.reduce((sum, e) => sum + JSON.stringify(e.data).length, 0);
+          assert.ok(
+            page.length === 1 || bytes <= FEED_READ_MAX_BYTES * 1.25,
+            `a page of ${page.length} events, ${bytes} bytes`,
+          );
+          seen.push(...mine(page).map((e) => e.type));
+          after = page[page.length - 1]!.position;
+        }
+        assert.deepEqual(seen, expected, `pages of ${categories ? categories.join(',') : 'the whole feed'}`);
+      }
+      const batches: string[][] = [];
+      const sub = store.subscribeToAll({
+        categories: [a, b],
+        handler: async (events) => void batches.push(mine([...events]).map((e) => e.type)),
+      });
+      await sub.caughtUp();
+      await sub.stop();
+      assert.deepEqual(batches.flat(), expected);
+      assert.ok(batches.length >= 4, `${batches.length} batches`);
     });
 
     test('categories must name categories: an empty list or a name with a dash is refused', async () => {

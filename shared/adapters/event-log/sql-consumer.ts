@@ -4,7 +4,8 @@
  * keyed dispatcher, and commits what the dispatcher reports committable. Heartbeats run on their
  * own timer so a long drain does not cost the member its leases.
  *
- * A poll fetches up to `fetchLimit` records of a partition in one query, whatever the dispatcher
+ * A poll fetches up to `fetchLimit` records of a partition in one query (and at most
+ * FETCH_MAX_BYTES of them, at least one), whatever the dispatcher
  * can take at that moment, and keeps what it cannot hand over yet in the partition's buffer: the
  * next polls hand it over as records settle, without a query. Only records handed to the
  * dispatcher count, so concurrency still bounds the work in flight, the loop never waits on a full
@@ -19,6 +20,13 @@ import { KeyedDispatcher, partitionKey } from './keyed-dispatcher.ts';
 import { RECORD_COLUMNS, rowToRecord, toBigInt, type RecordRow, type SqlDriver } from './sql-driver.ts';
 import { fairShare, SqlGroupMembership } from './sql-group-membership.ts';
 import { Wakeup } from './wakeup.ts';
+
+/**
+ * Most record text one fetch of a partition buffers (at least one record): a record may hold a
+ * whole sealed 500 KB transcript, about 0.7 MB, and `fetchLimit` of those per partition would not
+ * fit the service's heap.
+ */
+export const FETCH_MAX_BYTES = 4 * 1024 * 1024;
 
 /** Timing of SQL consumers; see `SqlEventLogOptions`. */
 export interface SqlConsumerTiming {
@@ -268,19 +276,28 @@ export class SqlConsumer implements Consumer {
         this.starved = true;
         return;
       }
+      // The page's sizes are summed over the page alone (its LIMIT inside), not the whole backlog.
       const rows = await this.host.driver.query<RecordRow>(
-        `SELECT ${RECORD_COLUMNS} FROM log_records
-         WHERE topic = ? AND partition = ? AND record_offset >= ? AND record_offset < ?
-         ORDER BY record_offset LIMIT ?`,
-        [entry.ref.topic, entry.ref.partition, entry.position, end, this.host.timing.fetchLimit],
+        `SELECT ${RECORD_COLUMNS} FROM (
+           SELECT ${RECORD_COLUMNS},
+                  row_number() OVER (ORDER BY record_offset) AS fetch_index,
+                  sum(octet_length(value) + octet_length(headers)) OVER (ORDER BY record_offset) AS fetch_bytes
+             FROM (SELECT ${RECORD_COLUMNS} FROM log_records
+                    WHERE topic = ? AND partition = ? AND record_offset >= ? AND record_offset < ?
+                    ORDER BY record_offset LIMIT ?) AS page
+         ) AS sized
+         WHERE fetch_index = 1 OR fetch_bytes <= ?
+         ORDER BY record_offset`,
+        [entry.ref.topic, entry.ref.partition, entry.position, end, this.host.timing.fetchLimit, FETCH_MAX_BYTES],
       );
       // Nothing else runs this loop meanwhile (a rebalance included), so the partition is still ours.
       entry.fetched = rows.map((row) => rowToRecord(entry.ref.topic, row));
       entry.handed = 0;
       if (entry.fetched.length > 0) entry.position = entry.fetched[entry.fetched.length - 1]!.offset + 1n;
       if (!(await this.handOver(entry))) return;
-      // A full page and more behind it: poll again at once instead of after the interval.
-      if (rows.length === this.host.timing.fetchLimit && entry.position < end) this.wakeup.wake();
+      // More behind the page (a full page, or one its byte budget ended): poll again at once
+      // instead of after the interval.
+      if (rows.length > 0 && entry.position < end) this.wakeup.wake();
     }
   }
 

@@ -30,11 +30,12 @@ import {
   type ExpectedVersion,
   ExpectedVersionConflictError,
   type Json,
+  type ReadAllOptions,
   type RecordedEvent,
   type Snapshot,
 } from '../../ports/event-store.ts';
 import { timeAppend } from '../../observability/metrics.ts';
-import { subscriptionsOver } from './polling-subscription.ts';
+import { FEED_READ_MAX_BYTES, type FeedRead, subscriptionsOver } from './polling-subscription.ts';
 import type { EventStoreLog } from './postgres-event-store.ts';
 
 export interface KurrentDbEventStoreOptions {
@@ -304,6 +305,34 @@ export const createKurrentDbEventStore = (options: KurrentDbEventStoreOptions): 
     }
   };
 
+  /**
+   * Up to `maxCount` events after `after`, of at most FEED_READ_MAX_BYTES (their data and metadata
+   * as JSON; at least one event): the server streams the read, and it is ended there.
+   */
+  const readFeed = ({ after = 0n, maxCount = 1000, categories }: ReadAllOptions): Promise<FeedRead> => {
+    const filter = feedFilter(checkCategories(categories));
+    return run(async () => {
+      const events: RecordedEvent[] = [];
+      let bytes = 0;
+      // Reading from a position includes the event there: one more, and it is left out.
+      for await (const resolved of client.readAll({
+        direction: FORWARDS,
+        fromPosition: readFrom(after),
+        maxCount: maxCount + 1,
+        filter,
+      })) {
+        const event = toRecorded(resolved);
+        if (!event || event.position <= after) continue;
+        const size = JSON.stringify(event.data).length + JSON.stringify(event.metadata).length;
+        if (events.length > 0 && bytes + size > FEED_READ_MAX_BYTES) return { events, more: true };
+        events.push(event);
+        bytes += size;
+        if (events.length === maxCount) break;
+      }
+      return { events, more: false };
+    });
+  };
+
   const store: EventStore = {
     append(streamId, events, appendOptions = {}) {
       if (events.length === 0) return Promise.reject(new TypeError('append needs at least one event'));
@@ -330,24 +359,8 @@ export const createKurrentDbEventStore = (options: KurrentDbEventStoreOptions): 
       );
     },
 
-    async readAll({ after = 0n, maxCount = 1000, categories } = {}) {
-      const filter = feedFilter(checkCategories(categories));
-      return run(async () => {
-        const events: RecordedEvent[] = [];
-        // Reading from a position includes the event there: one more, and it is left out.
-        for await (const resolved of client.readAll({
-          direction: FORWARDS,
-          fromPosition: readFrom(after),
-          maxCount: maxCount + 1,
-          filter,
-        })) {
-          const event = toRecorded(resolved);
-          if (!event || event.position <= after) continue;
-          events.push(event);
-          if (events.length === maxCount) break;
-        }
-        return events;
-      });
+    async readAll(readOptions = {}) {
+      return (await readFeed(readOptions)).events;
     },
 
     subscribeToAll: (subscribeOptions) => subscriptions.subscribe(subscribeOptions),
@@ -411,7 +424,16 @@ export const createKurrentDbEventStore = (options: KurrentDbEventStoreOptions): 
       await client.dispose();
     },
   };
-  const subscriptions = subscriptionsOver(store, (wake) => wakeUps.on(wake), options.pollMs ?? 1000);
+  const subscriptions = subscriptionsOver(
+    {
+      readFeed,
+      headPosition: () => store.headPosition(),
+      readCheckpoint: (id) => store.readCheckpoint(id),
+      storeCheckpoint: (id, position) => store.storeCheckpoint(id, position),
+    },
+    (wake) => wakeUps.on(wake),
+    options.pollMs ?? 1000,
+  );
   return store;
 };
 

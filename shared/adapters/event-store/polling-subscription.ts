@@ -17,6 +17,20 @@ export interface AppendRequest {
   expectedVersion: ExpectedVersion;
 }
 
+/**
+ * Most stored event text one read of the feed hands out (at least one event, however large).
+ * Batches are counted in events, but one call event may hold a whole transcript: a 500 KB one,
+ * sealed, is about 1.4 MB of text, and a batch of 500 of them, parsed and opened, would not fit the
+ * service's heap. A read that stops at the budget says so (`FeedRead.more`).
+ */
+export const FEED_READ_MAX_BYTES = 4 * 1024 * 1024;
+
+/** One read of the feed: `more` when it stopped at FEED_READ_MAX_BYTES with events left to read. */
+export interface FeedRead {
+  events: RecordedEvent[];
+  more: boolean;
+}
+
 /** Options every SQL event store takes. */
 export interface SqlEventStoreOptions {
   /** Subscriptions re-read the feed at least this often; appends wake them sooner. Default 250 ms. */
@@ -35,13 +49,13 @@ export interface SqlEventStoreOptions {
  * `onAppended`, and stops them all on close.
  */
 export const subscriptionsOver = (
-  store: Pick<FeedSource, 'readAll' | 'headPosition' | 'readCheckpoint' | 'storeCheckpoint'>,
+  store: Omit<FeedSource, 'onAppended'>,
   onAppended: FeedSource['onAppended'],
   pollMs: number,
 ) => {
   const live = new Set<Subscription>();
   const source: FeedSource = {
-    readAll: (options) => store.readAll(options),
+    readFeed: (options) => store.readFeed(options),
     headPosition: () => store.headPosition(),
     readCheckpoint: (id) => store.readCheckpoint(id),
     storeCheckpoint: (id, position) => store.storeCheckpoint(id, position),
@@ -66,11 +80,8 @@ const describe = (error: unknown): string =>
 
 /** What a polling subscription needs from its store. */
 export interface FeedSource {
-  readAll(options: {
-    after: bigint;
-    maxCount: number;
-    categories?: ReadAllOptions['categories'];
-  }): Promise<RecordedEvent[]>;
+  /** Up to `maxCount` events after `after`, within FEED_READ_MAX_BYTES (see FeedRead). */
+  readFeed(options: { after: bigint; maxCount: number; categories?: ReadAllOptions['categories'] }): Promise<FeedRead>;
   /** Position of the last committed event of the whole feed. */
   headPosition(): Promise<bigint>;
   readCheckpoint(checkpointId: string): Promise<bigint | undefined>;
@@ -158,19 +169,20 @@ export class PollingSubscription implements Subscription {
     try {
       while (!this.stopped) {
         pending = false;
-        const read = ++this.readsStarted;
+        const readNumber = ++this.readsStarted;
         let readStartedAt = new Date();
         let head: bigint | undefined;
-        const events = await this.retrying(async () => {
+        const read = await this.retrying(async () => {
           readStartedAt = new Date();
           head = categories ? await this.source.headPosition() : undefined;
-          return this.source.readAll({
+          return this.source.readFeed({
             after: this.current,
             maxCount: batchSize,
             ...(categories ? { categories } : {}),
           });
         });
-        if (this.stopped || events === undefined) break;
+        if (this.stopped || read === undefined) break;
+        const { events, more } = read;
         if (events.length > 0) {
           const last = events[events.length - 1]!.position;
           await this.retrying(() => handler(events));
@@ -178,7 +190,8 @@ export class PollingSubscription implements Subscription {
           this.current = last;
           if (checkpointId) await this.retrying(() => this.source.storeCheckpoint(checkpointId, last));
         }
-        if (events.length < batchSize) {
+        // A read that stopped at its byte budget is followed by the next at once, as a full one is.
+        if (events.length < batchSize && !more) {
           if (events.length === 0 && head !== undefined && head > this.current) {
             // Nothing of the categories lies between the last event handled and this head. (Moved
             // only by a read that found nothing, so a busy feed costs no second checkpoint write per
@@ -191,7 +204,7 @@ export class PollingSubscription implements Subscription {
             this.current = reached;
           }
           this.caughtUpAt = readStartedAt;
-          this.waiters = this.waiters.filter((w) => (w.afterRead < read ? (w.resolve(), false) : true));
+          this.waiters = this.waiters.filter((w) => (w.afterRead < readNumber ? (w.resolve(), false) : true));
           if (!pending && !this.stopped && this.waiters.length === 0) await this.sleep();
         }
       }

@@ -8,6 +8,7 @@ import {
   ExpectedVersionConflictError,
   EventStoreUnavailableError,
   type Json,
+  type ReadAllOptions,
 } from '../../ports/event-store.ts';
 import { GroupCommit, type Outcome } from '../group-commit.ts';
 import { timeAppend } from '../../observability/metrics.ts';
@@ -24,7 +25,13 @@ import {
   type PostgresOptions,
 } from '../postgres/postgres-pool.ts';
 import { type EventRow as SqlEventRow, eventRowMapper } from './event-row.ts';
-import { type AppendRequest, type SqlEventStoreOptions, subscriptionsOver } from './polling-subscription.ts';
+import {
+  type AppendRequest,
+  FEED_READ_MAX_BYTES,
+  type FeedRead,
+  type SqlEventStoreOptions,
+  subscriptionsOver,
+} from './polling-subscription.ts';
 
 /** The logger methods the store uses (a pino logger fits). */
 export interface EventStoreLog {
@@ -300,6 +307,33 @@ export const createPostgresEventStore = async (options: PostgresEventStoreOption
     }
   };
 
+  /**
+   * Up to `maxCount` events after `after`, of at most FEED_READ_MAX_BYTES as stored (at least one):
+   * the server sums the sizes over the range and sends only the events within the budget.
+   */
+  const readFeed = async ({ after = 0n, maxCount = 1000, categories }: ReadAllOptions): Promise<FeedRead> => {
+    const only = checkCategories(categories);
+    const range = only
+      ? // Each category is one bounded range of the (category, position) index; several are merged.
+        `SELECT e.* FROM unnest($4::text[]) AS c(category)
+           CROSS JOIN LATERAL (SELECT * FROM events WHERE category = c.category AND position > $1 ORDER BY position LIMIT $2) AS e
+          ORDER BY e.position LIMIT $2`
+      : 'SELECT * FROM events WHERE position > $1 ORDER BY position LIMIT $2';
+    const rows = await query<EventRow & { read_index: string; read_bytes: string; read_rows: string }>(
+      `SELECT * FROM (
+         SELECT r.*,
+                row_number() OVER (ORDER BY r.position) AS read_index,
+                sum(pg_column_size(r.data) + pg_column_size(r.metadata)) OVER (ORDER BY r.position) AS read_bytes,
+                count(*) OVER () AS read_rows
+           FROM (${range}) AS r
+       ) AS b
+       WHERE read_index = 1 OR read_bytes <= $3
+       ORDER BY position`,
+      [after.toString(), maxCount, FEED_READ_MAX_BYTES, ...(only ? [only] : [])],
+    );
+    return { events: rows.map(toRecorded), more: rows.length > 0 && rows.length < Number(rows[0]!.read_rows) };
+  };
+
   const store: EventStore = {
     append(streamId, events, appendOptions = {}) {
       if (events.length === 0) return Promise.reject(new TypeError('append needs at least one event'));
@@ -317,21 +351,8 @@ export const createPostgresEventStore = async (options: PostgresEventStoreOption
       return rows.map(toRecorded);
     },
 
-    async readAll({ after = 0n, maxCount = 1000, categories } = {}) {
-      const only = checkCategories(categories);
-      const rows = only
-        ? // Each category is one bounded range of the (category, position) index; several are merged.
-          await query<EventRow>(
-            `SELECT e.* FROM unnest($3::text[]) AS c(category)
-               CROSS JOIN LATERAL (SELECT * FROM events WHERE category = c.category AND position > $1 ORDER BY position LIMIT $2) AS e
-              ORDER BY e.position LIMIT $2`,
-            [after.toString(), maxCount, only],
-          )
-        : await query<EventRow>('SELECT * FROM events WHERE position > $1 ORDER BY position LIMIT $2', [
-            after.toString(),
-            maxCount,
-          ]);
-      return rows.map(toRecorded);
+    async readAll(readOptions = {}) {
+      return (await readFeed(readOptions)).events;
     },
 
     subscribeToAll: (subscribeOptions) => subscriptions.subscribe(subscribeOptions),
@@ -378,7 +399,12 @@ export const createPostgresEventStore = async (options: PostgresEventStoreOption
     },
   };
   const subscriptions = subscriptionsOver(
-    store,
+    {
+      readFeed,
+      headPosition: () => store.headPosition(),
+      readCheckpoint: (id) => store.readCheckpoint(id),
+      storeCheckpoint: (id, position) => store.storeCheckpoint(id, position),
+    },
     (wake) => {
       appended.on('appended', wake);
       listener.start();

@@ -10,6 +10,7 @@ import {
   EventStoreUnavailableError,
   expectedVersionHolds,
   type Json,
+  type ReadAllOptions,
   type RecordedEvent,
 } from '../../ports/event-store.ts';
 import { GroupCommit, type Outcome } from '../group-commit.ts';
@@ -19,12 +20,21 @@ import { whenDurable, whenDurableWithin } from '../sqlite/wal-sync.ts';
 import { isBackendUnavailable } from '../../ports/unavailable.ts';
 import { translateSqliteError } from '../sqlite/sqlite-errors.ts';
 import { type EventRow as SqlEventRow, eventRowMapper } from './event-row.ts';
-import { type AppendRequest, type SqlEventStoreOptions, subscriptionsOver } from './polling-subscription.ts';
+import {
+  type AppendRequest,
+  FEED_READ_MAX_BYTES,
+  type FeedRead,
+  type SqlEventStoreOptions,
+  subscriptionsOver,
+} from './polling-subscription.ts';
 
 /** Local appends wake subscriptions at once. */
 export type SqliteEventStoreOptions = SqlEventStoreOptions;
 
 type EventRow = SqlEventRow<string, number>;
+
+/** A read of the feed, with the stored size of what it handed (`rowSize`). */
+type FeedBatch = FeedRead & { sizes: number[]; bytes: number };
 
 const SCHEMA = `
   CREATE TABLE IF NOT EXISTS events (
@@ -87,6 +97,15 @@ const SHARED_RUN_MAX = 2_000;
 /** How far past SHARED_RUN_MAX a stretch grows before it is trimmed back. */
 const SHARED_RUN_SLACK = 500;
 /**
+ * Most stored text a stretch keeps parsed: events are counted above, but one call event may hold a
+ * whole transcript (a sealed 500 KB transcript is about 1.4 MB of text), and 2,000 of those would
+ * not fit the heap. Past it the stretch is trimmed from its start, down to the newest events.
+ */
+const SHARED_RUN_MAX_BYTES = 2 * FEED_READ_MAX_BYTES;
+
+/** The stored text of a row: what its parsed event costs, near enough to budget reads by. */
+const rowSize = (row: EventRow): number => row.data.length + row.metadata.length;
+/**
  * A stretch no reader asked for in this long is let go instead of continued by the writer: a
  * one-off read (a replay, the whole feed read once) would otherwise have every later commit parsed
  * for nobody. A follower reads at least at each poll (250 ms), so one that keeps up is never let go.
@@ -110,6 +129,9 @@ class SharedRun {
   private from = 0;
   private to = 0;
   private events: RecordedEvent[] = [];
+  /** The stored size of each event held (`rowSize`), and their sum. */
+  private sizes: number[] = [];
+  private bytes = 0;
   /** When a reader last asked for the stretch (`performance.now()`). */
   readAt = performance.now();
 
@@ -119,14 +141,18 @@ class SharedRun {
   }
 
   /**
-   * Up to `maxCount` events after `after` and at most at `upTo` held here; empty when the stretch
-   * does not cover `after`.
+   * Up to `maxCount` events after `after` and at most at `upTo` held here, of at most `maxBytes`
+   * stored text (at least one event); empty when the stretch does not cover `after`. `more`: the
+   * byte budget stopped it.
    */
-  take(after: number, maxCount: number, upTo: number): RecordedEvent[] {
-    if (!this.covers(after)) return [];
+  take(after: number, maxCount: number, upTo: number, maxBytes: number): FeedBatch {
+    if (!this.covers(after)) return { events: [], sizes: [], bytes: 0, more: false };
     const start = this.indexAfter(after);
-    const end = this.to <= upTo ? this.events.length : this.indexAfter(upTo);
-    return this.events.slice(start, Math.min(end, start + maxCount));
+    const end = Math.min(this.to <= upTo ? this.events.length : this.indexAfter(upTo), start + maxCount);
+    let bytes = 0;
+    let stop = start;
+    while (stop < end && (stop === start || bytes + this.sizes[stop]! <= maxBytes)) bytes += this.sizes[stop++]!;
+    return { events: this.events.slice(start, stop), sizes: this.sizes.slice(start, stop), bytes, more: stop < end };
   }
 
   /** Where a read continuing the stretch starts. */
@@ -139,23 +165,38 @@ class SharedRun {
    * position it covered in full (a read that returned fewer than it asked for, a commit), else
    * undefined.
    */
-  add(after: number, events: RecordedEvent[], reached: number | undefined): void {
+  add(after: number, events: RecordedEvent[], sizes: number[], reached: number | undefined): void {
     const last = events.length > 0 ? Number(events[events.length - 1]!.position) : after;
     const to = Math.max(last, reached ?? 0);
     if (to <= after) return;
     for (const event of events) deepFreeze(event);
+    const added = sizes.reduce((sum, size) => sum + size, 0);
     // One push per event: a commit may hold more events than a call's arguments can.
-    if (this.to > this.from && after === this.to) for (const event of events) this.events.push(event);
-    else {
+    if (this.to > this.from && after === this.to) {
+      for (const event of events) this.events.push(event);
+      for (const size of sizes) this.sizes.push(size);
+      this.bytes += added;
+    } else {
       this.from = after;
       this.events = events.slice();
+      this.sizes = sizes.slice();
+      this.bytes = added;
     }
     this.to = to;
     // Trimmed in steps, not at each commit: a splice moves every event kept.
-    const excess = this.events.length - SHARED_RUN_MAX;
-    if (excess > SHARED_RUN_SLACK) {
+    let excess = this.events.length - SHARED_RUN_MAX;
+    if (excess <= SHARED_RUN_SLACK) excess = 0;
+    if (this.bytes > SHARED_RUN_MAX_BYTES) {
+      // Down to half the budget, so large events do not trim at every commit either.
+      let kept = this.bytes;
+      let cut = 0;
+      while (cut < this.events.length - 1 && kept > SHARED_RUN_MAX_BYTES / 2) kept -= this.sizes[cut++]!;
+      excess = Math.max(excess, cut);
+    }
+    if (excess > 0) {
       this.from = Number(this.events[excess - 1]!.position);
       this.events.splice(0, excess);
+      for (const size of this.sizes.splice(0, excess)) this.bytes -= size;
     }
   }
 
@@ -240,17 +281,18 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
   /** One stretch per category read ('' for the whole feed). */
   const sharedRuns = new Map<string, SharedRun>();
   /**
-   * Up to `maxCount` durable events after `after`: from the stretch of `key` where it covers
-   * them, the rest by `read` (of the positions after `from` up to `upTo`), which continues it. A
-   * read goes up to the committed head, so the stretch reaches it and the writer continues it from
-   * there (`handOver`); what it returns stops at the durable head.
+   * Up to `maxCount` durable events after `after`, of at most FEED_READ_MAX_BYTES of stored text
+   * (at least one event): from the stretch of `key` where it covers them, the rest by `read` (the
+   * rows after `from` up to `upTo`, iterated so that no more of them are fetched than the budget
+   * takes), which continues it. A read goes up to the committed head, so the stretch reaches it and
+   * the writer continues it from there (`handOver`); what it returns stops at the durable head.
    */
   const sharedRead = (
     key: string,
     after: number,
     maxCount: number,
-    read: (from: number, upTo: number, count: number) => EventRow[],
-  ): RecordedEvent[] => {
+    read: (from: number, upTo: number, count: number) => IterableIterator<EventRow>,
+  ): FeedBatch => {
     let shared = sharedRuns.get(key);
     if (!shared) {
       shared = new SharedRun();
@@ -258,20 +300,42 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
     }
     shared.readAt = performance.now();
     const durable = feed.durable;
-    const held = shared.take(after, maxCount, durable);
-    if (held.length === maxCount) return held;
+    const held = shared.take(after, maxCount, durable, FEED_READ_MAX_BYTES);
+    if (held.more || held.events.length === maxCount) return held;
     const from = shared.covers(after) ? shared.end : after;
     // Nothing durable lies past what is held: no query. Every follower of a category reads after
     // each sync, and all but the first find the stretch already at the head.
     if (from >= durable) return held;
     const upTo = feed.committed;
-    const count = maxCount - held.length;
-    const fresh = read(from, upTo, count).map(toRecorded);
-    shared.add(from, fresh, fresh.length < count ? upTo : undefined);
+    const count = maxCount - held.events.length;
+    const rows: EventRow[] = [];
+    const sizes: number[] = [];
+    let bytes = held.bytes;
+    let more = false;
+    for (const row of read(from, upTo, count)) {
+      const size = rowSize(row);
+      if (held.events.length + rows.length > 0 && bytes + size > FEED_READ_MAX_BYTES) {
+        more = true;
+        break; // ends the iteration: the rows after it are not fetched
+      }
+      rows.push(row);
+      sizes.push(size);
+      bytes += size;
+    }
+    const fresh = rows.map(toRecorded);
+    shared.add(from, fresh, sizes, !more && fresh.length < count ? upTo : undefined);
     let durableCount = fresh.length;
-    while (durableCount > 0 && Number(fresh[durableCount - 1]!.position) > durable) durableCount -= 1;
+    while (durableCount > 0 && Number(fresh[durableCount - 1]!.position) > durable) {
+      durableCount -= 1;
+      bytes -= sizes[durableCount]!;
+    }
     const handed = durableCount < fresh.length ? fresh.slice(0, durableCount) : fresh;
-    return held.length > 0 ? [...held, ...handed] : handed;
+    return {
+      events: held.events.length > 0 ? [...held.events, ...handed] : handed,
+      sizes: [...held.sizes, ...sizes.slice(0, durableCount)],
+      bytes,
+      more,
+    };
   };
   /**
    * Continues every stretch that reached `before`, the committed head before a commit, with that
@@ -285,6 +349,7 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
     if (rows.length === 0 || sharedRuns.size === 0) return;
     if (!rows.every((row) => row.stream_id.isWellFormed() && row.id.isWellFormed() && row.type.isWellFormed())) return;
     let recorded: RecordedEvent[] | undefined;
+    let sizes: number[] | undefined;
     const idleSince = performance.now() - SHARED_RUN_IDLE_MS;
     for (const [key, shared] of sharedRuns) {
       if (shared.readAt < idleSince) {
@@ -293,23 +358,60 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
       }
       if (shared.end !== before) continue;
       recorded ??= rows.map(toRecorded);
-      shared.add(before, key === '' ? recorded : recorded.filter((event) => categoryOf(event.streamId) === key), after);
+      sizes ??= rows.map(rowSize);
+      if (key === '') shared.add(before, recorded, sizes, after);
+      else {
+        const mine = recorded.flatMap((event, i) => (categoryOf(event.streamId) === key ? [i] : []));
+        shared.add(
+          before,
+          mine.map((i) => recorded![i]!),
+          mine.map((i) => sizes![i]!),
+          after,
+        );
+      }
     }
   };
   /**
    * Up to `maxCount` durable events of `categories` after `after`: each category from its own
    * stretch, so a follower of several categories (the webhook projection: calls and webhooks) reuses
-   * what the followers of one (call history, deals) read and parsed. Merged by position: when a
-   * category's list stops at `maxCount`, more of it may follow, but the first `maxCount` of the
-   * merge all lie before its end, so none of them skips an event of that category.
+   * what the followers of one (call history, deals) read and parsed. Merged by position, up to the
+   * end of the shortest list that stopped early, and within the byte budget again: when a
+   * category's list stops at `maxCount`, the first `maxCount` of the merge all lie before its end;
+   * when one stops at its byte budget, the merge stops at its last event, so none of them skips an
+   * event of that category.
    */
-  const readCategoriesShared = (categories: readonly string[], after: number, maxCount: number): RecordedEvent[] => {
+  const readCategoriesShared = (categories: readonly string[], after: number, maxCount: number): FeedBatch => {
     const lists = categories.map((category) =>
-      sharedRead(category, after, maxCount, (from, upTo, count) => readCategoryRange.all(category, from, upTo, count)),
+      sharedRead(category, after, maxCount, (from, upTo, count) =>
+        readCategoryRange.iterate(category, from, upTo, count),
+      ),
     );
     if (lists.length === 1) return lists[0]!;
-    const merged = lists.flat().sort((a, b) => (a.position < b.position ? -1 : a.position > b.position ? 1 : 0));
-    return merged.length > maxCount ? merged.slice(0, maxCount) : merged;
+    const merged = lists
+      .flatMap((list) => list.events.map((event, i) => ({ event, size: list.sizes[i]! })))
+      .sort((x, y) => (x.event.position < y.event.position ? -1 : x.event.position > y.event.position ? 1 : 0));
+    const stops = lists.filter((list) => list.more).map((list) => list.events[list.events.length - 1]!.position);
+    const stop = stops.length > 0 ? stops.reduce((x, y) => (x < y ? x : y)) : undefined;
+    const batch: FeedBatch = { events: [], sizes: [], bytes: 0, more: stop !== undefined };
+    for (const { event, size } of merged) {
+      if (batch.events.length === maxCount || (stop !== undefined && event.position > stop)) break;
+      if (batch.events.length > 0 && batch.bytes + size > FEED_READ_MAX_BYTES) {
+        batch.more = true;
+        break;
+      }
+      batch.events.push(event);
+      batch.sizes.push(size);
+      batch.bytes += size;
+    }
+    return batch;
+  };
+  /** One read of the feed, whole or of some categories (see `sharedRead`). */
+  const readFeed = ({ after = 0n, maxCount = 1000, categories }: ReadAllOptions): FeedBatch => {
+    const only = checkCategories(categories);
+    // Every subscriber of this process follows the same feed: what one read parsed, the others reuse.
+    return only
+      ? readCategoriesShared(only, Number(after), maxCount)
+      : sharedRead('', Number(after), maxCount, (from, upTo, count) => readAll.iterate(from, upTo, count));
   };
   const readCheckpoint = reader.prepare<[string], { position: number }>(
     'SELECT position FROM event_checkpoints WHERE id = ?',
@@ -440,14 +542,8 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
       return (await translated(() => readStream.all(streamId, fromRevision, maxCount))).map(toRecorded);
     },
 
-    async readAll({ after = 0n, maxCount = 1000, categories } = {}) {
-      const only = checkCategories(categories);
-      // Every subscriber of this process follows the same feed: what one read parsed, the others reuse.
-      return translated(() =>
-        only
-          ? readCategoriesShared(only, Number(after), maxCount)
-          : sharedRead('', Number(after), maxCount, (from, upTo, count) => readAll.all(from, upTo, count)),
-      );
+    async readAll(readOptions = {}) {
+      return (await translated(() => readFeed(readOptions))).events;
     },
 
     subscribeToAll: (subscribeOptions) => subscriptions.subscribe(subscribeOptions),
@@ -484,7 +580,12 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
     },
   };
   const subscriptions = subscriptionsOver(
-    store,
+    {
+      readFeed: (readOptions) => translated(() => readFeed(readOptions)),
+      headPosition: () => store.headPosition(),
+      readCheckpoint: (id) => store.readCheckpoint(id),
+      storeCheckpoint: (id, position) => store.storeCheckpoint(id, position),
+    },
     (listener) => {
       appended.on('appended', listener);
       return () => appended.off('appended', listener);

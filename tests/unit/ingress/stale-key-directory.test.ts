@@ -46,7 +46,7 @@ describe('a key directory older than KEY_DIRECTORY_MAX_LAG_MS', () => {
           : read();
     const subscriptions = subscriptionsOver(
       {
-        readAll: (options) => held(() => real.readAll(options)),
+        readFeed: (options) => held(async () => ({ events: await real.readAll(options), more: false })),
         headPosition: () => held(() => real.headPosition()),
         readCheckpoint: (id) => real.readCheckpoint(id),
         storeCheckpoint: (id, position) => real.storeCheckpoint(id, position),

@@ -7,7 +7,8 @@
  * sweep if it never appears) and says so. An optional Idempotency-Key replays a 201, and names the
  * call: its first claim records a new time-ordered call id, which every retry of that request within
  * 24 h is answered with (a claim stored by an earlier version named a call id derived from the key,
- * `callIdForKey`); docs/decisions/0006-idempotency-key.md.
+ * `callIdForKey`); a 404 once that call was erased. The 201 is stored without its warnings, which a
+ * replay rebuilds from its own body; docs/decisions/0006-idempotency-key.md.
  */
 import { Type } from '@sinclair/typebox';
 import type { FastifyBaseLogger } from 'fastify';
@@ -15,6 +16,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { toRecord } from '../../shared/cloudevents.ts';
 import type { PersonalData } from '../../shared/adapters/crypto/personal-data.ts';
 import { callEvents } from '../../shared/domain/call/call-catalogue.ts';
+import { callDecider } from '../../shared/domain/call/call-decider.ts';
 import { CALL_SUBMITTED_TYPE, type CallSubmittedData } from '../../shared/domain/call/call-submitted.ts';
 import { isDomainError } from '../../shared/domain/decider.ts';
 import { idempotencyDecider, idempotencyEvents } from '../../shared/domain/idempotency/idempotency-decider.ts';
@@ -112,6 +114,9 @@ export const newCallId = (now = Date.now()): string => {
   return `${time.slice(0, 8)}-${time.slice(8, 12)}-7${random.slice(15)}`;
 };
 
+/** The id of an Idempotency-Key's stream: the key is scoped to the API key that sent it, and stored hashed. */
+export const idempotencyIdOf = (keyId: string, key: string): string => `${keyId}-${sha256(key).slice(0, 32)}`;
+
 /** The Idempotency-Key header: 1–255 visible ASCII characters. */
 const readIdempotencyKey = (raw: string | string[]): string => {
   const value = Array.isArray(raw) ? raw[0] : raw;
@@ -128,6 +133,7 @@ const readIdempotencyKey = (raw: string | string[]): string => {
 export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
   const now = deps.now ?? (() => new Date());
   const idempotency = new AggregateRepository(deps.eventStore, idempotencyDecider, idempotencyEvents);
+  const calls = new AggregateRepository(deps.eventStore, callDecider, callEvents);
 
   /** The normalised submission; a 400 with every broken rule otherwise. */
   const validate = (body: unknown): Extract<NormaliseResult, { ok: true }> => {
@@ -150,9 +156,34 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
     warnings,
   });
 
-  /** Whether the processor has stored the call (it then holds no reservation any more, or soon none). */
-  const callStored = async (callId: string): Promise<boolean> =>
-    (await deps.eventStore.readStream(callEvents.streamId(callId), { maxCount: 1 })).length > 0;
+  /**
+   * Whether the processor has stored the call (it then holds no reservation any more, or soon none),
+   * and whether it was erased since.
+   */
+  const storedCall = async (callId: string): Promise<'absent' | 'stored' | 'erased'> => {
+    const { status } = (await calls.load(callId)).state;
+    return status === 'absent' || status === 'erased' ? status : 'stored';
+  };
+
+  /**
+   * A replay of a key's 201 once its call was erased: no 201 says of an erased call that it is
+   * pending, and nothing of it is told again; the key stays bound to it, so its retries submit
+   * nothing (docs/decisions/0006-idempotency-key.md). An erased call is not found, as everywhere.
+   */
+  const erasedCall = (callId: string) =>
+    new ProblemError(
+      'NOT_FOUND',
+      `The call this Idempotency-Key submitted (${callId}) was erased; a request with this key submits nothing until the key's 24 hours end.`,
+    );
+
+  /**
+   * The 201 as stored for replay: without `warnings`, which quote the names of unknown fields (they
+   * may hold personal data, sealed in CallSubmitted under the call's key and unreadable once it is
+   * erased: docs/decisions/0014-erasure-crypto-shredding.md). A replay has them from its own body,
+   * the same bytes as the first request's (compared by hash), normalised by the same rules.
+   */
+  const storedAnswer = ({ warnings: _warnings, ...answer }: SubmissionAccepted): Omit<SubmissionAccepted, 'warnings'> =>
+    answer;
 
   /**
    * Reserves capacity and makes the call durable on the log; the 201 body. When the publish surely
@@ -251,11 +282,14 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
           'idempotency-key': Type.Optional(
             Type.String({
               description:
-                'Optional. The same key with the same body within 24 h replays the first 201 (with Idempotent-Replayed: true) instead of creating another call; with another body: 422.',
+                'Optional. The same key with the same body within 24 h replays the first 201 (with Idempotent-Replayed: true) instead of creating another call, or answers 404 once that call was erased; with another body: 422.',
             }),
           ),
         }),
-        response: { 201: SubmissionAcceptedSchema, ...problemResponses(400, 401, 402, 409, 413, 415, 422, 429, 503) },
+        response: {
+          201: SubmissionAcceptedSchema,
+          ...problemResponses(400, 401, 402, 404, 409, 413, 415, 422, 429, 503),
+        },
       },
     },
     // The request's span: a child of the caller's traceparent when it sends one.
@@ -276,7 +310,7 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
             return reply.code(201).send(await accept(owner, normalised, newCallId(), request.log));
 
           const key = readIdempotencyKey(idempotencyKey);
-          const id = `${owner.keyId}-${sha256(key).slice(0, 32)}`;
+          const id = idempotencyIdOf(owner.keyId, key);
           const newCall = newCallId();
           const attempt = randomUUID();
           const claimed = await idempotency.handle(id, {
@@ -287,10 +321,13 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
             attempt,
           });
           if (claimed.state.status === 'stored') {
+            // A response stored by an earlier version also holds the warnings: the request's own replace them.
+            const stored = claimed.state.response.body as SubmissionAccepted;
+            if ((await storedCall(stored.callId)) === 'erased') throw erasedCall(stored.callId);
             return reply
               .code(201)
               .header('idempotent-replayed', 'true')
-              .send(claimed.state.response.body as SubmissionAccepted);
+              .send({ ...stored, warnings: normalised.warnings });
           }
           const callId = (claimed.state.status === 'claimed' && claimed.state.callId) || callIdForKey(id);
           const tookOver = callId !== newCall;
@@ -320,8 +357,10 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
             // A claim that took over from an earlier attempt of this request names that attempt's
             // call. Once the processor stored it, it was accepted (its 201 was not stored for
             // replay): answer that 201 again; accepting it again would reserve capacity a second
-            // time, for a call that has settled its own.
-            replayed = tookOver && (await callStored(callId));
+            // time, for a call that has settled its own. Unless it was erased since.
+            const earlier = tookOver ? await storedCall(callId) : 'absent';
+            if (earlier === 'erased') throw erasedCall(callId);
+            replayed = earlier === 'stored';
             accepted = replayed
               ? acceptedBody(callId, normalised.warnings)
               : await accept(
@@ -351,7 +390,7 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
             await idempotency.handle(id, {
               type: 'StoreResponse',
               status: 201,
-              body: accepted,
+              body: storedAnswer(accepted),
               now: now().toISOString(),
               attempt,
             });

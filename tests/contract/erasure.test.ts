@@ -5,7 +5,10 @@
  * requests by e-mail. Personal fields are sealed in what is stored and published.
  */
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { idempotencyIdOf } from '../../services/ingress/ingest-route.ts';
+import { idempotencyEvents, idempotencyStreamId } from '../../shared/domain/idempotency/idempotency-decider.ts';
 import { type EmbeddedPipeline, openEmbeddedPipeline } from '../support/embedded-pipeline.ts';
 import type { PipelineOptions } from '../support/pipeline-harness.ts';
 import { openServersPipeline, serversSkip } from '../support/servers-pipeline.ts';
@@ -106,6 +109,61 @@ const erasureContract = (
           !record.value.includes('private note') && !record.value.includes('dana@acme.test'),
           record.headers.ce_type,
         );
+    });
+
+    test('Idempotency-Key: the 201 is stored without its warnings (they may quote personal data) and replayed with them; once the call is erased a replay is 404, also from a record of an earlier version', async () => {
+      const { key, keyId } = await h.team();
+      const personal = 'Dana Reyes SSN 078-05-1120';
+      const body = { transcript: TRANSCRIPT, [personal]: 'x' };
+      const send = (idempotencyKey: string) => h.ingest({ key, body, headers: { 'idempotency-key': idempotencyKey } });
+      const first = await send('crm-erase-1');
+      assert.equal(first.statusCode, 201, first.body);
+      const { callId, warnings } = first.json<{ callId: string; warnings: string[] }>();
+      assert.ok(
+        warnings.some((w) => w.includes(personal)),
+        warnings.join(),
+      );
+      const again = await send('crm-erase-1');
+      assert.equal(again.statusCode, 201, again.body);
+      assert.equal(again.headers['idempotent-replayed'], 'true');
+      assert.deepEqual(again.json(), first.json(), 'the replay has the warnings, from its own body');
+      const idempotencyRecords = async () =>
+        JSON.stringify(
+          (await pipeline.storedEvents!.readAll({ categories: ['idempotency'], maxCount: 100_000 })).map((e) => e.data),
+        );
+      assert.ok((await idempotencyRecords()).includes(callId));
+      assert.ok(!(await idempotencyRecords()).includes('078-05-1120'), 'no personal text in the idempotency record');
+
+      // A key whose 201 an earlier version stored whole, warnings included, for the same call.
+      const at = new Date(Date.now() + clockOffsetMs).toISOString();
+      await h.eventStore.append(
+        idempotencyStreamId(idempotencyIdOf(keyId, 'crm-erase-old')),
+        [
+          idempotencyEvents.encode({
+            type: 'IdempotencyKeyClaimed',
+            data: { bodyHash: createHash('sha256').update(JSON.stringify(body)).digest('hex'), at, callId },
+          }),
+          idempotencyEvents.encode({ type: 'IdempotentResponseStored', data: { status: 201, body: first.json(), at } }),
+        ],
+        { expectedVersion: 'no_stream' },
+      );
+      const old = await send('crm-erase-old');
+      assert.equal(old.statusCode, 201, old.body);
+      assert.deepEqual(old.json(), first.json());
+
+      await shown(key, callId);
+      assert.equal((await request('DELETE', `/api/calls/${callId}`, key)).statusCode, 202);
+      await gone(key, callId);
+      const submitted = async () => (await h.eventLog.read(h.topics.callsSubmitted, { limit: 100_000 })).length;
+      const submittedBefore = await submitted();
+      for (const idempotencyKey of ['crm-erase-1', 'crm-erase-old']) {
+        const replay = await send(idempotencyKey);
+        assert.equal(replay.statusCode, 404, `${idempotencyKey}: ${replay.body}`);
+        assert.equal(replay.json<{ code: string }>().code, 'NOT_FOUND');
+        assert.equal(replay.headers['idempotent-replayed'], undefined);
+        assert.ok(!replay.body.includes('078-05-1120'), replay.body);
+      }
+      assert.equal(await submitted(), submittedBefore, 'no call submitted again');
     });
 
     test('a call still processing is erased: it stops, nothing follows CallErased, and its capacity reservation is released', async () => {

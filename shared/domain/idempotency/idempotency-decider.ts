@@ -32,6 +32,10 @@ export type IdempotencyEvent =
    * derives the call id from the key, and any attempt may answer for the claim.
    */
   | { type: 'IdempotencyKeyClaimed'; data: { bodyHash: string; at: string; callId?: string; attempt?: string } }
+  /**
+   * `body` is the 201 without its `warnings` (they may quote personal data; a replay rebuilds them
+   * from its own request). One stored by an earlier version holds them; they are not replayed.
+   */
   | { type: 'IdempotentResponseStored'; data: { status: number; body: unknown; at: string } }
   | { type: 'IdempotencyKeyReleased'; data: { at: string; outcomeUnknown?: boolean } };
 

@@ -1,8 +1,8 @@
 /**
  * What an Idempotency-Key does to the calls it names, followed through the whole embedded pipeline
  * (ingress, processor, projections): a retry that takes over a key whose 201 was not stored, after
- * its call ran, answers that 201 again and reserves nothing; a key used again after its 24 hours
- * names a new call, which runs (docs/decisions/0006-idempotency-key.md).
+ * its call ran, answers that 201 again and reserves nothing, or a 404 once that call was erased; a
+ * key used again after its 24 hours names a new call, which runs (docs/decisions/0006-idempotency-key.md).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -27,6 +27,7 @@ describe('Idempotency-Key: the calls a key names, through the pipeline', () => {
     embedded = await openEmbeddedPipeline(
       {},
       {
+        erasure: true,
         now: () => new Date(Date.now() + ahead),
         wrapEventStore: (store: EventStore) =>
           overriding(store, {
@@ -78,6 +79,36 @@ describe('Idempotency-Key: the calls a key names, through the pipeline', () => {
     assert.equal(third.statusCode, 201, third.body);
     assert.equal(third.headers['idempotent-replayed'], 'true', 'the answer is stored now');
     assert.deepEqual(third.json(), first.json());
+  });
+
+  test('a retry after the lease of a call erased since, whose 201 was not stored: 404, nothing submitted again', async () => {
+    const { h } = embedded;
+    const { key } = await h.team();
+    const body = { transcript: TRANSCRIPT, callTitle: 'Erased before the retry' };
+    failStoredResponses = true;
+    let first;
+    try {
+      first = await h.ingest({ key, body, headers: { 'idempotency-key': 'crm-8' } });
+    } finally {
+      failStoredResponses = false;
+    }
+    assert.equal(first.statusCode, 201, first.body);
+    const { callId } = first.json<{ callId: string }>();
+    await h.callEvents(callId);
+    const erased = await h.ingress.app.inject({
+      method: 'DELETE',
+      url: `/api/calls/${callId}`,
+      headers: { 'x-api-key': key },
+    });
+    assert.equal(erased.statusCode, 202, erased.body);
+
+    ahead += IDEMPOTENCY_CLAIM_LEASE_MS;
+    for (const attempt of ['the retry', 'the one after']) {
+      const retry = await h.ingest({ key, body, headers: { 'idempotency-key': 'crm-8' } });
+      assert.equal(retry.statusCode, 404, `${attempt}: ${retry.body}`);
+      assert.equal(retry.json<{ code: string }>().code, 'NOT_FOUND');
+    }
+    assert.equal((await recordsOf(callId)).length, 1, 'nothing published again');
   });
 
   test('a key used again after its 24 hours names a new call, which runs with the new body', async () => {

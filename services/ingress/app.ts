@@ -36,6 +36,7 @@ import { registerWebhookRoutes } from './webhook-routes.ts';
 import type { TeamService } from './teams/team-service.ts';
 import type { Health } from '../runtime/health.ts';
 import { readiness } from '../runtime/readiness.ts';
+import { holdsCredential } from '../runtime/logger.ts';
 
 export interface IngressDeps {
   logger: Logger;
@@ -105,6 +106,9 @@ const answerClientError = (error: Error & { code?: string }, socket: Socket): vo
 
 /** Builds the HTTP app; starts nothing (tests call `app.inject()`, main.ts calls `listen`). */
 export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
+  // The logger's test, and this app's tokens even where no one registered them with the logger.
+  const tokens = [deps.adminToken, deps.metricsToken].filter((token): token is string => !!token);
+  const holdsSecret = (text: string) => holdsCredential(text) || tokens.some((token) => text.includes(token));
   const app = Fastify({
     // Fastify infers its logger type from this option; typed as its base logger, the app stays a TypedApp.
     // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion
@@ -129,11 +133,12 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
     },
     clientErrorHandler: answerClientError,
     // Every answer and every log line of a request carry its id: the caller's X-Request-Id when it
-    // is a sane token, a new UUID otherwise.
+    // is a sane token that holds no credential (a key sent there would be logged on every line), a
+    // new UUID otherwise.
     requestIdHeader: false,
     genReqId: (request) => {
       const given = request.headers['x-request-id'];
-      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+      return typeof given === 'string' && REQUEST_ID.test(given) && !holdsSecret(given) ? given : randomUUID();
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.addHook('onRequest', async (request, reply) => {

@@ -1,7 +1,8 @@
 /**
  * Structured logger (pino) for every service. API keys and tokens never reach a log line: auth
  * headers are redacted, and query-string values whose name looks like a credential (or whose value
- * looks like a Push API key) are replaced before a URL is logged.
+ * looks like a Push API key) are replaced before a URL is logged; the ingress takes no X-Request-Id
+ * that holds one (`holdsCredential`), since the request id is on every line.
  */
 import { type DestinationStream, type Logger, pino } from 'pino';
 
@@ -16,19 +17,28 @@ export const registerSecretForRedaction = (value: string): void => {
   if (value.length >= 8) secrets.add(value);
 };
 
-const decoded = (text: string): string => {
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return text;
-  }
-};
+/** A run of `%XX` escapes: decoded together, so a character of several UTF-8 bytes comes out whole. */
+const ESCAPES = /(?:%[0-9A-Fa-f]{2})+/g;
 
-/** Whether a URL part holds a credential once percent-decoded (`pk%5F…` is a key too). */
-const holdsCredential = (part: string): boolean => {
-  const plain = decoded(part);
-  if (API_KEY_LIKE.test(plain)) return true;
-  for (const secret of secrets) if (plain.includes(secret)) return true;
+/**
+ * The text with every valid `%XX` escape decoded and any other `%` left as it is. Decoding the whole
+ * text at once (`decodeURIComponent`) fails at one bad escape (`%ZZ`), which left the rest encoded:
+ * `%70k_…` beside it was no key. Bytes that are not UTF-8 become U+FFFD.
+ */
+const decoded = (text: string): string =>
+  text.includes('%')
+    ? text.replace(ESCAPES, (run) => Buffer.from(run.replaceAll('%', ''), 'hex').toString('utf8'))
+    : text;
+
+/**
+ * Whether a text holds a credential, as it is or once percent-decoded (`pk%5F…` is a key too): a
+ * Push API key or a registered secret. URL parts and the caller's X-Request-Id are checked with it.
+ */
+export const holdsCredential = (text: string): boolean => {
+  for (const plain of new Set([text, decoded(text)])) {
+    if (API_KEY_LIKE.test(plain)) return true;
+    for (const secret of secrets) if (plain.includes(secret)) return true;
+  }
   return false;
 };
 

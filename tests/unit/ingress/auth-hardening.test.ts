@@ -71,7 +71,7 @@ describe('authentication edges', () => {
     assert.ok(answer.closedAfterMs < 5000, `socket closed after ${answer.closedAfterMs} ms`);
   });
 
-  test('URLs in log lines: keys percent-encoded or in a path, and the admin token anywhere, are redacted', () => {
+  test('URLs in log lines: keys percent-encoded (beside a bad escape too) or in a path, and the admin token anywhere, are redacted', () => {
     assert.equal(redactUrl('/api/calls?q=pk%5FAbCdEf123'), '/api/calls?q=[redacted]');
     assert.equal(redactUrl('/api/calls?q=%70%6B%5F%41%62%63'), '/api/calls?q=[redacted]');
     assert.equal(redactUrl('/api/calls/pk_AbCdEf123/x'), '/api/calls/[redacted]/x');
@@ -81,6 +81,12 @@ describe('authentication edges', () => {
       '/api/admin/[redacted]',
     );
     assert.equal(redactUrl(`/x?${ADMIN_TOKEN}`), '/x?[redacted]');
+    // A bad escape elsewhere in the value does not keep the valid ones from being decoded.
+    assert.equal(redactUrl('/api/calls?q=%70k_AbCdEf123%ZZ'), '/api/calls?q=[redacted]');
+    assert.equal(redactUrl('/api/calls?q=%ZZ%70%6B%5FAbCdEf123'), '/api/calls?q=[redacted]');
+    assert.equal(redactUrl('/api/%70k_AbCdEf123%/x'), '/api/[redacted]/x');
+    assert.equal(redactUrl(`/x?q=%${ADMIN_TOKEN.replace(/t/g, '%74')}`), '/x?q=[redacted]');
+    assert.equal(redactUrl('/api/calls?search=100%25%ZZ%C0'), '/api/calls?search=100%25%ZZ%C0');
     assert.equal(
       redactUrl('/api/calls?access_token=abc&search=Dana'),
       '/api/calls?access_token=[redacted]&search=Dana',

@@ -1,8 +1,11 @@
-/** Every answer carries X-Request-Id (the caller's when sane, a new UUID otherwise), and so does every log line of the request. */
+/**
+ * Every answer carries X-Request-Id (the caller's when sane and free of credentials, a new UUID
+ * otherwise), and so does every log line of the request.
+ */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { type EmbeddedIngress, openEmbeddedIngress } from '../../support/embedded-ingress.ts';
-import type { Harness } from '../../support/ingress-harness.ts';
+import { ADMIN_TOKEN, type Harness } from '../../support/ingress-harness.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -30,6 +33,34 @@ describe('X-Request-Id', () => {
     assert.ok(
       lines.some((line) => line.includes('call accepted')),
       'the acceptance log line carries the id',
+    );
+  });
+
+  test('an id that holds a credential (a Push API key, the admin token) is replaced by a new UUID, and never logged', async () => {
+    const before = h.logLines.length;
+    for (const given of [key, `sync-${key}`, ADMIN_TOKEN, `trace.${ADMIN_TOKEN}.7`]) {
+      const res = await h.ingest({
+        key,
+        body: { transcript: 'Rep: hi\nDana: hello' },
+        headers: { 'x-request-id': given },
+      });
+      assert.equal(res.statusCode, 201, res.body);
+      assert.match(String(res.headers['x-request-id']), UUID, given);
+    }
+    const health = await h.ingress.app.inject({
+      method: 'GET',
+      url: '/healthz',
+      headers: { 'x-request-id': ADMIN_TOKEN },
+    });
+    assert.match(String(health.headers['x-request-id']), UUID);
+    const logged = h.logLines.slice(before);
+    assert.ok(
+      logged.some((line) => line.includes('call accepted')),
+      'the requests were logged',
+    );
+    assert.deepEqual(
+      logged.filter((line) => line.includes(key.slice(3)) || line.includes(ADMIN_TOKEN)),
+      [],
     );
   });
 

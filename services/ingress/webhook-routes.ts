@@ -39,7 +39,11 @@ export interface WebhookRoutesDeps {
 const unreachableHost = (url: string): string | undefined => {
   let host: string;
   try {
-    host = new URL(url).hostname.replace(/^\[(.*)\]$/, '$1').toLowerCase();
+    // A name's trailing dot (`localhost.`, the fully qualified form) names the same host.
+    host = new URL(url).hostname
+      .replace(/^\[(.*)\]$/, '$1')
+      .toLowerCase()
+      .replace(/\.$/, '');
   } catch {
     return undefined; // the decider says why
   }

@@ -423,7 +423,7 @@ void webhooksContract('embedded (SQLite)', (options) => openEmbeddedPipeline({},
 void webhooksContract('Kafka + PostgreSQL', (options) => openServersPipeline({}, options), serversSkip);
 
 describe('webhook URLs under the address policy (WEBHOOK_ALLOW_PRIVATE off)', () => {
-  test('400 naming url for IP literals that are not public and for localhost; a public name is registered', async () => {
+  test('400 naming url for IP literals that are not public and for localhost (with a trailing dot too); a public name is registered', async () => {
     const dir = tempDir();
     const opened = openSqlite(dir.path);
     const eventStore = createSqliteEventStore(opened.db);
@@ -435,6 +435,8 @@ describe('webhook URLs under the address policy (WEBHOOK_ALLOW_PRIVATE off)', ()
       for (const url of [
         'http://127.0.0.1:8080/hook',
         'http://localhost/hook',
+        'http://localhost./hook',
+        'http://a.LOCALHOST./hook',
         'http://[::1]/hook',
         'http://10.1.2.3/hook',
         'http://169.254.169.254/latest',

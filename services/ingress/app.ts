@@ -81,8 +81,8 @@ const REQUEST_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
 
 /**
  * What Node's HTTP parser refuses before there is a request (a malformed Content-Length, headers
- * over 16 KB, a request that took too long to arrive) still gets a problem+json answer, then the
- * socket closes.
+ * over 16 KB, a request that took too long to arrive) still gets a problem+json answer, with a new
+ * request id like every answer, then the socket closes.
  */
 const answerClientError = (error: Error & { code?: string }, socket: Socket): void => {
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
@@ -98,7 +98,7 @@ const answerClientError = (error: Error & { code?: string }, socket: Socket): vo
   if (socket.writable) {
     const body = JSON.stringify(answer);
     socket.write(
-      `HTTP/1.1 ${answer.status} ${http.STATUS_CODES[answer.status]}\r\nContent-Type: ${PROBLEM_JSON}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      `HTTP/1.1 ${answer.status} ${http.STATUS_CODES[answer.status]}\r\nContent-Type: ${PROBLEM_JSON}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${randomUUID()}\r\nConnection: close\r\n\r\n${body}`,
     );
   }
   socket.destroy(error);
@@ -124,10 +124,12 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
     requestTimeout: HTTP_LIMITS.requestTimeoutMs,
     connectionTimeout: HTTP_LIMITS.idleSocketTimeoutMs,
     keepAliveTimeout: HTTP_LIMITS.keepAliveTimeoutMs,
-    // Errors below the router answer problem+json too.
-    frameworkErrors: (error, _request, reply: FastifyReply) => {
+    // Errors below the router answer problem+json too, with the request's id: the onRequest hook
+    // that sets it on every other answer does not run for them.
+    frameworkErrors: (error, request, reply: FastifyReply) => {
       void reply
         .code(400)
+        .header('x-request-id', request.id)
         .type(PROBLEM_JSON)
         .send(problem('BAD_REQUEST', `The request URL is not valid: ${error.message}`));
     },

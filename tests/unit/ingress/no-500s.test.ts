@@ -24,6 +24,8 @@ const rawRequest = (port: number, raw: string): Promise<string> =>
   });
 
 const statusOf = (answer: string) => Number(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1]);
+const requestIdOf = (answer: string) => /^x-request-id: (.*)\r$/im.exec(answer)?.[1] ?? '';
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const problemOf = (answer: string) => {
   assert.match(answer, /content-type: application\/problem\+json/i, answer.slice(0, 300));
   return JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)) as {
@@ -93,19 +95,27 @@ describe('no 500 for anything a caller can send; every error is problem+json', (
     assert.match(body.errors[0]!.field, /fromOffset/);
   });
 
-  test('a URL that does not decode: 400 BAD_REQUEST as problem+json', async () => {
+  test('a URL that does not decode: 400 BAD_REQUEST as problem+json, with X-Request-Id as every answer', async () => {
     const answer = await rawRequest(port, 'GET /api/calls/%c0 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
     assert.equal(statusOf(answer), 400, answer.slice(0, 200));
     assert.equal(problemOf(answer).code, 'BAD_REQUEST');
+    assert.match(requestIdOf(answer), UUID);
+    const given = await rawRequest(
+      port,
+      'GET /%c0 HTTP/1.1\r\nHost: x\r\nX-Request-Id: sync-7f3a.42\r\nConnection: close\r\n\r\n',
+    );
+    assert.equal(statusOf(given), 400, given.slice(0, 200));
+    assert.equal(requestIdOf(given), 'sync-7f3a.42');
   });
 
-  test('a malformed Content-Length: 400 BAD_REQUEST as problem+json', async () => {
+  test('a malformed Content-Length: 400 BAD_REQUEST as problem+json, with X-Request-Id as every answer', async () => {
     const answer = await rawRequest(
       port,
       'POST /api/integrations/push-api/ingest HTTP/1.1\r\nHost: x\r\nContent-Length: 12abc\r\n\r\n{}',
     );
     assert.equal(statusOf(answer), 400, answer.slice(0, 200));
     assert.equal(problemOf(answer).code, 'BAD_REQUEST');
+    assert.match(requestIdOf(answer), UUID);
   });
 
   test('headers over 16 KB, or a URL that long: 431 as problem+json', async () => {

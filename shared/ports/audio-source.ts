@@ -9,20 +9,21 @@
  * | code                        | retriable            | when                                                       |
  * |-----------------------------|----------------------|------------------------------------------------------------|
  * | `audio_url_invalid`         | no                   | not a URL, not http(s), user/password in the URL (also on a redirect), a redirect from https to http |
- * | `audio_fetch_blocked`       | no                   | the host is or resolves to a non-public address, or the URL's port is not an allowed one |
+ * | `audio_fetch_blocked`       | no                   | the host is an IP literal of a non-public address, or the URL's port is not an allowed one |
  * | `audio_too_large`           | no                   | Content-Length or the streamed bytes exceed the size cap   |
  * | `audio_unsupported_type`    | no                   | Content-Type is not audio/*, video/* or application/octet-stream; the message names it |
  * | `audio_not_found`           | no                   | 404 or 410                                                 |
  * | `audio_http_error`          | 5xx, 408, 429: yes; other statuses: no | any other non-2xx answer                 |
- * | `audio_unreachable`         | yes                  | DNS failure, connection refused or reset, TLS failure      |
+ * | `audio_unreachable`         | yes                  | DNS failure, a name that resolves to a non-public address, connection refused or reset, TLS failure |
  * | `audio_timeout`             | yes                  | the overall deadline (all redirects and the body) passed   |
  * | `audio_too_many_redirects`  | no                   | more redirects than allowed                                 |
  * | `audio_storage_error`       | yes                  | the local temp file could not be written (disk full, …)    |
  *
  * Messages become the call's `statusReason`, which the integrator reads: a blocked address and an
  * unreachable host get one and the same text (naming the host as given, never what it resolved to
- * or how the connection failed), so the service is neither a view of its own name resolution nor
- * a port scanner of the internet. The details go to the error's `cause`, for the logs.
+ * or how the connection failed), and a name refused for what it resolves to is an unreachable host
+ * (code and retries too), so the service is neither a view of its own name resolution nor a port
+ * scanner of the internet. The details go to the error's `cause`, for the logs.
  */
 import type { StepError } from './step-error.ts';
 

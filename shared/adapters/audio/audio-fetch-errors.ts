@@ -3,7 +3,8 @@
  * network errors. Messages are for the integrator (they become the call's `statusReason`): they name
  * the host as given but never a resolved address, how a connection failed, or a URL's query string
  * (pre-signed URLs carry secrets there). A refused and an unreachable host read the same, so the
- * messages reveal nothing of the service's name resolution or of which ports answer.
+ * messages reveal nothing of the service's name resolution or of which ports answer; a name refused
+ * for what it resolves to is even an unreachable host, code and retries included.
  */
 import type { AudioFetchErrorCode } from '../../ports/audio-source.ts';
 import { StepError } from '../../ports/step-error.ts';
@@ -41,21 +42,29 @@ const addressClass: Record<BlockedAddressReason, string> = {
 const notReached = (host: string) =>
   `The audio host "${host}" could not be reached, or is not a public internet address.`;
 
-/**
- * `host` is refused because `address` (one of the addresses it resolves to, or the host itself when
- * it is an IP literal) is not public. The address and its class go into `cause` for the logs, not
- * into the message.
- */
-export const fetchBlocked = (host: string, address: string, verdict: AddressVerdict & { allowed: false }) =>
-  fail(
-    'audio_fetch_blocked',
-    notReached(host),
-    false,
-    new Error(
-      `${address} is ${addressClass[verdict.reason]} address${verdict.embeddedIpv4 ? ` (embedded ${verdict.embeddedIpv4})` : ''}; ` +
-        'AUDIO_FETCH_ALLOW_PRIVATE=true lifts the check, for local development only',
-    ),
+/** Why `address` is refused, for `cause`: its class, which the message never tells. */
+const notPublic = (address: string, verdict: AddressVerdict & { allowed: false }) =>
+  new Error(
+    `${address} is ${addressClass[verdict.reason]} address${verdict.embeddedIpv4 ? ` (embedded ${verdict.embeddedIpv4})` : ''}; ` +
+      'AUDIO_FETCH_ALLOW_PRIVATE=true lifts the check, for local development only',
   );
+
+/**
+ * The URL's host is an IP literal that is not public: refused for good. The caller wrote the address,
+ * so saying it is refused tells nothing of the service's network. The class goes into `cause`.
+ */
+export const fetchBlocked = (host: string, verdict: AddressVerdict & { allowed: false }) =>
+  fail('audio_fetch_blocked', notReached(host), false, notPublic(host, verdict));
+
+/**
+ * The URL's host is a name, and `address`, one of the addresses it resolves to, is not public. It is
+ * answered as a host that cannot be reached (same code, retried the same, same words): a refusal
+ * would tell a tenant that the name resolves inside the service's network, where an unknown name
+ * is unreachable, so internal names could be probed one by one. The address and its class are in
+ * `cause`, for the logs.
+ */
+export const nameNotPublic = (host: string, address: string, verdict: AddressVerdict & { allowed: false }) =>
+  unreachable(host, notPublic(address, verdict));
 
 /** The URL names a port that is not allowed (`AUDIO_ALLOWED_PORTS`, default 80 and 443). */
 export const portBlocked = (port: number, allowed: readonly number[]) =>

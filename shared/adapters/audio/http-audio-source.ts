@@ -14,6 +14,7 @@ import {
   fetchBlocked,
   portBlocked,
   httpStatus,
+  nameNotPublic,
   storageFailed,
   timedOut,
   tooLarge,
@@ -57,7 +58,9 @@ const ACCEPTED_TYPES = /^(?:audio\/[^/\s]+|video\/[^/\s]+|application\/octet-str
  * host resolves to is checked when the socket connects (so a DNS answer cannot change between check
  * and use), IP literals before the request, and each redirect — followed by hand — is re-validated
  * and re-checked; only the allowed ports (80 and 443 by default) are requested, and a redirect from
- * https to http is not followed. No agent is shared, so no pooled connection skips the check; no cookies or
+ * https to http is not followed. A refused IP literal is `audio_fetch_blocked`; a name refused for
+ * its addresses is `audio_unreachable`, as a name that does not resolve, so the service's name
+ * resolution is no oracle of its internal names. No agent is shared, so no pooled connection skips the check; no cookies or
  * credentials are ever sent.
  */
 export const createHttpAudioSource = (options: HttpAudioSourceOptions): AudioSource => {
@@ -85,12 +88,17 @@ export const createHttpAudioSource = (options: HttpAudioSourceOptions): AudioSou
   }
   const classify = options.classifyAddress ?? classifyAddress;
 
-  const refuse = (address: string, host: string) => {
+  /** The verdict on an address when the policy refuses it. */
+  const refusal = (address: string) => {
     if (allowPrivate) return undefined;
     const verdict = classify(address);
-    return verdict.allowed ? undefined : fetchBlocked(host, address, verdict);
+    return verdict.allowed ? undefined : verdict;
   };
-  const lookup = guardedLookup(options.resolveHost ?? systemResolveHost, refuse);
+  // A name whose addresses are refused reads as an unreachable host; an IP literal is refused below.
+  const lookup = guardedLookup(options.resolveHost ?? systemResolveHost, (address, host) => {
+    const verdict = refusal(address);
+    return verdict && nameNotPublic(host, address, verdict);
+  });
 
   /** One GET, resolved with the response head. */
   const request = (url: URL, signal: AbortSignal): Promise<IncomingMessage> => {
@@ -98,8 +106,8 @@ export const createHttpAudioSource = (options: HttpAudioSourceOptions): AudioSou
     if (!allowPrivate && !allowedPorts.includes(port)) return Promise.reject(portBlocked(port, allowedPorts));
     const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
     if (isIP(host)) {
-      const refusal = refuse(host, host);
-      if (refusal) return Promise.reject(refusal);
+      const verdict = refusal(host);
+      if (verdict) return Promise.reject(fetchBlocked(host, verdict));
     }
     return new Promise((resolve, reject) => {
       const client = url.protocol === 'https:' ? https : http;

@@ -153,12 +153,11 @@ test('every hop carries our User-Agent and no cookie or credentials, even when a
   }
 });
 
-test('without AUDIO_FETCH_ALLOW_PRIVATE a non-public address is audio_fetch_blocked before any request, in the words an unreachable host gets', async (t) => {
+test('without AUDIO_FETCH_ALLOW_PRIVATE a non-public IP literal is audio_fetch_blocked before any request, in the words an unreachable host gets', async (t) => {
   const server = await serve(t, { '/call.wav': (_req, res) => body(res, 'audio/wav', wav) });
   const { source, tempFiles } = setup(t, { allowPrivate: false, allowedPorts: [80, 443, server.port] });
   const cases = [
     [server.url('/call.wav'), '127.0.0.1', 'a loopback'],
-    [`http://localhost:${server.port}/call.wav`, 'localhost', 'a loopback'], // through DNS, at connect time
     [`http://[::1]:${server.port}/call.wav`, '::1', 'a loopback'],
     [`http://[::ffff:127.0.0.1]:${server.port}/call.wav`, '::ffff:7f00:1', 'a loopback address \\(embedded 127'],
     [`http://0x7f.1:${server.port}/call.wav`, '127.0.0.1', 'a loopback'],
@@ -179,6 +178,39 @@ test('without AUDIO_FETCH_ALLOW_PRIVATE a non-public address is audio_fetch_bloc
       'the logs keep the detail',
     );
   }
+  assert.equal(server.requests.length, 0);
+  assert.deepEqual(tempFiles(), []);
+});
+
+test('a host name that resolves to a non-public address fails as a name that does not resolve: audio_unreachable, retriable, the same words; the class stays in cause', async (t) => {
+  const server = await serve(t, { '/call.wav': (_req, res) => body(res, 'audio/wav', wav) });
+  const resolveHost = async (hostname: string) => {
+    if (hostname === 'intranet.test') return [{ address: '10.0.0.5', family: 4 }];
+    if (hostname === 'metadata.test') return [{ address: '169.254.169.254', family: 4 }];
+    throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' });
+  };
+  const { source, tempFiles } = setup(t, { allowPrivate: false, resolveHost, allowedPorts: [80, 443, server.port] });
+  const generic = (host: string) =>
+    `The audio host "${host}" could not be reached, or is not a public internet address.`;
+  const missing = await stepError(source.fetch('http://missing.test/call.wav'), 'audio_unreachable', true);
+  assert.equal(missing.message, generic('missing.test'));
+  for (const [host, addressClass] of [
+    ['intranet.test', 'a private-network'],
+    ['metadata.test', 'a cloud metadata service'],
+  ] as const) {
+    const error = await stepError(source.fetch(`http://${host}/call.wav`), 'audio_unreachable', true);
+    assert.equal(error.message, generic(host));
+    assert.match(String((error.cause as Error).message), new RegExp(`${addressClass}.*AUDIO_FETCH_ALLOW_PRIVATE=true`));
+  }
+  // Through the system's resolver, at connect time.
+  const local = setup(t, { allowPrivate: false, allowedPorts: [server.port] });
+  const error = await stepError(
+    local.source.fetch(`http://localhost:${server.port}/call.wav`),
+    'audio_unreachable',
+    true,
+  );
+  assert.equal(error.message, generic('localhost'));
+  assert.match(String((error.cause as Error).message), /a loopback/);
   assert.equal(server.requests.length, 0);
   assert.deepEqual(tempFiles(), []);
 });
@@ -229,11 +261,7 @@ test('a host name is checked on every resolved address at connect time, and the 
   assert.deepEqual(readFileSync(fetched.path), wav);
   await fetched.cleanup();
 
-  const error = await stepError(
-    source.fetch(`http://mixed.test:${server.port}/call.wav`),
-    'audio_fetch_blocked',
-    false,
-  );
+  const error = await stepError(source.fetch(`http://mixed.test:${server.port}/call.wav`), 'audio_unreachable', true);
   assert.equal(error.message, 'The audio host "mixed.test" could not be reached, or is not a public internet address.');
   assert.equal(server.requests.length, 1, 'one refused address refuses the host');
 });
@@ -257,7 +285,7 @@ test('DNS rebinding: a host that resolves to an allowed address and then to a bl
     resolveHost: rebinding(),
     allowedPorts: [allowedServer.port],
   });
-  await stepError(source.fetch(url), 'audio_fetch_blocked', false);
+  await stepError(source.fetch(url), 'audio_unreachable', true);
   assert.equal(blockedServer.requests.length, 0);
 
   // Control: were 127.0.0.2 allowed, the second hop would have reached it.

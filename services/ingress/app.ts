@@ -208,6 +208,10 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
       schema: {
         tags: ['Operations'],
         summary: 'JSON Schema of a message downstream systems consume',
+        // Two documents for a message with personal fields (docs/decisions/0014-erasure-crypto-shredding.md).
+        description:
+          `Names: ${Object.keys(EVENT_SCHEMAS).join(', ')}. A type's own name is its message as it is on its ` +
+          'topic, its personal fields sealed; `.opened` is the same payload with them open.',
         params: Type.Object({ name: Type.String() }),
       },
     },

@@ -13,10 +13,15 @@
 import type { KeyObject } from 'node:crypto';
 import { type DataKeyStore } from '../../ports/data-keys.ts';
 import type { Json } from '../../ports/event-store.ts';
-import { hasPersonalFields, mergePersonal, SEALED_FIELD, splitPersonal } from '../../domain/call/personal-fields.ts';
+import {
+  hasPersonalFields,
+  mergePersonal,
+  SEALED_FIELD,
+  SEALED_VERSION as VERSION,
+  splitPersonal,
+} from '../../domain/call/personal-fields.ts';
 import { cipherKey, open, seal } from './aes-gcm.ts';
 
-const VERSION = 'v1.';
 const KEY_CACHE_MAX = 10_000;
 export const KEY_CACHE_TTL_MS = 30_000;
 

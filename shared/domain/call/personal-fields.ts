@@ -61,6 +61,9 @@ export const PERSONAL_FIELDS: Readonly<Record<string, readonly PersonalField[]>>
 /** Where a sealed payload carries its personal fields (encrypted). */
 export const SEALED_FIELD = 'sealed';
 
+/** How the value of `sealed` begins: the version of its format, before the base64 of the ciphertext. */
+export const SEALED_VERSION = 'v1.';
+
 type JsonObject = { [key: string]: Json };
 const isObject = (value: Json | undefined): value is JsonObject =>
   value !== null && typeof value === 'object' && !Array.isArray(value);

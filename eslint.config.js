@@ -67,7 +67,20 @@ export default tseslint.config(
           ],
         },
       ],
+      // Type.Record(Type.String(), …) matches keys with `^(.*)$`, which no key holding a line break
+      // matches: shared/domain/any-key-record.ts says what went wrong, and is the one to use.
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "CallExpression[callee.object.name='Type'][callee.property.name='Record']",
+          message: 'use AnyKeyRecord (shared/domain/any-key-record.ts): a key with a line break matches no `^(.*)$`',
+        },
+      ],
     },
+  },
+  {
+    files: ['shared/domain/any-key-record.ts'],
+    rules: { 'no-restricted-syntax': 'off' },
   },
   {
     // Tests read JSON answers, database rows and broker records whose shape is what they check:

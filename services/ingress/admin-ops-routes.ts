@@ -5,6 +5,7 @@
  */
 import type { adminGuard } from './admin-routes.ts';
 import { Type } from '@sinclair/typebox';
+import { AnyKeyRecord } from '../../shared/domain/any-key-record.ts';
 import { Readable } from 'node:stream';
 import { type EventLog, UnknownTopicError } from '../../shared/ports/event-log.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
@@ -68,7 +69,7 @@ export const registerAdminOpsRoutes = (app: TypedApp, deps: AdminOpsDeps): void 
                 partition: Type.Integer(),
                 offset: Type.String({ description: 'Offsets are 64-bit: a decimal string.' }),
                 key: Type.String(),
-                headers: Type.Record(Type.String(), Type.String()),
+                headers: AnyKeyRecord(Type.String()),
                 value: Type.Unknown({ description: 'Parsed when it is JSON, else the text.' }),
                 timestamp: Type.String(),
               }),

@@ -3,6 +3,7 @@
  * comes from the key; another team's call is a 404), with its own rate limit per key.
  */
 import { Type } from '@sinclair/typebox';
+import { AnyKeyRecord } from '../../shared/domain/any-key-record.ts';
 import { callDetailView, callListItemView } from '../../shared/domain/call/call-view.ts';
 import { isStorable } from '../../shared/domain/submission/storable-text.ts';
 import type { RateLimiter } from '../../shared/ports/rate-limiter.ts';
@@ -51,7 +52,7 @@ const CallListItem = Type.Object({
   durationSeconds: Nullable(Type.Number()),
   tags: Type.Array(Type.String()),
   notes: Nullable(Type.String()),
-  metadata: Type.Record(Type.String(), Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()])),
+  metadata: AnyKeyRecord(Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()])),
   attributedTo: Type.Object({
     kind: Type.Union([Type.Literal('member'), Type.Literal('owner')]),
     email: Type.String(),

@@ -3,6 +3,7 @@
  * to their source topic, and retrying a failed call.
  */
 import { Type } from '@sinclair/typebox';
+import { AnyKeyRecord } from '../../shared/domain/any-key-record.ts';
 import { RETRIABLE_FAILURE_CODES } from '../../shared/domain/call/retriable-failures.ts';
 import { CallRetriedSchema } from '../../shared/domain/call/event-schemas.ts';
 import type { EventLog } from '../../shared/ports/event-log.ts';
@@ -62,7 +63,7 @@ const ProjectionStatusSchema = Type.Object({
     ),
   ),
   thisProcess: Type.Optional(
-    Type.Record(Type.String(), Type.Unknown(), {
+    AnyKeyRecord(Type.Unknown(), {
       description: "This process's live report of the projection (as in /readyz).",
     }),
   ),
@@ -143,7 +144,7 @@ export const registerOperatorRoutes = (app: TypedApp, deps: OperatorDeps): void 
             skipped: Type.Array(
               Type.Object({ partition: Type.Integer(), offset: Type.String(), reason: Type.String() }),
             ),
-            nextOffsets: Type.Record(Type.String(), Type.String(), {
+            nextOffsets: AnyKeyRecord(Type.String(), {
               description: 'Per partition read: the offset after the last dead letter read.',
             }),
             nextOffset: Type.Union([Type.String(), Type.Null()], {

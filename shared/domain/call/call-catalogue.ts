@@ -9,6 +9,7 @@
  * Every other type is at version 1.
  */
 import { Type } from '@sinclair/typebox';
+import { AnyKeyRecord } from '../any-key-record.ts';
 import { DURATION_UNITS } from '../submission/duration.ts';
 import { segmentsFromText } from '../transcript/transcript-segments.ts';
 import { type Decoded, type EventCatalogue, eventCatalogue } from '../event-catalogue.ts';
@@ -50,7 +51,7 @@ const SubmissionSchema = Type.Object({
   ),
   tags: Type.Array(Type.String()),
   notes: Type.Optional(Type.String()),
-  metadata: Type.Record(Type.String(), Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()])),
+  metadata: AnyKeyRecord(Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()])),
   deal: Type.Optional(DealSchema),
 });
 

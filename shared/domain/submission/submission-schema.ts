@@ -13,6 +13,7 @@
  * without being documented here.
  */
 import { Type, type Static, type TSchema, type TOptional } from '@sinclair/typebox';
+import { AnyKeyRecord } from '../any-key-record.ts';
 
 const MAX_TAGS = 20;
 const MAX_TAG_CHARS = 50;
@@ -138,11 +139,11 @@ export const SubmissionBodySchema = Type.Object(
     ...pair('notes', 'call_notes', notes, `Free text, at most ${MAX_NOTES_CHARS} characters.`),
     callNotes: Type.Optional(notes('Alias of notes.')),
     metadata: Type.Optional(
-      Type.Record(
-        Type.String({ maxLength: MAX_METADATA_KEY_CHARS }),
+      AnyKeyRecord(
         Type.Union([Type.String({ maxLength: MAX_METADATA_VALUE_CHARS }), Type.Number(), Type.Boolean(), Type.Null()]),
         {
           maxProperties: MAX_METADATA_KEYS,
+          propertyNames: { maxLength: MAX_METADATA_KEY_CHARS },
           description: `Flat key/value object, at most ${MAX_METADATA_KEYS} keys of at most ${MAX_METADATA_KEY_CHARS} characters; values are strings (at most ${MAX_METADATA_VALUE_CHARS} characters), numbers (an integer within ±(2^53 − 1): send a larger id as a string), booleans or null. Recommended: source (lower-case platform name), the platform's call id, syncMethod.`,
         },
       ),

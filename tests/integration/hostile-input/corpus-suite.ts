@@ -50,6 +50,7 @@ interface Listed {
   callId: string;
   status: 'pending' | 'completed' | 'failed';
   processingError: string | null;
+  metadata: Record<string, unknown>;
 }
 
 /** Every string in `value` (keys included) is storable, i.e. the JSON carried no U+0000 or unpaired surrogate. */
@@ -220,7 +221,7 @@ export const corpusSuite = (name: string, factory: () => Promise<CorpusBackends>
       }
     });
 
-    test('each accepted call keeps exactly what was accepted: GET /api/calls/:callId shows the normalised submission and transcript', async () => {
+    test('each accepted call keeps exactly what was accepted: GET /api/calls/:callId shows the normalised submission, transcript and metadata', async () => {
       const wrong: string[] = [];
       for (const a of accepted()) {
         const res = await get(`/api/calls/${a.callId}`);
@@ -230,7 +231,12 @@ export const corpusSuite = (name: string, factory: () => Promise<CorpusBackends>
         }
         const normalised = normaliseSubmission(JSON.parse(a.case.payload.toString()));
         assert.ok(normalised.ok);
-        const detail = res.json<{ submission: unknown; title: string; transcript: { text: string } | null }>();
+        const detail = res.json<{
+          submission: unknown;
+          title: string;
+          transcript: { text: string } | null;
+          metadata: unknown;
+        }>();
         // The detail carries the transcript text apart from the submission.
         const { transcript, ...rest } = normalised.submission;
         const expected = JSON.parse(
@@ -244,10 +250,15 @@ export const corpusSuite = (name: string, factory: () => Promise<CorpusBackends>
         try {
           assert.deepEqual(detail.submission, expected);
           assert.equal(detail.transcript?.text, transcript?.text, 'the transcript as accepted');
+          // The call's own metadata, on its page and in the list, is the accepted one too.
+          const { metadata } = expected as { metadata: unknown };
+          assert.deepEqual(detail.metadata, metadata, 'metadata as accepted');
+          assert.deepEqual(finalStates.get(a.callId!)?.metadata, metadata, "the list item's metadata as accepted");
           // What the case says must be kept, as sent: the normaliser above is not the judge of that.
           for (const [name, value] of Object.entries(kept?.submission ?? {}))
             assert.deepEqual((detail.submission as Record<string, unknown>)[name], value, `submission.${name} as sent`);
           if (kept?.title !== undefined) assert.equal(detail.title, kept.title, 'the displayed title');
+          if (kept?.metadata !== undefined) assert.deepEqual(detail.metadata, kept.metadata, 'metadata as sent');
         } catch (error) {
           wrong.push(`${a.case.name}: ${(error as Error).message.slice(0, 400)}`);
         }

@@ -8,10 +8,14 @@
 import { MAX_BODY_DEPTH } from '../../../shared/domain/submission/storable-text.ts';
 import { TRANSCRIPT_MAX_BYTES } from '../../../shared/domain/submission/truncate-utf8.ts';
 
-/** What GET /api/calls/:callId must show of an accepted call: these submission fields, the displayed title. */
+/**
+ * What GET /api/calls/:callId must show of an accepted call: these submission fields, the displayed
+ * title, and the call's own `metadata` (the list's item shows the same).
+ */
 export interface Kept {
   submission?: Record<string, unknown>;
   title?: string;
+  metadata?: Record<string, unknown>;
 }
 
 export type Expected =
@@ -61,6 +65,15 @@ const NON_CHARACTERS = '\ufdd0\ufdef\ufffe\uffff\u{1fffe}\u{1ffff}\u{10fffe}\u{1
 const INVISIBLE = '\u200b\u200c\u200d\u2060\ufeff\u00ad\u034f';
 const BIDI = '\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c';
 const EMOJI = '😀';
+const LINE_BREAK_KEYS = {
+  plain: 'p',
+  'line\nfeed': 'lf',
+  'carriage\rreturn': 'cr',
+  'both\r\n': 'crlf',
+  '\n': 'lf alone',
+  'line\u2028separator': 'ls',
+  'paragraph\u2029separator': 'ps',
+};
 
 const nest = (levels: number, leaf: unknown): unknown => {
   let value = leaf;
@@ -170,6 +183,12 @@ export const corpus = (): CorpusCase[] => [
     'white space around a rep name and a title is trimmed, U+FEFF and U+200B inside it are kept',
     call({ repName: ' \ufeffSam\u200b\t', callTitle: '\u2003Demo\ufeff\n', useAiCallTitle: false }),
     { submission: { repName: '\ufeffSam\u200b', callTitle: 'Demo\ufeff' }, title: 'Demo\ufeff' },
+  ),
+  // `.` matches none of these: a key pattern of ^(.*)$ dropped them from the read API (shared/domain/any-key-record.ts).
+  keptAs(
+    'metadata keys holding a line break (LF, CR, CRLF, U+2028, U+2029), shown as sent',
+    call({ metadata: LINE_BREAK_KEYS }),
+    { submission: { metadata: LINE_BREAK_KEYS }, metadata: LINE_BREAK_KEYS },
   ),
   accepted(
     'bidi controls and right-to-left text',

@@ -28,7 +28,8 @@
  * an estimate from the transcript at 150 spoken words per minute — a rule-2 or rule-3 unit is
  * replaced by the candidate unit (seconds, minutes, milliseconds) whose reading of the raw value
  * is nearest the evidence, nearness measured as a ratio (|ln(candidate / evidence)|): the
- * candidates are 60× and 1000× apart, so even a rough word-count estimate picks the right one.
+ * candidates are 60× and 1000× apart, so even a rough word-count estimate picks the right one. A
+ * candidate longer than 7 days (MAX_DURATION_SECONDS) is never picked, as it would be refused sent.
  */
 import { toDecimal } from './decimal.ts';
 import { isWhiteSpaceUnit } from '../white-space.ts';
@@ -171,8 +172,11 @@ export const countWords = (text: string): number => {
 export const estimateSpokenSeconds = (words: number): number => (words / SPOKEN_WORDS_PER_MINUTE) * 60;
 
 /**
- * Re-reads the raw value in the unit nearest the evidence (see the top of this file). An explicit
- * unit, a zero duration and empty evidence leave the duration as it is.
+ * Re-reads the raw value in the unit nearest the evidence (see the top of this file), among the
+ * units whose reading is within MAX_DURATION_SECONDS: the cap holds for a corrected length as for
+ * a sent one, or a long transcript would turn 12,000 into 12,000 minutes (8⅓ days, capacity
+ * charged for all of them) where 12,000 sent as minutes is a 400. An explicit unit, a zero
+ * duration, empty evidence, and a value no unit reads within the cap leave the duration as it is.
  */
 export const correctDuration = (duration: NormalisedDuration, evidence: DurationEvidence): NormalisedDuration => {
   const [basis, evidenceSeconds] =
@@ -182,6 +186,8 @@ export const correctDuration = (duration: NormalisedDuration, evidence: Duration
   if (duration.basis === 'explicit' || duration.raw <= 0 || !(evidenceSeconds > 0) || !Number.isFinite(evidenceSeconds))
     return duration;
   const distance = (unit: DurationUnit): number => Math.abs(Math.log(toSeconds(duration.raw, unit) / evidenceSeconds));
-  const nearest = DURATION_UNITS.reduce((best, unit) => (distance(unit) < distance(best) ? unit : best));
+  const withinCap = DURATION_UNITS.filter((unit) => toSeconds(duration.raw, unit) <= MAX_DURATION_SECONDS);
+  if (withinCap.length === 0) return duration;
+  const nearest = withinCap.reduce((best, unit) => (distance(unit) < distance(best) ? unit : best));
   return read(duration.raw, nearest, basis);
 };

@@ -247,6 +247,40 @@ const corrections: CorrectionRow[] = [
     unit: 'seconds',
     basis: 'magnitude',
   },
+  // The cap holds for a corrected length as for a sent one (MAX_DURATION_SECONDS): 256,000 words
+  // (~28 h) are nearer 12,000 minutes (8⅓ days, a 400 when sent) than 12,000 seconds.
+  {
+    name: 'a transcript of ~28 hours never reads 12,000 as minutes (8⅓ days, over the cap)',
+    duration: read(12_000),
+    evidence: { transcriptWords: 256_000 },
+    seconds: 12_000,
+    unit: 'seconds',
+    basis: 'transcript',
+  },
+  {
+    name: 'audio of 8 days never reads 12,000 as minutes',
+    duration: read(12_000),
+    evidence: { audioSeconds: 8 * 24 * 3600 },
+    seconds: 12_000,
+    unit: 'seconds',
+    basis: 'audio',
+  },
+  {
+    name: 'the nearest unit within the cap is still picked: 5,000 minutes (~3½ days) from 750,000 words',
+    duration: read(5_000),
+    evidence: { transcriptWords: 750_000 },
+    seconds: 300_000,
+    unit: 'minutes',
+    basis: 'transcript',
+  },
+  {
+    name: 'a value no unit reads within the cap is left as it is',
+    duration: { seconds: 1e9, unit: 'milliseconds', basis: 'magnitude', raw: 1e12 },
+    evidence: { audioSeconds: 8 * 24 * 3600 },
+    seconds: 1e9,
+    unit: 'milliseconds',
+    basis: 'magnitude',
+  },
   {
     name: 'no evidence (0 words) changes nothing',
     duration: read(45),

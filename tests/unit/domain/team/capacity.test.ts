@@ -28,6 +28,11 @@ test('the estimate: the duration, corrected by the transcript when there is one'
   assert.equal(estimateCallMinutes({ duration: duration(45), transcript: transcript(6000) }), 45); // 45 minutes, not seconds
 });
 
+test('the estimate is never longer than 7 days: a corrected duration keeps the cap of a sent one', () => {
+  // 256,000 words (~28 h) are nearest 12,000 minutes, which sent as minutes is a 400: 12,000 seconds.
+  assert.equal(estimateCallMinutes({ duration: duration(12_000), transcript: transcript(256_000) }), 200);
+});
+
 test('the estimate without a duration: the transcript at 150 words/minute, else the default', () => {
   assert.equal(estimateCallMinutes({ transcript: transcript(1500) }), 10);
   assert.equal(estimateCallMinutes({ transcript: transcript(3) }), 1);

@@ -20,7 +20,7 @@ import {
   TRANSCRIPT_FORMATS,
   type TranscriptFormat,
 } from '../../shared/domain/transcript/transcript-export.ts';
-import { segmentsAreTimed } from '../../shared/domain/transcript/transcript-segments.ts';
+import { SEGMENT_LIMITS, segmentsAreTimed } from '../../shared/domain/transcript/transcript-segments.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import type { RateLimiter } from '../../shared/ports/rate-limiter.ts';
 import { AggregateRepository } from '../runtime/aggregate-repository.ts';
@@ -77,6 +77,7 @@ export const registerTranscriptRoute = (
         summary: "The call's transcript: timed, speaker-labelled segments (json), or as plain text, SubRip or WebVTT",
         description:
           'format=json (default): {callId, segments: [{start, end, speaker, text}], text}; txt: one segment a line, "Speaker: " before it when known; ' +
+          `at most ${SEGMENT_LIMITS.maxSegments} segments, the last holding the rest of a longer transcript, a line each, "Speaker: " where the speaker changes; ` +
           'srt: SubRip, the speaker as "Speaker: "; vtt: WebVTT, the speaker as <v Speaker>. ' +
           'srt and vtt need timings: 409 TRANSCRIPT_NOT_TIMED for a transcript without them (plain or Speaker: text). ' +
           "409 TRANSCRIPT_NOT_READY while the call has no transcript (pending, or failed before transcription); 404 for an unknown call or another team's.",

@@ -10,6 +10,7 @@ import { type EmbeddedPipeline, openEmbeddedPipeline } from '../support/embedded
 import { openServersPipeline, serversSkip } from '../support/servers-pipeline.ts';
 import { audioServer, type PipelineHarness } from '../support/pipeline-harness.ts';
 import { eventually } from '../support/eventually.ts';
+import { SEGMENT_LIMITS } from '../../shared/domain/transcript/transcript-segments.ts';
 
 const WEBVTT = [
   'WEBVTT',
@@ -110,6 +111,27 @@ const transcriptExport = (name: string, openPipeline: () => Promise<EmbeddedPipe
         assert.equal(problem.code, 'TRANSCRIPT_NOT_TIMED');
         assert.match(problem.detail, /format=json or format=txt/);
       }
+    });
+
+    test(`a transcript of more lines than ${SEGMENT_LIMITS.maxSegments} segments loses none: txt writes every line, the last json segment holds the rest`, async () => {
+      const { key } = await h.team();
+      const lines = Array.from(
+        { length: SEGMENT_LIMITS.maxSegments + 1 },
+        (_, i) => `${i % 2 ? 'Dana' : 'Rep'}: line ${i}`,
+      );
+      const callId = await submitted(key, lines.join('\n'));
+      const txt = await get(key, callId, 'txt');
+      assert.equal(txt.statusCode, 200, txt.body.slice(0, 300));
+      assert.equal(txt.body, `${lines.join('\n')}\n`);
+      const json = await get(key, callId, 'json');
+      const { segments } = json.json<{ segments: { speaker: string | null; text: string }[] }>();
+      assert.equal(segments.length, SEGMENT_LIMITS.maxSegments);
+      assert.deepEqual(segments.at(-1), {
+        start: null,
+        end: null,
+        speaker: null,
+        text: 'Dana: line 19999\nRep: line 20000',
+      });
     });
 
     test('an unknown format is a 400 naming the parameter', async () => {

@@ -205,6 +205,7 @@ export const TranscriptRecordedSchema = Type.Object(
           maxItems: SEGMENT_LIMITS.maxSegments,
           description:
             "Who said what and when, in order: the engine's timed segments, else one per WebVTT/SRT cue or per line of the text. " +
+            `Past ${SEGMENT_LIMITS.maxSegments}, the last one holds the rest, a line each, "Speaker: " where the speaker changes (its speaker null unless they all have one). ` +
             `Their text totals at most ${SEGMENT_LIMITS.maxTextBytes} bytes of UTF-8.`,
         },
       ),

@@ -10,6 +10,7 @@
  * Both timed formats need every segment's times (`segmentsAreTimed`); a blank line inside a
  * segment would end its cue, so cue text has none.
  */
+import { isWhiteSpaceOnly } from '../white-space.ts';
 import type { TranscriptSegment } from './transcript-segments.ts';
 
 export const TRANSCRIPT_FORMATS = ['json', 'txt', 'srt', 'vtt'] as const;
@@ -26,8 +27,11 @@ const timestamp = (seconds: number, separator: ',' | '.'): string => {
   return `${pad(h)}:${pad(m)}:${pad(s)}${separator}${pad(ms % 1000, 3)}`;
 };
 
-/** The text's lines without blank ones (a blank line ends a cue). */
-const cueLines = (text: string): string[] => text.split(/\r\n|\r|\n/).filter((line) => line.trim() !== '');
+/**
+ * The text's lines without blank ones (a blank line ends a cue). Blank as the segments mean it
+ * (../white-space.ts): a line of U+FEFF alone is text, as it is a segment's text.
+ */
+const cueLines = (text: string): string[] => text.split(/\r\n|\r|\n/).filter((line) => !isWhiteSpaceOnly(line));
 
 const timesOf = (segment: TranscriptSegment): { start: number; end: number } => {
   if (segment.start === null || segment.end === null)

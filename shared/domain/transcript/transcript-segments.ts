@@ -7,10 +7,13 @@
  * Bounds (a segment is stored in the call's TranscriptRecorded event, so it is bounded like the
  * transcript itself): at most `SEGMENT_LIMITS.maxSegments`, their text together at most
  * `SEGMENT_LIMITS.maxTextBytes` of UTF-8 (the inline transcript's own cap), a speaker at most
- * `SEGMENT_LIMITS.maxSpeakerChars`; what is past a bound is cut on a character boundary, never in
- * the middle of one. Times are seconds from the start of the call, to the millisecond, or null.
+ * `SEGMENT_LIMITS.maxSpeakerChars`; text past the byte bound is cut on a character boundary, never
+ * in the middle of one. Past the count bound nothing is cut: the last segment holds the rest of
+ * the transcript (`restSegment`, docs/decisions/0022-segments-past-the-bound.md), so every export
+ * writes every line. Times are seconds from the start of the call, to the millisecond, or null.
  */
 import { TRANSCRIPT_MAX_BYTES, truncateChars, truncateUtf8, utf8ByteLength } from '../submission/truncate-utf8.ts';
+import { trimWhiteSpace } from '../white-space.ts';
 import { cleanTranscript, type CueTimes } from './transcript-lines.ts';
 
 export interface TranscriptSegment {
@@ -25,7 +28,12 @@ export interface TranscriptSegment {
 }
 
 export const SEGMENT_LIMITS = {
-  /** A 4-hour call at one segment every ~1.5 s, or the most cues a 500 KB WebVTT file holds. */
+  /**
+   * A 4-hour call at one segment every ~1.5 s, or the most cues a 500 KB WebVTT file holds. The
+   * count is what bounds the record: each segment adds its JSON keys to the event, and 512,000
+   * one-character lines would be 256,000 segments, more than a Kafka record of the topics takes
+   * (TOPIC_MAX_MESSAGE_BYTES in shared/adapters/event-log/kafka-event-log.ts).
+   */
   maxSegments: 20_000,
   maxTextBytes: TRANSCRIPT_MAX_BYTES,
   maxSpeakerChars: 100,
@@ -35,26 +43,60 @@ const time = (value: number | null | undefined): number | null =>
   typeof value === 'number' && Number.isFinite(value) && value >= 0 ? Math.round(value * 1000) / 1000 : null;
 
 /**
- * The segments within the bounds above: times made finite, non-negative and in order within a
- * segment (an end before its start becomes the start), text trimmed, empty segments dropped, a
- * blank speaker made null.
+ * A segment on its own made valid: times finite, non-negative and in order (an end before its
+ * start becomes the start), text and speaker trimmed of white space (../white-space.ts: U+FEFF is
+ * kept), a blank speaker null; undefined when the text is blank.
+ */
+const validSegment = (segment: TranscriptSegment): TranscriptSegment | undefined => {
+  const text = trimWhiteSpace(segment.text);
+  if (text === '') return undefined;
+  const start = time(segment.start);
+  const end = start === null ? null : Math.max(start, time(segment.end) ?? start);
+  const name = segment.speaker === null ? '' : trimWhiteSpace(segment.speaker);
+  const speaker = name === '' ? null : truncateChars(name, SEGMENT_LIMITS.maxSpeakerChars);
+  return { start, end, speaker, text };
+};
+
+/**
+ * The segments past the count bound as the last one, nothing left out: their texts a line each,
+ * as a transcript is written, `Speaker: ` before a line whose speaker is not the previous line's.
+ * Its speaker is theirs when they all have one, else null (the lines say who); its times run from
+ * the first one's start to the latest end, when the first one is timed.
+ */
+const restSegment = (rest: readonly TranscriptSegment[]): TranscriptSegment => {
+  const first = rest[0]!;
+  const oneSpeaker = rest.every((s) => s.speaker === first.speaker);
+  let previous: string | null = oneSpeaker ? first.speaker : null;
+  const lines = rest.map((s) => {
+    const label = s.speaker !== null && s.speaker !== previous ? `${s.speaker}: ` : '';
+    if (s.speaker !== null) previous = s.speaker;
+    return `${label}${s.text}`;
+  });
+  const start = first.start;
+  // A loop, not Math.max(...ends): the rest may be 200,000 segments, too many arguments for a call.
+  const end = start === null ? null : rest.reduce((latest, s) => Math.max(latest, s.end ?? latest), start);
+  return { start, end, speaker: oneSpeaker ? first.speaker : null, text: lines.join('\n') };
+};
+
+/**
+ * The segments within the bounds above: each made valid (`validSegment`, blank ones dropped); past
+ * `maxSegments`, the last holds the rest (`restSegment`); then their text cut at `maxTextBytes`.
  */
 export const boundSegments = (segments: readonly TranscriptSegment[]): TranscriptSegment[] => {
+  const valid = segments.map(validSegment).filter((s) => s !== undefined);
+  const { maxSegments } = SEGMENT_LIMITS;
+  const counted =
+    valid.length > maxSegments
+      ? [...valid.slice(0, maxSegments - 1), restSegment(valid.slice(maxSegments - 1))]
+      : valid;
   const bounded: TranscriptSegment[] = [];
   let budget: number = SEGMENT_LIMITS.maxTextBytes;
-  for (const segment of segments) {
-    if (bounded.length >= SEGMENT_LIMITS.maxSegments || budget <= 0) break;
-    const whole = segment.text.trim();
-    if (whole === '') continue;
-    const text = truncateUtf8(whole, budget).text;
+  for (const segment of counted) {
+    if (budget <= 0) break;
+    const text = truncateUtf8(segment.text, budget).text;
     if (text === '') break;
     budget -= utf8ByteLength(text);
-    const start = time(segment.start);
-    const end = start === null ? null : Math.max(start, time(segment.end) ?? start);
-    const speaker = segment.speaker?.trim()
-      ? truncateChars(segment.speaker.trim(), SEGMENT_LIMITS.maxSpeakerChars)
-      : null;
-    bounded.push({ start, end, speaker, text });
+    bounded.push({ ...segment, text });
   }
   return bounded;
 };

@@ -10,6 +10,8 @@ import type { CallSubmittedData } from '../../../../shared/domain/call/call-subm
 import { callEvents } from '../../../../shared/domain/call/call-catalogue.ts';
 import type { Json, RecordedEvent } from '../../../../shared/ports/event-store.ts';
 import { deciderSpec } from '../../../support/decider-spec.ts';
+import { renderText } from '../../../../shared/domain/transcript/transcript-export.ts';
+import { SEGMENT_LIMITS } from '../../../../shared/domain/transcript/transcript-segments.ts';
 
 const { given } = deciderSpec(callDecider);
 const T0 = '2026-11-20T10:00:00.000Z';
@@ -130,6 +132,37 @@ describe('TranscriptRecorded segments', () => {
     assert.ok(state.status === 'pending' && state.transcript);
     assert.deepEqual(state.transcript.segments, expected);
     assert.equal(state.stage, 'analysing');
+  });
+
+  test(`a version-1 event of more lines than ${SEGMENT_LIMITS.maxSegments} segments decodes with every line: the last segment holds the rest`, () => {
+    const lines = Array.from({ length: SEGMENT_LIMITS.maxSegments + 2 }, (_, i) => `${i % 2 ? 'Dana' : 'Rep'}: ${i}`);
+    const old = {
+      source: 'inline',
+      text: lines.join('\n'),
+      truncated: false,
+      durationSeconds: 4,
+      engine: null,
+      at: T1,
+    };
+    const decoded = callEvents.decode(stored('TranscriptRecorded', old, 2));
+    assert.ok(decoded.type === 'TranscriptRecorded');
+    assert.equal(decoded.data.segments.length, SEGMENT_LIMITS.maxSegments);
+    assert.equal(renderText(decoded.data.segments), `${old.text}\n`);
+  });
+
+  test(`a version-2 event recorded with its segments cut at ${SEGMENT_LIMITS.maxSegments} still reads, as recorded`, () => {
+    const segments = Array.from({ length: SEGMENT_LIMITS.maxSegments }, (_, i) => ({
+      start: null,
+      end: null,
+      speaker: i % 2 ? 'Dana' : 'Rep',
+      text: `${i}`,
+    }));
+    const text = [...segments.map((s) => `${s.speaker}: ${s.text}`), 'Rep: cut'].join('\n');
+    const data = { source: 'inline', text, truncated: false, durationSeconds: 4, engine: null, segments, at: T1 };
+    const decoded = callEvents.decode(stored('TranscriptRecorded', data, 2, 2));
+    assert.ok(decoded.type === 'TranscriptRecorded');
+    assert.deepEqual(decoded.data.segments, segments);
+    assert.equal(decoded.data.text, text, 'the text is whole, as it always was');
   });
 
   test('recorded segments are read as recorded, never re-derived from the text', () => {

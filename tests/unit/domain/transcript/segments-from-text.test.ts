@@ -6,6 +6,7 @@ import {
   segmentsAreTimed,
   segmentsFromText,
 } from '../../../../shared/domain/transcript/transcript-segments.ts';
+import { renderSrt, renderText, renderVtt } from '../../../../shared/domain/transcript/transcript-export.ts';
 
 test('WebVTT: each cue is a segment with its times; <v Name> names the speaker; multi-line cues keep their lines; header, NOTE and cue ids go', () => {
   const vtt = [
@@ -114,14 +115,22 @@ test('boundSegments: times rounded to the ms, negative or non-finite times null,
   );
 });
 
-test(`boundSegments: at most ${SEGMENT_LIMITS.maxSegments} segments, ${SEGMENT_LIMITS.maxTextBytes} bytes of text in all (cut on a character boundary), speakers of ${SEGMENT_LIMITS.maxSpeakerChars} characters`, () => {
+test(`boundSegments: at most ${SEGMENT_LIMITS.maxSegments} segments (the last holding the rest), ${SEGMENT_LIMITS.maxTextBytes} bytes of text in all (cut on a character boundary), speakers of ${SEGMENT_LIMITS.maxSpeakerChars} characters`, () => {
   const many = Array.from({ length: SEGMENT_LIMITS.maxSegments + 5 }, (_, i) => ({
     start: i,
     end: i + 1,
     speaker: null,
     text: 'x',
   }));
-  assert.equal(boundSegments(many).length, SEGMENT_LIMITS.maxSegments);
+  const counted = boundSegments(many);
+  assert.equal(counted.length, SEGMENT_LIMITS.maxSegments);
+  // Nothing is cut at the count: the last segment holds the rest, from its start to the latest end.
+  assert.deepEqual(counted.at(-1), {
+    start: SEGMENT_LIMITS.maxSegments - 1,
+    end: SEGMENT_LIMITS.maxSegments + 5,
+    speaker: null,
+    text: Array.from({ length: 6 }, () => 'x').join('\n'),
+  });
 
   const big = 'é'.repeat(200_000); // 400,000 bytes each
   const cut = boundSegments([
@@ -136,4 +145,66 @@ test(`boundSegments: at most ${SEGMENT_LIMITS.maxSegments} segments, ${SEGMENT_L
 
   const [named] = boundSegments([{ start: null, end: null, speaker: '😀'.repeat(150), text: 'hi' }]);
   assert.equal(named!.speaker, '😀'.repeat(SEGMENT_LIMITS.maxSpeakerChars));
+});
+
+/** `n` lines of `Speaker: text`, Rep and Dana in turn. */
+const speakerLines = (n: number): string =>
+  Array.from({ length: n }, (_, i) => `${i % 2 ? 'Dana' : 'Rep'}: line ${i}`).join('\n');
+
+test(`past ${SEGMENT_LIMITS.maxSegments} lines nothing is lost: the last segment holds the rest as Speaker: lines, and the text export writes every line`, () => {
+  for (const n of [SEGMENT_LIMITS.maxSegments, SEGMENT_LIMITS.maxSegments + 1, 30_000]) {
+    const text = speakerLines(n);
+    const segments = segmentsFromText(text);
+    assert.equal(segments.length, Math.min(n, SEGMENT_LIMITS.maxSegments), `${n} lines`);
+    assert.equal(renderText(segments), `${text}\n`, `${n} lines: the text export is the transcript`);
+  }
+  const last = segmentsFromText(speakerLines(SEGMENT_LIMITS.maxSegments + 1)).at(-1);
+  assert.deepEqual(last, { start: null, end: null, speaker: null, text: 'Dana: line 19999\nRep: line 20000' });
+});
+
+test('the rest of one speaker keeps that speaker, and its lines carry no label', () => {
+  const many = Array.from({ length: SEGMENT_LIMITS.maxSegments + 2 }, (_, i) => ({
+    start: null,
+    end: null,
+    speaker: 'Dana',
+    text: `line ${i}`,
+  }));
+  assert.deepEqual(boundSegments(many).at(-1), {
+    start: null,
+    end: null,
+    speaker: 'Dana',
+    text: 'line 19999\nline 20000\nline 20001',
+  });
+});
+
+test('a timed transcript past the bound: the last cue runs to the end, and SubRip and WebVTT write every line', () => {
+  const n = SEGMENT_LIMITS.maxSegments + 2;
+  const vtt = `WEBVTT\n\n${Array.from(
+    { length: n },
+    (_, i) =>
+      `00:00:${String(i % 60).padStart(2, '0')}.000 --> 00:00:${String(i % 60).padStart(2, '0')}.500\n<v ${i % 2 ? 'Dana' : 'Rep'}>cue ${i}\n`,
+  ).join('\n')}`;
+  const segments = segmentsFromText(vtt);
+  assert.equal(segments.length, SEGMENT_LIMITS.maxSegments);
+  assert.ok(segmentsAreTimed(segments));
+  const last = segments.at(-1)!;
+  assert.equal(last.text, 'Dana: cue 19999\nRep: cue 20000\nDana: cue 20001');
+  assert.deepEqual([last.start, last.end], [19, 21.5], 'from cue 19999 to the end of cue 20001');
+  for (const written of [renderSrt(segments), renderVtt(segments), renderText(segments)])
+    for (const i of [0, 19_998, 19_999, 20_000, 20_001]) assert.ok(written.includes(`cue ${i}\n`), `cue ${i}`);
+});
+
+test('segments keep U+FEFF: it is not white space (shared/domain/white-space.ts), so it is never trimmed and never blank', () => {
+  const segments = boundSegments([
+    { start: 0, end: 1, speaker: '\ufeffDana ', text: ' \ufeffhello\ufeff ' },
+    { start: 1, end: 2, speaker: null, text: '\ufeff' },
+    { start: 2, end: 3, speaker: null, text: ' \u3000\t' },
+  ]);
+  assert.deepEqual(segments, [
+    { start: 0, end: 1, speaker: '\ufeffDana', text: '\ufeffhello\ufeff' },
+    { start: 1, end: 2, speaker: null, text: '\ufeff' },
+  ]);
+  assert.equal(renderText(segments), '\ufeffDana: \ufeffhello\ufeff\n\ufeff\n');
+  assert.ok(renderSrt(segments).endsWith('2\n00:00:01,000 --> 00:00:02,000\n\ufeff\n'));
+  assert.ok(renderVtt(segments).endsWith('00:00:01.000 --> 00:00:02.000\n\ufeff\n'));
 });

@@ -8,6 +8,14 @@
  */
 const DECIMAL = /^-?\d+(?:\.\d+)?$/;
 
+/**
+ * Whether `value` is written as a number: a JSON number, or a string in plain decimal notation,
+ * whatever its size. `toDecimal` answers `undefined` for one too large for a double ("9" × 400):
+ * this tells that apart from a value in another notation.
+ */
+export const isDecimalNotation = (value: unknown): value is number | string =>
+  typeof value === 'number' || (typeof value === 'string' && DECIMAL.test(value));
+
 /** The number a JSON number or an unambiguous decimal string denotes; `undefined` otherwise. */
 export const toDecimal = (value: unknown): number | undefined => {
   const n =

@@ -17,7 +17,7 @@
  */
 import { type FieldError, SUBMISSION_LIMITS } from './submission-schema.ts';
 import { canonicalIsoDate } from './iso-date.ts';
-import { toDecimal } from './decimal.ts';
+import { isDecimalNotation, toDecimal } from './decimal.ts';
 import { isWhiteSpaceOnly, trimWhiteSpace } from '../white-space.ts';
 
 /** What reading one field gave: nothing sent, a value, or the errors it breaks. */
@@ -129,12 +129,26 @@ export const readIsoDate: Reader<string> = (value, field) => {
     : ok(canonical);
 };
 
-/** A money amount: finite and ≥ 0, as a number or a plain decimal string (see decimal.ts). */
+/**
+ * A money amount: ≥ 0 and at most 2^53 − 1, as a number or a plain decimal string (see
+ * decimal.ts; docs/decisions/0008-deal-fields.md). Past 2^53 a double cannot tell neighbouring
+ * whole amounts apart: "9007199254740993" would be stored as 9007199254740992, so, as for a
+ * metadata integer, it is a 400 rather than another amount. One too large for a double at all
+ * ("9" × 400, or 1e999 in the JSON) is refused for its size, not for its notation.
+ */
 export const readAmount: Reader<number> = (value, field) => {
   if (isBlank(value)) return ABSENT;
   const n = toDecimal(value);
-  if (n === undefined) return invalid(field, `${field} must be a number or a plain decimal string like "1200.50"`);
-  return n >= 0 ? ok(n) : invalid(field, `${field} must be ≥ 0`);
+  const negative = typeof value === 'number' ? value < 0 : typeof value === 'string' && value.startsWith('-');
+  if (n === undefined && !isDecimalNotation(value))
+    return invalid(field, `${field} must be a number or a plain decimal string like "1200.50"`);
+  if (negative && n !== 0) return invalid(field, `${field} must be ≥ 0`);
+  if (n === undefined || n > Number.MAX_SAFE_INTEGER)
+    return invalid(
+      field,
+      `${field} must be at most ${Number.MAX_SAFE_INTEGER} (2^53 − 1): a larger amount cannot be kept exactly`,
+    );
+  return ok(n);
 };
 
 /** One place a value may come from: the field name as sent, and its value. */

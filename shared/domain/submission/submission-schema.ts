@@ -49,9 +49,12 @@ const booleanLike = (description: string) =>
     description: `${description} A real boolean; the strings "true" and "false" are also accepted.`,
   });
 const amount = (description: string) =>
-  Type.Union([Type.Number({ minimum: 0 }), Type.String({ pattern: '^\\d+(\\.\\d+)?$' })], {
-    description: `${description} A finite number ≥ 0, or a plain decimal string such as "1200.50".`,
-  });
+  Type.Union(
+    [Type.Number({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }), Type.String({ pattern: '^\\d+(\\.\\d+)?$' })],
+    {
+      description: `${description} A number from 0 to ${Number.MAX_SAFE_INTEGER} (2^53 − 1: past it a double cannot keep an amount exactly), or a plain decimal string such as "1200.50" within the same range.`,
+    },
+  );
 const isoDate = (description: string) =>
   Type.String({
     description: `${description} ISO 8601 date (YYYY-MM-DD, midnight UTC) or date-time; a date-time without an offset is read as UTC.`,

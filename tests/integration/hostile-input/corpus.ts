@@ -296,7 +296,19 @@ export const corpus = (): CorpusCase[] => [
   },
 
   // Numbers.
-  accepted('deal amount 1e308', call({ deal: { dealSize: 1e308, revenueCollected: 1e308 } })),
+  // Past 2^53 − 1 a double cannot keep an amount exactly: a 400, as a number or as a string.
+  invalid('deal amount 1e308', call({ deal: { dealSize: 1e308 } }), 'deal.dealSize'),
+  invalid(
+    'deal amount "9007199254740993" as a string',
+    call({ revenueCollected: '9007199254740993' }),
+    'revenueCollected',
+  ),
+  keptAs(
+    'deal amounts of 2^53 − 1, as a number and as a string',
+    call({ deal: { dealSize: 9007199254740991, revenueCollected: '9007199254740991' } }),
+    { submission: { deal: { dealSize: 9007199254740991, revenueCollected: 9007199254740991 } } },
+  ),
+  invalid('a deal amount of 401 digits, too large for a double', call({ dealSize: `1${'0'.repeat(400)}` }), 'dealSize'),
   invalid('deal amount -1e308', call({ dealSize: -1e308 }), 'dealSize'),
   accepted(
     'deal amount -0',

@@ -11,11 +11,17 @@ import {
 
 const wellFormed = (text: string): boolean => !/[\ud800-\udfff]/u.test(text);
 
-test('deal amounts: 1e308 and 1e-320 are finite and accepted; -1e308 is a 400', () => {
-  assert.deepEqual(accepted({ ...base, deal: { dealSize: 1e308, revenueCollected: 1e-320 } }).submission.deal, {
-    dealSize: 1e308,
-    revenueCollected: 1e-320,
-  });
+test('deal amounts: 1e-320 and 2^53 − 1 are accepted; 1e308 (past 2^53 − 1) and -1e308 are a 400', () => {
+  assert.deepEqual(
+    accepted({ ...base, deal: { dealSize: Number.MAX_SAFE_INTEGER, revenueCollected: 1e-320 } }).submission.deal,
+    { dealSize: Number.MAX_SAFE_INTEGER, revenueCollected: 1e-320 },
+  );
+  refusedWith({ ...base, dealSize: 1e308 }, [
+    {
+      field: 'dealSize',
+      message: 'dealSize must be at most 9007199254740991 (2^53 − 1): a larger amount cannot be kept exactly',
+    },
+  ]);
   refusedWith({ ...base, dealSize: -1e308 }, [{ field: 'dealSize', message: 'dealSize must be ≥ 0' }]);
 });
 

@@ -29,6 +29,8 @@ interface CallNotification {
   type: WebhookEventType;
   /** The event id the deliveries carry as `webhook-id` (default: the stored event's id). */
   eventId?: (context: CallContext) => string;
+  /** The body's `timestamp`, an ISO instant (default: when the event was stored). */
+  timestamp?: (context: CallContext) => string;
   data: (context: CallContext) => unknown;
 }
 
@@ -40,6 +42,8 @@ export const WEBHOOK_NOTIFICATIONS: Readonly<Record<string, CallNotification>> =
     type: 'deal.outcome.updated',
     // The id deals.outcome-updated.v1 gives the same deal write (its ce_id).
     eventId: ({ callId, event }) => dealEventId(callId, event.revision),
+    // The deal's recordedAt, which deals.outcome-updated.v1 carries as ce_time: one instant per deal write.
+    timestamp: ({ event }) => (event.type === 'DealRecorded' ? event.data.at : event.recordedAt.toISOString()),
     data: ({ events, event }) => {
       const submitted = events[0];
       if (submitted?.type !== 'CallSubmitted' || event.type !== 'DealRecorded') return undefined;
@@ -48,8 +52,8 @@ export const WEBHOOK_NOTIFICATIONS: Readonly<Record<string, CallNotification>> =
   },
 };
 
-const bodyOf = (type: string, event: Pick<RecordedEvent, 'recordedAt'>, data: unknown): string =>
-  JSON.stringify({ type, timestamp: event.recordedAt.toISOString(), data: data as Json });
+const bodyOf = (type: string, timestamp: string, data: unknown): string =>
+  JSON.stringify({ type, timestamp, data: data as Json });
 
 /**
  * The call's events up to `revision`, decoded, without those the projection skips. Only these are
@@ -97,7 +101,7 @@ export const webhookNotifications = async (
         type: 'webhook.test',
         subject: webhookId,
         webhookId,
-        body: bodyOf('webhook.test', event, {
+        body: bodyOf('webhook.test', event.recordedAt.toISOString(), {
           webhookId,
           teamId: event.data.teamId,
           message: 'A test delivery requested by an operator.',
@@ -124,7 +128,11 @@ export const webhookNotifications = async (
         teamId: submitted.data.teamId,
         type: 'call.erased',
         subject: callId,
-        body: bodyOf('call.erased', event, { callId, erasedAt: event.data.at, cause: event.data.cause }),
+        body: bodyOf('call.erased', event.recordedAt.toISOString(), {
+          callId,
+          erasedAt: event.data.at,
+          cause: event.data.cause,
+        }),
       });
       continue;
     }
@@ -146,7 +154,7 @@ export const webhookNotifications = async (
       teamId: row.teamId,
       type: kind.type,
       subject: callId,
-      body: bodyOf(kind.type, event, kind.data(context)),
+      body: bodyOf(kind.type, kind.timestamp?.(context) ?? event.recordedAt.toISOString(), kind.data(context)),
     });
   }
   return notifications;

@@ -9,6 +9,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
+import { fromRecord } from '../../shared/cloudevents.ts';
 import { webhookAttempts } from '../../shared/observability/metrics.ts';
 import { createSqliteEventLog } from '../../shared/adapters/event-log/sql-event-log.ts';
 import { createSqliteEventStore } from '../../shared/adapters/event-store/sqlite-event-store.ts';
@@ -178,6 +179,15 @@ const webhooksContract = (
         deal.headers['webhook-id'],
         'the deal write id, as on deals.outcome-updated.v1',
       );
+      assert.equal(deal.json.timestamp, deal.json.data.recordedAt, "the deal's recordedAt");
+      const onTopic = await eventually(async () => {
+        const [record] = (await h.eventLog.read(h.topics.dealOutcomeUpdated, { limit: 10_000 })).filter(
+          (r) => r.key === callId,
+        );
+        assert.ok(record, 'the deal write is on deals.outcome-updated.v1');
+        return fromRecord(record);
+      });
+      assert.equal(deal.json.timestamp, onTopic.time, 'the same instant as ce_time on deals.outcome-updated.v1');
 
       // The receiver has both requests; the worker records each outcome once its answer is in.
       const listing = await eventually(

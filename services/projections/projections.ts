@@ -24,6 +24,7 @@ import { type SkippableProjection, skippedPositions } from './skipped-events.ts'
 import { recordStopped } from './projection-status.ts';
 import { ProjectionEventError, type Supervised, supervised } from './supervised.ts';
 import { OutboxLoop } from './outbox-loop.ts';
+import { dealWriteState } from './deal-write.ts';
 import { WebhookDeliveryWorker, type WebhookDeliveryOptions } from './webhook-delivery.ts';
 import { webhookNotifications } from './webhook-notifications.ts';
 import type { WebhookStore } from '../../shared/ports/webhook-store.ts';
@@ -192,10 +193,11 @@ export const startProjections = (options: ProjectionsOptions): Projections => {
     log.child({ component: 'webhook-delivery' }),
     options.webhookDelivery,
     // An erased call's deliveries are dropped unsent, though the webhook projection lags behind.
-    // A deal.outcome.updated goes out once its deal record is written, as the topic's does.
+    // A deal.outcome.updated goes out once its deal record is written, as the topic's does, and
+    // fails unsent once the deal projection went past it without writing it (an operator's skip).
     {
       erased: personalDataOf ? (callId) => personalDataOf.destroyed(callId) : undefined,
-      dealRecord: (callId) => readModels.deals.get(callId),
+      dealWrite: dealWriteState(readModels.deals, options.storedEvents ?? eventStore),
     },
   );
   const isSkipped = (projection: SkippableProjection) => async (position: bigint) =>

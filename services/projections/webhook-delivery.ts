@@ -19,7 +19,10 @@
  * A `deal.outcome.updated` is sent only once the deal projection has written its deal record (the
  * spec: the event is emitted after the deal write succeeds). The webhook projection queues it from
  * DealRecorded on its own checkpoint, so it may be queued before the deal record exists; until it
- * does the delivery is postponed by `DEAL_RECORD_WAIT_MS`, spending no attempt, never failed.
+ * does the delivery is postponed by `DEAL_RECORD_WAIT_MS`, spending no attempt. Once the deal
+ * projection has gone past the deal write without writing its record (an operator skipped it), the
+ * record never will be: the delivery is failed unsent, saying why, so the call's later deliveries
+ * are not held behind it for ever (deal-write.ts).
  */
 import type { Logger } from 'pino';
 import { signWebhook } from '../../shared/adapters/webhooks/webhook-signature.ts';
@@ -32,6 +35,7 @@ import type { AttemptOutcome, ClaimedDelivery, WebhookStore } from '../../shared
 import { AggregateRepository } from '../runtime/aggregate-repository.ts';
 import { webhookAttempts } from '../../shared/observability/metrics.ts';
 import type { ComponentReport } from '../runtime/health.ts';
+import type { DealWrite, DealWriteState } from './deal-write.ts';
 import { OutboxLoop } from './outbox-loop.ts';
 
 /** The Standard Webhooks retry schedule of the issue: 5s,30s,2m,10m,30m,1h,3h,6h,12h,24h. */
@@ -73,8 +77,8 @@ const PERSONAL_DELIVERY_TYPES: ReadonlySet<string> = new Set(['call.completed', 
 export interface WebhookDeliveryChecks {
   /** Whether the call's data key was destroyed (the call is erased); no check when absent. */
   erased?: (callId: string) => Promise<boolean>;
-  /** The call's deal record as the deals read model has it (deals.get); no check when absent. */
-  dealRecord?: (callId: string) => Promise<{ eventId: string; recordedAt: string } | undefined>;
+  /** Where the deal write a deal.outcome.updated tells of stands (deal-write.ts); no check when absent. */
+  dealWrite?: (write: DealWrite) => Promise<DealWriteState>;
 }
 
 export class WebhookDeliveryWorker {
@@ -230,7 +234,8 @@ export class WebhookDeliveryWorker {
    * Whether the claimed delivery may be sent now. A delivery of an erased call is not: the call's
    * deliveries but its `call.erased` notice are deleted, as the projection will when it reaches
    * CallErased, so the listing shows what it shows after an erasure. A deal.outcome.updated whose deal
-   * record is not written yet is not either: it is postponed, its attempts unchanged.
+   * record is not written yet is not either: it is postponed, its attempts unchanged; one whose deal
+   * record is never written is failed unsent with the reason.
    */
   private async mayBeSent(delivery: ClaimedDelivery): Promise<boolean> {
     if (PERSONAL_DELIVERY_TYPES.has(delivery.type) && (await this.checks.erased?.(delivery.subject))) {
@@ -241,24 +246,31 @@ export class WebhookDeliveryWorker {
       );
       return false;
     }
-    if (delivery.type === 'deal.outcome.updated' && !(await this.dealWritten(delivery))) {
-      await this.store.postpone(delivery.deliveryId, new Date(Date.now() + DEAL_RECORD_WAIT_MS));
-      return false;
+    if (delivery.type !== 'deal.outcome.updated' || !this.checks.dealWrite) return true;
+    const write = await this.checks.dealWrite({
+      callId: delivery.subject,
+      eventId: delivery.eventId,
+      recordedAt: (JSON.parse(delivery.body) as { data?: { recordedAt?: string } }).data?.recordedAt,
+    });
+    switch (write.state) {
+      case 'written':
+        return true;
+      case 'pending':
+        await this.store.postpone(delivery.deliveryId, new Date(Date.now() + DEAL_RECORD_WAIT_MS));
+        return false;
+      case 'never':
+        await this.store.failUnsent(delivery.deliveryId, write.reason);
+        this.log.warn(
+          {
+            webhookId: delivery.webhookId,
+            deliveryId: delivery.deliveryId,
+            callId: delivery.subject,
+            reason: write.reason,
+          },
+          'deal.outcome.updated webhook delivery failed unsent: its deal record is never written',
+        );
+        return false;
     }
-    return true;
-  }
-
-  /**
-   * Whether the deal write the delivery tells of is in the deals read model: its record, or a later
-   * one of the same call (a later write replaces the record, so its own is never seen again).
-   */
-  private async dealWritten(delivery: ClaimedDelivery): Promise<boolean> {
-    if (!this.checks.dealRecord) return true;
-    const record = await this.checks.dealRecord(delivery.subject);
-    if (!record) return false;
-    if (record.eventId === delivery.eventId) return true;
-    const told = (JSON.parse(delivery.body) as { data?: { recordedAt?: string } }).data?.recordedAt;
-    return told !== undefined && Date.parse(record.recordedAt) >= Date.parse(told);
   }
 
   private retry(delivery: ClaimedDelivery, statusCode: number | null, error: string): AttemptOutcome {

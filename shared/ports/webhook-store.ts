@@ -111,6 +111,12 @@ export interface WebhookStore {
    */
   postpone(deliveryId: string, until: Date): Promise<void>;
   /**
+   * Fails a pending delivery without attempting it, because what it tells of will never be (its
+   * deal record is never written): `reason` becomes its last error, its attempts unchanged, its
+   * lease ended. A redelivery queues it again, and it is checked again before it is sent.
+   */
+  failUnsent(deliveryId: string, reason: string): Promise<void>;
+  /**
    * Deletes the deliveries of `subject` (a call id) but its `call.erased` notice, as the projection
    * does when it applies CallErased: the worker calls it once it sees the call's data key destroyed,
    * so a body holding erased personal data is never sent while the projection lags behind.

@@ -1,7 +1,8 @@
 /**
  * One conformance suite for the WebhookStore port (webhook-store.ts), run against every adapter:
  * the fold of webhook events, the outbox written with the checkpoint, claims (order per webhook
- * and subject, the per-team bound less what is in flight, leases), attempt outcomes, listing and redelivery.
+ * and subject, the per-team bound less what is in flight, leases), attempt outcomes, a delivery failed
+ * unsent, listing and redelivery.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -289,5 +290,38 @@ export const webhookStoreConformance = (name: string, factory: WebhookStoreFacto
         0,
         'nothing is sent to a deleted webhook',
       );
+    });
+
+    test('failed unsent: no attempt counted, its reason listed, the next of its subject claimable; redelivery queues it again', async () => {
+      const last = await store.checkpoint();
+      feed.position = last;
+      feed
+        .register('u1', 't4', ['deal.outcome.updated', 'call.completed'])
+        .notify('t4', 'y1', 'deal.outcome.updated')
+        .notify('t4', 'y1');
+      await feed.applyTo(store);
+      const now = new Date(Date.now() + 2 * 3_600_000);
+      const others = { inFlight: { t1: 10, t2: 10, t3: 10 } };
+      const [first, ...rest] = await claim(now, others);
+      assert.deepEqual([first?.type, rest.length], ['deal.outcome.updated', 0], 'the next of y1 waits behind it');
+      const reason = 'not sent: its deal record is never written';
+      await store.failUnsent(first!.deliveryId, reason);
+      const [failed] = (await store.deliveries('u1', { limit: 10, status: 'failed' })).deliveries;
+      assert.deepEqual(
+        [failed?.deliveryId, failed?.attempts, failed?.lastStatusCode, failed?.lastError, failed?.nextAttemptAt],
+        [first!.deliveryId, 0, null, reason, null],
+      );
+      const [next] = await claim(now, others);
+      assert.equal(next?.type, 'call.completed', 'no longer held behind it');
+      await store.recordAttempt(next.deliveryId, { kind: 'delivered', statusCode: 200 }, now);
+      await store.failUnsent(next.deliveryId, reason);
+      assert.equal(
+        (await store.deliveries('u1', { limit: 10, status: 'delivered' })).deliveries[0]?.deliveryId,
+        next.deliveryId,
+        'only a pending delivery is failed',
+      );
+      assert.equal(await store.redeliver('u1', first!.deliveryId, now), true);
+      const [again] = (await store.deliveries('u1', { limit: 10, status: 'pending' })).deliveries;
+      assert.deepEqual([again?.deliveryId, again?.attempts], [first!.deliveryId, 0]);
     });
   });

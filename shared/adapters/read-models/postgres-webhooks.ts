@@ -222,6 +222,14 @@ export const createPostgresWebhooks = async (pool: pg.Pool): Promise<WebhookStor
         ),
       );
     },
+    async failUnsent(deliveryId, reason) {
+      await translated(() =>
+        pool.query(
+          "UPDATE webhook_deliveries SET status = 'failed', last_status_code = NULL, last_error = $1, next_attempt_at = NULL, lease_until = NULL WHERE delivery_id = $2 AND status = 'pending'",
+          [reason.slice(0, 500), deliveryId],
+        ),
+      );
+    },
     async forgetSubject(subject) {
       await translated(() =>
         pool.query("DELETE FROM webhook_deliveries WHERE subject = $1 AND type <> 'call.erased'", [subject]),

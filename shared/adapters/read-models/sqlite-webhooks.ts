@@ -108,6 +108,9 @@ export const createSqliteWebhooks = (db: SqliteDb, versions: SqliteVersions): We
     postpone: db.prepare(
       "UPDATE webhook_deliveries SET next_attempt_at = ?, lease_until = NULL WHERE delivery_id = ? AND status = 'pending'",
     ),
+    failUnsent: db.prepare(
+      "UPDATE webhook_deliveries SET status = 'failed', last_status_code = NULL, last_error = ?, next_attempt_at = NULL, lease_until = NULL WHERE delivery_id = ? AND status = 'pending'",
+    ),
     redeliver: db.prepare(
       `UPDATE webhook_deliveries SET status = 'pending', attempts = 0, next_attempt_at = ?, delivered_at = NULL WHERE webhook_id = ? AND delivery_id = ?`,
     ),
@@ -224,6 +227,9 @@ export const createSqliteWebhooks = (db: SqliteDb, versions: SqliteVersions): We
     },
     async postpone(deliveryId, until) {
       await write(() => q.postpone.run(until.getTime(), deliveryId));
+    },
+    async failUnsent(deliveryId, reason) {
+      await write(() => q.failUnsent.run(reason.slice(0, 500), deliveryId));
     },
     async forgetSubject(subject) {
       await write(() => {

@@ -22,7 +22,8 @@
  * does the delivery is postponed by `DEAL_RECORD_WAIT_MS`, spending no attempt. Once the deal
  * projection has gone past the deal write without writing its record (an operator skipped it), the
  * record never will be: the delivery is failed unsent, saying why, so the call's later deliveries
- * are not held behind it for ever (deal-write.ts).
+ * are not held behind it for ever (deal-write.ts). A wait is never silent either: one that lasts
+ * is logged, and noted in the deliveries listing and in readiness (deal-record-waits.ts).
  */
 import type { Logger } from 'pino';
 import { signWebhook } from '../../shared/adapters/webhooks/webhook-signature.ts';
@@ -35,6 +36,7 @@ import type { AttemptOutcome, ClaimedDelivery, WebhookStore } from '../../shared
 import { AggregateRepository } from '../runtime/aggregate-repository.ts';
 import { webhookAttempts } from '../../shared/observability/metrics.ts';
 import type { ComponentReport } from '../runtime/health.ts';
+import { DealRecordWaits } from './deal-record-waits.ts';
 import type { DealWrite, DealWriteState } from './deal-write.ts';
 import { OutboxLoop } from './outbox-loop.ts';
 
@@ -66,6 +68,8 @@ export interface WebhookDeliveryOptions {
   concurrency?: number;
   /** Attempts of one team in flight; default 4. */
   perTeam?: number;
+  /** How long a deal.outcome.updated waits for its deal record before the wait is logged and noted; default 5 minutes. */
+  dealRecordLongWaitMs?: number;
   /** Test seam. */
   send?: SendWebhook;
 }
@@ -87,6 +91,7 @@ export class WebhookDeliveryWorker {
   private readonly concurrency: number;
   private readonly perTeam: number;
   private readonly leaseMs: number;
+  private readonly dealRecordWaits: DealRecordWaits;
   private readonly inFlight = new Map<string, number>();
   private readonly attempts = new Set<Promise<void>>();
   private readonly webhooks: AggregateRepository<WebhookCommand, WebhookState, WebhookEvent>;
@@ -112,6 +117,7 @@ export class WebhookDeliveryWorker {
       });
     this.concurrency = options.concurrency ?? 64;
     this.perTeam = options.perTeam ?? 4;
+    this.dealRecordWaits = new DealRecordWaits(log, options.dealRecordLongWaitMs);
     // Longer than an attempt can take, so a lease outlives its attempt; a killed process's lease lapses.
     this.leaseMs = timeoutMs + 5_000;
     this.webhooks = new AggregateRepository(eventStore, webhookDecider, webhookEvents);
@@ -126,8 +132,11 @@ export class WebhookDeliveryWorker {
     this.loop.wake();
   }
 
+  /** The outbox loop's report, with a note while a deal.outcome.updated has waited long for its deal record. */
   report(retryingTooLong: (since: Date) => boolean): ComponentReport {
-    return this.loop.report(retryingTooLong);
+    const report = this.loop.report(retryingTooLong);
+    const note = this.dealRecordWaits.note();
+    return note ? { ...report, ...note, reason: report.reason ?? note.reason } : report;
   }
 
   /** Looks for due deliveries now (after the projection queued some, or an attempt ended). */
@@ -239,6 +248,7 @@ export class WebhookDeliveryWorker {
    */
   private async mayBeSent(delivery: ClaimedDelivery): Promise<boolean> {
     if (PERSONAL_DELIVERY_TYPES.has(delivery.type) && (await this.checks.erased?.(delivery.subject))) {
+      this.dealRecordWaits.ended(delivery);
       await this.store.forgetSubject(delivery.subject);
       this.log.info(
         { webhookId: delivery.webhookId, deliveryId: delivery.deliveryId, callId: delivery.subject },
@@ -252,25 +262,27 @@ export class WebhookDeliveryWorker {
       eventId: delivery.eventId,
       recordedAt: (JSON.parse(delivery.body) as { data?: { recordedAt?: string } }).data?.recordedAt,
     });
-    switch (write.state) {
-      case 'written':
-        return true;
-      case 'pending':
-        await this.store.postpone(delivery.deliveryId, new Date(Date.now() + DEAL_RECORD_WAIT_MS));
-        return false;
-      case 'never':
-        await this.store.failUnsent(delivery.deliveryId, write.reason);
-        this.log.warn(
-          {
-            webhookId: delivery.webhookId,
-            deliveryId: delivery.deliveryId,
-            callId: delivery.subject,
-            reason: write.reason,
-          },
-          'deal.outcome.updated webhook delivery failed unsent: its deal record is never written',
-        );
-        return false;
+    if (write.state === 'pending') {
+      await this.store.postpone(
+        delivery.deliveryId,
+        new Date(Date.now() + DEAL_RECORD_WAIT_MS),
+        this.dealRecordWaits.waiting(delivery),
+      );
+      return false;
     }
+    this.dealRecordWaits.ended(delivery);
+    if (write.state === 'written') return true;
+    await this.store.failUnsent(delivery.deliveryId, write.reason);
+    this.log.warn(
+      {
+        webhookId: delivery.webhookId,
+        deliveryId: delivery.deliveryId,
+        callId: delivery.subject,
+        reason: write.reason,
+      },
+      'deal.outcome.updated webhook delivery failed unsent: its deal record is never written',
+    );
+    return false;
   }
 
   private retry(delivery: ClaimedDelivery, statusCode: number | null, error: string): AttemptOutcome {

@@ -108,8 +108,9 @@ export interface WebhookStore {
   /**
    * Ends the lease of a pending delivery and makes it due at `until`, its attempts unchanged: it
    * was not attempted (what it tells of is not written yet), so it spends none of its schedule.
+   * `note`, when given, says why it still waits: it becomes the delivery's last error.
    */
-  postpone(deliveryId: string, until: Date): Promise<void>;
+  postpone(deliveryId: string, until: Date, note?: string): Promise<void>;
   /**
    * Fails a pending delivery without attempting it, because what it tells of will never be (its
    * deal record is never written): `reason` becomes its last error, its attempts unchanged, its

@@ -1,8 +1,8 @@
 /**
  * One conformance suite for the WebhookStore port (webhook-store.ts), run against every adapter:
  * the fold of webhook events, the outbox written with the checkpoint, claims (order per webhook
- * and subject, the per-team bound less what is in flight, leases), attempt outcomes, a delivery failed
- * unsent, listing and redelivery.
+ * and subject, the per-team bound less what is in flight, leases), attempt outcomes, a delivery
+ * postponed or failed unsent, listing and redelivery.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -323,5 +323,29 @@ export const webhookStoreConformance = (name: string, factory: WebhookStoreFacto
       assert.equal(await store.redeliver('u1', first!.deliveryId, now), true);
       const [again] = (await store.deliveries('u1', { limit: 10, status: 'pending' })).deliveries;
       assert.deepEqual([again?.deliveryId, again?.attempts], [first!.deliveryId, 0]);
+    });
+
+    test('postponed: due again at its time with no attempt counted; a note is kept as its last error', async () => {
+      feed.position = await store.checkpoint();
+      feed.register('p1', 't5', ['deal.outcome.updated']).notify('t5', 'z1', 'deal.outcome.updated');
+      await feed.applyTo(store);
+      const now = new Date(Date.now() + 3 * 3_600_000);
+      const others = { inFlight: { t1: 10, t2: 10, t3: 10, t4: 10 } };
+      const [claimed] = await claim(now, others);
+      assert.equal(claimed?.webhookId, 'p1');
+      const until = new Date(now.getTime() + 250);
+      await store.postpone(claimed.deliveryId, until);
+      assert.deepEqual(await claim(now, others), [], 'not due before its time');
+      const [again] = await claim(until, others);
+      assert.deepEqual([again?.deliveryId, again?.attempts], [claimed.deliveryId, 0]);
+      const note = 'waiting for its deal record';
+      await store.postpone(claimed.deliveryId, until, note);
+      await store.postpone(claimed.deliveryId, until);
+      const [view] = (await store.deliveries('p1', { limit: 10 })).deliveries;
+      assert.deepEqual(
+        [view?.status, view?.attempts, view?.lastError, view?.nextAttemptAt],
+        ['pending', 0, note, until.toISOString()],
+        'a postponement without a note keeps the last one',
+      );
     });
   });

@@ -214,11 +214,11 @@ export const createPostgresWebhooks = async (pool: pg.Pool): Promise<WebhookStor
         ),
       );
     },
-    async postpone(deliveryId, until) {
+    async postpone(deliveryId, until, note) {
       await translated(() =>
         pool.query(
-          "UPDATE webhook_deliveries SET next_attempt_at = $1, lease_until = NULL WHERE delivery_id = $2 AND status = 'pending'",
-          [until.getTime(), deliveryId],
+          "UPDATE webhook_deliveries SET next_attempt_at = $1, last_error = coalesce($2, last_error), lease_until = NULL WHERE delivery_id = $3 AND status = 'pending'",
+          [until.getTime(), note?.slice(0, 500) ?? null, deliveryId],
         ),
       );
     },

@@ -106,7 +106,7 @@ export const createSqliteWebhooks = (db: SqliteDb, versions: SqliteVersions): We
       `SELECT * FROM webhook_deliveries WHERE webhook_id = :webhookId AND (:status IS NULL OR status = :status) AND (:before IS NULL OR seq < :before) ORDER BY seq DESC LIMIT :limit`,
     ),
     postpone: db.prepare(
-      "UPDATE webhook_deliveries SET next_attempt_at = ?, lease_until = NULL WHERE delivery_id = ? AND status = 'pending'",
+      "UPDATE webhook_deliveries SET next_attempt_at = ?, last_error = coalesce(?, last_error), lease_until = NULL WHERE delivery_id = ? AND status = 'pending'",
     ),
     failUnsent: db.prepare(
       "UPDATE webhook_deliveries SET status = 'failed', last_status_code = NULL, last_error = ?, next_attempt_at = NULL, lease_until = NULL WHERE delivery_id = ? AND status = 'pending'",
@@ -225,8 +225,8 @@ export const createSqliteWebhooks = (db: SqliteDb, versions: SqliteVersions): We
       const c = outcomeColumns(outcome, at);
       await write(() => q.record.run(c.status, c.statusCode, c.error, c.nextAttemptAt, c.deliveredAt, deliveryId));
     },
-    async postpone(deliveryId, until) {
-      await write(() => q.postpone.run(until.getTime(), deliveryId));
+    async postpone(deliveryId, until, note) {
+      await write(() => q.postpone.run(until.getTime(), note?.slice(0, 500) ?? null, deliveryId));
     },
     async failUnsent(deliveryId, reason) {
       await write(() => q.failUnsent.run(reason.slice(0, 500), deliveryId));

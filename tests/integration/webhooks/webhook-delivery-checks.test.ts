@@ -144,13 +144,13 @@ test('a pending retry of an erased call is not sent while the webhook projection
   t.diagnostic(`${receiver.received.length} requests received`);
 });
 
-test('deal.outcome.updated is sent only once its deal record is written, however far the deal projection lags', async () => {
+test('deal.outcome.updated is sent only once its deal record is written, however far the deal projection lags; a long wait is noted in the listing and readiness', async () => {
   let dealsHold: { release: () => void } | undefined;
   const { h, readModels, close } = await openPipeline(
     (models) => {
       dealsHold = holdBatches(models.deals, 'DealRecorded');
     },
-    { webhookDelivery: { retryScheduleMs: [100, 200], timeoutMs: 3_000 } },
+    { webhookDelivery: { retryScheduleMs: [100, 200], timeoutMs: 3_000, dealRecordLongWaitMs: 500 } },
   );
   const receiver = await startWebhookReceiver();
   after(async () => {
@@ -180,6 +180,20 @@ test('deal.outcome.updated is sent only once its deal record is written, however
     [],
     'nothing is sent before the deal record exists (call.completed waits behind the deal, in order)',
   );
+  type Listed = { type: string; status: string; attempts: number; lastError: string | null };
+  const dealDelivery = async () =>
+    (await h.admin('GET', `/api/admin/teams/${teamId}/webhooks/${webhookId}/deliveries`))
+      .json<{ deliveries: Listed[] }>()
+      .deliveries.find((d) => d.type === 'deal.outcome.updated');
+  // Past the long wait (500 ms here): the wait is said where an operator looks.
+  await eventually(async () => {
+    const waiting = await dealDelivery();
+    assert.deepEqual([waiting?.status, waiting?.attempts], ['pending', 0]);
+    assert.match(String(waiting?.lastError), /^waiting since \S+ for its deal record/);
+  });
+  const noted = h.health.report().components['webhook-delivery'];
+  assert.equal(noted?.ready, true, 'a lagging deal projection is not a failure of the delivery worker');
+  assert.match(String(noted?.reason), /^1 deal\.outcome\.updated deliveries wait for their deal record/);
 
   dealsHold!.release();
   const got = await receiver.waitFor(2, undefined, 10_000);
@@ -190,12 +204,14 @@ test('deal.outcome.updated is sent only once its deal record is written, however
   const record = await readModels.deals.get(callId);
   assert.equal(got[0]!.json.data.eventId, record?.eventId, 'the deal record written is the one told of');
   await eventually(async () => {
-    const listing = await h.admin('GET', `/api/admin/teams/${teamId}/webhooks/${webhookId}/deliveries`);
-    const deal = listing
-      .json<{ deliveries: Array<{ type: string; status: string; attempts: number }> }>()
-      .deliveries.find((d) => d.type === 'deal.outcome.updated');
-    assert.deepEqual([deal?.status, deal?.attempts], ['delivered', 1], 'waiting spent no attempt');
+    const deal = await dealDelivery();
+    assert.deepEqual(
+      [deal?.status, deal?.attempts, deal?.lastError],
+      ['delivered', 1, null],
+      'waiting spent no attempt',
+    );
   });
+  assert.equal(h.health.report().components['webhook-delivery']?.reason, undefined, 'the note ends with the wait');
 });
 
 test("a deal write the operator skipped for the deal projection is not waited for: its deal.outcome.updated fails unsent, saying why, and the call's later deliveries go out", async () => {

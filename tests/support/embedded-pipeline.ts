@@ -25,6 +25,8 @@ export interface EmbeddedPipeline {
   storedEvents?: EventStore;
   /** The embedded database under it (none on the servers). */
   sqlite?: OpenedSqlite;
+  /** The PostgreSQL schema under it (none embedded). */
+  postgres?: { connectionString: string; schema: string };
   close(): Promise<void>;
 }
 

@@ -49,6 +49,7 @@ export const openServersPipeline = async (
   return {
     h,
     storedEvents,
+    postgres: { connectionString: postgres.url!, schema: schema.schema },
     async close() {
       await h.close();
       await eventLog.close();

@@ -11,6 +11,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyReply } from 'fastify';
 import type { TypedApp } from './typed-app.ts';
 import { registerJsonBodyParser } from './json-body.ts';
+import { type BodyBudget, bodyBudgetFor, registerBodyBudget } from './body-budget.ts';
 import type { Logger } from 'pino';
 import type { EventLog } from '../../shared/ports/event-log.ts';
 import type { Topics } from '../../shared/topics.ts';
@@ -26,7 +27,7 @@ import { registerErasureAdminRoutes } from './erasure-admin-routes.ts';
 import { registerEraseRoute } from './erase-route.ts';
 import type { PersonalData } from '../../shared/adapters/crypto/personal-data.ts';
 import { installErrorHandler } from './error-handler.ts';
-import { INGEST_PATH, registerIngestRoute } from './ingest-route.ts';
+import { INGEST_BODY_LIMIT, INGEST_PATH, registerIngestRoute } from './ingest-route.ts';
 import { registerMetrics } from './metrics-routes.ts';
 import { registerConsoleRoutes } from './console-routes.ts';
 import { registerUsageRoute } from './usage-route.ts';
@@ -63,6 +64,8 @@ export interface IngressDeps {
   erasure?: { erase: CallEraser; requests: ErasureRequests };
   /** The event log and the event store share one embedded database (see the ingest route). */
   publishCoversStore?: boolean;
+  /** Admission of request bodies by size (body-budget.ts); by default an eighth of the heap. */
+  bodyBudget?: BodyBudget;
 }
 
 export type IngressApp = TypedApp;
@@ -165,6 +168,7 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
   });
 
   registerJsonBodyParser(app);
+  registerBodyBudget(app, deps.bodyBudget ?? bodyBudgetFor(INGEST_BODY_LIMIT));
   installErrorHandler(app);
 
   await app.register(swagger, {

@@ -143,7 +143,7 @@ export const supervised = (
               streamId: error.event.streamId,
               eventType: error.event.type,
             },
-            `${name} stopped on an event it cannot project; skip it with: npm run admin -- skip ${error.projection} ${error.event.position}`,
+            `${name} stopped on an event it cannot project; skip it with: npm run admin -- skip ${error.projection} ${error.event.position} --reason "…"`,
           );
           record(error);
           return waitForSkip(error);

@@ -5,7 +5,7 @@
  * API's: problem+json with the same codes (services/ingress/errors.ts, which loads nothing of the
  * ingress), and an internal failure is logged, never told.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { http } from '../../shared/node-http.ts';
 import { METRICS_CONTENT_TYPE, renderMetrics } from '../../shared/observability/metrics.ts';
 import type { AddressInfo } from 'node:net';
@@ -40,6 +40,8 @@ export const serveHealth = async (
   const mayScrape = tokenCheck(metricsTokens);
   const server = http.createServer((request, response) => {
     const path = (request.url ?? '').split('?')[0];
+    // Every answer carries a request id, as the HTTP API's do (there is no request log here to tie it to).
+    response.setHeader('x-request-id', randomUUID());
     const send = (status: number, body: unknown) =>
       response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
     const refuse = (code: ErrorCode, detail: string, headers: Record<string, string> = {}) =>

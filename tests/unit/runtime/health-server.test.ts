@@ -120,6 +120,8 @@ describe('health server errors', () => {
   test('/healthz and a ready /readyz are unchanged', async () => {
     const health = await fetch(`${withToken.url}/healthz`);
     assert.equal(health.status, 200);
+    for (const path of ['/healthz', '/readyz', '/metrics', '/nope'])
+      assert.match((await fetch(`${withToken.url}${path}`)).headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/, path);
     assert.deepEqual(await health.json(), { status: 'ok' });
     const ready = await fetch(`${withToken.url}/readyz`);
     assert.equal(ready.status, 200);

@@ -160,6 +160,9 @@ const REPS = [
   ...Array.from({ length: 45 }, (_, i) => `Rep Number${i}`),
 ];
 
+/** Row i's call id, shaped as the service's call ids are (a cursor holds one and is refused otherwise). */
+const rowCallId = (i: number): string => `00000000-0000-4000-8000-${i.toString(16).padStart(12, '0')}`;
+
 const corpus = (rows: number, teamId: string, otherTeams: number): RecordedEvent[] => {
   const next = random(42);
   const pick = <T>(list: readonly T[]) => list[Math.floor(next() * list.length)]!;
@@ -172,7 +175,7 @@ const corpus = (rows: number, teamId: string, otherTeams: number): RecordedEvent
         ? 'Unique Xylophone Summit'
         : `${pick(TOPICS)} with ${prospect[0]!.toUpperCase()}${prospect.slice(1)} (${pick(COMPANIES)})`;
     const data = submittedData({
-      callId: `row-${i}`,
+      callId: rowCallId(i),
       teamId: i < rows ? teamId : `other-${i % 7}`,
       submittedAt: new Date(Date.UTC(2026, 0, 1) + i * 60_000).toISOString(),
       submission: {

@@ -749,6 +749,30 @@ export const readModelsConformance = (
           [{ repEmail: '  ' }, 'repEmail'],
           [{ order: 'newest' as never }, 'order'],
         ];
+        // Cursors this store did not issue, however they decode: refused before any SQL runs.
+        const cursorOf = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+        const callId = randomUUID();
+        const ms = Date.parse(at(0));
+        for (const cursor of [
+          cursorOf([ms, 'x\u0000']),
+          cursorOf([ms, `${callId}\u0000`]),
+          cursorOf([ms, '\ud800']),
+          cursorOf([ms, 'not-a-call-id']),
+          cursorOf([ms, callId.toUpperCase()]),
+          cursorOf([1e20, callId]),
+          cursorOf([ms + 0.5, callId]),
+          `${cursorOf([ms, callId])}=`,
+          Buffer.from(`[${ms}, "${callId}"]`).toString('base64url'),
+        ])
+          refused.push([{ cursor }, 'cursor']);
+        for (const cursor of [
+          cursorOf(['u', 'x\u0000', callId]),
+          cursorOf(['u', at(0), `${callId}\u0000`]),
+          cursorOf(['u', '2026-11-20T10:00:00Z', callId]),
+          cursorOf(['u', '2026-02-30T10:00:00.000Z', callId]),
+          cursorOf(['u', at(0), 'x']),
+        ])
+          refused.push([{ order: 'updated_asc', cursor }, 'cursor']);
         for (const [query, field] of refused) {
           await assert.rejects(
             h.models.callHistory.list(teamId, query),
@@ -757,6 +781,13 @@ export const readModelsConformance = (
           );
         }
         assert.equal((await h.models.callHistory.list(teamId, { limit: 100 })).calls.length, 0);
+        // The same positions written as this store writes them are accepted.
+        assert.deepEqual((await h.models.callHistory.list(teamId, { cursor: cursorOf([ms, callId]) })).calls, []);
+        assert.deepEqual(
+          (await h.models.callHistory.list(teamId, { order: 'updated_asc', cursor: cursorOf(['u', at(0), callId]) }))
+            .calls,
+          [],
+        );
       });
     });
 

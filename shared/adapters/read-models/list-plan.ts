@@ -60,6 +60,28 @@ const encodeUpdatedCursor = (row: Pick<CallHistoryRow, 'updatedAt' | 'callId'>):
 const notIssued = (order: CallHistoryOrder) =>
   new InvalidQueryError('cursor', `cursor is not one this service issued for order=${order}`);
 
+/**
+ * The ids the service gives calls: lowercase UUIDs (random ones before version 7, the time-ordered
+ * ones of docs/decisions/0019-time-ordered-call-ids.md, and the name-based ones of early
+ * Idempotency-Key claims).
+ */
+const CALL_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** Whether `ms` is a createdAt this service can have stored: an instant of years 0001–9999, in whole milliseconds. */
+const isStoredInstantMs = (ms: unknown): ms is number =>
+  Number.isSafeInteger(ms) &&
+  Math.abs(ms as number) <= 8.64e15 &&
+  parseIsoDate(new Date(ms as number).toISOString()) === ms;
+
+/** Whether `text` is an updatedAt as stored: a canonical UTC instant (`2026-11-20T14:30:00.000Z`). */
+const isStoredInstant = (text: unknown): text is string => typeof text === 'string' && canonicalIsoDate(text) === text;
+
+/**
+ * The position a cursor holds, only when this service could have issued it: the shape `encodeCursor`
+ * writes for the order, values a stored row can have (a call id, instants as stored), and the exact
+ * text encoding them gives. Anything else, however it decodes, is refused: a tampered cursor must
+ * not reach SQL (PostgreSQL refuses U+0000 in a parameter; SQLite would silently answer nothing).
+ */
 const decodeCursor = (cursor: string, order: CallHistoryOrder): Pick<ListPlan, 'after' | 'afterUpdated'> => {
   let value: unknown;
   try {
@@ -67,24 +89,20 @@ const decodeCursor = (cursor: string, order: CallHistoryOrder): Pick<ListPlan, '
   } catch {
     throw notIssued(order);
   }
-  if (
-    order === 'created_desc' &&
-    Array.isArray(value) &&
-    value.length === 2 &&
-    Number.isSafeInteger(value[0]) &&
-    typeof value[1] === 'string'
-  ) {
-    return { after: { createdAt: value[0] as number, callId: value[1] } };
+  if (!Array.isArray(value)) throw notIssued(order);
+  if (order === 'created_desc' && value.length === 2) {
+    const [createdAt, callId] = value as unknown[];
+    if (isStoredInstantMs(createdAt) && typeof callId === 'string' && CALL_ID.test(callId)) {
+      const after = { createdAt, callId };
+      if (encodeCursor(after) === cursor) return { after };
+    }
   }
-  if (
-    order === 'updated_asc' &&
-    Array.isArray(value) &&
-    value.length === 3 &&
-    value[0] === 'u' &&
-    typeof value[1] === 'string' &&
-    typeof value[2] === 'string'
-  ) {
-    return { afterUpdated: { updatedAt: value[1], callId: value[2] } };
+  if (order === 'updated_asc' && value.length === 3 && value[0] === 'u') {
+    const [, updatedAt, callId] = value as unknown[];
+    if (isStoredInstant(updatedAt) && typeof callId === 'string' && CALL_ID.test(callId)) {
+      const afterUpdated = { updatedAt, callId };
+      if (encodeUpdatedCursor(afterUpdated) === cursor) return { afterUpdated };
+    }
   }
   throw notIssued(order);
 };

@@ -15,6 +15,7 @@
  * new version's checkpoint, so no event between the two checkpoints is skipped.
  */
 import type { CallHistoryRow, CallHistoryStatus } from '../domain/call/call-history.ts';
+import type { CallListRow } from '../domain/call/call-view.ts';
 import type { DealRecord } from '../domain/call/deal-record.ts';
 import type { RecordedEvent } from './event-store.ts';
 import { unavailableError } from './unavailable.ts';
@@ -74,10 +75,11 @@ export type CallHistoryOrder = (typeof CALL_HISTORY_ORDERS)[number];
 export interface CallHistoryPage {
   /**
    * Newest first: `createdAt` descending, then `callId` descending (or, for `updated_asc`,
-   * `updatedAt` ascending, then `callId` ascending). Whole rows, transcript
-   * included (transcripts live apart from the rows and are read for the page's rows only).
+   * `updatedAt` ascending, then `callId` ascending). Each row as a list reads it (CallListRow: what
+   * the list item shows, and `updatedAt`): the transcript, analysis, deal and submission are not
+   * read, so a page of 100 calls with 500 KB transcripts reads no transcript at all.
    */
-  calls: CallHistoryRow[];
+  calls: CallListRow[];
   /** Cursor of the next page; null on the last one. */
   nextCursor: string | null;
 }

@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, describe, test } from 'node:test';
 import { type CallHistoryRow, historySubmission, matchesSearch } from '../../shared/domain/call/call-history.ts';
+import { CALL_LIST_ROW_FIELDS, callListItemView, type CallListRow } from '../../shared/domain/call/call-view.ts';
 import { dealEventId } from '../../shared/domain/call/deal-record.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import {
@@ -72,12 +73,8 @@ const fillMixedHistory = async (store: EventStore, teamId: string): Promise<void
 };
 
 /** Every page of a query, following the cursors. */
-const allPages = async (
-  models: ReadModels,
-  teamId: string,
-  query: CallHistoryQuery = {},
-): Promise<CallHistoryRow[][]> => {
-  const pages: CallHistoryRow[][] = [];
+const allPages = async (models: ReadModels, teamId: string, query: CallHistoryQuery = {}): Promise<CallListRow[][]> => {
+  const pages: CallListRow[][] = [];
   let cursor: string | undefined;
   do {
     const page = await models.callHistory.list(teamId, { ...query, ...(cursor ? { cursor } : {}) });
@@ -87,7 +84,10 @@ const allPages = async (
   return pages;
 };
 
-const ids = (rows: CallHistoryRow[]) => rows.map((r) => r.callId);
+const ids = (rows: Pick<CallHistoryRow, 'callId'>[]) => rows.map((r) => r.callId);
+/** Bytes of a page's calls as the list answer shows them. */
+const itemBytes = (rows: CallListRow[]) =>
+  rows.reduce((bytes, row) => bytes + Buffer.byteLength(JSON.stringify(callListItemView(row))), 0);
 const found = async (models: ReadModels, teamId: string, search: string, query: CallHistoryQuery = {}) =>
   ids((await models.callHistory.list(teamId, { ...query, search, limit: 100 })).calls).sort();
 
@@ -569,7 +569,7 @@ export const readModelsConformance = (
         );
       });
 
-      test('a page ends early, with a cursor, once its rows pass about a megabyte; following it gives every row once', async () => {
+      test('a page ends early, with a cursor, once its list items pass about a megabyte; following it gives every row once', async () => {
         const handle = await open();
         const teamId = team();
         // 60 calls of about 40 KB each (metadata at its bounds, in 2-byte characters): 2.4 MB.
@@ -579,11 +579,49 @@ export const readModelsConformance = (
         await catchUp(handle.store, handle.models.callHistory);
         const first = await handle.models.callHistory.list(teamId, { limit: 100 });
         assert.ok(first.calls.length > 0 && first.calls.length < 60, `first page ${first.calls.length} rows`);
-        assert.ok(Buffer.byteLength(JSON.stringify(first.calls)) < 1_100_000);
         assert.notEqual(first.nextCursor, null);
+        // What the answer carries: the budget is spent on the items, and the page ends only at it.
+        const bytes = itemBytes(first.calls);
+        const second = await handle.models.callHistory.list(teamId, { limit: 100, cursor: first.nextCursor! });
+        assert.ok(bytes <= 1_000_000, `${bytes} bytes of items`);
+        assert.ok(
+          bytes + itemBytes(second.calls.slice(0, 1)) > 1_000_000,
+          `${bytes} bytes of items, and room for more`,
+        );
         const pages = await allPages(handle.models, teamId, { limit: 100 });
         assert.equal(new Set(pages.flat().map((r) => r.callId)).size, 60);
         assert.equal(pages.flat().length, 60);
+      });
+
+      test('a list reads what its items show, never the transcript, analysis, deal or submission; large transcripts do not cut a page short', async () => {
+        const h = await open();
+        const teamId = team();
+        // 25 calls with a 100 KB transcript each: 2.5 MB of transcripts, a few KB of list items.
+        const text = 'Rep: we went through the pricing of the enterprise plan in detail.\n'.repeat(1500);
+        const submitted = [];
+        for (let i = 0; i < 25; i++)
+          submitted.push(
+            await submitCall(h.store, { teamId, submittedAt: at(i), submission: { repName: `Rep ${i}` } }, [
+              events.started(),
+              events.transcript(text),
+              events.analysed(`Pricing ${i}`),
+              events.dealRecorded({ dealSize: i }),
+              events.completed(),
+            ]),
+          );
+        await sync(h);
+        const page = await h.models.callHistory.list(teamId, { limit: 100 });
+        assert.equal(page.calls.length, 25);
+        assert.equal(page.nextCursor, null);
+        for (const listed of page.calls) {
+          assert.deepEqual(Object.keys(listed).sort(), [...CALL_LIST_ROW_FIELDS].sort());
+          const row = await h.models.callHistory.get(teamId, listed.callId);
+          assert.ok(row);
+          assert.equal(row.transcript?.text, text);
+          assert.deepEqual(callListItemView(listed), callListItemView(row));
+          assert.equal(listed.updatedAt, row.updatedAt);
+        }
+        assert.deepEqual(ids(page.calls), submitted.map((c) => c.callId).reverse());
       });
 
       test('from / to on the call date (inclusive; a bare date "to" includes its whole day), repEmail (ASCII case-insensitive), across pages', async () => {

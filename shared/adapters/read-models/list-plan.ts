@@ -13,6 +13,7 @@ import {
   searchTerm,
   tagKey,
 } from '../../domain/call/call-history.ts';
+import { callListItemView, type CallListRow } from '../../domain/call/call-view.ts';
 import { canonicalIsoDate, parseIsoDate } from '../../domain/submission/iso-date.ts';
 import {
   CALL_HISTORY_LIMITS,
@@ -176,21 +177,22 @@ export const planList = (query: CallHistoryQuery = {}): ListPlan => {
 export const escapeLike = (term: string): string => term.replace(/[\\%_]/g, (c) => `\\${c}`);
 
 /**
- * Most bytes of rows in one page: a page ends early (with a cursor) once its rows pass this, so a
- * list answer stays about a megabyte whatever the rows hold. The first row always fits.
+ * Most bytes of list items in one page (callListItemView as JSON, what the answer carries of each
+ * call): a page ends early (with a cursor) once its items pass this, so a list answer stays about a
+ * megabyte whatever the calls hold. The first row always fits.
  */
 export const LIST_PAGE_MAX_BYTES = 1_000_000;
 
 /** A page from `limit + 1` fetched rows in the plan's order, cut short at LIST_PAGE_MAX_BYTES. */
 export const pageOf = (
-  rows: CallHistoryRow[],
+  rows: CallListRow[],
   { limit, order }: Pick<ListPlan, 'limit' | 'order'>,
   maxBytes = LIST_PAGE_MAX_BYTES,
-): { calls: CallHistoryRow[]; nextCursor: string | null } => {
+): { calls: CallListRow[]; nextCursor: string | null } => {
   let end = Math.min(rows.length, limit);
   let bytes = 0;
   for (let i = 0; i < end; i++) {
-    bytes += Buffer.byteLength(JSON.stringify(rows[i]));
+    bytes += Buffer.byteLength(JSON.stringify(callListItemView(rows[i]!)));
     if (bytes > maxBytes && i > 0) end = i;
   }
   if (end === rows.length) return { calls: rows, nextCursor: null };

@@ -21,6 +21,7 @@
  */
 import type pg from 'pg';
 import { type CallHistoryRow, erasedCallIds } from '../../domain/call/call-history.ts';
+import { CALL_LIST_ROW_FIELDS, type CallListRow } from '../../domain/call/call-view.ts';
 import type { RecordedEvent } from '../../ports/event-store.ts';
 import type { ApplyOptions, CallHistoryRebuild, CallHistoryStore } from '../../ports/read-models.ts';
 import { inTransaction } from '../postgres/postgres-pool.ts';
@@ -90,6 +91,13 @@ const historyIndexes = (v: number, trgm: string | undefined) => `
 
 const dropHistoryTables = (v: number) =>
   `DROP TABLE IF EXISTS call_tags_v${v}, call_transcripts_v${v}, call_history_v${v}`;
+
+/**
+ * What a list reads of a row (CallListRow), as one JSON object: the doc's top-level fields a list
+ * needs, in one pass over it (json_each keeps each value's text as stored), never the transcript,
+ * which is in a table of its own. Evaluated for the page's rows only (after ORDER BY … LIMIT).
+ */
+const LIST_ROW = `(SELECT json_object_agg(f.key, f.value) FROM json_each(h.doc) f WHERE f.key IN (${CALL_LIST_ROW_FIELDS.map((field) => `'${field}'`).join(', ')}))`;
 
 type StoredRow = { doc: CallHistoryRow; transcript: CallHistoryRow['transcript'] | null };
 
@@ -281,7 +289,7 @@ export const createPostgresCallHistory = async (
     }
     const limit = param(plan.limit + 1);
     return {
-      text: `SELECT h.doc, x.transcript FROM call_history_v${v} h LEFT JOIN call_transcripts_v${v} x ON x.call_id = h.call_id WHERE ${where.join(' AND ')} ORDER BY ${plan.order === 'updated_asc' ? `${UPDATED_AT} ASC, h.call_id ASC` : 'h.created_at DESC, h.call_id DESC'} LIMIT ${limit}`,
+      text: `SELECT ${LIST_ROW} AS item FROM call_history_v${v} h WHERE ${where.join(' AND ')} ORDER BY ${plan.order === 'updated_asc' ? `${UPDATED_AT} ASC, h.call_id ASC` : 'h.created_at DESC, h.call_id DESC'} LIMIT ${limit}`,
       values,
     };
   };
@@ -389,9 +397,11 @@ export const createPostgresCallHistory = async (
 
     async list(teamId, query) {
       const plan = planList(query);
-      const rows = await onActive(async (v) => (await pool.query<StoredRow>(listQuery(v, teamId, plan))).rows);
+      const rows = await onActive(
+        async (v) => (await pool.query<{ item: CallListRow }>(listQuery(v, teamId, plan))).rows,
+      );
       return pageOf(
-        rows.map((r) => storedRow(r.doc, r.transcript)),
+        rows.map((r) => r.item),
         plan,
       );
     },

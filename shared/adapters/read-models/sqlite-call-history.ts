@@ -35,6 +35,7 @@
  */
 import type Database from 'better-sqlite3';
 import type { CallHistoryRow } from '../../domain/call/call-history.ts';
+import { CALL_LIST_ROW_FIELDS, type CallListRow } from '../../domain/call/call-view.ts';
 import type { RecordedEvent } from '../../ports/event-store.ts';
 import {
   type ApplyOptions,
@@ -62,6 +63,12 @@ const HISTORY = 'call_history';
 
 /** The row's updatedAt, as the sync order and its index read it (the expression must match the index's). */
 const UPDATED_AT = "json_extract(h.doc, '$.updatedAt')";
+
+/**
+ * What a list reads of a row (CallListRow), as one JSON object: the fields from the doc (`->` keeps
+ * each as JSON), never the transcript, which is in a table of its own, nor the doc's other fields.
+ */
+const LIST_ROW = `json_object(${CALL_LIST_ROW_FIELDS.map((field) => `'${field}', h.doc -> '$.${field}'`).join(', ')})`;
 
 /** Tables of version v with what a write needs (the call id's unique index); see historyIndexes. */
 const historyTables = (v: number) => `
@@ -143,7 +150,7 @@ export const createSqliteCallHistory = (
   // A database made before an index was added gets it now (a no-op when it is there).
   db.exec(historyIndexes(versions.active(HISTORY).version));
 
-  type Statement = Database.Statement<unknown[], { doc: string; transcript: string | null }>;
+  type Statement = Database.Statement<unknown[], { item: string }>;
   /** Prepared statements of one version, dropped with it. */
   const statementCache = new Map<number, ReturnType<typeof prepareHistory>>();
   const prepareHistory = (v: number) => ({
@@ -308,11 +315,11 @@ export const createSqliteCallHistory = (
       params.push(plan.term, plan.term);
     }
     params.push(plan.limit + 1);
-    const sql = `SELECT h.doc, x.transcript FROM ${from} LEFT JOIN call_transcripts_v${v} x ON x.seq = h.seq WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT ?`;
+    const sql = `SELECT ${LIST_ROW} AS item FROM ${from} WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT ?`;
     const cache = statements(v).lists;
     let statement = cache.get(sql);
     if (!statement) {
-      statement = db.prepare<unknown[], { doc: string; transcript: string | null }>(sql);
+      statement = db.prepare<unknown[], { item: string }>(sql);
       cache.set(sql, statement);
     }
     return { statement, params };
@@ -412,7 +419,10 @@ export const createSqliteCallHistory = (
         selectiveTerm = s.ftsCount.get(ftsPhrase(plan.term), common)!.n < common;
       }
       const { statement, params } = listStatement(v, plan, selectiveTerm);
-      return pageOf(statement.all(...params).map(toRow), plan);
+      return pageOf(
+        statement.all(...params).map((r) => JSON.parse(r.item) as CallListRow),
+        plan,
+      );
     },
 
     async beginRebuild(): Promise<CallHistoryRebuild> {

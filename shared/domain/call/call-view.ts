@@ -4,8 +4,37 @@
  */
 import type { CallHistoryRow } from './call-history.ts';
 
+/** The fields of a row GET /api/calls shows for each call. */
+export const CALL_LIST_ITEM_FIELDS = [
+  'callId',
+  'title',
+  'repName',
+  'repEmail',
+  'status',
+  'stage',
+  'statusReason',
+  'processingError',
+  'callDate',
+  'durationSeconds',
+  'tags',
+  'notes',
+  'metadata',
+  'attributedTo',
+  'score',
+  'createdAt',
+] as const satisfies readonly (keyof CallHistoryRow)[];
+
+/**
+ * What a list reads of each row: the fields its items show and `updatedAt`, the position of a page
+ * of `updated_asc`. Never the transcript, analysis, deal or submission: those are the detail's.
+ */
+export const CALL_LIST_ROW_FIELDS = [...CALL_LIST_ITEM_FIELDS, 'updatedAt'] as const;
+
+/** A row as a list reads it. */
+export type CallListRow = Pick<CallHistoryRow, (typeof CALL_LIST_ROW_FIELDS)[number]>;
+
 /** The call as GET /api/calls lists it. */
-export const callListItemView = (row: CallHistoryRow) => ({
+export const callListItemView = (row: CallListRow) => ({
   callId: row.callId,
   title: row.title,
   repName: row.repName,
@@ -23,6 +52,12 @@ export const callListItemView = (row: CallHistoryRow) => ({
   score: row.score,
   createdAt: row.createdAt,
 });
+
+// The list item shows exactly CALL_LIST_ITEM_FIELDS: a compile error here means the two drifted apart.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const _listItemShowsItsFields: Same<keyof ReturnType<typeof callListItemView>, (typeof CALL_LIST_ITEM_FIELDS)[number]> =
+  true;
+void _listItemShowsItsFields;
 
 /** The call as GET /api/calls/:callId shows it. */
 export const callDetailView = (row: CallHistoryRow) => ({

@@ -27,8 +27,22 @@ export interface ReadModelsHandle {
   store: EventStore;
   /** Names of the tables in the storage, to see a replaced version dropped. */
   tables(): Promise<string[]>;
+  /**
+   * Leaves the storage as a service of fold revision 1 left it (SEARCH_FOLD_REVISION): the active
+   * call history version's folded titles and rep names (`fold.text`) and tag keys (`fold.tag`) made
+   * by the given functions, in every index, and no revision recorded for the version.
+   */
+  foldedByRevision1(fold: EarlierFold): Promise<void>;
+  /** Read models opened again over the same storage, as a restarted service opens them. */
+  reopen(): Promise<ReadModels>;
   /** Closes everything and removes what the test created. */
   cleanup(): Promise<void>;
+}
+
+/** How an earlier fold revision folded a title or rep name, and a tag into its key. */
+export interface EarlierFold {
+  text: (text: string) => string;
+  tag: (tag: string) => string;
 }
 
 export interface ReadModelsFactory {
@@ -90,6 +104,50 @@ const itemBytes = (rows: CallListRow[]) =>
   rows.reduce((bytes, row) => bytes + Buffer.byteLength(JSON.stringify(callListItemView(row))), 0);
 const found = async (models: ReadModels, teamId: string, search: string, query: CallHistoryQuery = {}) =>
   ids((await models.callHistory.list(teamId, { ...query, search, limit: 100 })).calls).sort();
+
+const tagged = async (models: ReadModels, teamId: string, tags: string[]) =>
+  ids((await models.callHistory.list(teamId, { tags, limit: 100 })).calls).sort();
+
+/** Fold revision 1 as the service folded before revision 2: upper case then lower case, tags trimmed by trim(). */
+const REVISION_1: EarlierFold = {
+  text: (text) => text.normalize('NFC').toUpperCase().toLowerCase().replaceAll('ς', 'σ').normalize('NFC'),
+  tag: (tag) => REVISION_1.text(tag.trim()),
+};
+
+/** Calls whose titles and tags full case folding and revision 1 fold differently. */
+const foldingCorpus = async (store: EventStore, teamId: string) => {
+  const call = async (i: number, callTitle: string, tags: string[] = []) =>
+    (await submitCall(store, { teamId, submittedAt: at(i), submission: { aiTitleEnabled: false, callTitle, tags } }))
+      .callId;
+  return {
+    capitalSharpS: await call(0, 'STRAẞE upper'),
+    sharpS: await call(1, 'Straße review'),
+    dotless: await call(2, 'ıspanak'),
+    dotted: await call(3, 'pizza night'),
+    capitalSharpSTag: await call(4, 'T4', ['STRAẞE']),
+    dotlessTag: await call(5, 'T5', ['ı']),
+    dottedTag: await call(6, 'T6', ['I']),
+  };
+};
+
+/** What full case folding finds in foldingCorpus. */
+const expectFullFolding = async (
+  models: ReadModels,
+  teamId: string,
+  calls: Awaited<ReturnType<typeof foldingCorpus>>,
+) => {
+  const sharp = [calls.capitalSharpS, calls.sharpS].sort();
+  for (const search of ['ẞ', 'ß', 'ss', 'STRASSE', 'straße', 'STRAẞE'])
+    assert.deepEqual(await found(models, teamId, search), sharp, `search ${search}`);
+  assert.deepEqual(await found(models, teamId, 'ı'), [calls.dotless], 'ı finds only ı');
+  assert.deepEqual(await found(models, teamId, 'ıspanak'), [calls.dotless]);
+  assert.deepEqual(await found(models, teamId, 'ispanak'), [], 'i does not find ı');
+  assert.deepEqual(await found(models, teamId, 'I'), [calls.sharpS, calls.dotted].sort(), 'I finds i, not ı');
+  assert.deepEqual(await tagged(models, teamId, ['strasse']), [calls.capitalSharpSTag]);
+  assert.deepEqual(await tagged(models, teamId, ['Straße']), [calls.capitalSharpSTag]);
+  assert.deepEqual(await tagged(models, teamId, ['ı']), [calls.dotlessTag]);
+  assert.deepEqual(await tagged(models, teamId, ['i']), [calls.dottedTag]);
+};
 
 export const readModelsConformance = (
   name: string,
@@ -385,6 +443,35 @@ export const readModelsConformance = (
         assert.deepEqual(await found(h.models, teamId, 'οδυσσεας'), [greek.callId]);
         assert.deepEqual(await found(h.models, teamId, 'ÖR'), [muller.callId], 'two characters');
         assert.deepEqual(await found(h.models, teamId, 'ß'), [strasse.callId], 'one character');
+      });
+
+      test('full case folding (CaseFolding.txt, C + F): ẞ, ß and SS alike; dotless ı is only itself; the same for tags', async () => {
+        const h = await open();
+        const teamId = team();
+        const calls = await foldingCorpus(h.store, teamId);
+        await sync(h);
+        await expectFullFolding(h.models, teamId, calls);
+      });
+
+      test('rows an earlier fold revision folded (ẞ as ß, ı as i) are refolded when the store opens, in every index', async () => {
+        const h = await open();
+        const teamId = team();
+        const calls = await foldingCorpus(h.store, teamId);
+        await sync(h);
+        await h.foldedByRevision1(REVISION_1);
+        // What the store held before the upgrade: the dotless ı was folded to i.
+        assert.deepEqual(await found(h.models, teamId, 'ı'), []);
+        const upgraded = await h.reopen();
+        await expectFullFolding(upgraded, teamId, calls);
+        // Live applies go on from the refolded rows.
+        const late = await submitCall(h.store, {
+          teamId,
+          submittedAt: at(100),
+          submission: { aiTitleEnabled: false, callTitle: 'Yeni ıspanak', tags: ['ı'] },
+        });
+        await catchUp(h.store, upgraded.callHistory);
+        assert.deepEqual(await found(upgraded, teamId, 'ıspanak'), [calls.dotless, late.callId].sort());
+        assert.deepEqual(await tagged(upgraded, teamId, ['ı']), [calls.dotlessTag, late.callId].sort());
       });
 
       test('%, _ and \\ in a search are literal characters', async () => {

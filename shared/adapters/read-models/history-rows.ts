@@ -154,6 +154,19 @@ export const rowTagKeys = (row: CallHistoryRow): string[] => [
   ...new Set(row.tags.map((tag) => toStorable(tagKey(tag))).filter((t) => t !== '')),
 ];
 
+/** A stored row's folded texts and tag keys as the current fold makes them: what a refold writes. */
+export interface Refolded {
+  titleFolded: string;
+  repFolded: string;
+  tags: string[];
+}
+
+/** `row`'s folded texts and tag keys under the current fold (SEARCH_FOLD_REVISION). */
+export const refolded = (row: CallHistoryRow): Refolded => {
+  const { title, repName } = storableSearchText(row);
+  return { titleFolded: title, repFolded: repName, tags: rowTagKeys(row) };
+};
+
 /**
  * The folded title and rep name as indexed. The ingress refuses U+0000 and unpaired surrogates, but
  * a title can come from a remote analyser and old events predate the rule: the index gets U+FFFD in

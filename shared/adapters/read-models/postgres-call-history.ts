@@ -17,10 +17,17 @@
  *   other indexes (btree and trigram GIN) are built in one pass each before activation. Windows
  *   are written while the next one folds (see RebuildBuffer).
  * - Versions: reads cache the active version; activation drops the old tables in its transaction,
- *   so a read that meets a dropped table (42P01) re-reads the version and retries.
+ *   so a read that meets a dropped table (42P01) re-reads the version and retries. Each version's
+ *   fold revision is in call_history_folds; opening one folded by an earlier revision refolds the
+ *   rows the change touches (docs/decisions/0023-search-fold-revisions.md).
  */
 import type pg from 'pg';
-import { type CallHistoryRow, erasedCallIds } from '../../domain/call/call-history.ts';
+import {
+  type CallHistoryRow,
+  erasedCallIds,
+  SEARCH_FOLD_REVISION,
+  SEARCH_REFOLD_CHARACTERS,
+} from '../../domain/call/call-history.ts';
 import { CALL_LIST_ROW_FIELDS, type CallListRow } from '../../domain/call/call-view.ts';
 import type { RecordedEvent } from '../../ports/event-store.ts';
 import type { ApplyOptions, CallHistoryRebuild, CallHistoryStore } from '../../ports/read-models.ts';
@@ -33,6 +40,7 @@ import {
   indexedColumns,
   type LoadedRow,
   type PendingRow,
+  refolded,
   type RowChange,
   rowTagKeys,
   startsWithSubmission,
@@ -89,8 +97,82 @@ const historyIndexes = (v: number, trgm: string | undefined) => `
   }
 `;
 
+/**
+ * The fold revision (SEARCH_FOLD_REVISION) each version's rows were folded with; a version without
+ * a row here was folded by revision 1, before revisions were recorded.
+ */
+const FOLDS_TABLE = `
+  CREATE TABLE IF NOT EXISTS call_history_folds (
+    version  int PRIMARY KEY,
+    revision int NOT NULL
+  );
+`;
+
+const markFolded = (v: number) =>
+  `INSERT INTO call_history_folds (version, revision) VALUES (${v}, ${SEARCH_FOLD_REVISION})
+   ON CONFLICT (version) DO UPDATE SET revision = excluded.revision`;
+
 const dropHistoryTables = (v: number) =>
-  `DROP TABLE IF EXISTS call_tags_v${v}, call_transcripts_v${v}, call_history_v${v}`;
+  `DELETE FROM call_history_folds WHERE version = ${v};
+   DROP TABLE IF EXISTS call_tags_v${v}, call_transcripts_v${v}, call_history_v${v}`;
+
+/** Candidates of a refold read at once. */
+const REFOLD_BATCH = 1000;
+
+/**
+ * Refolds the rows of version v that an earlier fold revision folded otherwise (their title, rep
+ * name or tags hold a character of SEARCH_REFOLD_CHARACTERS), their columns and tag keys, and
+ * records the current revision, in the caller's transaction. It locks the version's row first, as
+ * an apply does, so no apply changes a row between its read and its refold.
+ */
+const refoldOlder = async (client: pg.PoolClient, v: number): Promise<void> => {
+  const { rows: stored } = await client.query<{ revision: number }>(
+    'SELECT revision FROM call_history_folds WHERE version = $1',
+    [v],
+  );
+  if ((stored[0]?.revision ?? 1) >= SEARCH_FOLD_REVISION) return;
+  await lockVersion(client, HISTORY, v, undefined);
+  for (let after = ''; ;) {
+    const { rows } = await client.query<{ doc: CallHistoryRow; title_folded: string; rep_folded: string }>(
+      `SELECT doc, title_folded, rep_folded FROM call_history_v${v} h
+        WHERE call_id > $1
+          AND EXISTS (SELECT 1 FROM unnest($2::text[]) c
+                       WHERE strpos(concat_ws(' ', h.doc->>'title', h.doc->>'repName', h.doc->>'tags'), c) > 0)
+        ORDER BY call_id LIMIT ${REFOLD_BATCH}`,
+      [after, SEARCH_REFOLD_CHARACTERS],
+    );
+    if (rows.length === 0) break;
+    const columns: object[] = [];
+    const tags: object[] = [];
+    for (const { doc } of rows) {
+      const now = refolded(doc);
+      columns.push({ call_id: doc.callId, title_folded: now.titleFolded, rep_folded: now.repFolded });
+      for (const tag of now.tags) tags.push({ team_id: doc.teamId, tag, call_id: doc.callId });
+    }
+    // Both changes of the WITH run whether or not the query reads them; the new tags go in after.
+    await client.query(
+      `WITH r AS (SELECT * FROM json_to_recordset($1::json) AS r(call_id text, title_folded text, rep_folded text)),
+            refolded AS (
+              UPDATE call_history_v${v} h SET title_folded = r.title_folded, rep_folded = r.rep_folded
+                FROM r WHERE h.call_id = r.call_id AND (h.title_folded, h.rep_folded) IS DISTINCT FROM (r.title_folded, r.rep_folded)
+                RETURNING 1),
+            untagged AS (
+              DELETE FROM call_tags_v${v} t USING call_history_v${v} h, r
+               WHERE h.call_id = r.call_id AND t.team_id = h.team_id AND t.call_id = h.call_id
+               RETURNING 1)
+       SELECT 1`,
+      [JSON.stringify(columns)],
+    );
+    await client.query(
+      `INSERT INTO call_tags_v${v} (team_id, tag, call_id)
+       SELECT * FROM json_to_recordset($1::json) AS t(team_id text, tag text, call_id text)
+       ON CONFLICT DO NOTHING`,
+      [JSON.stringify(tags)],
+    );
+    after = rows[rows.length - 1]!.doc.callId;
+  }
+  await client.query(markFolded(v));
+};
 
 /**
  * What a list reads of a row (CallListRow), as one JSON object: the doc's top-level fields a list
@@ -115,8 +197,9 @@ export const createPostgresCallHistory = async (
   await translated(() =>
     inTransaction(pool, async (client) => {
       await client.query("SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.read_models'))");
+      await client.query(FOLDS_TABLE);
       await ensureFirstVersion(client, HISTORY, async () => {
-        await client.query(historyTables(1) + historyIndexes(1, trgm));
+        await client.query(historyTables(1) + historyIndexes(1, trgm) + ';' + markFolded(1));
       });
       // A database made before an index was added gets it now (a no-op when it is there).
       const { rows } = await client.query<{ version: number }>(
@@ -124,6 +207,8 @@ export const createPostgresCallHistory = async (
         [HISTORY],
       );
       if (rows[0]) await client.query(historyIndexes(rows[0].version, trgm));
+      // Rows folded by an earlier revision are refolded before the first read (docs/decisions/0023-search-fold-revisions.md).
+      if (rows[0]) await refoldOlder(client, rows[0].version);
     }),
   );
 
@@ -312,7 +397,7 @@ export const createPostgresCallHistory = async (
           HISTORY,
           next,
         ]);
-        await client.query(historyTables(next));
+        await client.query(historyTables(next) + ';' + markFolded(next));
         return next;
       }),
     );

@@ -17,6 +17,9 @@
  *                          in JavaScript (`foldForSearch`) and the tokenizer is case-sensitive. A
  *                          changed title leaves the index through the 'delete' command with its old
  *                          folded values (kept in call_history): contentless_delete=1 costs ~10× more.
+ *   call_history_folds     the fold revision each version's rows were folded with; opening a version
+ *                          folded by an earlier one refolds the rows the change touches
+ *                          (docs/decisions/0023-search-fold-revisions.md).
  *
  * A list query takes one of three plans, each stopping after one page (see listStatement and
  * commonTermMatches): a selective search term (3+ characters, few trigram matches) sorts its
@@ -34,7 +37,12 @@
  * batch of 500 events blocks this process for some tens of milliseconds.
  */
 import type Database from 'better-sqlite3';
-import type { CallHistoryRow } from '../../domain/call/call-history.ts';
+import {
+  type CallHistoryRow,
+  erasedCallIds,
+  SEARCH_FOLD_REVISION,
+  SEARCH_REFOLD_CHARACTERS,
+} from '../../domain/call/call-history.ts';
 import { CALL_LIST_ROW_FIELDS, type CallListRow } from '../../domain/call/call-view.ts';
 import type { RecordedEvent } from '../../ports/event-store.ts';
 import {
@@ -45,12 +53,11 @@ import {
 } from '../../ports/read-models.ts';
 import { requestWalScrub, serialised, type SqliteDb } from '../sqlite/sqlite-database.ts';
 import { translateSqliteError } from '../sqlite/sqlite-errors.ts';
-import { changesOf, docRow, eventsByCall, foldInto, type PendingRow, storedRow } from './history-rows.ts';
+import { changesOf, docRow, eventsByCall, foldInto, type PendingRow, refolded, storedRow } from './history-rows.ts';
 import { asciiLower, type ListPlan, pageOf, planList } from './list-plan.ts';
 import { RebuildBuffer, type RebuildLimits } from './rebuild-buffer.ts';
 import { STORE_CHECKPOINT_SQL, type SqliteVersions, WRITABLE_VERSION_SQL } from './sqlite-versions.ts';
 import { erasureRuns, rowWrites, runsOf, type SeqRow, statementRuns } from './sqlite-history-writes.ts';
-import { erasedCallIds } from '../../domain/call/call-history.ts';
 import {
   openSqliteWorkerWriter,
   runStatements,
@@ -107,7 +114,19 @@ const historyIndexes = (v: number) => `
   CREATE INDEX IF NOT EXISTS call_history_v${v}_team_updated ON call_history_v${v} (team_id, ${UPDATED_AT.replace('h.', '')}, call_id);
 `;
 
+/**
+ * The fold revision (SEARCH_FOLD_REVISION) each version's rows were folded with; a version without
+ * a row here was folded by revision 1, before revisions were recorded.
+ */
+const FOLDS_TABLE = `
+  CREATE TABLE IF NOT EXISTS call_history_folds (
+    version  INTEGER PRIMARY KEY,
+    revision INTEGER NOT NULL
+  );
+`;
+
 const dropHistoryTables = (v: number) => `
+  DELETE FROM call_history_folds WHERE version = ${v};
   DROP TABLE IF EXISTS call_search_v${v};
   DROP TABLE IF EXISTS call_tags_v${v};
   DROP TABLE IF EXISTS call_transcripts_v${v};
@@ -146,7 +165,14 @@ export const createSqliteCallHistory = (
   options: SqliteCallHistoryOptions = {},
 ): CallHistoryStore & { close(): Promise<void> } => {
   const commonFor = (rows: number) => options.commonTermMatches ?? commonTermMatches(rows);
-  versions.ensure(HISTORY, (v) => db.exec(historyTables(v) + historyIndexes(v)));
+  db.exec(FOLDS_TABLE);
+  const markFolded = db.prepare<[number, number]>(
+    'INSERT OR REPLACE INTO call_history_folds (version, revision) VALUES (?, ?)',
+  );
+  versions.ensure(HISTORY, (v) => {
+    db.exec(historyTables(v) + historyIndexes(v));
+    markFolded.run(v, SEARCH_FOLD_REVISION);
+  });
   // A database made before an index was added gets it now (a no-op when it is there).
   db.exec(historyIndexes(versions.active(HISTORY).version));
 
@@ -325,6 +351,55 @@ export const createSqliteCallHistory = (
     return { statement, params };
   };
 
+  /**
+   * Refolds the rows of version v that an earlier fold revision folded otherwise (their title, rep
+   * name or tags hold a character of SEARCH_REFOLD_CHARACTERS), in their columns, search index and
+   * tag keys, and records the current revision: one transaction, once per version.
+   */
+  const refoldOlder = db.transaction((v: number) => {
+    const stored = db
+      .prepare<[number], { revision: number }>('SELECT revision FROM call_history_folds WHERE version = ?')
+      .get(v);
+    if ((stored?.revision ?? 1) >= SEARCH_FOLD_REVISION) return;
+    const texts =
+      "json_extract(doc, '$.title') || ' ' || coalesce(json_extract(doc, '$.repName'), '') || ' ' || json_extract(doc, '$.tags')";
+    const touched = SEARCH_REFOLD_CHARACTERS.map(() => `instr(${texts}, ?) > 0`).join(' OR ');
+    const candidates = db.prepare<unknown[], SeqRow & { doc: string; teamId: string; createdAt: number }>(
+      `SELECT seq, doc, team_id AS teamId, created_at AS createdAt, title_folded AS titleFolded, rep_folded AS repFolded
+         FROM call_history_v${v} WHERE seq > ? AND (${touched}) ORDER BY seq LIMIT 1000`,
+    );
+    const sql = {
+      update: db.prepare(`UPDATE call_history_v${v} SET title_folded = ?, rep_folded = ? WHERE seq = ?`),
+      ftsDelete: db.prepare(
+        `INSERT INTO call_search_v${v} (call_search_v${v}, rowid, title_folded, rep_folded) VALUES ('delete', ?, ?, ?)`,
+      ),
+      ftsInsert: db.prepare(`INSERT INTO call_search_v${v} (rowid, title_folded, rep_folded) VALUES (?, ?, ?)`),
+      untag: db.prepare(`DELETE FROM call_tags_v${v} WHERE team_id = ? AND call_id = ?`),
+      tag: db.prepare(
+        `INSERT OR IGNORE INTO call_tags_v${v} (team_id, tag, created_at, call_id, seq) VALUES (?, ?, ?, ?, ?)`,
+      ),
+    };
+    for (let after = 0; ;) {
+      const rows = candidates.all(after, ...SEARCH_REFOLD_CHARACTERS);
+      if (rows.length === 0) break;
+      for (const stored of rows) {
+        const row = JSON.parse(stored.doc) as CallHistoryRow;
+        const now = refolded(row);
+        if (now.titleFolded !== stored.titleFolded || now.repFolded !== stored.repFolded) {
+          sql.update.run(now.titleFolded, now.repFolded, stored.seq);
+          sql.ftsDelete.run(stored.seq, stored.titleFolded, stored.repFolded);
+          sql.ftsInsert.run(stored.seq, now.titleFolded, now.repFolded);
+        }
+        sql.untag.run(stored.teamId, row.callId);
+        for (const tag of now.tags) sql.tag.run(stored.teamId, tag, stored.createdAt, row.callId, stored.seq);
+      }
+      after = rows[rows.length - 1]!.seq;
+    }
+    markFolded.run(v, SEARCH_FOLD_REVISION);
+  });
+  // Rows folded by an earlier revision are refolded before the first read (docs/decisions/0023-search-fold-revisions.md).
+  refoldOlder.immediate(versions.active(HISTORY).version);
+
   const beginRebuild = db.transaction((): number => {
     const building = db
       .prepare<[string], { version: number }>(
@@ -342,6 +417,7 @@ export const createSqliteCallHistory = (
         .get(HISTORY)?.v ?? 0) + 1;
     db.prepare("INSERT INTO read_model_versions (model, version, state) VALUES (?, ?, 'building')").run(HISTORY, next);
     db.exec(historyTables(next));
+    markFolded.run(next, SEARCH_FOLD_REVISION);
     return next;
   });
 

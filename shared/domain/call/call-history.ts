@@ -310,15 +310,44 @@ export const evolveHistoryRow = (
 // Search
 
 /**
- * Case folding for search, the same for stored text and queries: NFC, then upper case and back to
- * lower case. Full Unicode, not ASCII only ("MÜLLER" finds "Müller"), and close to Unicode full
- * case folding: "STRASSE" finds "Straße", a final sigma ς matches σ (JavaScript lower-cases Σ by
- * context, so both fold to σ). Canonically equivalent
- * spellings (a precomposed "ü" and "u" + combining diaeresis) fold alike. Nothing else is
+ * Case folding for search, the same for stored text and queries: Unicode full case folding
+ * (CaseFolding.txt, statuses C and F, without the Turkic T mappings) of the text in NFC, the result
+ * in NFC. So "MÜLLER" finds "Müller", "STRASSE", "straße" and "STRAẞE" fold alike (ß and ẞ to
+ * ss), final ς folds like σ, ſ like s, and canonically equivalent spellings (a precomposed "ü" and
+ * "u" + combining diaeresis) fold alike. Dotless ı folds to itself, as the standard has it: it does
+ * not match i or I (İ folds to i + U+0307, so a search for "i" finds it). Nothing else is
  * normalised: accents, spaces and punctuation must match exactly.
+ *
+ * Made from the runtime's own case mappings (ICU's, of its Unicode version): upper case then lower
+ * case is the full case folding but for three things, each put right here: JavaScript lower-cases
+ * Σ by context (ς → σ), ẞ lower-cases to ß (→ ss, as ß itself folds), and ı upper-cases to I
+ * (kept as ı). One difference remains that matching cannot see: Cherokee folds to its small
+ * letters where CaseFolding.txt uses the capitals.
+ *
+ * Stored folds are versioned (SEARCH_FOLD_REVISION): a change here is a new revision
+ * (docs/decisions/0023-search-fold-revisions.md).
  */
 export const foldForSearch = (text: string): string =>
-  text.normalize('NFC').toUpperCase().toLowerCase().replaceAll('ς', 'σ').normalize('NFC');
+  text
+    .normalize('NFC')
+    .split('ı')
+    .map((part) => part.toUpperCase().toLowerCase())
+    .join('ı')
+    .replaceAll('ς', 'σ')
+    .replaceAll('ß', 'ss')
+    .normalize('NFC');
+
+/**
+ * The revision of the folding stored rows hold (their folded title and rep name, their tag keys):
+ *   1  upper case then lower case (ẞ folded to ß, ı to i)
+ *   2  full case folding, as foldForSearch says
+ * Each store records the revision a version of the call history was folded with and refolds, when
+ * it opens an older one, the rows whose folds the change touches (SEARCH_REFOLD_CHARACTERS).
+ */
+export const SEARCH_FOLD_REVISION = 2;
+
+/** Rows whose title, rep name or tags hold one of these fold differently since revision 1. */
+export const SEARCH_REFOLD_CHARACTERS: readonly string[] = ['ẞ', 'ı'];
 
 /** The folded search term for a query; undefined (no filter) when the query is empty or blank. */
 export const searchTerm = (query: string | undefined): string | undefined => {

@@ -195,6 +195,44 @@ describe('call history search (spec, "Call history search")', () => {
     assert.equal(searchTerm('   '), undefined);
     assert.deepEqual(searchText({ title: 'ÉCOLE', repName: null }), { title: 'école', repName: '' });
   });
+
+  test('the fold is Unicode full case folding (CaseFolding.txt, C + F, no Turkic T), idempotent', () => {
+    const folds: Array<[string, string, string]> = [
+      ['ẞ', 'ss', 'capital sharp s folds like ß (it lower-cases to ß)'],
+      ['STRAẞE', 'strasse', 'within a word'],
+      ['ı', 'ı', 'dotless i folds to itself (it upper-cases to I)'],
+      ['Işık', 'işık', 'I folds to i, ı stays'],
+      ['İ', 'i\u0307', 'dotted capital I folds to i and a combining dot'],
+      ['ſ', 's', 'long s folds to s'],
+      ['µ', 'μ', 'micro sign folds to mu'],
+      ['\u212a', 'k', 'Kelvin sign'],
+      ['ﬃ', 'ffi', 'ligature'],
+      ['ŉ', 'ʼn', 'n preceded by apostrophe'],
+      ['ᾳ', 'αι', 'Greek with ypogegrammeni'],
+      ['ΟΔΥΣΣΕΑΣ', 'οδυσσεασ', 'final sigma folds like σ'],
+    ];
+    for (const [text, folded, why] of folds) {
+      assert.equal(foldForSearch(text), folded, why);
+      assert.equal(foldForSearch(folded), folded, `${why}: idempotent`);
+    }
+    check([
+      { row: call({ aiTitleEnabled: false, callTitle: 'pizza night' }), search: 'ı', match: false, why: 'ı is not i' },
+      {
+        row: call({ aiTitleEnabled: false, callTitle: 'ıspanak' }),
+        search: 'ispanak',
+        match: false,
+        why: 'i is not ı',
+      },
+      {
+        row: call({ aiTitleEnabled: false, callTitle: 'ıspanak' }),
+        search: 'ISPANAK',
+        match: false,
+        why: 'I is not ı',
+      },
+      { row: call({ aiTitleEnabled: false, callTitle: 'Straße' }), search: 'STRAẞE', match: true, why: 'ẞ finds ß' },
+      { row: call({ aiTitleEnabled: false, callTitle: 'STRAẞE' }), search: 'strasse', match: true, why: 'ss finds ẞ' },
+    ]);
+  });
 });
 
 describe('title rules through the projection', () => {

@@ -121,7 +121,7 @@ export const registerCallsRoutes = (app: TypedApp, deps: CallsDeps): void => {
         summary: "The team's calls, newest first (or by last change, for sync)",
         description:
           'search: an exact, case-insensitive substring of the displayed title or the rep name — nothing else (not the transcript, prospect, tags or notes). ' +
-          'tag (repeatable): calls carrying every given tag. status: pending, completed or failed. ' +
+          'tag (repeatable): calls carrying every given tag, compared like search; a blank tag is a 400. status: pending, completed or failed. ' +
           'from / to: the call date, inclusive (ISO 8601 date or date-time; a bare date as to runs through the end of that day, UTC). ' +
           'repEmail: calls whose rep e-mail is this address (ASCII letters case-insensitive). ' +
           'updatedSince with order=updated_asc: incremental sync, least recently changed first by (updatedAt, callId), every call whose row changed at or after that instant. ' +
@@ -203,10 +203,11 @@ export const registerCallsRoutes = (app: TypedApp, deps: CallsDeps): void => {
         });
         return { calls: page.calls.map(listItem), nextCursor: page.nextCursor };
       } catch (error) {
-        if (error instanceof InvalidQueryError)
-          throw new ProblemError('VALIDATION_FAILED', error.message, {
-            errors: [{ field: error.field, message: error.message }],
-          });
+        if (error instanceof InvalidQueryError) {
+          // The store names the query's fields; the caller knows the parameters (`tags` is sent as `tag`).
+          const field = error.field === 'tags' ? 'tag' : error.field;
+          throw new ProblemError('VALIDATION_FAILED', error.message, { errors: [{ field, message: error.message }] });
+        }
         throw error;
       }
     },

@@ -46,11 +46,14 @@ export interface ProjectionWriter {
 export interface CallHistoryQuery {
   /**
    * Free-text search: an exact, case-insensitive substring of the displayed title or of the rep
-   * name (spec, "Call history search"). Trimmed; blank means no search. `%`, `_` and `\` are
-   * literal characters.
+   * name (spec, "Call history search"). Trimmed of white space (not of U+FEFF:
+   * shared/domain/white-space.ts); blank means no search. `%`, `_` and `\` are literal characters.
    */
   search?: string;
-  /** Only calls that have every one of these tags (compared case-insensitively). */
+  /**
+   * Only calls that have every one of these tags (each trimmed of white space, as the ingest trims
+   * a tag, and compared with the search's case folding). A blank tag is refused.
+   */
   tags?: string[];
   status?: CallHistoryStatus;
   /** Calls whose callDate is at or after this ISO 8601 date or instant. */
@@ -91,7 +94,7 @@ export interface CallHistoryStore extends ProjectionWriter {
   get(teamId: string, callId: string): Promise<CallHistoryRow | undefined>;
   /**
    * One page of the team's call history.
-   * @throws InvalidQueryError for a limit outside 1–100, an unknown status or a cursor this store did not issue.
+   * @throws InvalidQueryError for a limit outside 1–100, an unknown status, a blank tag or a cursor this store did not issue.
    */
   list(teamId: string, query?: CallHistoryQuery): Promise<CallHistoryPage>;
   /** The version reads and live applies use: 1 until a rebuild is activated, then the rebuild's. */

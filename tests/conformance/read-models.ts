@@ -114,7 +114,7 @@ const REVISION_1: EarlierFold = {
   tag: (tag) => REVISION_1.text(tag.trim()),
 };
 
-/** Calls whose titles and tags full case folding and revision 1 fold differently. */
+/** Calls whose titles and tags revision 2 (full case folding, tags trimmed of white space only) and revision 1 fold differently. */
 const foldingCorpus = async (store: EventStore, teamId: string) => {
   const call = async (i: number, callTitle: string, tags: string[] = []) =>
     (await submitCall(store, { teamId, submittedAt: at(i), submission: { aiTitleEnabled: false, callTitle, tags } }))
@@ -127,6 +127,8 @@ const foldingCorpus = async (store: EventStore, teamId: string) => {
     capitalSharpSTag: await call(4, 'T4', ['STRAẞE']),
     dotlessTag: await call(5, 'T5', ['ı']),
     dottedTag: await call(6, 'T6', ['I']),
+    bomTag: await call(7, 'T7', ['\ufeffdemo']),
+    plainTag: await call(8, 'T8', ['demo']),
   };
 };
 
@@ -147,6 +149,8 @@ const expectFullFolding = async (
   assert.deepEqual(await tagged(models, teamId, ['Straße']), [calls.capitalSharpSTag]);
   assert.deepEqual(await tagged(models, teamId, ['ı']), [calls.dotlessTag]);
   assert.deepEqual(await tagged(models, teamId, ['i']), [calls.dottedTag]);
+  assert.deepEqual(await tagged(models, teamId, ['demo']), [calls.plainTag], 'U+FEFF is kept in a tag');
+  assert.deepEqual(await tagged(models, teamId, ['\ufeffdemo']), [calls.bomTag]);
 };
 
 export const readModelsConformance = (
@@ -453,7 +457,7 @@ export const readModelsConformance = (
         await expectFullFolding(h.models, teamId, calls);
       });
 
-      test('rows an earlier fold revision folded (ẞ as ß, ı as i) are refolded when the store opens, in every index', async () => {
+      test('rows an earlier fold revision folded (ẞ as ß, ı as i, U+FEFF trimmed from tags) are refolded when the store opens, in every index', async () => {
         const h = await open();
         const teamId = team();
         const calls = await foldingCorpus(h.store, teamId);
@@ -472,6 +476,42 @@ export const readModelsConformance = (
         await catchUp(h.store, upgraded.callHistory);
         assert.deepEqual(await found(upgraded, teamId, 'ıspanak'), [calls.dotless, late.callId].sort());
         assert.deepEqual(await tagged(upgraded, teamId, ['ı']), [calls.dotlessTag, late.callId].sort());
+      });
+
+      test('U+FEFF is not white space: a search or tag of it is not blank; tags are trimmed as the ingest trims them; a blank tag is refused', async () => {
+        const h = await open();
+        const teamId = team();
+        const call = async (i: number, callTitle: string, submission: { repName?: string; tags?: string[] }) =>
+          (
+            await submitCall(h.store, {
+              teamId,
+              submittedAt: at(i),
+              submission: { aiTitleEnabled: false, callTitle, ...submission },
+            })
+          ).callId;
+        const bomRep = await call(0, 'bomrep', { repName: '\ufeff' });
+        const bomTag = await call(1, 'T1', { tags: ['\ufeff'] });
+        const bomDemo = await call(2, 'T2', { tags: ['\ufeffdemo'] });
+        const demo = await call(3, 'T3', { tags: ['demo'] });
+        await call(4, 'plain', {});
+        await sync(h);
+        assert.deepEqual(await found(h.models, teamId, '\ufeff'), [bomRep]);
+        assert.deepEqual(await found(h.models, teamId, ' \ufeff '), [bomRep]);
+        assert.deepEqual(await tagged(h.models, teamId, ['\ufeff']), [bomTag]);
+        assert.deepEqual(await tagged(h.models, teamId, ['\ufeffdemo']), [bomDemo]);
+        assert.deepEqual(await tagged(h.models, teamId, ['demo']), [demo]);
+        assert.deepEqual(await tagged(h.models, teamId, [' DEMO\u3000']), [demo], 'white space trimmed, case folded');
+        for (const tags of [[''], [' '], ['demo', '\u00a0\t']]) {
+          await assert.rejects(
+            h.models.callHistory.list(teamId, { tags }),
+            (e: unknown) => e instanceof InvalidQueryError && e.field === 'tags' && /blank/.test(e.message),
+            JSON.stringify(tags),
+          );
+        }
+        await assert.rejects(
+          h.models.callHistory.list(teamId, { from: '\ufeff2026-03-01' }),
+          (e: unknown) => e instanceof InvalidQueryError && e.field === 'from',
+        );
       });
 
       test('%, _ and \\ in a search are literal characters', async () => {

@@ -15,6 +15,7 @@ import {
 } from '../../domain/call/call-history.ts';
 import { callListItemView, type CallListRow } from '../../domain/call/call-view.ts';
 import { canonicalIsoDate, parseIsoDate } from '../../domain/submission/iso-date.ts';
+import { isWhiteSpaceOnly, trimWhiteSpace } from '../../domain/white-space.ts';
 import {
   CALL_HISTORY_LIMITS,
   CALL_HISTORY_ORDERS,
@@ -114,15 +115,15 @@ const DAY_MS = 86_400_000;
 /** A bound as a canonical instant; a bare date `to` runs through the end of its day. */
 const dateBound = (field: 'from' | 'to' | 'updatedSince', text: string | undefined): string | undefined => {
   if (text === undefined) return undefined;
-  const canonical = canonicalIsoDate(text.trim());
+  const trimmed = trimWhiteSpace(text);
+  const canonical = canonicalIsoDate(trimmed);
   if (canonical === undefined) {
     throw new InvalidQueryError(
       field,
       `${field} must be an ISO 8601 date (2026-11-20) or date-time (2026-11-20T14:30:00Z) between years 0001 and 9999`,
     );
   }
-  if (field === 'to' && BARE_DATE.test(text.trim()))
-    return new Date(parseIsoDate(text.trim())! + DAY_MS - 1).toISOString();
+  if (field === 'to' && BARE_DATE.test(trimmed)) return new Date(parseIsoDate(trimmed)! + DAY_MS - 1).toISOString();
   return canonical;
 };
 
@@ -142,7 +143,10 @@ export const planList = (query: CallHistoryQuery = {}): ListPlan => {
   if (query.search !== undefined && [...query.search].length > MAX_SEARCH_CHARS) {
     throw new InvalidQueryError('search', `search is at most ${MAX_SEARCH_CHARS} characters`);
   }
-  const tags = [...new Set((query.tags ?? []).map(tagKey).filter((t) => t !== ''))];
+  // A blank tag is refused, as the ingest refuses one: it names no tag, and dropping it would list every call.
+  if (query.tags?.some(isWhiteSpaceOnly))
+    throw new InvalidQueryError('tags', 'a tag must not be blank (empty or white space only)');
+  const tags = [...new Set((query.tags ?? []).map(tagKey))];
   if (tags.length > MAX_TAGS) throw new InvalidQueryError('tags', `at most ${MAX_TAGS} tags`);
   const order = query.order ?? 'created_desc';
   if (!CALL_HISTORY_ORDERS.includes(order))
@@ -152,7 +156,7 @@ export const planList = (query: CallHistoryQuery = {}): ListPlan => {
   if (callDateFrom !== undefined && callDateTo !== undefined && callDateFrom > callDateTo) {
     throw new InvalidQueryError('to', `to (${query.to}) is before from (${query.from})`);
   }
-  const repEmail = query.repEmail?.trim();
+  const repEmail = query.repEmail === undefined ? undefined : trimWhiteSpace(query.repEmail);
   if (repEmail !== undefined && (repEmail === '' || [...repEmail].length > MAX_EMAIL_CHARS)) {
     throw new InvalidQueryError('repEmail', `repEmail must be an e-mail address of 1 to ${MAX_EMAIL_CHARS} characters`);
   }

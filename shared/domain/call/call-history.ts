@@ -43,6 +43,7 @@ import type { CallSubmittedData } from './call-submitted.ts';
 import { type CallLifecycle, type CallStage, type CallSteps, evolveLifecycle, stageOf } from './call-state.ts';
 import { displayedTitle } from './title.ts';
 import { nonBlank } from '../non-blank.ts';
+import { trimWhiteSpace } from '../white-space.ts';
 
 /** A stored event of a call's stream, decoded through the call catalogue. */
 export type RecordedCallEvent = Decoded<CallEvent>;
@@ -339,19 +340,22 @@ export const foldForSearch = (text: string): string =>
 
 /**
  * The revision of the folding stored rows hold (their folded title and rep name, their tag keys):
- *   1  upper case then lower case (ẞ folded to ß, ı to i)
- *   2  full case folding, as foldForSearch says
+ *   1  upper case then lower case (ẞ folded to ß, ı to i); tags trimmed by trim(), U+FEFF too
+ *   2  full case folding, as foldForSearch says; tags trimmed of white space only (tagKey)
  * Each store records the revision a version of the call history was folded with and refolds, when
  * it opens an older one, the rows whose folds the change touches (SEARCH_REFOLD_CHARACTERS).
  */
 export const SEARCH_FOLD_REVISION = 2;
 
 /** Rows whose title, rep name or tags hold one of these fold differently since revision 1. */
-export const SEARCH_REFOLD_CHARACTERS: readonly string[] = ['ẞ', 'ı'];
+export const SEARCH_REFOLD_CHARACTERS: readonly string[] = ['ẞ', 'ı', '\ufeff'];
 
-/** The folded search term for a query; undefined (no filter) when the query is empty or blank. */
+/**
+ * The folded search term for a query, trimmed of white space as the service means it (U+FEFF is
+ * kept: ../white-space.ts); undefined (no filter) when the query is empty or blank.
+ */
 export const searchTerm = (query: string | undefined): string | undefined => {
-  const trimmed = query?.trim();
+  const trimmed = query === undefined ? undefined : trimWhiteSpace(query);
   return trimmed ? foldForSearch(trimmed) : undefined;
 };
 
@@ -369,5 +373,9 @@ export const matchesSearch = (row: Pick<CallHistoryRow, 'title' | 'repName'>, qu
   return title.includes(term) || repName.includes(term);
 };
 
-/** Tags are filtered case-insensitively with the same folding; a row matches when it has every tag. */
-export const tagKey = (tag: string): string => foldForSearch(tag.trim());
+/**
+ * Tags are filtered case-insensitively with the same folding; a row matches when it has every tag.
+ * Trimmed as the ingest trims a tag (white space only, U+FEFF kept), so a query's tag and a stored
+ * one compare alike.
+ */
+export const tagKey = (tag: string): string => foldForSearch(trimWhiteSpace(tag));

@@ -1,0 +1,43 @@
+/**
+ * GET /api/calls refuses a query it cannot answer as asked with one 400 entry per parameter, naming
+ * the parameter and the rule. On the embedded backends, through `inject`.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { type EmbeddedIngress, openEmbeddedIngress } from '../../support/embedded-ingress.ts';
+
+interface Problem {
+  code: string;
+  errors?: { field: string; message: string }[];
+}
+
+describe('GET /api/calls: a query it refuses is one 400 entry naming the parameter and the rule', () => {
+  let embedded: EmbeddedIngress;
+  let key: string;
+
+  before(async () => {
+    embedded = await openEmbeddedIngress();
+    ({ key } = await embedded.h.team());
+  });
+  after(() => embedded.close());
+
+  const list = async (query: string) => {
+    const res = await embedded.h.ingress.app.inject({
+      method: 'GET',
+      url: `/api/calls?${query}`,
+      headers: { 'x-api-key': key },
+    });
+    return { status: res.statusCode, body: res.json<Problem>() };
+  };
+
+  test('400 when a tag is blank (as the ingest refuses a blank tag): it would otherwise list every call', async () => {
+    for (const query of ['tag=', 'tag=%20', 'tag=demo&tag=%C2%A0%09']) {
+      const { status, body } = await list(query);
+      assert.equal(status, 400, query);
+      assert.equal(body.code, 'VALIDATION_FAILED');
+      assert.equal(body.errors?.length, 1, `${query}: ${JSON.stringify(body.errors)}`);
+      assert.equal(body.errors[0]!.field, 'tag', query);
+      assert.match(body.errors[0]!.message, /must not be blank/, query);
+    }
+  });
+});

@@ -129,9 +129,8 @@ export const registerCallsRoutes = (app: TypedApp, deps: CallsDeps): void => {
         security,
         querystring: Type.Object({
           search: Type.Optional(Type.String({ maxLength: 200 })),
-          tag: Type.Optional(
-            Type.Union([Type.String({ maxLength: 50 }), Type.Array(Type.String({ maxLength: 50 }), { maxItems: 20 })]),
-          ),
+          // Repeatable: one tag=… arrives as an array of one (the app coerces query values to arrays).
+          tag: Type.Optional(Type.Array(Type.String({ maxLength: 50 }), { maxItems: 20 })),
           status: Type.Optional(
             Type.Union([Type.Literal('pending'), Type.Literal('completed'), Type.Literal('failed')]),
           ),
@@ -178,11 +177,9 @@ export const registerCallsRoutes = (app: TypedApp, deps: CallsDeps): void => {
         ...(repEmail !== undefined && !isStorable(repEmail)
           ? [{ field: 'repEmail', message: 'may not contain U+0000 or unpaired surrogates' }]
           : []),
-        ...[tag ?? []]
-          .flat()
-          .flatMap((t, i) =>
-            isStorable(t) ? [] : [{ field: `tag[${i}]`, message: 'may not contain U+0000 or unpaired surrogates' }],
-          ),
+        ...(tag ?? []).flatMap((t, i) =>
+          isStorable(t) ? [] : [{ field: `tag[${i}]`, message: 'may not contain U+0000 or unpaired surrogates' }],
+        ),
       ];
       if (unstorable.length > 0)
         throw new ProblemError('VALIDATION_FAILED', 'The query breaks one or more rules; see errors.', {
@@ -191,7 +188,7 @@ export const registerCallsRoutes = (app: TypedApp, deps: CallsDeps): void => {
       try {
         const page = await deps.callHistory.list(request.apiKey!.teamId, {
           search,
-          tags: tag === undefined ? undefined : [tag].flat(),
+          tags: tag,
           status,
           from,
           to,

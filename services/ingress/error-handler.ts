@@ -38,21 +38,91 @@ const FASTIFY_CODES: Record<string, ErrorCode> = {
   FST_ERR_VALIDATION: 'VALIDATION_FAILED',
 };
 
-const validationErrors = (error: FastifyError): FieldError[] =>
-  (error.validation ?? []).map((v) => {
-    const path = (v.instancePath || '').replace(/^\//, '').replaceAll('/', '.');
-    const { missingProperty: missing, additionalProperty: unknown } = v.params as {
-      missingProperty?: string;
-      additionalProperty?: string;
+/** One error of Fastify's schema validation (Ajv). */
+type SchemaError = NonNullable<FastifyError['validation']>[number];
+
+/**
+ * The field a schema error is about, named as the ingest names fields: `.key` into an object, `[i]`
+ * into an array (`autoRecharge.hours`, `tag[1]`); the part of the request when it is the whole of it.
+ */
+const fieldOf = (v: SchemaError, context: string): string => {
+  const { missingProperty, additionalProperty } = v.params as { missingProperty?: string; additionalProperty?: string };
+  const segments = (v.instancePath || '')
+    .split('/')
+    .slice(1)
+    .map((segment) => segment.replaceAll('~1', '/').replaceAll('~0', '~'));
+  const named = missingProperty ?? additionalProperty;
+  if (named !== undefined) segments.push(named);
+  let field = '';
+  for (const segment of segments)
+    field += field === '' ? segment : /^\d+$/.test(segment) ? `[${segment}]` : `.${segment}`;
+  return field || context;
+};
+
+const article = (type: string): string => (/^[aeiou]/.test(type) ? `an ${type}` : `a ${type}`);
+
+/** The rule a schema error says was broken, in the words of this API's other 400s. */
+const ruleOf = (v: SchemaError): string => {
+  const params = v.params as { limit?: number; allowedValues?: unknown[]; allowedValue?: unknown; type?: unknown };
+  switch (v.keyword) {
+    case 'required':
+      return 'is required';
+    case 'additionalProperties':
+      return 'is not a field of this request';
+    case 'enum':
+      return `must be one of ${(params.allowedValues ?? []).map(String).join(', ')}`;
+    case 'const':
+      return `must be ${String(params.allowedValue)}`;
+    case 'maxLength':
+      return `at most ${params.limit} characters`;
+    case 'minLength':
+      return params.limit === 1 ? 'must not be empty' : `at least ${params.limit} characters`;
+    case 'maxItems':
+      return `at most ${params.limit} values`;
+    case 'minItems':
+      return `at least ${params.limit} values`;
+    case 'maximum':
+      return `at most ${params.limit}`;
+    case 'minimum':
+      return `at least ${params.limit}`;
+    case 'type':
+      return `must be ${[params.type].flat().map(String).map(article).join(' or ')}`;
+    default:
+      return v.message ?? 'is invalid';
+  }
+};
+
+const isUnion = (v: SchemaError): boolean => v.keyword === 'anyOf' || v.keyword === 'oneOf';
+
+/**
+ * A value that matched no branch of a union: one entry. Ajv reports each branch's failure and then
+ * the union's ("must be equal to constant" three times, "must match a schema in anyOf"), none of
+ * them the rule. A union of constants is "must be one of …"; otherwise the rule is that of a branch
+ * of the value's type (a branch the value is not even of the type of says nothing about it).
+ */
+const unionEntry = (union: SchemaError, branches: SchemaError[], context: string): FieldError => {
+  if (branches.length > 0 && branches.every((b) => b.keyword === 'const'))
+    return {
+      field: fieldOf(union, context),
+      message: `must be one of ${branches.map((b) => String((b.params as { allowedValue?: unknown }).allowedValue)).join(', ')}`,
     };
-    const field = [path, missing ?? unknown].filter(Boolean).join('.') || (error.validationContext ?? 'body');
-    const message = missing
-      ? 'is required'
-      : unknown !== undefined
-        ? 'is not a field of this request'
-        : (v.message ?? 'is invalid');
-    return { field, message };
-  });
+  const telling = branches.find((b) => b.keyword !== 'type' && !isUnion(b)) ?? branches[0];
+  return telling
+    ? { field: fieldOf(telling, context), message: ruleOf(telling) }
+    : { field: fieldOf(union, context), message: ruleOf(union) };
+};
+
+/** One entry per field and rule broken, each naming the field as the caller sent it and the rule. */
+const validationErrors = (error: FastifyError): FieldError[] => {
+  const errors = error.validation ?? [];
+  const context = error.validationContext ?? 'body';
+  const branchesOf = (union: SchemaError) => errors.filter((v) => v.schemaPath.startsWith(`${union.schemaPath}/`));
+  const outermost = errors.filter((v) => !errors.some((u) => u !== v && isUnion(u) && branchesOf(u).includes(v)));
+  const entries = outermost.map((v) =>
+    isUnion(v) ? unionEntry(v, branchesOf(v), context) : { field: fieldOf(v, context), message: ruleOf(v) },
+  );
+  return entries.filter((e, i) => entries.findIndex((f) => f.field === e.field && f.message === e.message) === i);
+};
 
 /**
  * Fastify's refusals of the body itself, each naming what it refused and the rule: the body's

@@ -30,6 +30,34 @@ describe('GET /api/calls: a query it refuses is one 400 entry naming the paramet
     return { status: res.statusCode, body: res.json<Problem>() };
   };
 
+  test('400 naming the parameter and the values it may take, or its limit; one entry each', async () => {
+    const long = 'a'.repeat(51);
+    for (const [query, errors] of [
+      ['status=bogus', [{ field: 'status', message: 'must be one of pending, completed, failed' }]],
+      ['order=newest', [{ field: 'order', message: 'must be one of created_desc, updated_asc' }]],
+      [`tag=${long}`, [{ field: 'tag[0]', message: 'at most 50 characters' }]],
+      [`tag=demo&tag=${long}`, [{ field: 'tag[1]', message: 'at most 50 characters' }]],
+      [Array.from({ length: 21 }, (_, i) => `tag=t${i}`).join('&'), [{ field: 'tag', message: 'at most 20 values' }]],
+      [`search=${'a'.repeat(201)}`, [{ field: 'search', message: 'at most 200 characters' }]],
+      ['limit=0', [{ field: 'limit', message: 'at least 1' }]],
+      ['limit=101', [{ field: 'limit', message: 'at most 100' }]],
+      ['limit=abc', [{ field: 'limit', message: 'must be an integer' }]],
+    ] as const) {
+      const { status, body } = await list(query);
+      assert.equal(status, 400, query);
+      assert.equal(body.code, 'VALIDATION_FAILED', query);
+      assert.deepEqual(body.errors, errors, query);
+    }
+  });
+
+  test('the same for the other routes: a webhook delivery status outside its values', async () => {
+    const res = await embedded.h.admin('GET', '/api/admin/teams/t/webhooks/w/deliveries?status=bogus');
+    assert.equal(res.statusCode, 400, res.body);
+    assert.deepEqual(res.json<Problem>().errors, [
+      { field: 'status', message: 'must be one of pending, delivered, failed' },
+    ]);
+  });
+
   test('400 when a tag is blank (as the ingest refuses a blank tag): it would otherwise list every call', async () => {
     for (const query of ['tag=', 'tag=%20', 'tag=demo&tag=%C2%A0%09']) {
       const { status, body } = await list(query);

@@ -67,6 +67,34 @@ const DB_FILE = 'calls.sqlite';
 /** The file whose lock the kernel holds for the opener (see lockDataDir). */
 const LOCK_DB_FILE = 'LOCK.sqlite';
 
+/** Who `LOCK` names; nothing when it is missing or unreadable. */
+const readHolder = (holderPath: string): { pid?: number; host?: string; since?: string } => {
+  try {
+    const holder = JSON.parse(readFileSync(holderPath, 'utf8')) as { pid?: unknown; host?: unknown; since?: unknown };
+    return {
+      ...(typeof holder.pid === 'number' ? { pid: holder.pid } : {}),
+      ...(typeof holder.host === 'string' ? { host: holder.host } : {}),
+      ...(typeof holder.since === 'string' ? { since: holder.since } : {}),
+    };
+  } catch {
+    return {};
+  }
+};
+
+/** Whether `pid` is a live Node.js process on this host (its id not reused by another program). */
+const isLiveNode = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
+  }
+  try {
+    return /node/.test(readFileSync(`/proc/${pid}/cmdline`, 'utf8'));
+  } catch {
+    return true; // alive, and no /proc to say what it runs
+  }
+};
+
 /**
  * Takes the data directory for this process. The lock is the kernel's: an exclusive lock on
  * `LOCK.sqlite` that SQLite takes and this process holds until it closes the directory, so it is
@@ -78,7 +106,8 @@ const LOCK_DB_FILE = 'LOCK.sqlite';
 const lockDataDir = (dataDir: string): (() => void) => {
   const holderPath = join(dataDir, LOCK_FILE);
   const lockPath = join(dataDir, LOCK_DB_FILE);
-  if (!existsSync(lockPath)) closeSync(openSync(lockPath, 'a', 0o600));
+  const firstKernelLock = !existsSync(lockPath);
+  if (firstKernelLock) closeSync(openSync(lockPath, 'a', 0o600));
   const lock = new Database(lockPath, { timeout: 0 });
   try {
     lock.pragma('locking_mode = EXCLUSIVE');
@@ -89,18 +118,34 @@ const lockDataDir = (dataDir: string): (() => void) => {
   } catch (error) {
     lock.close();
     if (!isSqliteBusy(error)) throw error;
-    let holder: { pid?: number; host?: string; since?: string } = {};
-    try {
-      holder = JSON.parse(readFileSync(holderPath, 'utf8')) as typeof holder;
-    } catch {
-      // Not written yet, or by a version before this one: the lock is held all the same.
-    }
+    // Not written yet, or by a version before this one: the lock is held all the same.
+    const holder = readHolder(holderPath);
     throw new DataDirLockedError(
       dataDir,
       holder.pid === undefined
         ? 'another process'
         : `process ${holder.pid} on ${holder.host ?? 'this host'} (since ${holder.since ?? 'unknown'})`,
     );
+  }
+  if (firstKernelLock) {
+    // The first start of a version with the kernel's lock on a directory an earlier version used:
+    // that version locked it by `LOCK` alone, so a live process named there may be an earlier build
+    // still running on it, holding no kernel lock. Refused until it stops, and `LOCK.sqlite` goes
+    // again, so the next start asks the same.
+    const earlier = readHolder(holderPath);
+    if (
+      earlier.pid !== undefined &&
+      earlier.pid !== process.pid &&
+      earlier.host === hostname() &&
+      isLiveNode(earlier.pid)
+    ) {
+      lock.close();
+      rmSync(lockPath, { force: true });
+      throw new DataDirLockedError(
+        dataDir,
+        `process ${earlier.pid} on ${earlier.host} (since ${earlier.since ?? 'unknown'}), named in its LOCK file: an earlier version of the service that does not take the kernel's lock; if no such process uses the directory, remove LOCK`,
+      );
+    }
   }
   writeFileSync(holderPath, JSON.stringify({ pid: process.pid, host: hostname(), since: new Date().toISOString() }), {
     mode: 0o644,

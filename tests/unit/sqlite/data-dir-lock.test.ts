@@ -114,3 +114,31 @@ test('a holder in another process keeps the directory while it runs, and loses i
     dir.remove();
   }
 });
+
+test('the first start with the kernel lock refuses a directory an earlier version still runs on (named in LOCK alone), and takes it once that process is gone', async () => {
+  const dir = tempDir();
+  // An earlier version's holder: a live Node.js process named in LOCK, no LOCK.sqlite.
+  const earlier = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+  try {
+    writeFileSync(
+      join(dir.path, 'LOCK'),
+      JSON.stringify({ pid: earlier.pid, host: hostname(), since: new Date().toISOString() }),
+    );
+    for (let attempt = 0; attempt < 2; attempt++)
+      assert.throws(
+        () => openSqlite(dir.path),
+        (error: unknown) =>
+          error instanceof DataDirLockedError &&
+          error.message.includes(`process ${earlier.pid}`) &&
+          error.message.includes('earlier version'),
+      );
+    earlier.kill('SIGKILL');
+    await once(earlier, 'exit');
+    const opened = openSqlite(dir.path);
+    assert.equal(JSON.parse(readFileSync(join(dir.path, 'LOCK'), 'utf8')).pid, process.pid);
+    opened.close();
+  } finally {
+    earlier.kill('SIGKILL');
+    dir.remove();
+  }
+});

@@ -11,6 +11,8 @@
  * - `decode` runs the upcasters from the stored version to the current one, then checks the result
  *   against the current schema. An event that does not decode is never folded: `EventDecodeError`
  *   names the stream, the revision, the type and the field.
+ * - `shapeOf` tells a type's version, today's schema and the schema every stored version fits
+ *   (what a reader of the store itself, such as the call-events relay, may meet).
  */
 import { FormatRegistry, type TSchema } from '@sinclair/typebox';
 import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
@@ -43,6 +45,22 @@ export interface EventDefinition<S extends TSchema = TSchema> {
   schema: S;
   /** Oldest first: `upcasters[0]` turns version 1 into version 2, and so on. Today's version is their count + 1. */
   upcasters?: readonly Upcaster[];
+  /**
+   * A schema the data of every stored version fits, before upcasting: what a reader of the store
+   * itself sees, such as the relay that publishes call events as stored. Only a type with
+   * upcasters needs one; a type with one version has `schema`.
+   */
+  everyVersion?: TSchema;
+}
+
+/** What a catalogue says of one event type's data. */
+export interface EventShape {
+  /** Today's version (the `schemaVersion` `encode` writes). */
+  version: number;
+  /** Today's shape, which `decode` checks after upcasting. */
+  schema: TSchema;
+  /** The shape every stored version fits; undefined when the type has older versions and no such schema. */
+  everyVersion: TSchema | undefined;
 }
 
 /** An event of the aggregate as its decider sees it. */
@@ -98,6 +116,8 @@ export interface EventCatalogue<E extends TypedEvent> {
   ) => { ok: true; event: Extract<E, { type: K }> } | { ok: false; field: string; reason: string };
   /** An event to append: its data, and its shape's version when past 1. */
   readonly encode: (event: E, metadata?: Record<string, Json>) => NewEvent;
+  /** The shape of each type's data: its version, today's schema, and the one every stored version fits. */
+  readonly shapeOf: (type: E['type']) => EventShape;
 }
 
 /** A value that is JSON: what an event's data is once decoded, since the store holds JSON. */
@@ -116,9 +136,16 @@ export const eventCatalogue = <E extends TypedEvent>(
   definitions: DefinitionsOf<E>,
 ): EventCatalogue<E> => {
   const prefix = `${category}-`;
-  const entries = new Map<string, { check: TypeCheck<TSchema>; upcasters: readonly Upcaster[] }>();
+  const entries = new Map<
+    string,
+    { check: TypeCheck<TSchema>; upcasters: readonly Upcaster[]; definition: EventDefinition }
+  >();
   for (const [type, definition] of Object.entries<EventDefinition>(definitions)) {
-    entries.set(type, { check: TypeCompiler.Compile(definition.schema), upcasters: definition.upcasters ?? [] });
+    entries.set(type, {
+      check: TypeCompiler.Compile(definition.schema),
+      upcasters: definition.upcasters ?? [],
+      definition,
+    });
   }
   const versionOf = (type: string): number => (entries.get(type)?.upcasters.length ?? 0) + 1;
   /**
@@ -178,6 +205,16 @@ export const eventCatalogue = <E extends TypedEvent>(
       const version = versionOf(event.type);
       const meta = version > 1 ? { ...metadata, [SCHEMA_VERSION]: version } : metadata;
       return { type: event.type, data: asJson(event.data), ...(meta ? { metadata: meta } : {}) };
+    },
+    shapeOf: (type) => {
+      const entry = entries.get(type);
+      if (!entry) throw new Error(`${type} is not an event type of category ${category}`);
+      const { schema, everyVersion } = entry.definition;
+      return {
+        version: entry.upcasters.length + 1,
+        schema,
+        everyVersion: everyVersion ?? (entry.upcasters.length === 0 ? schema : undefined),
+      };
     },
   };
 };

@@ -111,7 +111,12 @@ export const callEvents: EventCatalogue<CallEvent> = eventCatalogue<CallEvent>('
     }),
   },
   AudioFetched: { schema: Type.Object({ bytes: Type.Number(), contentType: Type.String(), at: Instant }) },
-  TranscriptRecorded: { schema: TranscriptRecordedV2Schema, upcasters: [transcriptSegmentsFromText] },
+  TranscriptRecorded: {
+    schema: TranscriptRecordedV2Schema,
+    upcasters: [transcriptSegmentsFromText],
+    // Version 1 has no segments; the relay publishes events as stored.
+    everyVersion: TranscriptRecordedSchema,
+  },
   CallAnalysed: {
     schema: Type.Object({
       title: Type.String(),

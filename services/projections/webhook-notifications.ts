@@ -2,7 +2,8 @@
  * What the webhooks of a team are told, prepared from the events of the feed. The table
  * WEBHOOK_NOTIFICATIONS drives it: an event type, the notification type it becomes, and its `data`
  * (the call as GET /api/calls/:callId shows it at that event, or the deal record as
- * deals.outcome-updated.v1 carries it). Telling integrators of a new event is one more line.
+ * deals.outcome-updated.v1 carries it). Telling integrators of a new event is one more line, and
+ * its data's shape in shared/domain/webhook/webhook-bodies.ts, which writes every body.
  */
 import {
   type CallHistoryRow,
@@ -13,8 +14,9 @@ import { callEvents } from '../../shared/domain/call/call-catalogue.ts';
 import { dealCallOf, dealEventId, dealRecordOf } from '../../shared/domain/call/deal-record.ts';
 import { callDetailView } from '../../shared/domain/call/call-view.ts';
 import type { WebhookEventType } from '../../shared/domain/webhook/webhook-events.ts';
+import { webhookBody, type WebhookData } from '../../shared/domain/webhook/webhook-bodies.ts';
 import { webhookEvents } from '../../shared/domain/webhook/webhook-catalogue.ts';
-import type { EventStore, Json, RecordedEvent } from '../../shared/ports/event-store.ts';
+import type { EventStore, RecordedEvent } from '../../shared/ports/event-store.ts';
 import type { WebhookNotification } from '../../shared/ports/webhook-store.ts';
 
 /** The call's events up to the notifying one, and that event. */
@@ -25,20 +27,24 @@ interface CallContext {
   row: CallHistoryRow;
 }
 
-interface CallNotification {
-  type: WebhookEventType;
+interface CallNotification<T extends WebhookEventType = WebhookEventType> {
+  type: T;
   /** The event id the deliveries carry as `webhook-id` (default: the stored event's id). */
   eventId?: (context: CallContext) => string;
   /** The body's `timestamp`, an ISO instant (default: when the event was stored). */
   timestamp?: (context: CallContext) => string;
-  data: (context: CallContext) => unknown;
+  /** The body's `data`, of the shape its type documents (webhook-bodies.ts); undefined: nothing to tell. */
+  data: (context: CallContext) => WebhookData<T> | undefined;
 }
+
+/** A notification whose data is checked against its own type's shape. */
+const notification = <T extends WebhookEventType>(kind: CallNotification<T>): CallNotification => kind;
 
 /** Call events that notify webhooks, by stored event type. */
 export const WEBHOOK_NOTIFICATIONS: Readonly<Record<string, CallNotification>> = {
-  CallCompleted: { type: 'call.completed', data: ({ row }) => callDetailView(row) },
-  CallFailed: { type: 'call.failed', data: ({ row }) => callDetailView(row) },
-  DealRecorded: {
+  CallCompleted: notification({ type: 'call.completed', data: ({ row }) => callDetailView(row) }),
+  CallFailed: notification({ type: 'call.failed', data: ({ row }) => callDetailView(row) }),
+  DealRecorded: notification({
     type: 'deal.outcome.updated',
     // The id deals.outcome-updated.v1 gives the same deal write (its ce_id).
     eventId: ({ callId, event }) => dealEventId(callId, event.revision),
@@ -49,11 +55,8 @@ export const WEBHOOK_NOTIFICATIONS: Readonly<Record<string, CallNotification>> =
       if (submitted?.type !== 'CallSubmitted' || event.type !== 'DealRecorded') return undefined;
       return dealRecordOf(dealCallOf(submitted.data), { revision: event.revision, data: event.data });
     },
-  },
+  }),
 };
-
-const bodyOf = (type: string, timestamp: string, data: unknown): string =>
-  JSON.stringify({ type, timestamp, data: data as Json });
 
 /**
  * The call's events up to `revision`, decoded, without those the projection skips. Only these are
@@ -101,7 +104,7 @@ export const webhookNotifications = async (
         type: 'webhook.test',
         subject: webhookId,
         webhookId,
-        body: bodyOf('webhook.test', event.recordedAt.toISOString(), {
+        body: webhookBody('webhook.test', event.recordedAt.toISOString(), {
           webhookId,
           teamId: event.data.teamId,
           message: 'A test delivery requested by an operator.',
@@ -128,7 +131,7 @@ export const webhookNotifications = async (
         teamId: submitted.data.teamId,
         type: 'call.erased',
         subject: callId,
-        body: bodyOf('call.erased', event.recordedAt.toISOString(), {
+        body: webhookBody('call.erased', event.recordedAt.toISOString(), {
           callId,
           erasedAt: event.data.at,
           cause: event.data.cause,
@@ -148,13 +151,15 @@ export const webhookNotifications = async (
     for (const e of upTo) row = evolveHistoryRow(row, e);
     if (!row) continue; // a call without its submission: nothing to show
     const context: CallContext = { callId, event, events: upTo, row };
+    const data = kind.data(context);
+    if (data === undefined) continue;
     notifications.push({
       position: event.position,
       eventId: kind.eventId?.(context) ?? event.id,
       teamId: row.teamId,
       type: kind.type,
       subject: callId,
-      body: bodyOf(kind.type, kind.timestamp?.(context) ?? event.recordedAt.toISOString(), kind.data(context)),
+      body: webhookBody(kind.type, kind.timestamp?.(context) ?? event.recordedAt.toISOString(), data),
     });
   }
   return notifications;

@@ -1,6 +1,4 @@
 import swagger from '@fastify/swagger';
-import { Type } from '@sinclair/typebox';
-import { EVENT_SCHEMAS } from '../../shared/domain/call/event-schemas.ts';
 import { problem, PROBLEM_JSON, ProblemError } from './errors.ts';
 import { unstorableTextErrors } from '../../shared/domain/submission/storable-text.ts';
 import { http } from '../../shared/node-http.ts';
@@ -14,7 +12,7 @@ import { registerJsonBodyParser } from './json-body.ts';
 import { type BodyBudget, bodyBudgetFor, registerBodyBudget } from './body-budget.ts';
 import type { Logger } from 'pino';
 import type { EventLog } from '../../shared/ports/event-log.ts';
-import type { Topics } from '../../shared/topics.ts';
+import { TOPICS, type Topics } from '../../shared/topics.ts';
 import type { RateLimiter } from '../../shared/ports/rate-limiter.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import type { ReadModels } from '../../shared/ports/read-models.ts';
@@ -34,6 +32,7 @@ import { registerUsageRoute } from './usage-route.ts';
 import { registerTranscriptRoute } from './transcript-route.ts';
 import { registerOperatorRoutes } from './operator-routes.ts';
 import { registerWebhookRoutes } from './webhook-routes.ts';
+import { registerSchemaRoutes } from './schema-routes.ts';
 import type { TeamService } from './teams/team-service.ts';
 import type { Health } from '../runtime/health.ts';
 import { readiness } from '../runtime/readiness.ts';
@@ -206,32 +205,7 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
     requireToken: adminGuard(deps.adminToken, deps.limiter, deps.metricsToken ? [deps.metricsToken] : []),
   });
 
-  app.get(
-    '/docs/events/:name.json',
-    {
-      schema: {
-        tags: ['Operations'],
-        summary: 'JSON Schema of a message downstream systems consume',
-        // Two documents for a message with personal fields (docs/decisions/0014-erasure-crypto-shredding.md).
-        description:
-          `Names: ${Object.keys(EVENT_SCHEMAS).join(', ')}. A type's own name is its message as it is on its ` +
-          'topic, its personal fields sealed; `.opened` is the same payload with them open.',
-        params: Type.Object({ name: Type.String() }),
-      },
-    },
-    async (request, reply) => {
-      // Own keys only: "constructor" or "__proto__" name no schema.
-      const schema = Object.hasOwn(EVENT_SCHEMAS, request.params.name)
-        ? (EVENT_SCHEMAS as Record<string, unknown>)[request.params.name]
-        : undefined;
-      if (!schema)
-        throw new ProblemError(
-          'NOT_FOUND',
-          `No schema ${request.params.name}; known: ${Object.keys(EVENT_SCHEMAS).join(', ')}.`,
-        );
-      return reply.type('application/schema+json').send(schema);
-    },
-  );
+  registerSchemaRoutes(app, deps.topics ?? TOPICS);
   app.get('/healthz', { schema: { tags: ['Operations'], summary: 'The process is alive' } }, async () => ({
     status: 'ok',
   }));

@@ -5,7 +5,7 @@
 import { Type } from '@sinclair/typebox';
 import { AnyKeyRecord } from '../../shared/domain/any-key-record.ts';
 import { RETRIABLE_FAILURE_CODES } from '../../shared/domain/call/retriable-failures.ts';
-import { CallRetriedSchema } from '../../shared/domain/call/event-schemas.ts';
+import { CallRetriedSchema } from '../../shared/domain/call/call-event-data.ts';
 import type { EventLog } from '../../shared/ports/event-log.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import type { ReadModels } from '../../shared/ports/read-models.ts';

@@ -30,8 +30,9 @@ import { webhookNotifications } from './webhook-notifications.ts';
 import type { WebhookStore } from '../../shared/ports/webhook-store.ts';
 import { webhookEvents, webhookIdOfStream } from '../../shared/domain/webhook/webhook-catalogue.ts';
 import { callEvents } from '../../shared/domain/call/call-catalogue.ts';
+import { DEAL_OUTCOME_UPDATED_TYPE } from '../../shared/domain/call/deal-record.ts';
 
-export const DEAL_OUTCOME_UPDATED = 'deal.outcome.updated';
+export const DEAL_OUTCOME_UPDATED = DEAL_OUTCOME_UPDATED_TYPE;
 
 export interface ProjectionsOptions {
   eventStore: EventStore;

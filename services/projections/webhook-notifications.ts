@@ -3,7 +3,8 @@
  * WEBHOOK_NOTIFICATIONS drives it: an event type, the notification type it becomes, and its `data`
  * (the call as GET /api/calls/:callId shows it at that event, or the deal record as
  * deals.outcome-updated.v1 carries it). Telling integrators of a new event is one more line, and
- * its data's shape in shared/domain/webhook/webhook-bodies.ts, which writes every body.
+ * its data's shape in shared/domain/webhook/webhook-bodies.ts, which writes every body and
+ * documents it (docs/decisions/0024-every-published-message-has-a-schema.md).
  */
 import {
   type CallHistoryRow,

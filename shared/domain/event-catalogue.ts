@@ -11,8 +11,9 @@
  * - `decode` runs the upcasters from the stored version to the current one, then checks the result
  *   against the current schema. An event that does not decode is never folded: `EventDecodeError`
  *   names the stream, the revision, the type and the field.
- * - `shapeOf` tells a type's version, today's schema and the schema every stored version fits
- *   (what a reader of the store itself, such as the call-events relay, may meet).
+ * - `shapeOf` tells a type's version, today's schema and the schema every stored version fits,
+ *   from which the JSON Schemas of published events are derived
+ *   (docs/decisions/0024-every-published-message-has-a-schema.md).
  */
 import { FormatRegistry, type TSchema } from '@sinclair/typebox';
 import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
@@ -116,7 +117,7 @@ export interface EventCatalogue<E extends TypedEvent> {
   ) => { ok: true; event: Extract<E, { type: K }> } | { ok: false; field: string; reason: string };
   /** An event to append: its data, and its shape's version when past 1. */
   readonly encode: (event: E, metadata?: Record<string, Json>) => NewEvent;
-  /** The shape of each type's data: its version, today's schema, and the one every stored version fits. */
+  /** The shape of each type's data (the source of the JSON Schemas the service serves for them). */
   readonly shapeOf: (type: E['type']) => EventShape;
 }
 

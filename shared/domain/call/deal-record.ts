@@ -15,6 +15,9 @@ import type { DealRecorded } from './call-events.ts';
 import type { CallSubmittedData } from './call-submitted.ts';
 import { nonBlank } from '../non-blank.ts';
 
+/** The CloudEvents type of a deal record on deals.outcome-updated.v1, and of its webhook. */
+export const DEAL_OUTCOME_UPDATED_TYPE = 'deal.outcome.updated';
+
 export type DealRecord = {
   callId: string;
   teamId: string;

@@ -1,24 +1,34 @@
 /**
- * JSON Schemas of the messages downstream systems consume, written in TypeBox so the types and the
- * documents cannot drift apart. Served at /docs/events/{name}.json; a message with personal fields
- * has two (docs/decisions/0014-erasure-crypto-shredding.md):
+ * JSON Schemas of the messages downstream systems consume, one or two for every `ce_type` the
+ * service publishes on a topic (docs/decisions/0024-every-published-message-has-a-schema.md).
+ * Served at /docs/events/{name}.json and listed by /docs/events/index.json. None is written by
+ * hand: a call event's comes from the call catalogue (the shape of every stored version of its
+ * data, as the relay publishes it as stored), deal.outcome.updated's from `DealOutcomeUpdatedSchema`
+ * (the deal record), and a message with personal fields has two
+ * (docs/decisions/0014-erasure-crypto-shredding.md):
  * - `{type}`: the message as it goes out on its topic. Its personal fields are not in it: they
- *   travel encrypted in `sealed`. Derived from the opened schema and `PERSONAL_FIELDS`, the list
- *   the sealing itself follows, so the document and the messages cannot disagree.
- * - `{type}.opened`: the payload with its personal fields open, as the service reads it and a
- *   deal.outcome.updated webhook carries it (and as messages written before sealing existed are).
+ *   travel encrypted in `sealed`. Derived from the open one and `PERSONAL_FIELDS`, the list the
+ *   sealing itself follows, so the document and the messages cannot disagree.
+ * - `{type}.opened`: the payload with its personal fields open, as the service reads it (and as
+ *   messages written before sealing existed are).
+ * A type without personal fields has the first only.
  */
-import { type Static, Type } from '@sinclair/typebox';
-import { SEGMENT_LIMITS } from '../transcript/transcript-segments.ts';
-import type { CallErased, CallRetried, TranscriptRecorded } from './call-events.ts';
-import type { DealRecord } from './deal-record.ts';
+import { KindGuard, type Static, type TObject, type TSchema, Type } from '@sinclair/typebox';
+import { schemaDocument, type JsonSchemaDocument } from '../json-schema-document.ts';
+import { topicNames, type Topics } from '../../topics.ts';
+import { callEvents } from './call-catalogue.ts';
+import { CLOUD_EVENT_TYPES } from './call-event-types.ts';
+import type { CallEventType } from './call-events.ts';
+import { DEAL_OUTCOME_UPDATED_TYPE, type DealRecord } from './deal-record.ts';
+import { PERSONAL_FIELDS } from './personal-fields.ts';
 import { sealedMessage } from './sealed-message-schema.ts';
+import { TOPIC_MESSAGES } from './topic-messages.ts';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
 
 /**
  * `deal.outcome.updated` with its personal fields open: the deal record as written, the data of a
- * deal.outcome.updated webhook. On `deals.outcome-updated.v1` it is `SealedDealOutcomeUpdatedSchema`.
+ * deal.outcome.updated webhook. On `deals.outcome-updated.v1` its personal fields are sealed.
  */
 export const DealOutcomeUpdatedSchema = Type.Object(
   {
@@ -47,12 +57,7 @@ export const DealOutcomeUpdatedSchema = Type.Object(
     recordedAt: Type.String({ format: 'date-time', description: 'When the deal record was written.' }),
   },
   {
-    $id: 'deal.outcome.updated.opened',
-    title: 'deal.outcome.updated (personal fields open)',
-    description:
-      'Emitted after valid deal data in a submission has been written to the deal record. This is the payload with ' +
-      'its personal fields open: the data of a deal.outcome.updated webhook. On deals.outcome-updated.v1 they ' +
-      'travel sealed: /docs/events/deal.outcome.updated.json.',
+    description: 'Emitted after valid deal data in a submission has been written to the deal record.',
     additionalProperties: false,
   },
 );
@@ -62,224 +67,120 @@ type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const _dealRecordMatchesSchema: Same<Static<typeof DealOutcomeUpdatedSchema>, DealRecord> = true;
 void _dealRecordMatchesSchema;
 
-/**
- * `deal.outcome.updated` on `deals.outcome-updated.v1`: the value of the message (CloudEvents
- * binary mode: `ce_id` equals `eventId`, `ce_type` is `deal.outcome.updated`, `ce_subject` and
- * the key are the call id, `ce_teamid` the team), its personal fields sealed.
- */
-export const SealedDealOutcomeUpdatedSchema = sealedMessage('deal.outcome.updated', DealOutcomeUpdatedSchema, {
-  $id: 'deal.outcome.updated',
-  title: 'deal.outcome.updated',
-  description: (personalFields) =>
-    'Emitted after valid deal data in a submission has been written to the deal record: the message as it is on ' +
-    `deals.outcome-updated.v1. Its personal fields (${personalFields}) are not in it; they travel encrypted in ` +
-    'sealed. The payload with them open, as a deal.outcome.updated webhook carries it (and as messages written ' +
-    'before sealing existed carry it), is /docs/events/deal.outcome.updated.opened.json.',
-});
+/** How a served document shows its message: as on its topic, or with its personal fields open. */
+export type EventSchemaForm = 'topic' | 'opened';
+
+/** One served document and what it describes. */
+export interface EventSchema {
+  /** Its name: /docs/events/{name}.json. */
+  name: string;
+  ceType: string;
+  form: EventSchemaForm;
+  /** The topics that carry the type. */
+  topics: ReadonlyArray<keyof Topics>;
+  /** The personal fields (dotted paths) that travel in `sealed` on the topics; none in `opened`. */
+  sealedFields: readonly string[];
+  document: JsonSchemaDocument;
+}
+
+const BASE_NAMES = topicNames();
+const topicsOf = (ceType: string) =>
+  (Object.keys(TOPIC_MESSAGES) as Array<keyof Topics>).filter((topic) =>
+    TOPIC_MESSAGES[topic].ceTypes.includes(ceType),
+  );
+const listed = (names: readonly string[]) =>
+  names.length <= 1 ? names.join('') : `${names.slice(0, -1).join(', ')} and ${names.at(-1)}`;
 
 /**
- * `call.retried` with its personal field open (the previous failure's reason): the CallRetried
- * event as the service reads it. On `calls.events.v1` it is `SealedCallRetriedSchema`.
+ * The documents of one type. `personalType` is its key in `PERSONAL_FIELDS` (a call event's stored
+ * type, or the deal's ce_type); `about` says what the message means.
  */
-export const CallRetriedSchema = Type.Object(
-  {
-    previousFailure: Type.Object(
+const documentsOf = (ceType: string, personalType: string, open: TObject, about: string): EventSchema[] => {
+  const topics = topicsOf(ceType);
+  if (topics.length === 0) throw new Error(`${ceType} is on no topic (topic-messages.ts)`);
+  const on = listed(topics.map((topic) => BASE_NAMES[topic]));
+  const fields = (PERSONAL_FIELDS[personalType] ?? []).map((field) => field.dotted);
+  if (fields.length === 0)
+    return [
       {
-        code: Type.String({ description: 'The processingError the call had, e.g. audio_unreachable.' }),
-        reason: Type.String({ description: 'The statusReason the call had.' }),
-        at: Type.String({ format: 'date-time', description: 'When the call failed.' }),
-      },
-      { additionalProperties: false, description: 'The failure the retry answers.' },
-    ),
-    resumesAt: Type.Union(
-      [
-        Type.Literal('queued'),
-        Type.Literal('fetching_audio'),
-        Type.Literal('transcribing'),
-        Type.Literal('analysing'),
-        Type.Literal('recording_deal'),
-        Type.Literal('completing'),
-      ],
-      { description: 'The stage processing resumes at; the steps before it are not done again.' },
-    ),
-    capacity: Type.Object(
-      {
-        reservedMinutes: Type.Integer({
-          minimum: 1,
-          description: 'Capacity reserved again for the retry (the same estimate as at submission).',
-        }),
-        autoRechargedMinutes: Type.Integer({
-          minimum: 0,
-          description: 'Capacity the reservation bought by auto-recharge.',
+        name: ceType,
+        ceType,
+        form: 'topic',
+        topics,
+        sealedFields: [],
+        document: schemaDocument(open, {
+          $id: ceType,
+          title: ceType,
+          description: `${about} The message as it is on ${on}; it holds no personal field.`,
         }),
       },
-      { additionalProperties: false },
-    ),
-    at: Type.String({
-      format: 'date-time',
-      description: 'When the call was retried; its processing deadline is this plus PROCESSING_TIMEOUT_MS.',
-    }),
-  },
-  {
-    $id: 'call.retried.opened',
-    title: 'call.retried (personal fields open)',
-    description:
-      'An operator retried a failed call whose failure may not happen again; processing resumes from its last good ' +
-      'step. This is the payload with its personal field open (previousFailure.reason); on calls.events.v1 it ' +
-      'travels sealed: /docs/events/call.retried.json.',
-    additionalProperties: false,
-  },
-);
+    ];
+  const sealed = sealedMessage(personalType, open, {
+    $id: ceType,
+    title: ceType,
+    description: (personal) =>
+      `${about} The message as it is on ${on}: its personal fields (${personal}) are not in it; they travel ` +
+      `encrypted in sealed. The payload with them open (and messages written before sealing existed) is ` +
+      `/docs/events/${ceType}.opened.json.`,
+  });
+  return [
+    {
+      name: ceType,
+      ceType,
+      form: 'topic',
+      topics,
+      sealedFields: fields,
+      document: schemaDocument(sealed, {
+        $id: ceType,
+        title: ceType,
+        description: String(sealed.description),
+      }),
+    },
+    {
+      name: `${ceType}.opened`,
+      ceType,
+      form: 'opened',
+      topics,
+      sealedFields: [],
+      document: schemaDocument(open, {
+        $id: `${ceType}.opened`,
+        title: `${ceType} (personal fields open)`,
+        description:
+          `${about} This is the payload with its personal fields open (${fields.join(', ')}), as the service reads ` +
+          `it and as messages written before sealing existed carry it. On ${on} they travel sealed: ` +
+          `/docs/events/${ceType}.json.`,
+      }),
+    },
+  ];
+};
 
-// The schema and the event's type describe one shape.
-const _callRetriedMatchesSchema: Same<Static<typeof CallRetriedSchema>, CallRetried['data']> = true;
-void _callRetriedMatchesSchema;
+/** The data of a call event type as it may be on calls.events.v1: every stored version of it. */
+const publishedShape = (type: CallEventType): TObject => {
+  const { everyVersion } = callEvents.shapeOf(type);
+  if (everyVersion === undefined)
+    throw new Error(`${type} has older versions: its catalogue entry needs everyVersion, the shape the topic carries`);
+  if (!KindGuard.IsObject(everyVersion)) throw new Error(`${type}'s data is not an object`);
+  return everyVersion;
+};
 
-/**
- * `call.retried` on `calls.events.v1`: the value of the message (CloudEvents binary mode: `ce_id`
- * is the event's id, `ce_subject` and the key the call id, `ce_sequence` its revision in the
- * call's stream zero-padded to 16 digits, `ce_teamid` the team), its personal field sealed. The
- * call is pending again; its next events follow.
- */
-export const SealedCallRetriedSchema = sealedMessage('CallRetried', CallRetriedSchema, {
-  $id: 'call.retried',
-  title: 'call.retried',
-  description: (personalFields) =>
-    'An operator retried a failed call whose failure may not happen again; processing resumes from its last good ' +
-    `step. The message as it is on calls.events.v1: its personal field (${personalFields}: it may name the audio ` +
-    'host) is not in it; it travels encrypted in sealed. The payload with it open (and messages written before ' +
-    'sealing existed) is /docs/events/call.retried.opened.json.',
-});
+const aboutOf = (schema: TSchema) => String(schema.description ?? '');
 
-const Seconds = Nullable(
-  Type.Number({
-    minimum: 0,
-    description: 'Seconds from the start of the call, to the millisecond; null when the transcript carries no times.',
+/** Every served document, in the order of the README's list: the call events, then the deal. */
+export const EVENT_SCHEMA_LIST: readonly EventSchema[] = [
+  ...(Object.entries(CLOUD_EVENT_TYPES) as Array<[CallEventType, string]>).flatMap(([type, ceType]) => {
+    const shape = publishedShape(type);
+    return documentsOf(ceType, type, shape, aboutOf(shape));
   }),
+  ...documentsOf(
+    DEAL_OUTCOME_UPDATED_TYPE,
+    DEAL_OUTCOME_UPDATED_TYPE,
+    DealOutcomeUpdatedSchema,
+    `${aboutOf(DealOutcomeUpdatedSchema)} Its payload with the personal fields open is also the data of a ` +
+      'deal.outcome.updated webhook (/docs/webhooks/deal.outcome.updated.json).',
+  ),
+];
+
+/** The served documents by name. */
+export const EVENT_SCHEMAS: Readonly<Record<string, JsonSchemaDocument>> = Object.freeze(
+  Object.fromEntries(EVENT_SCHEMA_LIST.map((entry) => [entry.name, entry.document])),
 );
-
-/**
- * `call.transcript.recorded` with its personal fields open (`text`, `segments`): the
- * TranscriptRecorded event as the service reads it. `segments` is absent from events recorded
- * before it existed; read them from the text then (GET /api/calls/{callId}/transcript does). On
- * `calls.events.v1` it is `SealedTranscriptRecordedSchema`.
- */
-export const TranscriptRecordedSchema = Type.Object(
-  {
-    source: Type.Union([Type.Literal('audio'), Type.Literal('inline')], {
-      description: 'audio: transcribed from the recording; inline: the transcript sent with the call.',
-    }),
-    text: Type.String({ description: 'The transcript as recorded (an inline one as sent, WebVTT/SRT cues included).' }),
-    truncated: Type.Boolean({ description: 'The inline transcript was cut to 512,000 bytes.' }),
-    durationSeconds: Nullable(
-      Type.Number({
-        minimum: 0,
-        description: 'The audio length, or for an inline transcript its normalised duration or a length estimate.',
-      }),
-    ),
-    engine: Nullable(
-      Type.String({
-        description: 'The transcription engine, e.g. pocketsphinx or openai:whisper-1; null for an inline transcript.',
-      }),
-    ),
-    segments: Type.Optional(
-      Type.Array(
-        Type.Object(
-          {
-            start: Seconds,
-            end: Seconds,
-            speaker: Nullable(
-              Type.String({
-                maxLength: SEGMENT_LIMITS.maxSpeakerChars,
-                description: 'The speaker as labelled; null when not known.',
-              }),
-            ),
-            text: Type.String({
-              minLength: 1,
-              description: 'What was said; lines of one cue are joined by a line break.',
-            }),
-          },
-          { additionalProperties: false },
-        ),
-        {
-          maxItems: SEGMENT_LIMITS.maxSegments,
-          description:
-            "Who said what and when, in order: the engine's timed segments, else one per WebVTT/SRT cue or per line of the text. " +
-            `Past ${SEGMENT_LIMITS.maxSegments}, the last one holds the rest, a line each, "Speaker: " where the speaker changes (its speaker null unless they all have one). ` +
-            `Their text totals at most ${SEGMENT_LIMITS.maxTextBytes} bytes of UTF-8.`,
-        },
-      ),
-    ),
-    at: Type.String({ format: 'date-time', description: 'When the transcript was recorded.' }),
-  },
-  {
-    $id: 'call.transcript.recorded.opened',
-    title: 'call.transcript.recorded (personal fields open)',
-    description:
-      "The call's transcript, with its timed, speaker-labelled segments. This is the payload with its personal " +
-      'fields open (text, segments); on calls.events.v1 they travel sealed: /docs/events/call.transcript.recorded.json.',
-    additionalProperties: false,
-  },
-);
-
-// Every event written today fits the message schema, which also admits version-1 events (no segments).
-type Fits<A, B> = [A] extends [B] ? true : false;
-const _transcriptRecordedMatchesSchema: Fits<
-  TranscriptRecorded['data'],
-  Static<typeof TranscriptRecordedSchema>
-> = true;
-void _transcriptRecordedMatchesSchema;
-
-/**
- * `call.transcript.recorded` on `calls.events.v1`: the value of the message (CloudEvents binary
- * mode as for call.retried), its personal fields (the transcript's text and segments) sealed.
- */
-export const SealedTranscriptRecordedSchema = sealedMessage('TranscriptRecorded', TranscriptRecordedSchema, {
-  $id: 'call.transcript.recorded',
-  title: 'call.transcript.recorded',
-  description: (personalFields) =>
-    "The call's transcript was recorded: the message as it is on calls.events.v1. The transcript itself " +
-    `(${personalFields}: what was said, and who said it when) is personal: it is not in the message but travels ` +
-    'encrypted in sealed; read it through GET /api/calls/{callId}/transcript. The payload with it open (and ' +
-    'messages written before sealing existed) is /docs/events/call.transcript.recorded.opened.json.',
-});
-
-/**
- * `call.erased` on `calls.events.v1` (docs/decisions/0014-erasure-crypto-shredding.md): the call was
- * erased; its personal fields can no longer be read from any earlier message. No personal data.
- */
-export const CallErasedSchema = Type.Object(
-  {
-    cause: Type.Union([Type.Literal('deleted'), Type.Literal('retention'), Type.Literal('erasure_request')], {
-      description:
-        "deleted: the team's DELETE /api/calls/{callId}; retention: the team's retention period; erasure_request: an erasure request by e-mail.",
-    }),
-    erasureId: Type.Optional(
-      Type.String({ description: 'The erasure request that erased the call (cause erasure_request).' }),
-    ),
-    at: Type.String({ format: 'date-time', description: 'When the call was erased.' }),
-  },
-  {
-    $id: 'call.erased',
-    title: 'call.erased',
-    description: 'The call was erased: drop what you keep of it.',
-    additionalProperties: false,
-  },
-);
-
-const _callErasedMatchesSchema: Same<Static<typeof CallErasedSchema>, CallErased['data']> = true;
-void _callErasedMatchesSchema;
-
-/**
- * The served documents by name: a message's type is the message as it is on its topic; `.opened`,
- * the same payload with its personal fields open. call.erased has none.
- */
-export const EVENT_SCHEMAS = {
-  'call.erased': CallErasedSchema,
-  'deal.outcome.updated': SealedDealOutcomeUpdatedSchema,
-  'deal.outcome.updated.opened': DealOutcomeUpdatedSchema,
-  'call.retried': SealedCallRetriedSchema,
-  'call.retried.opened': CallRetriedSchema,
-  'call.transcript.recorded': SealedTranscriptRecordedSchema,
-  'call.transcript.recorded.opened': TranscriptRecordedSchema,
-} as const;

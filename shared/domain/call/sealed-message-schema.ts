@@ -4,7 +4,7 @@
  * `PERSONAL_FIELDS` lists for the payload's type, the list the sealing itself follows, are taken
  * out, and `sealed` is declared, so the document cannot disagree with the messages.
  */
-import { Kind, KindGuard, type TObject, type TProperties, Type } from '@sinclair/typebox';
+import { Kind, KindGuard, type TObject, type TProperties, type TUnion, Type } from '@sinclair/typebox';
 import { PERSONAL_FIELDS, SEALED_FIELD, SEALED_VERSION } from './personal-fields.ts';
 
 /** What an object schema says besides its properties (title, description, additionalProperties…). */
@@ -13,10 +13,21 @@ const optionsOf = (schema: TObject) => {
   return options;
 };
 
+/** What a union says besides its members (description, whether it is optional). */
+const unionOptionsOf = (schema: TUnion) => {
+  const { [Kind]: _kind, anyOf: _anyOf, ...options } = schema;
+  return options;
+};
+
+/** `schema` without the fields at `paths`, keeping its options. */
+const objectWithout = (schema: TObject, paths: ReadonlyArray<readonly string[]>): TObject =>
+  Type.Object(withoutFields(schema, paths), optionsOf(schema));
+
 /**
  * The properties of `schema` without the fields at `paths` (property names from `schema` down); an
- * object on a path keeps its other properties and its options. A path the schema does not have
- * throws: the field would travel sealed without the document saying so.
+ * object on a path keeps its other properties and its options, and so does each object of a union
+ * on a path (`attributedTo`: a member or the owner). A path the schema does not have throws: the
+ * field would travel sealed without the document saying so.
  */
 const withoutFields = (schema: TObject, paths: ReadonlyArray<readonly string[]>): TProperties => {
   const properties: TProperties = { ...schema.properties };
@@ -27,7 +38,12 @@ const withoutFields = (schema: TObject, paths: ReadonlyArray<readonly string[]>)
       if (property === undefined) throw new Error(`${String(schema.title ?? 'schema')} has no field ${name}`);
       delete properties[name];
     } else if (property !== undefined && KindGuard.IsObject(property)) {
-      properties[name] = Type.Object(withoutFields(property, inside), optionsOf(property));
+      properties[name] = objectWithout(property, inside);
+    } else if (property !== undefined && KindGuard.IsUnion(property) && property.anyOf.every(KindGuard.IsObject)) {
+      properties[name] = Type.Union(
+        property.anyOf.map((member) => objectWithout(member, inside)),
+        unionOptionsOf(property),
+      );
     } else throw new Error(`${String(schema.title ?? 'schema')} has no object ${name}`);
   }
   return properties;

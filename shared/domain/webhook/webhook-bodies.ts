@@ -1,13 +1,16 @@
 /**
  * The body of every webhook delivery, `{type, timestamp, data}` (README "Webhooks"): the shape of
- * each type's `data`, what it tells, and the one function that writes a body (`webhookBody`, which
- * takes only data of that shape). The data of call.completed and call.failed is the call as
- * GET /api/calls/:callId shows it; of deal.outcome.updated, the deal record with its personal
- * fields open: their schemas are those, not copies.
+ * each type's `data`, the one function that writes a body (`webhookBody`, which takes only data of
+ * that shape), and the JSON Schemas served for them at /docs/webhooks/{type}.json
+ * (docs/decisions/0024-every-published-message-has-a-schema.md). The data of call.completed and
+ * call.failed is the call as GET /api/calls/:callId shows it; of deal.outcome.updated, the deal
+ * record with its personal fields open: their schemas are those, not copies.
  */
 import { type Static, type TObject, Type } from '@sinclair/typebox';
+import { schemaDocument, type JsonSchemaDocument } from '../json-schema-document.ts';
+import { CallErasedSchema } from '../call/call-event-data.ts';
 import { CallDetailSchema } from '../call/call-view-schema.ts';
-import { CallErasedSchema, DealOutcomeUpdatedSchema } from '../call/event-schemas.ts';
+import { DealOutcomeUpdatedSchema } from '../call/event-schemas.ts';
 import type { WebhookDeliveryType } from './webhook-events.ts';
 
 /** call.erased: nothing personal, only which call, when and why. */
@@ -71,3 +74,38 @@ export type WebhookData<T extends WebhookDeliveryType> = Static<(typeof WEBHOOK_
 /** The body of a delivery: the only way one is written, so every body has its documented shape. */
 export const webhookBody = <T extends WebhookDeliveryType>(type: T, timestamp: string, data: WebhookData<T>): string =>
   JSON.stringify({ type, timestamp, data });
+
+/** One served webhook document. */
+export interface WebhookSchema {
+  /** The delivery type, also its name: /docs/webhooks/{type}.json. */
+  type: WebhookDeliveryType;
+  document: JsonSchemaDocument;
+}
+
+export const WEBHOOK_SCHEMA_LIST: readonly WebhookSchema[] = (Object.keys(WEBHOOK_BODIES) as WebhookDeliveryType[]).map(
+  (type) => {
+    const body: { data: TObject; about: string; timestamp: string } = WEBHOOK_BODIES[type];
+    return {
+      type,
+      document: schemaDocument(
+        Type.Object({
+          type: Type.Literal(type),
+          timestamp: Type.String({ format: 'date-time', description: body.timestamp }),
+          data: body.data,
+        }),
+        {
+          $id: `webhook.${type}`,
+          title: `${type} webhook`,
+          description:
+            `The body of a ${type} webhook delivery. ${body.about} Signed as Standard Webhooks specify: the ` +
+            'webhook-id (the same on every attempt: deduplicate by it), webhook-timestamp and webhook-signature headers.',
+        },
+      ),
+    };
+  },
+);
+
+/** The served webhook documents by type. */
+export const WEBHOOK_SCHEMAS: Readonly<Record<string, JsonSchemaDocument>> = Object.freeze(
+  Object.fromEntries(WEBHOOK_SCHEMA_LIST.map((entry) => [entry.type, entry.document])),
+);

@@ -129,11 +129,12 @@ describe('no 500 for anything a caller can send; every error is problem+json', (
     }
   });
 
-  test('the event schema route serves its own schemas only: constructor, toString and __proto__ are 404', async () => {
-    for (const name of ['constructor', 'toString', '__proto__', 'hasOwnProperty']) {
-      const res = await get(`/docs/events/${name}.json`);
-      assert.equal(res.status, 404, name);
-      assert.match(res.headers.get('content-type') ?? '', /problem\+json/);
-    }
+  test('the schema routes serve their own schemas only: constructor, toString and __proto__ are 404', async () => {
+    for (const route of ['/docs/events', '/docs/webhooks'])
+      for (const name of ['constructor', 'toString', '__proto__', 'hasOwnProperty']) {
+        const res = await get(`${route}/${name}.json`);
+        assert.equal(res.status, 404, `${route} ${name}`);
+        assert.match(res.headers.get('content-type') ?? '', /problem\+json/);
+      }
   });
 });

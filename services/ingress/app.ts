@@ -1,4 +1,5 @@
 import swagger from '@fastify/swagger';
+import { Type } from '@sinclair/typebox';
 import { problem, PROBLEM_JSON, ProblemError } from './errors.ts';
 import { unstorableTextErrors } from '../../shared/domain/submission/storable-text.ts';
 import { http } from '../../shared/node-http.ts';
@@ -27,6 +28,7 @@ import type { PersonalData } from '../../shared/adapters/crypto/personal-data.ts
 import { installErrorHandler } from './error-handler.ts';
 import { INGEST_BODY_LIMIT, INGEST_PATH, registerIngestRoute } from './ingest-route.ts';
 import { registerMetrics } from './metrics-routes.ts';
+import { type OpenApiDocument, problemJsonResponses } from './problem-responses.ts';
 import { registerConsoleRoutes } from './console-routes.ts';
 import { registerUsageRoute } from './usage-route.ts';
 import { registerTranscriptRoute } from './transcript-route.ts';
@@ -35,7 +37,7 @@ import { registerWebhookRoutes } from './webhook-routes.ts';
 import { registerSchemaRoutes } from './schema-routes.ts';
 import type { TeamService } from './teams/team-service.ts';
 import type { Health } from '../runtime/health.ts';
-import { readiness } from '../runtime/readiness.ts';
+import { readiness, ReadinessReportSchema } from '../runtime/readiness.ts';
 import { holdsCredential } from '../runtime/logger.ts';
 
 export interface IngressDeps {
@@ -171,7 +173,8 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
   installErrorHandler(app);
 
   await app.register(swagger, {
-    // Every 4xx and 5xx of this API is RFC 9457 problem+json (error-handler.ts): say so in the document.
+    // Every 4xx and 5xx of this API is RFC 9457 problem+json (error-handler.ts): the document declares
+    // each one a route can give, its own and those of its kind (problem-responses.ts).
     transformObject: (document) =>
       'openapiObject' in document
         ? problemJsonResponses(document.openapiObject as OpenApiDocument)
@@ -206,9 +209,17 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
   });
 
   registerSchemaRoutes(app, deps.topics ?? TOPICS);
-  app.get('/healthz', { schema: { tags: ['Operations'], summary: 'The process is alive' } }, async () => ({
-    status: 'ok',
-  }));
+  app.get(
+    '/healthz',
+    {
+      schema: {
+        tags: ['Operations'],
+        summary: 'The process is alive',
+        response: { 200: Type.Object({ status: Type.Literal('ok') }) },
+      },
+    },
+    async () => ({ status: 'ok' as const }),
+  );
   const ready = readiness(deps.check, deps.health, deps.logger);
   app.get(
     '/readyz',
@@ -216,6 +227,14 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
       schema: {
         tags: ['Operations'],
         summary: 'The backends answer and every part of this process does its job; 503 names what does not',
+        response: {
+          200: { description: 'Ready', content: { 'application/json': { schema: ReadinessReportSchema } } },
+          // The report, as JSON; the problem a shutdown answers is added with every route's 503 (problem-responses.ts).
+          503: {
+            description: 'Not ready: the report names what fails in `reasons`.',
+            content: { 'application/json': { schema: ReadinessReportSchema } },
+          },
+        },
       },
     },
     async (_request, reply) => {
@@ -284,24 +303,6 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
   registerTranscriptRoute(app, { teams: deps.teams, limiter: deps.limiter, eventStore: deps.eventStore });
   registerConsoleRoutes(app);
   return app;
-};
-
-type OpenApiDocument = {
-  paths?: Record<string, Record<string, { responses?: Record<string, { content?: Record<string, unknown> }> }>>;
-};
-
-/** Error answers declared as application/problem+json, the content type they are sent with. */
-const problemJsonResponses = <T extends OpenApiDocument>(document: T): T => {
-  for (const operations of Object.values(document.paths ?? {})) {
-    for (const operation of Object.values(operations)) {
-      for (const [status, response] of Object.entries(operation.responses ?? {})) {
-        const json = response.content?.['application/json'];
-        if (Number(status) < 400 || !json) continue;
-        response.content = { 'application/problem+json': json };
-      }
-    }
-  }
-  return document;
 };
 
 /**

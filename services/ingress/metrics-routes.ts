@@ -3,6 +3,7 @@
  * method, route pattern and status with its latency; the ingest endpoint's answers also by code.
  * The scrape is protected: the admin token or METRICS_TOKEN as a bearer token (README, Metrics).
  */
+import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import {
   httpRequestDuration,
@@ -62,6 +63,13 @@ export const registerMetrics = (app: TypedApp, deps: MetricsRouteDeps): void => 
         tags: ['Operations'],
         summary: 'Prometheus metrics of this process (bearer admin token or METRICS_TOKEN)',
         security: [{ adminToken: [] }],
+        // Its 401 and 429 are the admin guard's, declared for every route with its security (problem-responses.ts).
+        response: {
+          200: {
+            description: 'The Prometheus text exposition format',
+            content: { [METRICS_CONTENT_TYPE]: { schema: Type.String() } },
+          },
+        },
       },
     },
     async (_request, reply) => reply.type(METRICS_CONTENT_TYPE).send(await renderMetrics()),

@@ -11,6 +11,7 @@ import { schemaIndex } from '../../shared/domain/schema-index.ts';
 import { WEBHOOK_SCHEMAS } from '../../shared/domain/webhook/webhook-bodies.ts';
 import type { Topics } from '../../shared/topics.ts';
 import { ProblemError } from './errors.ts';
+import { problemResponses } from './problem-responses.ts';
 import type { TypedApp } from './typed-app.ts';
 
 export const SCHEMA_INDEX_PATH = '/docs/events/index.json';
@@ -28,6 +29,14 @@ export const registerSchemaRoutes = (app: TypedApp, topics: Topics): void => {
   const index = schemaIndex(topics);
   const tags = ['Operations'];
   const params = Type.Object({ name: Type.String() });
+  // A served document as it is: the response schema lets every keyword through.
+  const document = (description: string) => ({
+    200: {
+      description,
+      content: { 'application/schema+json': { schema: Type.Object({}, { additionalProperties: true }) } },
+    },
+    ...problemResponses(404),
+  });
 
   app.get(
     SCHEMA_INDEX_PATH,
@@ -40,6 +49,7 @@ export const registerSchemaRoutes = (app: TypedApp, topics: Topics): void => {
           "one's schema, and what its headers hold. schemas: every document under /docs/events/ and /docs/webhooks/ " +
           'with its ce_type (or webhook type), its topics and its form: topic (the value as on the topic, personal ' +
           'fields sealed), opened (the same payload with them open) or webhook (a webhook request body).',
+        response: { 200: Type.Object({}, { additionalProperties: true, description: 'The index' }) },
       },
     },
     async () => index,
@@ -57,6 +67,7 @@ export const registerSchemaRoutes = (app: TypedApp, topics: Topics): void => {
           'topic, its personal fields sealed; `.opened` is the same payload with them open. One for every ce_type ' +
           `published; ${SCHEMA_INDEX_PATH} lists each with its topics.`,
         params,
+        response: document('The JSON Schema (2020-12) of the message'),
       },
     },
     async (request, reply) =>
@@ -73,6 +84,7 @@ export const registerSchemaRoutes = (app: TypedApp, topics: Topics): void => {
           `Types: ${Object.keys(WEBHOOK_SCHEMAS).join(', ')}. The whole body, {type, timestamp, data}, with ` +
           'its personal fields open.',
         params,
+        response: document('The JSON Schema (2020-12) of the webhook body'),
       },
     },
     async (request, reply) =>

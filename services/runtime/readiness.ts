@@ -3,16 +3,32 @@
  * registered part is ready. A change from ready to not ready, or of its reasons, is logged once
  * at error level, so the log says why a load balancer took the process out.
  */
+import { type Static, Type } from '@sinclair/typebox';
 import type { Logger } from 'pino';
-import type { ComponentReport, Health } from './health.ts';
+import { AnyKeyRecord } from '../../shared/domain/any-key-record.ts';
+import type { Health } from './health.ts';
 
-export interface ReadinessReport {
-  status: 'ready' | 'unavailable';
-  backends: Record<string, boolean>;
-  components: Record<string, ComponentReport>;
-  /** Why not ready: one line per failing backend or part. */
-  reasons?: string[];
-}
+/** GET /readyz's body, 200 and 503 alike; the OpenAPI document declares it with this schema. */
+export const ReadinessReportSchema = Type.Object({
+  status: Type.Union([Type.Literal('ready'), Type.Literal('unavailable')]),
+  backends: AnyKeyRecord(Type.Boolean(), { description: 'Each backend, and whether it answers.' }),
+  components: AnyKeyRecord(
+    // A part's own details (its lag, what it retries since when) ride along.
+    Type.Object(
+      {
+        ready: Type.Boolean(),
+        reason: Type.Optional(Type.String({ description: 'Why it is not ready (or a note).' })),
+      },
+      { additionalProperties: true },
+    ),
+    { description: 'Each part of this process (consumer, projections, subscriptions) and whether it does its job.' },
+  ),
+  reasons: Type.Optional(
+    Type.Array(Type.String(), { description: 'Why not ready: one line per failing backend or part.' }),
+  ),
+});
+
+export type ReadinessReport = Static<typeof ReadinessReportSchema>;
 
 export const readiness = (
   check: () => Promise<Record<string, boolean>>,

@@ -2,19 +2,23 @@
  * The service configuration: read from the environment once, validated, frozen.
  * Nothing else in the code base reads `process.env`.
  */
-import { type Static, Type } from '@sinclair/typebox';
+import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
+import { openAiEndpoint } from './adapters/openai-compatible.ts';
+import { ConfigError, invalidField, invalidVariable } from './config-error.ts';
+
+export { ConfigError };
 
 const Integer = (description: string, minimum = 0) => Type.Integer({ description, minimum });
+const Port = (description: string) => Type.Integer({ description, minimum: 0, maximum: 65_535 });
 
 export const ConfigSchema = Type.Object({
   /** HTTP port. */
-  port: Integer('PORT: HTTP port (default 3000)', 0),
+  port: Port('PORT: HTTP port (default 3000)'),
   /** Port of /healthz and /readyz for the standalone processor and projections; unset: none. */
   healthPort: Type.Optional(
-    Integer(
+    Port(
       'HEALTH_PORT: port of /healthz and /readyz of a standalone processor or projections process (default: not served)',
-      0,
     ),
   ),
   readyRetryThresholdMs: Integer(
@@ -35,6 +39,7 @@ export const ConfigSchema = Type.Object({
       description:
         'OTEL_EXPORTER_OTLP_ENDPOINT: OTLP/HTTP collector base URL, e.g. http://127.0.0.1:4318 (default: traces off)',
       pattern: '^https?://',
+      expected: 'an http:// or https:// URL such as http://127.0.0.1:4318',
     }),
   ),
   /** The service name on this process's spans. */
@@ -76,7 +81,11 @@ export const ConfigSchema = Type.Object({
   processingTimeoutMs: Integer('PROCESSING_TIMEOUT_MS: processing deadline per call (default 3600000 = 60 min)', 1),
   /** PostgreSQL server for the event store (and the event log when Kafka is not configured). */
   databaseUrl: Type.Optional(
-    Type.String({ description: 'DATABASE_URL: postgres://… — event store on PostgreSQL', minLength: 1 }),
+    Type.String({
+      description: 'DATABASE_URL: postgres://… — event store on PostgreSQL',
+      pattern: '^postgres(ql)?://',
+      expected: 'a PostgreSQL connection URL, postgres://user:password@host:5432/database (or postgresql://…)',
+    }),
   ),
   /** A statement on PostgreSQL not answered within this time fails (503 for a request; retried by the pipeline). */
   databaseQueryTimeoutMs: Integer(
@@ -91,6 +100,7 @@ export const ConfigSchema = Type.Object({
   databaseSchema: Type.String({
     description: 'DATABASE_SCHEMA: PostgreSQL schema (default public)',
     pattern: '^[a-z_][a-z0-9_]{0,62}$',
+    expected: 'a schema name of at most 63 lower-case letters, digits and _, not starting with a digit',
   }),
   /** Kafka bootstrap brokers, comma-separated. */
   kafkaBrokers: Type.Array(Type.String({ minLength: 1 }), {
@@ -117,6 +127,7 @@ export const ConfigSchema = Type.Object({
   topicPrefix: Type.String({
     description: 'TOPIC_PREFIX: prefix of every topic name (default none)',
     pattern: '^[A-Za-z0-9._-]{0,100}$',
+    expected: 'at most 100 letters, digits, ., _ and -',
   }),
   /** Redis for rate-limit counters shared by every ingress process. */
   redisUrl: Type.Optional(Type.String({ description: 'REDIS_URL: redis://… — shared rate limits', minLength: 1 })),
@@ -178,6 +189,8 @@ export const ConfigSchema = Type.Object({
   webhookRetryScheduleMs: Type.Array(Type.Integer({ minimum: 1 }), {
     description:
       'WEBHOOK_RETRY_SCHEDULE: pauses before each retry of a webhook delivery, comma-separated durations like 500ms, 5s, 2m, 1h (default 5s,30s,2m,10m,30m,1h,3h,6h,12h,24h)',
+    expected:
+      'a comma-separated list of durations such as 5s,1m,10m: each a whole number of ms, s, m, h or d, at least 1 ms',
   }),
   /** Lifts the address policy of webhook deliveries (local development and tests only). */
   webhookAllowPrivate: Type.Boolean({
@@ -198,12 +211,11 @@ export type Config = Readonly<Static<typeof ConfigSchema>>;
 
 type Env = Record<string, string | undefined>;
 
+/** The number a variable holds; one that is not a whole number is refused by the schema, naming the text. */
 const integer = (env: Env, name: string, fallback: number): number => {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value)) throw new ConfigError(`${name} must be a whole number, got ${JSON.stringify(raw)}`);
-  return value;
+  return Number(raw);
 };
 
 const boolean = (env: Env, name: string, fallback: boolean): boolean => {
@@ -211,7 +223,7 @@ const boolean = (env: Env, name: string, fallback: boolean): boolean => {
   if (raw === undefined || raw === '') return fallback;
   if (['true', '1', 'yes'].includes(raw)) return true;
   if (['false', '0', 'no'].includes(raw)) return false;
-  throw new ConfigError(`${name} must be true or false, got ${JSON.stringify(env[name])}`);
+  throw invalidVariable(name, env[name], 'true or false (or 1 and 0, yes and no)');
 };
 
 const optional = (env: Env, name: string): string | undefined => {
@@ -226,15 +238,6 @@ const durations = (text: string): number[] =>
     const match = /^\s*([0-9]+)\s*(ms|s|m|h|d)\s*$/.exec(part);
     return match ? Number(match[1]) * DURATION_UNITS[match[2]!]! : Number.NaN;
   });
-
-/** A variable is missing or malformed; the message names it. */
-export class ConfigError extends Error {
-  readonly code = 'CONFIG_INVALID';
-  constructor(message: string) {
-    super(message);
-    this.name = 'ConfigError';
-  }
-}
 
 /** Builds the configuration from an environment (default `process.env`); throws ConfigError naming the variable. */
 export const loadConfig = (env: Env = process.env): Config => {
@@ -291,12 +294,25 @@ export const loadConfig = (env: Env = process.env): Config => {
   for (const key of Object.keys(config) as (keyof typeof config)[]) if (config[key] === undefined) delete config[key];
   const error = Value.Errors(ConfigSchema, config).First();
   if (error) {
-    const field = error.path.split('/')[1] ?? '';
-    const description =
-      (ConfigSchema.properties as Record<string, { description?: string }>)[field]?.description ?? field;
-    throw new ConfigError(
-      `invalid configuration: ${description.split(':')[0]} ${error.message} (got ${JSON.stringify(error.value)})`,
-    );
+    // The text the variable held, not the value parsed from it (a malformed duration is NaN, shown as null).
+    throw invalidField((ConfigSchema.properties as Record<string, TSchema>)[error.path.split('/')[1] ?? '']!, env);
+  }
+  // The same rule the adapters apply, at start rather than at the first call (a blocked port fails every call).
+  for (const [variable, url, what, path] of [
+    ['TRANSCRIBE_URL', config.transcribeUrl, 'transcription', 'audio/transcriptions'],
+    ['ANALYSE_URL', config.analyseUrl, 'analysis', 'chat/completions'],
+  ] as const) {
+    if (url === undefined) continue;
+    try {
+      openAiEndpoint(url, path, what);
+    } catch (refusal) {
+      throw invalidVariable(
+        variable,
+        env[variable],
+        `the http(s) base URL of an OpenAI-compatible /v1/${path} endpoint`,
+        (refusal as Error).message,
+      );
+    }
   }
   return Object.freeze(config);
 };

@@ -11,6 +11,7 @@ import { createSqliteEventLog } from '../../shared/adapters/event-log/sql-event-
 import { createSqliteEventStore } from '../../shared/adapters/event-store/sqlite-event-store.ts';
 import { openSqlite, type OpenedSqlite } from '../../shared/adapters/sqlite/sqlite-database.ts';
 import type { Config } from '../../shared/config.ts';
+import { maskPassword } from '../../shared/config-error.ts';
 import type { EventLog } from '../../shared/ports/event-log.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import type { ReadModels } from '../../shared/ports/read-models.ts';
@@ -56,8 +57,6 @@ export interface Backends {
   check(): Promise<{ eventStore: boolean; eventLog: boolean }>;
   close(): Promise<void>;
 }
-
-const redact = (url: string) => url.replace(/\/\/([^:@/]+):[^@/]+@/, '//$1:***@');
 
 /** The PostgreSQL server, schema and statement deadline every PostgreSQL adapter is given. */
 const postgresOf = (config: Config) => ({
@@ -126,9 +125,9 @@ export const openBackends = async (config: Config, log: Logger): Promise<Backend
     }
     const description = {
       eventStore: config.kurrentDbUrl
-        ? `kurrentdb ${redact(config.kurrentDbUrl)}`
+        ? `kurrentdb ${maskPassword(config.kurrentDbUrl)}`
         : config.databaseUrl
-          ? `postgresql ${redact(config.databaseUrl)} schema ${config.databaseSchema}`
+          ? `postgresql ${maskPassword(config.databaseUrl)} schema ${config.databaseSchema}`
           : `sqlite ${sqlite!.dataDir}`,
       eventLog:
         config.kafkaBrokers.length > 0

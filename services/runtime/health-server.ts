@@ -14,6 +14,7 @@ import type { Config } from '../../shared/config.ts';
 import type { Backends } from './backends.ts';
 import type { Health } from './health.ts';
 import { readiness } from './readiness.ts';
+import { listenRefusal } from './listen-refusal.ts';
 import { bearerToken } from '../../shared/security/bearer-token.ts';
 import { ERROR_STATUS, type ErrorCode, problem, PROBLEM_JSON } from '../ingress/errors.ts';
 
@@ -85,7 +86,11 @@ export const serveHealth = async (
     }
     refuse('NOT_FOUND', `No route ${request.method} ${path}; try /healthz, /readyz or /metrics.`);
   });
-  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, host, () => resolve()));
+  await new Promise<void>((resolve, reject) =>
+    server
+      .once('error', (error) => reject(listenRefusal(error, { host, port, portVariable: 'HEALTH_PORT' })))
+      .listen(port, host, () => resolve()),
+  );
   const address = server.address() as AddressInfo;
   logger.info({ port: address.port }, `health on http://${host}:${address.port}/readyz`);
   return { close: () => new Promise<void>((resolve) => server.close(() => resolve())) };

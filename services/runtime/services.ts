@@ -12,6 +12,7 @@ import type { Health } from './health.ts';
 import { openRateLimiter } from './rate-limiter.ts';
 import { resolveSecrets } from './secrets.ts';
 import { openSteps } from './steps.ts';
+import { listenRefusal } from './listen-refusal.ts';
 import { registerEmbeddedDatabase } from './embedded-database-health.ts';
 
 export interface Service {
@@ -51,7 +52,9 @@ export const startIngressService = async (
     storedEvents: backends.storedEvents,
     publishCoversStore: backends.publishCoversStore,
   });
-  const address = await ingress.app.listen({ port: config.port, host: config.host });
+  const address = await ingress.app
+    .listen({ port: config.port, host: config.host })
+    .catch((error: unknown) => Promise.reject(listenRefusal(error, { ...config, portVariable: 'PORT' })));
   const unregister = registerEmbeddedDatabase(backends, health);
   return {
     address,

@@ -46,6 +46,10 @@ test('a malformed variable fails fast with a message naming it', () => {
   rejects({ LOG_LEVEL: 'loud' }, 'LOG_LEVEL');
   rejects({ ADMIN_TOKEN: 'short' }, 'ADMIN_TOKEN');
   rejects({ DATABASE_SCHEMA: 'Bad-Name' }, 'DATABASE_SCHEMA');
+  rejects({ PORT: '70000' }, 'PORT');
+  rejects({ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL');
+  rejects({ TRANSCRIBE_URL: 'http://127.0.0.1:6000' }, 'TRANSCRIBE_URL');
+  rejects({ ANALYSE_URL: 'ftp://127.0.0.1' }, 'ANALYSE_URL');
 });
 
 test('WEBHOOK_RETRY_SCHEDULE: durations in ms, s, m, h or d; the default is the Standard Webhooks schedule; a malformed one is refused', () => {
@@ -70,4 +74,60 @@ test('WEBHOOK_RETRY_SCHEDULE: durations in ms, s, m, h or d; the default is the 
   for (const schedule of ['5s,,2m', 'soon', '5 seconds', '0s', '-5s'])
     rejects({ WEBHOOK_RETRY_SCHEDULE: schedule }, 'WEBHOOK_RETRY_SCHEDULE');
   rejects({ WEBHOOK_ALLOW_PRIVATE: 'perhaps' }, 'WEBHOOK_ALLOW_PRIVATE');
+});
+
+/** The message a refused environment stops the service with. */
+const refusal = (env: Record<string, string>): string => {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    assert.ok(error instanceof ConfigError, String(error));
+    return error.message;
+  }
+  return assert.fail(`accepted ${JSON.stringify(env)}`);
+};
+
+test('a bad value is told with the text the variable held and what it must hold', () => {
+  // The text, not the value parsed from it: a malformed duration or port was told as "got null".
+  assert.equal(
+    refusal({ WEBHOOK_RETRY_SCHEDULE: 'bogus' }),
+    'invalid configuration: WEBHOOK_RETRY_SCHEDULE="bogus" is not valid: expected a comma-separated list of durations such as 5s,1m,10m: each a whole number of ms, s, m, h or d, at least 1 ms',
+  );
+  assert.equal(
+    refusal({ AUDIO_ALLOWED_PORTS: '80,abc' }),
+    'invalid configuration: AUDIO_ALLOWED_PORTS="80,abc" is not valid: expected a comma-separated list, each a whole number from 1 to 65535',
+  );
+  assert.equal(
+    refusal({ PORT: 'eighty' }),
+    'invalid configuration: PORT="eighty" is not valid: expected a whole number from 0 to 65535',
+  );
+  assert.equal(
+    refusal({ LOG_LEVEL: 'loud' }),
+    'invalid configuration: LOG_LEVEL="loud" is not valid: expected one of fatal, error, warn, info, debug, trace, silent',
+  );
+  assert.equal(
+    refusal({ WEBHOOK_ALLOW_PRIVATE: 'perhaps' }),
+    'invalid configuration: WEBHOOK_ALLOW_PRIVATE="perhaps" is not valid: expected true or false (or 1 and 0, yes and no)',
+  );
+  assert.match(
+    refusal({ TRANSCRIBE_URL: 'http://127.0.0.1:6000' }),
+    /^invalid configuration: TRANSCRIBE_URL="http:\/\/127\.0\.0\.1:6000" is not valid: transcription URL names port 6000, .*; expected the http\(s\) base URL of an OpenAI-compatible \/v1\/audio\/transcriptions endpoint$/,
+  );
+});
+
+test("DATABASE_URL is a postgres:// or postgresql:// URL, told with its password masked; a secret's value is never told", () => {
+  assert.equal(loadConfig({ DATABASE_URL: 'postgresql://app@db/calls' }).databaseUrl, 'postgresql://app@db/calls');
+  assert.equal(
+    refusal({ DATABASE_URL: 'mysql://app:s3cret@db/calls' }),
+    'invalid configuration: DATABASE_URL="mysql://app:***@db/calls" is not valid: expected a PostgreSQL connection URL, postgres://user:password@host:5432/database (or postgresql://…)',
+  );
+  assert.equal(
+    refusal({ ANALYSE_URL: 'https://app:s3cret@llm.example/v1' }),
+    'invalid configuration: ANALYSE_URL="https://app:***@llm.example/v1" is not valid: analysis URL must not carry credentials; pass the key as apiKey; expected the http(s) base URL of an OpenAI-compatible /v1/chat/completions endpoint',
+  );
+  for (const variable of ['ADMIN_TOKEN', 'METRICS_TOKEN', 'API_KEY_SECRET', 'DATA_KEY_SECRET'])
+    assert.equal(
+      refusal({ [variable]: 's3cret-but-short' }),
+      `invalid configuration: ${variable} (its value not shown) is not valid: expected at least 32 characters`,
+    );
 });

@@ -5,7 +5,8 @@
  * deal projection writes, so a message goes out only after its deal record exists), the webhook
  * delivery worker, and the call-events relay. Each follows the event store's global feed; outages
  * are retried in place, a failure is restarted from its checkpoint, and an event a projection
- * cannot take stops that projection until an operator skips it (see supervised.ts).
+ * cannot take, proven bad by its failure, stops that projection until an operator skips it (see
+ * supervised.ts and docs/decisions/0025-what-blames-the-data.md).
  */
 import type { Logger } from 'pino';
 import { toRecord } from '../../shared/cloudevents.ts';
@@ -15,6 +16,7 @@ import type { PersonalData } from '../../shared/adapters/crypto/personal-data.ts
 import { startErasedKeyShredder } from './erased-key-shredder.ts';
 import type { ProjectionWriter, ReadModels } from '../../shared/ports/read-models.ts';
 import type { Topics } from '../../shared/topics.ts';
+import { isDataAtFault } from '../../shared/ports/data-at-fault.ts';
 import { isBackendUnavailable } from '../../shared/ports/unavailable.ts';
 import type { ComponentReport, Health } from '../runtime/health.ts';
 import { CALL_EVENTS_RELAY, startCallEventsRelay } from './call-events-relay.ts';
@@ -73,9 +75,14 @@ const WEBHOOK_CATEGORIES = [CALL_CATEGORY, webhookEvents.category] as const;
  * rebuild was activated), the apply fails with CheckpointMismatchError and the supervisor starts it
  * again from the new one.
  * A batch that fails for another reason than an outage is applied again one event at a time, so
- * the one event that cannot be projected is named (`ProjectionEventError`) and every event before
- * it is kept; events an operator skipped are left out (`skipped`: the skip list read for this
- * start, by default here; a writer that reads other events of the store takes the same one).
+ * every event before the failing one is kept. The projection stops on that event
+ * (`ProjectionEventError`) only when its failure proves the event bad (`dataAtFault`: it does not
+ * decode, the database refuses its values); any other failure is not the event's to answer for
+ * (docs/decisions/0025-what-blames-the-data.md): an outage is retried in place by the
+ * subscription, anything else fails the subscription, which the supervisor starts again from the
+ * checkpoint after a growing pause, reported by readiness until it passes. Events an operator
+ * skipped are left out (`skipped`: the skip list read for this start, by default here; a writer
+ * that reads other events of the store takes the same one).
  */
 const followFromCheckpoint = (
   name: SkippableProjection,
@@ -125,7 +132,7 @@ const followFromCheckpoint = (
             try {
               await writer.apply([event], event.position, { expectedCheckpoint: position });
             } catch (eventError) {
-              if (passes(eventError)) throw eventError;
+              if (!isDataAtFault(eventError)) throw eventError;
               throw new ProjectionEventError(name, event, eventError);
             }
             position = event.position;

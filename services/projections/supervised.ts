@@ -13,7 +13,10 @@ import type { Logger } from 'pino';
 import type { RecordedEvent, Subscription } from '../../shared/ports/event-store.ts';
 import type { ComponentReport } from '../runtime/health.ts';
 
-/** The projection failed on this one event (not an outage). */
+/**
+ * The projection failed on this one event, and the failure proves the event bad (it does not
+ * decode, the database refuses its values): not an outage, nor anything that could pass.
+ */
 export class ProjectionEventError extends Error {
   readonly retriable = false;
   /** Where the event is, never its data: the error is logged, and the data may be personal. */

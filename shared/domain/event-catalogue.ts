@@ -84,6 +84,8 @@ export class EventDecodeError extends Error {
   readonly code = 'EVENT_DECODE_FAILED';
   /** Not retriable: the stored event stays as it is; an operator decides (skip, or a new upcaster). */
   readonly retriable = false;
+  /** The event is at fault, not the store (docs/decisions/0025-what-blames-the-data.md). */
+  readonly dataAtFault = true;
   constructor(
     readonly streamId: string,
     readonly revision: number,

@@ -173,6 +173,8 @@ export class UnknownTopicError extends Error {
 export class RecordRefusedError extends Error {
   readonly code = 'RECORD_REFUSED';
   readonly retriable = false;
+  /** The records are at fault, not the log (docs/decisions/0025-what-blames-the-data.md). */
+  readonly dataAtFault = true;
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'RecordRefusedError';

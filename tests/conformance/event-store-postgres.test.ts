@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import pg from 'pg';
 import { createPostgresEventStore } from '../../shared/adapters/event-store/postgres-event-store.ts';
+import { DataAtFaultError } from '../../shared/ports/data-at-fault.ts';
 import { backend } from '../support/backends.ts';
 import { eventually } from '../support/eventually.ts';
 import { freshSchema } from '../support/postgres.ts';
@@ -178,8 +179,11 @@ test(
         outcomes.map((o) => o.status),
         ['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled'],
       );
-      const refused = (outcomes[2] as PromiseRejectedResult).reason as { code?: string; retriable?: boolean };
-      assert.equal(refused.code, '22P05', "the server's own refusal, not an outage to retry");
+      const refused: unknown = (outcomes[2] as PromiseRejectedResult).reason;
+      // The server's own refusal of the data, not an outage to retry (docs/decisions/0025-what-blames-the-data.md).
+      assert.ok(refused instanceof DataAtFaultError, String(refused));
+      assert.equal(refused.retriable, false);
+      assert.equal((refused.cause as { code?: string }).code, '22P05');
       assert.deepEqual((await store.readAll()).map((e) => e.streamId).sort(), ['call-a', 'call-b', 'call-c', 'call-d']);
     } finally {
       await store.close();

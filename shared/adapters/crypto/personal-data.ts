@@ -11,6 +11,7 @@
  * once); destroyed keys for good, since a destroyed key never comes back.
  */
 import type { KeyObject } from 'node:crypto';
+import { DataAtFaultError } from '../../ports/data-at-fault.ts';
 import { type DataKeyStore } from '../../ports/data-keys.ts';
 import type { Json } from '../../ports/event-store.ts';
 import {
@@ -114,9 +115,18 @@ export const createPersonalData = (keys: DataKeyStore): PersonalData => {
       const { [SEALED_FIELD]: _sealed, ...rest } = data as JsonObject;
       const key = await keyFor(callId, false);
       if (!key) return { data: mergePersonal(type, rest, undefined), erased: true };
-      const personal = JSON.parse(
-        open(key, Buffer.from(sealed.slice(VERSION.length), 'base64'), callId).toString('utf8'),
-      ) as Record<string, Json>;
+      let personal: Record<string, Json>;
+      try {
+        personal = JSON.parse(
+          open(key, Buffer.from(sealed.slice(VERSION.length), 'base64'), callId).toString('utf8'),
+        ) as Record<string, Json>;
+      } catch (error) {
+        // The call's own key opened (a wrong DATA_KEY_SECRET fails before, as the key store's
+        // failure): the sealed bytes, or the call id they are bound to, are what is wrong.
+        throw new DataAtFaultError(`the sealed personal fields of ${type} of call ${callId} do not open with its key`, {
+          cause: error,
+        });
+      }
       return { data: mergePersonal(type, rest, personal), erased: false };
     },
     isSealed: (data) => sealedOf(data) !== undefined,

@@ -1,15 +1,20 @@
 /**
  * What every consumer does when handling one record fails, so that one record never stops a
- * partition and an outage never costs a member its group:
- * - a retriable failure (a backend is down: `BackendUnavailableError`, or an error that says
- *   `retriable: true`) is retried in place with jittered backoff for as long as it lasts; the
- *   member keeps its partitions; one warning when the retrying starts, one line when it ends;
- * - any other failure belongs to the record (it can never be parsed or stored): the record goes
- *   to the dead-letter topic with the reason and its origin in headers, and the consumer moves on.
+ * partition and an outage never costs a member its group (docs/decisions/0025-what-blames-the-data.md):
+ * - a failure that proves the record bad (`dataAtFault`: it does not parse or decode, the database
+ *   refuses its values, the log refuses it for its size) belongs to the record: it goes to the
+ *   dead-letter topic with the reason and its origin in headers, and the consumer moves on;
+ * - any other failure is retried in place with jittered backoff for as long as it lasts: an outage
+ *   (`BackendUnavailableError`, or `retriable: true`), and also a failure that proves nothing
+ *   either way (a database error no classifier knows, a bug), since dead-lettering a good record
+ *   loses an accepted call. The member keeps its partitions; one line when the retrying starts
+ *   (a warning for an outage, an error otherwise), one when it ends; readiness reports records
+ *   retrying past its threshold, with the last error.
  * Only the abort signal (the consumer is stopping) ends the retrying: the handler then throws, the
  * record is not committed, and the partition's next owner gets it again.
  */
 import type { EventLog, LogRecord } from '../../ports/event-log.ts';
+import { isDataAtFault } from '../../ports/data-at-fault.ts';
 import { isRetriableError } from '../../ports/unavailable.ts';
 import { toStorable } from '../../domain/submission/storable-text.ts';
 import { truncateChars } from '../../domain/submission/truncate-utf8.ts';
@@ -50,6 +55,7 @@ export interface ResilientHandler {
 /** A record that can never be handled (unparseable, invalid): thrown by a handler, it goes to the dead-letter topic. */
 export class PoisonRecordError extends Error {
   readonly retriable = false;
+  readonly dataAtFault = true;
   constructor(message: string) {
     super(message);
     this.name = 'PoisonRecordError';
@@ -104,7 +110,7 @@ export const resilientHandler = (
   let lastError: string | undefined;
   let deadLettered = 0;
 
-  /** Runs `work` until it succeeds, retrying retriable failures; a non-retriable one is returned. */
+  /** Runs `work` until it succeeds, retrying every failure but one that proves the data bad, which is returned. */
   const untilDone = async (record: LogRecord, work: () => Promise<void>): Promise<{ failed: unknown } | undefined> => {
     for (let attempt = 1; ; attempt++) {
       try {
@@ -116,17 +122,23 @@ export const resilientHandler = (
           retries.delete(record);
           throw error;
         }
-        if (!isRetriableError(error)) {
+        if (isDataAtFault(error)) {
           retries.delete(record);
           return { failed: error };
         }
         lastError = describe(error);
         if (!retries.has(record)) {
           retries.set(record, new Date());
-          log.warn(
-            { ...origin(record), err: error },
-            'record hit a retriable failure; retrying in place until it succeeds',
-          );
+          if (isRetriableError(error))
+            log.warn(
+              { ...origin(record), err: error },
+              'record hit a retriable failure; retrying in place until it succeeds',
+            );
+          else
+            log.error(
+              { ...origin(record), err: error },
+              'record failed with an error that does not prove it bad; retrying in place until it succeeds',
+            );
         }
         await sleep(jitteredBackoff(attempt, baseMs, maxMs), signal);
       }
@@ -145,7 +157,7 @@ export const resilientHandler = (
       await options.deadLetter.eventLog.publish(options.deadLetter.topic, [deadLetterRecord(record, reason)]);
     });
     if (sent) {
-      // The dead-letter topic refused it for good (it does not exist?): keep the record rather than lose it.
+      // The dead-letter topic refused it for what it is (too large for it): keep the record rather than lose it.
       throw sent.failed;
     }
     deadLettered++;

@@ -62,23 +62,28 @@ return {0, 0, math.ceil(oldest + window - now), math.ceil(newest + window - now)
 const SCRIPT_SHA = createHash('sha1').update(SCRIPT).digest('hex');
 
 /**
- * Server replies that mean "not now" rather than "wrong": the call is worth retrying elsewhere.
- * OOM is Redis at maxmemory under the noeviction policy: it takes no write, from any caller, until
- * memory is freed, which is the server's state and not the hit's fault, so the fallback limiter
- * answers meanwhile instead of every ingest failing. (Redis 7.0 runs this limiter's script even
- * then: its first write, ZREMRANGEBYSCORE, is allowed at maxmemory, and a script that has written is
- * not stopped after it. A server that checks before the script runs answers OOM.)
+ * Server replies that prove the limiter's own command wrong (a bug: a script that fails, the wrong
+ * arguments, a key of another type under our prefix), passed on as they are. Every other reply is
+ * the server's state, not the hit's fault (docs/decisions/0025-what-blames-the-data.md), and the
+ * fallback limiter answers meanwhile instead of every ingest failing: LOADING, BUSY, READONLY,
+ * MASTERDOWN, TRYAGAIN, CLUSTERDOWN, NOREPLICAS, MISCONF; OOM, Redis at maxmemory under the
+ * noeviction policy, which takes no write from any caller until memory is freed (Redis 7.0 runs
+ * this limiter's script even then: its first write, ZREMRANGEBYSCORE, is allowed at maxmemory, and
+ * a script that has written is not stopped after it; a server that checks before the script runs
+ * answers OOM); NOAUTH and WRONGPASS, a password set or rotated; NOPERM, an ACL changed; "ERR max
+ * number of clients reached"; a command renamed away; and replies this list never heard of.
  */
-const TRANSIENT_REPLY = /^(LOADING|BUSY|READONLY|MASTERDOWN|TRYAGAIN|CLUSTERDOWN|NOREPLICAS|MISCONF|OOM)\b/;
+const BUG_REPLY =
+  /^(WRONGTYPE|CROSSSLOT|ERR (wrong number of arguments|syntax error|Error (running|compiling) script|user_script:))/;
 
 /**
  * ioredis raises a `ReplyError` for an error answered by the server and plain errors for the
  * connection (refused, closed, not writeable, timed out, retries exhausted). The latter, and the
- * transient server replies, become RateLimiterUnavailableError; anything else is a bug and passes.
+ * server's replies that are not a bug of ours, become RateLimiterUnavailableError; a bug passes.
  */
 const translate = (error: unknown, lastConnectionError: unknown): unknown => {
   if (!(error instanceof Error)) return error;
-  if (error.name === 'ReplyError' && !TRANSIENT_REPLY.test(error.message)) return error;
+  if (error.name === 'ReplyError' && BUG_REPLY.test(error.message)) return error;
   const last =
     lastConnectionError instanceof Error && lastConnectionError !== error
       ? ` (last connection error: ${lastConnectionError.message})`

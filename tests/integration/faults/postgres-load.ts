@@ -14,7 +14,12 @@ import type { EventLog } from '../../../shared/ports/event-log.ts';
 import type { EventStore } from '../../../shared/ports/event-store.ts';
 import type { ReadModels } from '../../../shared/ports/read-models.ts';
 import { eventually } from '../../support/eventually.ts';
-import { createPipelineHarness, eventData, type PipelineHarness } from '../../support/pipeline-harness.ts';
+import {
+  createPipelineHarness,
+  eventData,
+  type PipelineHarness,
+  type PipelineOptions,
+} from '../../support/pipeline-harness.ts';
 
 /** `url` with `application_name` set, so pg_stat_activity shows which sessions are ours. */
 export const withApplicationName = (url: string, applicationName: string): string => {
@@ -32,11 +37,12 @@ export interface PostgresPipeline {
   close(): Promise<void>;
 }
 
-/** The ingress, processor and projections on PostgreSQL at `connectionString`, in `schema`. */
+/** The ingress, processor and projections on PostgreSQL at `connectionString`, in `schema`; `options` of the harness. */
 export const startPostgresPipeline = async (
   connectionString: string,
   schema: string,
   keyCount = 12,
+  options: PipelineOptions = {},
 ): Promise<PostgresPipeline> => {
   const storeLog: string[] = [];
   const log = {
@@ -58,6 +64,7 @@ export const startPostgresPipeline = async (
   const h = await createPipelineHarness(
     { eventStore, eventLog, readModels },
     { retry: { maxAttempts: 8, baseDelayMs: 100, maxDelayMs: 2000 } },
+    options,
   );
   const { teamId, key } = await h.team({ capacityHours: 10_000 });
   const keys = [key];

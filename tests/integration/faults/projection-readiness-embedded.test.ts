@@ -2,7 +2,11 @@
  * A projection that is not following the feed is not reported ready (embedded backends):
  * - its checkpoint cannot be read (the read models unavailable): it restarts again and again, and
  *   /readyz says it is restarting, with the error, for as long as it does;
- * - its checkpoint read hangs: it is `starting`, ready only until the readiness threshold.
+ * - its checkpoint read hangs: it is `starting`, ready only until the readiness threshold;
+ * - its writes fail with an error that proves nothing against the event (the database refusing
+ *   sessions, which no classifier translated): it never stops on the event, is reported not ready
+ *   with the error while it lasts, and projects the event once the database takes it again
+ *   (docs/decisions/0025-what-blames-the-data.md).
  * Either way the projections stop cleanly: the ones that never started have nothing to stop, and
  * every other part is stopped.
  */
@@ -10,6 +14,8 @@ import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import pino from 'pino';
 import { ReadModelUnavailableError } from '../../../shared/ports/read-models.ts';
+import { PROJECTION_STATUS_STREAM } from '../../../services/projections/projection-status.ts';
+import { submitCall } from '../../conformance/read-models-fixtures.ts';
 import { TOPICS } from '../../../shared/topics.ts';
 import { startProjections } from '../../../services/projections/projections.ts';
 import { type ComponentReport, Health } from '../../../services/runtime/health.ts';
@@ -90,6 +96,64 @@ describe('readiness of a projection that is not following the feed: embedded (SQ
       );
       assert.match(String(report.reason), /^starting since .*: not following the feed yet$/);
       assert.equal(historyReport(health)?.ready, false, 'still not ready');
+    } finally {
+      await projections.stop();
+    }
+  });
+
+  test('its writes fail with the database refusing sessions: never stopped on the event, not ready with the error meanwhile, projected once it passes', async () => {
+    const b = open();
+    const teamId = 'team-outage';
+    const call = await submitCall(b.eventStore, { teamId });
+    // What PostgreSQL answers a new session while the database takes none, as an adapter without
+    // a translation for it would let it through.
+    const refused = Object.assign(new Error('database "calls" is not currently accepting connections'), {
+      code: '55000',
+      severity: 'FATAL',
+    });
+    let failing = true;
+    let attempts = 0;
+    const apply = b.readModels.callHistory.apply.bind(b.readModels.callHistory);
+    b.readModels.callHistory.apply = async (...args) => {
+      if (failing && args[0].length > 0) {
+        attempts++;
+        throw refused;
+      }
+      return apply(...args);
+    };
+    const health = new Health(0);
+    const projections = start(b, health);
+    try {
+      await eventually(() => assert.ok(attempts >= 2, `${attempts} attempts so far`), {
+        timeoutMs: 10_000,
+        intervalMs: 20,
+      });
+      const report = historyReport(health);
+      assert.equal(report?.ready, false, JSON.stringify(report));
+      assert.match(String(report.reason), /not currently accepting connections/);
+      assert.doesNotMatch(String(report.reason), /cannot project/, 'not stopped on the event');
+      assert.equal(report.position, undefined, 'no event named as the one to skip');
+
+      failing = false;
+      const row = await eventually(
+        async () => {
+          const found = await b.readModels.callHistory.get(teamId, call.callId);
+          assert.ok(found, 'not projected yet');
+          return found;
+        },
+        { timeoutMs: 15_000, intervalMs: 50 },
+      );
+      assert.equal(row.callId, call.callId);
+      await eventually(() => assert.equal(historyReport(health)?.ready, true, JSON.stringify(historyReport(health))), {
+        timeoutMs: 5000,
+        intervalMs: 20,
+      });
+      const stops = await b.eventStore.readStream(PROJECTION_STATUS_STREAM);
+      assert.deepEqual(
+        stops.map((e) => e.type),
+        [],
+        'no stop recorded for an operator to skip',
+      );
     } finally {
       await projections.stop();
     }

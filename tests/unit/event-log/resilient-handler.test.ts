@@ -3,6 +3,8 @@ import { describe, test } from 'node:test';
 import { PoisonRecordError, resilientHandler } from '../../../shared/adapters/event-log/resilient-handler.ts';
 import { EventLogUnavailableError, type LogRecord, type OutgoingRecord } from '../../../shared/ports/event-log.ts';
 import { EventStoreUnavailableError } from '../../../shared/ports/event-store.ts';
+import { DataAtFaultError } from '../../../shared/ports/data-at-fault.ts';
+import { eventually } from '../../support/eventually.ts';
 
 const record = (offset: number): LogRecord => ({
   topic: 'calls.submitted.v1',
@@ -81,12 +83,54 @@ describe('resilient record handler', () => {
     );
   });
 
-  test("an unknown error (a bug, a refused write) counts as the record's, not as an outage", async () => {
+  test("values the database refuses for what they are (DataAtFaultError: a data exception, a constraint) are the record's: dead-lettered", async () => {
     const { resilient, published } = setup(async () => {
+      throw new DataAtFaultError('PostgreSQL refused the data: unsupported Unicode escape sequence');
+    });
+    await resilient.handler(record(11));
+    assert.equal(published.length, 1);
+    assert.match(published[0]!.records[0]!.headers!.dlq_reason!, /unsupported Unicode escape sequence/);
+  });
+
+  test('a failure that proves nothing against the record (the database refusing connections, unclassified; a bug) is retried in place, never dead-lettered, and reported while it lasts', async () => {
+    // What an adapter without a translation would let through: PostgreSQL refusing new sessions.
+    const refused = Object.assign(new Error('database "calls" is not currently accepting connections'), {
+      code: '55000',
+      severity: 'FATAL',
+    });
+    let failing = true;
+    let calls = 0;
+    const { resilient, published, lines } = setup(async () => {
+      calls++;
+      if (failing) throw refused;
+    });
+    const running = resilient.handler(record(1));
+    await eventually(() => assert.ok(calls >= 3, `attempts so far: ${calls}`), { timeoutMs: 2000, intervalMs: 5 });
+    const meanwhile = resilient.retrying();
+    assert.equal(meanwhile.count, 1);
+    assert.ok(meanwhile.since instanceof Date);
+    assert.match(meanwhile.lastError!, /not currently accepting connections/);
+    failing = false;
+    await running;
+    assert.deepEqual(published, [], 'nothing dead-lettered');
+    assert.equal(resilient.deadLettered, 0);
+    assert.equal(resilient.retrying().count, 0);
+    assert.deepEqual(
+      lines.map((l) => `${l.level}: ${l.message}`),
+      [
+        'error: record failed with an error that does not prove it bad; retrying in place until it succeeds',
+        'info: record handled after retrying',
+      ],
+    );
+
+    const bug = setup(async () => {
       throw new TypeError('Cannot read properties of undefined');
     });
-    await resilient.handler(record(1));
-    assert.equal(published.length, 1);
+    const stuck = bug.resilient.handler(record(2));
+    await eventually(() => assert.equal(bug.resilient.retrying().count, 1), { timeoutMs: 2000, intervalMs: 5 });
+    assert.deepEqual(bug.published, []);
+    bug.controller.abort(new Error('stopping'));
+    await assert.rejects(stuck);
   });
 
   test('a dead-letter topic that is unreachable is retried too: the record is never dropped', async () => {

@@ -1,12 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import pg from 'pg';
-import { isRetriablePgError, translatePgError } from '../../../shared/adapters/postgres/pg-errors.ts';
+import { isPgDataError, isRetriablePgError, translatePgError } from '../../../shared/adapters/postgres/pg-errors.ts';
+import { DataAtFaultError, isDataAtFault } from '../../../shared/ports/data-at-fault.ts';
 import { EventStoreUnavailableError } from '../../../shared/ports/event-store.ts';
 
-/** An error as the server reports it (pg's DatabaseError with a SQLSTATE). */
-const serverError = (code: string, message = `server error ${code}`) =>
-  Object.assign(new pg.DatabaseError(message, message.length, 'error'), { code });
+/** An error as the server reports it (pg's DatabaseError with a SQLSTATE and a severity). */
+const serverError = (code: string, message = `server error ${code}`, severity = 'ERROR') =>
+  Object.assign(new pg.DatabaseError(message, message.length, 'error'), { code, severity });
+/** The server's refusal of a connection: a FATAL before the session began. */
+const refusedAtConnect = (code: string, message: string) => serverError(code, message, 'FATAL');
 /** A socket error as Node.js reports it. */
 const socketError = (code: string) => Object.assign(new Error(`connect ${code} 127.0.0.1:5432`), { code });
 
@@ -55,17 +58,73 @@ describe('PostgreSQL error classifier', () => {
     );
   });
 
+  for (const [code, message] of [
+    ['55000', 'database "calls" is not currently accepting connections'],
+    ['28P01', 'password authentication failed for user "calls" (a rotated password)'],
+    ['28000', 'no pg_hba.conf entry for host "10.0.0.7", user "calls", database "calls"'],
+    ['3D000', 'database "calls" does not exist'],
+    ['42501', 'permission denied for database "calls" (CONNECT revoked)'],
+    ['53300', 'sorry, too many clients already'],
+    ['57P03', 'the database system is starting up'],
+    ['22023', 'invalid value for parameter "search_path" (a class that would blame the data, at connect)'],
+  ]) {
+    test(`retriable: SQLSTATE ${code} at connect, severity FATAL (${message})`, () =>
+      assert.equal(isRetriablePgError(refusedAtConnect(code!, message!)), true));
+  }
+
+  for (const [code, meaning] of [
+    ['55000', 'object not in prerequisite state'],
+    ['42501', 'insufficient privilege (a grant revoked)'],
+    ['57P04', 'database dropped'],
+    ['58030', 'I/O error'],
+    ['58P01', 'undefined file'],
+    ['XX000', 'internal error'],
+    ['XX001', 'data corrupted'],
+    ['XX002', 'index corrupted'],
+    ['F0000', 'configuration file error'],
+    ['72000', 'snapshot too old'],
+    ['25P02', 'in failed SQL transaction'],
+    ['ZZ999', 'a code this classifier never heard of'],
+  ]) {
+    test(`retriable, the database's state: SQLSTATE ${code} (${meaning})`, () =>
+      assert.equal(isRetriablePgError(serverError(code!)), true));
+  }
+
   for (const [code, meaning] of [
     ['22P05', 'untranslatable character (\\u0000 in jsonb)'],
     ['22021', 'character not in repertoire'],
+    ['22P02', 'invalid text representation'],
+    ['22003', 'numeric value out of range'],
     ['23505', 'unique violation'],
+    ['23514', 'check violation'],
+  ]) {
+    test(`the data's fault, not retriable: SQLSTATE ${code} (${meaning})`, () => {
+      assert.equal(isPgDataError(serverError(code!)), true);
+      assert.equal(isRetriablePgError(serverError(code!)), false);
+    });
+  }
+
+  for (const [code, meaning] of [
     ['42P01', 'undefined table'],
     ['42601', 'syntax error'],
-    ['57P04', 'database dropped'],
+    ['42703', 'undefined column'],
+    ['0A000', 'feature not supported'],
   ]) {
-    test(`not retriable: SQLSTATE ${code} (${meaning})`, () =>
-      assert.equal(isRetriablePgError(serverError(code!)), false));
+    test(`a bug in the statement, neither retriable nor the data's: SQLSTATE ${code} (${meaning})`, () => {
+      assert.equal(isRetriablePgError(serverError(code!)), false);
+      assert.equal(isPgDataError(serverError(code!)), false);
+    });
   }
+
+  test('retriable: a TLS failure of the connection, and any failed system call', () => {
+    assert.equal(isRetriablePgError(socketError('DEPTH_ZERO_SELF_SIGNED_CERT')), true);
+    assert.equal(isRetriablePgError(socketError('ERR_TLS_CERT_ALTNAME_INVALID')), true);
+    assert.equal(isRetriablePgError(new Error('The server does not support SSL connections')), true);
+    assert.equal(
+      isRetriablePgError(Object.assign(new Error('read ENOBUFS'), { code: 'ENOBUFS', syscall: 'read' })),
+      true,
+    );
+  });
 
   test('not retriable: a plain bug, and things that are not errors', () => {
     assert.equal(isRetriablePgError(new TypeError("Cannot read properties of undefined (reading 'rows')")), false);
@@ -101,9 +160,26 @@ describe('translatePgError', () => {
     assert.match(translated.message, /administrator command/);
   });
 
-  test('anything else is returned unchanged', () => {
+  test("the server refusing a connection (FATAL 55000) becomes the adapter error: a 503, retried, never the record's fault", () => {
+    const cause = refusedAtConnect('55000', 'database "calls" is not currently accepting connections');
+    const translated = translatePgError(cause, unavailable);
+    assert.ok(translated instanceof EventStoreUnavailableError);
+    assert.equal(isDataAtFault(translated), false);
+    assert.match(translated.message, /not currently accepting connections/);
+  });
+
+  test('values the server refuses become DataAtFaultError, with the cause kept', () => {
     const dataError = serverError('22P05', 'unsupported Unicode escape sequence');
-    assert.equal(translatePgError(dataError, unavailable), dataError);
+    const translated = translatePgError(dataError, unavailable);
+    assert.ok(translated instanceof DataAtFaultError);
+    assert.equal(isDataAtFault(translated), true);
+    assert.equal(translated.cause, dataError);
+    assert.match(translated.message, /unsupported Unicode escape sequence/);
+  });
+
+  test('a bug in the statement is returned unchanged', () => {
+    const syntax = serverError('42601', 'syntax error at or near "SELEC"');
+    assert.equal(translatePgError(syntax, unavailable), syntax);
   });
 
   test('an error already marked retriable is not wrapped again', () => {

@@ -86,6 +86,13 @@ for (const reply of [
   'BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSCRIPT.',
   "READONLY You can't write against a read only replica.",
   'MISCONF Redis is configured to save RDB snapshots, but it is currently not able to persist on disk.',
+  // The server's state, not a bug of ours: a password set or rotated, an ACL changed, no room for a client.
+  'NOAUTH Authentication required.',
+  'WRONGPASS invalid username-password pair or user is disabled.',
+  "NOPERM User calls has no permissions to run the 'evalsha' command",
+  'ERR max number of clients reached',
+  // A reply no list names: the server's until proven ours.
+  'SOMETHINGNEW the server cannot do this now',
 ]) {
   test(`unavailable: ${reply.split(' ')[0]} (${reply.slice(0, 60)})`, async () => {
     const error = await hitAgainst(reply);
@@ -97,6 +104,7 @@ for (const reply of [
 for (const reply of [
   'ERR wrong number of arguments for command',
   'WRONGTYPE Operation against a key holding the wrong kind of value',
+  "ERR user_script:3: Script attempted to access nonexistent global variable 'x' script: 0123abcd, on @user_script:3.",
 ]) {
   test(`passed on, not unavailable: ${reply.split(' ')[0]}`, async () => {
     const error = await hitAgainst(reply);

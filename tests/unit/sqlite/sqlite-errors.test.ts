@@ -3,7 +3,12 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import Database from 'better-sqlite3';
 import { createSqliteEventStore } from '../../../shared/adapters/event-store/sqlite-event-store.ts';
-import { isRetriableSqliteError } from '../../../shared/adapters/sqlite/sqlite-errors.ts';
+import {
+  isRetriableSqliteError,
+  isSqliteDataError,
+  translateSqliteError,
+} from '../../../shared/adapters/sqlite/sqlite-errors.ts';
+import { DataAtFaultError, isDataAtFault } from '../../../shared/ports/data-at-fault.ts';
 import { EventStoreUnavailableError } from '../../../shared/ports/event-store.ts';
 import { isRetriableError } from '../../../shared/ports/unavailable.ts';
 import { tempDir } from '../../support/temp-dir.ts';
@@ -75,27 +80,35 @@ test('the SQLite event store answers a busy database with a retriable EventStore
   }
 });
 
-test('faults of the machine, not of the statement, are retriable: a full or failing disk, a file that cannot be opened, a closed database', () => {
+test('faults of the machine, not of the statement, are retriable: a full, failing or read-only disk, a file that cannot be opened or is damaged, memory, a closed database', () => {
   const coded = (code: string) => Object.assign(new Error(code), { code });
   for (const code of [
     'SQLITE_FULL',
     'SQLITE_IOERR',
     'SQLITE_IOERR_WRITE',
+    'SQLITE_IOERR_FSYNC',
     'SQLITE_CANTOPEN',
+    'SQLITE_NOMEM',
+    'SQLITE_READONLY',
+    'SQLITE_READONLY_DBMOVED',
+    'SQLITE_CORRUPT',
+    'SQLITE_NOTADB',
     'SQLITE_PROTOCOL',
+    'SQLITE_INTERRUPT',
     'SQLITE_BUSY_SNAPSHOT',
     'SQLITE_LOCKED_SHAREDCACHE',
+    'SQLITE_SOMETHING_NEW',
   ]) {
     assert.equal(isRetriableSqliteError(coded(code)), true, code);
+    assert.equal(isSqliteDataError(coded(code)), false, code);
   }
-  for (const code of [
-    'SQLITE_CONSTRAINT_PRIMARYKEY',
-    'SQLITE_CORRUPT',
-    'SQLITE_ERROR',
-    'SQLITE_MISMATCH',
-    'SQLITE_TOOBIG',
-  ]) {
+  for (const code of ['SQLITE_CONSTRAINT_PRIMARYKEY', 'SQLITE_CONSTRAINT_CHECK', 'SQLITE_MISMATCH', 'SQLITE_TOOBIG']) {
     assert.equal(isRetriableSqliteError(coded(code)), false, code);
+    assert.equal(isSqliteDataError(coded(code)), true, code);
+  }
+  for (const code of ['SQLITE_ERROR', 'SQLITE_MISUSE', 'SQLITE_RANGE']) {
+    assert.equal(isRetriableSqliteError(coded(code)), false, code);
+    assert.equal(isSqliteDataError(coded(code)), false, code);
   }
   const db = new Database(':memory:');
   db.close();
@@ -107,4 +120,19 @@ test('faults of the machine, not of the statement, are retriable: a full or fail
     }
   })();
   assert.equal(isRetriableSqliteError(closed), true, String(closed));
+});
+
+test('translated: a fault of the machine is the adapter error, refused values are DataAtFaultError, a bug passes unchanged', () => {
+  const unavailable = (message: string, cause: unknown) => new EventStoreUnavailableError(message, { cause });
+  const coded = (code: string) => Object.assign(new Error(`${code} (test)`), { code });
+  for (const code of ['SQLITE_IOERR_WRITE', 'SQLITE_FULL', 'SQLITE_CANTOPEN', 'SQLITE_NOMEM', 'SQLITE_READONLY']) {
+    const translated = translateSqliteError(coded(code), unavailable);
+    assert.ok(translated instanceof EventStoreUnavailableError, code);
+    assert.equal(isDataAtFault(translated), false, code);
+  }
+  const refused = translateSqliteError(coded('SQLITE_CONSTRAINT_CHECK'), unavailable);
+  assert.ok(refused instanceof DataAtFaultError);
+  assert.equal(isDataAtFault(refused), true);
+  const bug = coded('SQLITE_ERROR');
+  assert.equal(translateSqliteError(bug, unavailable), bug);
 });

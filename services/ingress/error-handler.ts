@@ -15,6 +15,16 @@ import {
 /** Seconds a client should wait after a 503: a backend outage, and contention on one stream. */
 export const RETRY_AFTER_SECONDS = { unavailable: 5, contention: 1 } as const;
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /**
+     * The least Retry-After, in seconds, a 503 of this request asks for: set by a route that knows
+     * a retry any sooner would be refused (an Idempotency-Key still held until its lease ends).
+     */
+    retryAfterAtLeast: number;
+  }
+}
+
 /** What a 503 tells the caller about the fate of its request. */
 export const UNAVAILABLE_DETAIL = {
   nothingAccepted:
@@ -155,6 +165,7 @@ const refusalOf = (
 
 /** Installs the one place where errors become problem+json responses. */
 export const installErrorHandler = (app: FastifyInstance): void => {
+  app.decorateRequest('retryAfterAtLeast', 0);
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error instanceof ProblemError) {
       for (const [name, value] of Object.entries(error.extra.headers ?? {})) void reply.header(name, value);
@@ -185,9 +196,13 @@ export const installErrorHandler = (app: FastifyInstance): void => {
           : outcomeUnknown
             ? UNAVAILABLE_DETAIL.outcomeUnknown
             : UNAVAILABLE_DETAIL.nothingAccepted;
+      const retryAfter = Math.max(
+        contention ? RETRY_AFTER_SECONDS.contention : RETRY_AFTER_SECONDS.unavailable,
+        request.retryAfterAtLeast,
+      );
       return reply
         .code(ERROR_STATUS.SERVICE_UNAVAILABLE)
-        .header('retry-after', String(contention ? RETRY_AFTER_SECONDS.contention : RETRY_AFTER_SECONDS.unavailable))
+        .header('retry-after', String(retryAfter))
         .type(PROBLEM_JSON)
         .send(problem('SERVICE_UNAVAILABLE', detail));
     }

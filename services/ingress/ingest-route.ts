@@ -19,7 +19,12 @@ import { callEvents } from '../../shared/domain/call/call-catalogue.ts';
 import { callDecider } from '../../shared/domain/call/call-decider.ts';
 import { CALL_SUBMITTED_TYPE, type CallSubmittedData } from '../../shared/domain/call/call-submitted.ts';
 import { isDomainError } from '../../shared/domain/decider.ts';
-import { idempotencyDecider, idempotencyEvents } from '../../shared/domain/idempotency/idempotency-decider.ts';
+import {
+  IdempotencyKeyInUseError,
+  idempotencyDecider,
+  idempotencyEvents,
+  leaseEndOf,
+} from '../../shared/domain/idempotency/idempotency-decider.ts';
 import { type NormaliseResult, normaliseSubmission } from '../../shared/domain/submission/normalise-submission.ts';
 import {
   type SubmissionAccepted,
@@ -43,6 +48,7 @@ import type { KeyOwner } from './teams/team-directory.ts';
 import type { TeamService } from './teams/team-service.ts';
 import type { TypedApp } from './typed-app.ts';
 import { problemResponses } from './problem-responses.ts';
+import { releaseClaim } from './key-release.ts';
 
 export const INGEST_PATH = '/api/integrations/push-api/ingest';
 /** Spec Limits: 30 requests per minute per API key. */
@@ -134,6 +140,24 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
   const now = deps.now ?? (() => new Date());
   const idempotency = new AggregateRepository(deps.eventStore, idempotencyDecider, idempotencyEvents);
   const calls = new AggregateRepository(deps.eventStore, callDecider, callEvents);
+  // Releases of Idempotency-Keys still retried in the background stop when the ingress closes.
+  const closing = new AbortController();
+  app.addHook('onClose', async () => closing.abort());
+
+  /** Whole seconds until `at` (ms since the epoch), at least 1: a Retry-After. */
+  const secondsUntil = (at: number): number => Math.max(1, Math.ceil((at - now().getTime()) / 1000));
+
+  /**
+   * The 409 of a key another request of the same body holds: Retry-After says when its claim's
+   * lease ends, when the key may be claimed again (its release, if that request fails, may free it
+   * sooner).
+   */
+  const keyInUse = (leaseEndsAt: string) =>
+    new ProblemError(
+      'CONFLICT',
+      'A request with this Idempotency-Key is still being handled. Retry after the Retry-After delay: its 201 is then replayed, or the key is free again.',
+      { headers: { 'retry-after': String(secondsUntil(Date.parse(leaseEndsAt))) } },
+    );
 
   /** The normalised submission; a 400 with every broken rule otherwise. */
   const validate = (body: unknown): Extract<NormaliseResult, { ok: true }> => {
@@ -313,13 +337,17 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
           const id = idempotencyIdOf(owner.keyId, key);
           const newCall = newCallId();
           const attempt = randomUUID();
-          const claimed = await idempotency.handle(id, {
-            type: 'Claim',
-            bodyHash: sha256(rawBodyOf(request) ?? JSON.stringify(request.body)),
-            now: now().toISOString(),
-            callId: newCall,
-            attempt,
-          });
+          const claimed = await idempotency
+            .handle(id, {
+              type: 'Claim',
+              bodyHash: sha256(rawBodyOf(request) ?? JSON.stringify(request.body)),
+              now: now().toISOString(),
+              callId: newCall,
+              attempt,
+            })
+            .catch((error: unknown) => {
+              throw error instanceof IdempotencyKeyInUseError ? keyInUse(error.leaseEndsAt) : error;
+            });
           if (claimed.state.status === 'stored') {
             // A response stored by an earlier version also holds the warnings: the request's own replace them.
             const stored = claimed.state.response.body as SubmissionAccepted;
@@ -331,26 +359,38 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
           }
           const callId = (claimed.state.status === 'claimed' && claimed.state.callId) || callIdForKey(id);
           const tookOver = callId !== newCall;
+          const leaseEndsAt = Date.parse(
+            leaseEndOf(claimed.state.status === 'claimed' ? claimed.state.at : now().toISOString()),
+          );
           /**
            * Releases the key of a request that ends without a 201, once: whether the key was still
-           * this attempt's (false when a later attempt took it over, or the release failed).
+           * this attempt's (false when a later attempt took it over, or the release is not stored
+           * yet: it is retried in the background until the claim's lease ends, see key-release.ts).
            */
           let released: Promise<boolean> | undefined;
           let keyLost = false;
+          let releasePending = false;
           const releaseKey = (callMayExist: boolean): Promise<boolean> =>
-            (released ??= idempotency
-              .handle(id, { type: 'Release', now: now().toISOString(), outcomeUnknown: callMayExist, attempt })
-              .then(
-                ({ events }) => {
-                  // Not released: another attempt holds the key, or has answered for it.
-                  keyLost = events.length === 0;
-                  return events.length > 0;
-                },
-                (e: unknown) => {
-                  request.log.error({ err: e }, 'idempotency release failed');
-                  return false;
-                },
-              ));
+            (released ??= releaseClaim({
+              release: async () =>
+                (
+                  await idempotency.handle(id, {
+                    type: 'Release',
+                    now: now().toISOString(),
+                    outcomeUnknown: callMayExist,
+                    attempt,
+                  })
+                ).events.length > 0,
+              leaseEndsAt,
+              now,
+              log: request.log,
+              signal: closing.signal,
+            }).then((outcome) => {
+              // Not released: another attempt holds the key, or has answered for it.
+              keyLost = outcome === 'taken-over';
+              releasePending = outcome === 'pending';
+              return outcome === 'released';
+            }));
           let accepted: SubmissionAccepted;
           let replayed: boolean;
           try {
@@ -377,6 +417,8 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
             // over from an attempt that may have published it: the key then stays bound to it.
             const outcomeUnknown = isBackendUnavailable(error) && error.outcomeUnknown;
             await releaseKey(tookOver || outcomeUnknown);
+            // Until its release is stored the key answers 409: a 503 asks for no retry before then.
+            if (releasePending) request.retryAfterAtLeast = secondsUntil(leaseEndsAt);
             // Another attempt of this request, earlier or later, may have put the call on the log:
             // the 503 must not say that nothing was accepted.
             if (isBackendUnavailable(error) && !outcomeUnknown && (tookOver || keyLost))

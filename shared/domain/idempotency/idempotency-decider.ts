@@ -58,6 +58,19 @@ export const IDEMPOTENCY_ERROR_CODES = [
   'IDEMPOTENCY_KEY_NOT_CLAIMED',
 ] as const;
 
+/**
+ * IDEMPOTENCY_KEY_IN_USE: another request of this body holds the key. Its claim's lease ends at
+ * `leaseEndsAt`, after which the key may be claimed again; the holder's release may free it sooner.
+ */
+export class IdempotencyKeyInUseError extends DomainError<'IDEMPOTENCY_KEY_IN_USE'> {
+  constructor(readonly leaseEndsAt: string) {
+    super('IDEMPOTENCY_KEY_IN_USE', 'a request with this Idempotency-Key is still being handled');
+  }
+}
+
+/** When a claim made at `at` stops holding its key against another request. */
+export const leaseEndOf = (at: string): string => new Date(Date.parse(at) + IDEMPOTENCY_CLAIM_LEASE_MS).toISOString();
+
 /** The state as it stands at `now`: a claim or a stored response older than the window is forgotten. */
 export const current = (state: IdempotencyState, now: string): IdempotencyState =>
   state.status !== 'free' && Date.parse(now) - Date.parse(state.at) >= IDEMPOTENCY_WINDOW_MS
@@ -90,7 +103,7 @@ const decide = (command: IdempotencyCommand, stored: IdempotencyState): Idempote
       if (state.status === 'uncertain') return claim(state.callId);
       if (state.status === 'claimed') {
         if (Date.parse(command.now) - Date.parse(state.at) >= IDEMPOTENCY_CLAIM_LEASE_MS) return claim(state.callId); // its request died
-        throw new DomainError('IDEMPOTENCY_KEY_IN_USE', 'a request with this Idempotency-Key is still being handled');
+        throw new IdempotencyKeyInUseError(leaseEndOf(state.at));
       }
       return []; // stored: the caller replays the stored response
     }

@@ -16,6 +16,7 @@ import { callIdForKey } from '../../../services/ingress/ingest-route.ts';
 import { startOrphanSweep } from '../../../services/ingress/teams/orphan-reservations.ts';
 import { type EmbeddedIngress, openEmbeddedIngress, overriding } from '../../support/embedded-ingress.ts';
 import { type Deferred, deferred } from '../../support/deferred.ts';
+import { eventually } from '../../support/eventually.ts';
 import { IDEMPOTENCY_CLAIM_LEASE_MS } from '../../../shared/domain/idempotency/idempotency-decider.ts';
 import type { Harness } from '../../support/ingress-harness.ts';
 
@@ -29,6 +30,8 @@ const TRANSCRIPT = 'Rep: Hello Dana, thanks for joining.\nDana: Happy to be here
 const faults = {
   publish: undefined as undefined | 'written-unconfirmed' | 'not-sent',
   storeResponse: false,
+  /** How many of the next releases of an Idempotency-Key the store refuses as unavailable. */
+  failReleases: 0,
   gate: undefined as undefined | { entered: Deferred<void>; release: Deferred<void> },
 };
 /** How far the ingress's clock runs ahead of the wall clock. */
@@ -62,10 +65,15 @@ describe('ambiguous publishes, Idempotency-Key retries and orphaned reservations
           },
         }),
         eventStore: overriding(store, {
-          append: (...args: Parameters<EventStore['append']>) =>
-            faults.storeResponse && args[1].some((e) => e.type === 'IdempotentResponseStored')
-              ? Promise.reject(new EventStoreUnavailableError('store down (test)'))
-              : store.append(...args),
+          append: (...args: Parameters<EventStore['append']>) => {
+            if (faults.storeResponse && args[1].some((e) => e.type === 'IdempotentResponseStored'))
+              return Promise.reject(new EventStoreUnavailableError('store down (test)'));
+            if (faults.failReleases > 0 && args[1].some((e) => e.type === 'IdempotencyKeyReleased')) {
+              faults.failReleases--;
+              return Promise.reject(new EventStoreUnavailableError('store down (test)'));
+            }
+            return store.append(...args);
+          },
         }),
       }),
       { now: () => new Date(Date.now() + ahead) },
@@ -231,6 +239,70 @@ describe('ambiguous publishes, Idempotency-Key retries and orphaned reservations
     assert.ok(h.logLines.some((line) => line.includes('could not be stored for replay')));
     const again = await h.ingest({ key, body: { transcript: TRANSCRIPT }, headers: { 'idempotency-key': 'sync-3' } });
     assert.equal(again.statusCode, 409, 'within the lease the claim still holds the key');
+    const retryAfter = Number(again.headers['retry-after']);
+    assert.ok(
+      retryAfter >= 1 && retryAfter <= IDEMPOTENCY_CLAIM_LEASE_MS / 1000,
+      `Retry-After ${again.headers['retry-after']}`,
+    );
+  });
+
+  test("a 409 while another request holds the key says in Retry-After when that claim's lease ends", async () => {
+    const { key } = await h.team();
+    const body = { transcript: TRANSCRIPT, callTitle: 'held' };
+    const gate = { entered: deferred(), release: deferred() };
+    faults.gate = gate;
+    const first = h.ingest({ key, body, headers: { 'idempotency-key': 'sync-7' } });
+    await gate.entered.promise;
+    let held;
+    try {
+      held = await h.ingest({ key, body, headers: { 'idempotency-key': 'sync-7' } });
+      assert.equal(held.statusCode, 409, held.body);
+      assert.equal(held.json<{ code: string }>().code, 'CONFLICT');
+      const fresh = Number(held.headers['retry-after']);
+      assert.ok(
+        fresh >= IDEMPOTENCY_CLAIM_LEASE_MS / 1000 - 2 && fresh <= IDEMPOTENCY_CLAIM_LEASE_MS / 1000,
+        `${fresh}`,
+      );
+      ahead = IDEMPOTENCY_CLAIM_LEASE_MS - 10_000;
+      const later = await h.ingest({ key, body, headers: { 'idempotency-key': 'sync-7' } });
+      assert.equal(later.statusCode, 409, later.body);
+      const left = Number(later.headers['retry-after']);
+      assert.ok(left >= 8 && left <= 10, `20 s into the lease, Retry-After ${left}: what is left of it`);
+    } finally {
+      ahead = 0;
+      gate.release.resolve();
+    }
+    assert.equal((await first).statusCode, 201);
+  });
+
+  test('a 503 whose key release the store did not take: Retry-After covers the rest of the lease, the release is stored in the background, and the retry then runs (no 409)', async () => {
+    const { key, keyId } = await h.team();
+    const body = { transcript: TRANSCRIPT, callTitle: 'released later' };
+    faults.publish = 'not-sent';
+    faults.failReleases = 1;
+    let failed;
+    try {
+      failed = await h.ingest({ key, body, headers: { 'idempotency-key': 'sync-8' } });
+    } finally {
+      faults.publish = undefined;
+    }
+    assert.equal(failed.statusCode, 503, failed.body);
+    assert.match(failed.json<{ detail: string }>().detail, /nothing was accepted/);
+    const retryAfter = Number(failed.headers['retry-after']);
+    assert.ok(
+      retryAfter >= IDEMPOTENCY_CLAIM_LEASE_MS / 1000 - 2 && retryAfter <= IDEMPOTENCY_CLAIM_LEASE_MS / 1000,
+      `Retry-After ${failed.headers['retry-after']}: the key is held until its release is stored, at most to the lease's end`,
+    );
+    assert.equal(faults.failReleases, 0, 'the release was tried before the answer');
+
+    const stream = idempotencyStreamId(`${keyId}-${sha256('sync-8').slice(0, 32)}`);
+    await eventually(
+      async () => assert.equal((await eventStore.readStream(stream)).at(-1)?.type, 'IdempotencyKeyReleased'),
+      { timeoutMs: 5000, intervalMs: 20 },
+    );
+    assert.ok(h.logLines.some((line) => line.includes('idempotency release stored after retrying')));
+    const retry = await h.ingest({ key, body, headers: { 'idempotency-key': 'sync-8' } });
+    assert.equal(retry.statusCode, 201, retry.body);
   });
 
   test('the orphan sweep releases a reservation whose call never reached the log, and only once it is old enough', async () => {

@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
   current,
+  IDEMPOTENCY_CLAIM_LEASE_MS,
   type IdempotencyEvent,
+  IdempotencyKeyInUseError,
   idempotencyDecider,
 } from '../../../../shared/domain/idempotency/idempotency-decider.ts';
 import { deciderSpec } from '../../../support/decider-spec.ts';
@@ -53,10 +55,12 @@ test('the same key with another body is refused', () => {
     .thenThrows('IDEMPOTENCY_KEY_REUSED');
 });
 
-test('the same key while the first request is still being handled is refused as in use', () => {
-  given([claimed])
-    .when({ type: 'Claim', bodyHash: 'h1', now: T0, callId: 'c-new', attempt: 'a2' })
+test("the same key while the first request is still being handled is refused as in use, saying when the first claim's lease ends", () => {
+  const refused = given([claimed])
+    .when({ type: 'Claim', bodyHash: 'h1', now: '2026-11-20T10:00:12.000Z', callId: 'c-new', attempt: 'a2' })
     .thenThrows('IDEMPOTENCY_KEY_IN_USE');
+  assert.ok(refused instanceof IdempotencyKeyInUseError);
+  assert.equal(refused.leaseEndsAt, new Date(Date.parse(T0) + IDEMPOTENCY_CLAIM_LEASE_MS).toISOString());
 });
 
 test('a released key can be claimed again (the first request ended without a 201)', () => {

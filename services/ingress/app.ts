@@ -37,13 +37,14 @@ import { registerWebhookRoutes } from './webhook-routes.ts';
 import { registerSchemaRoutes } from './schema-routes.ts';
 import type { TeamService } from './teams/team-service.ts';
 import type { Health } from '../runtime/health.ts';
+import type { BackendProbes } from '../runtime/backend-probes.ts';
 import { readiness, ReadinessReportSchema } from '../runtime/readiness.ts';
 import { holdsCredential } from '../runtime/logger.ts';
 
 export interface IngressDeps {
   logger: Logger;
-  /** Probes the backends for GET /readyz. */
-  check: () => Promise<Record<string, boolean>>;
+  /** Probes the backends for GET /readyz, each within its deadline (backend-probes.ts). */
+  check: () => Promise<BackendProbes>;
   teams: TeamService;
   limiter: RateLimiter;
   eventLog: EventLog;

@@ -17,6 +17,7 @@ import { buildIngressApp, type IngressApp } from './app.ts';
 import { DEFAULT_ORPHAN_AFTER_MS, startOrphanSweep } from './teams/orphan-reservations.ts';
 import { createTeamWriter, type TeamWriter } from '../runtime/team-writer.ts';
 import { registerSecretForRedaction } from '../runtime/logger.ts';
+import type { BackendProbes } from '../runtime/backend-probes.ts';
 import { DEFAULT_KEY_DIRECTORY_MAX_LAG_MS, TeamService } from './teams/team-service.ts';
 
 export interface IngressOptions {
@@ -28,7 +29,8 @@ export interface IngressOptions {
   /** A second bearer token accepted by GET /metrics (METRICS_TOKEN). */
   metricsToken?: string;
   apiKeySecret: string;
-  check?: () => Promise<Record<string, boolean>>;
+  /** Probes the backends for GET /readyz (backend-probes.ts); default none. */
+  check?: () => Promise<BackendProbes>;
   readModels?: ReadModels;
   topics?: Topics;
   now?: () => Date;

@@ -23,6 +23,7 @@ import { createSqliteDataKeys } from '../../shared/adapters/data-keys/sqlite-dat
 import { createSealedEventStore } from '../../shared/adapters/event-store/sealed-event-store.ts';
 import { resolveDataKeySecret } from './secrets.ts';
 import { allTopics, type Topics, topicNames } from '../../shared/topics.ts';
+import { type BackendProbe, backendProbes } from './backend-probes.ts';
 
 export interface Backends {
   /** The event store, personal fields of call events sealed at append and opened at read. */
@@ -53,8 +54,8 @@ export interface Backends {
   eventStoreHeldByThisProcess: boolean;
   /** One line per backend, for the start-up log. */
   description: { eventStore: string; eventLog: string };
-  /** Probes each backend; used by GET /readyz. */
-  check(): Promise<{ eventStore: boolean; eventLog: boolean }>;
+  /** Probes each backend, each within READINESS_PROBE_DEADLINE_MS (backend-probes.ts); used by GET /readyz. */
+  check(): Promise<Record<'eventStore' | 'eventLog', BackendProbe>>;
   close(): Promise<void>;
 }
 
@@ -158,18 +159,10 @@ export const openBackends = async (config: Config, log: Logger): Promise<Backend
       publishCoversStore: !config.databaseUrl && !config.kurrentDbUrl && config.kafkaBrokers.length === 0,
       eventStoreHeldByThisProcess: !config.databaseUrl && !config.kurrentDbUrl,
       description,
-      async check() {
-        const probe = async (fn: () => Promise<unknown>) =>
-          fn().then(
-            () => true,
-            () => false,
-          );
-        const [store, events] = await Promise.all([
-          probe(() => eventStore.readAll({ maxCount: 1 })),
-          probe(() => eventLog.committedOffset('readiness-probe', topics.callsSubmitted, 0)),
-        ]);
-        return { eventStore: store, eventLog: events };
-      },
+      check: backendProbes({
+        eventStore: () => eventStore.readAll({ maxCount: 1 }),
+        eventLog: () => eventLog.committedOffset('readiness-probe', topics.callsSubmitted, 0),
+      }),
       async close() {
         await eventLog.close();
         await readModels.close();

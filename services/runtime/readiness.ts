@@ -1,11 +1,13 @@
 /**
- * The answer of GET /readyz, the same on every process: the backends answer (probed) and every
- * registered part is ready. A change from ready to not ready, or of its reasons, is logged once
- * at error level, so the log says why a load balancer took the process out.
+ * The answer of GET /readyz, the same on every process: the backends answer (probed, each within
+ * its deadline: backend-probes.ts) and every registered part is ready. A change from ready to not
+ * ready, or of its reasons, is logged once at error level, so the log says why a load balancer
+ * took the process out.
  */
 import { type Static, Type } from '@sinclair/typebox';
 import type { Logger } from 'pino';
 import { AnyKeyRecord } from '../../shared/domain/any-key-record.ts';
+import type { BackendProbes } from './backend-probes.ts';
 import type { Health } from './health.ts';
 
 /** GET /readyz's body, 200 and 503 alike; the OpenAPI document declares it with this schema. */
@@ -30,19 +32,14 @@ export const ReadinessReportSchema = Type.Object({
 
 export type ReadinessReport = Static<typeof ReadinessReportSchema>;
 
-export const readiness = (
-  check: () => Promise<Record<string, boolean>>,
-  health: Health | undefined,
-  logger: Logger,
-) => {
+export const readiness = (check: () => Promise<BackendProbes>, health: Health | undefined, logger: Logger) => {
   let lastReasons = '';
   return async (): Promise<ReadinessReport> => {
-    const backends = await check();
+    const probed = await check();
+    const backends = Object.fromEntries(Object.entries(probed).map(([name, probe]) => [name, probe.up]));
     const own = health?.report() ?? { ready: true, components: {} };
     const reasons = [
-      ...Object.entries(backends)
-        .filter(([, up]) => !up)
-        .map(([name]) => `${name} does not answer`),
+      ...Object.entries(probed).flatMap(([name, probe]) => (probe.up ? [] : [`${name} ${probe.reason}`])),
       ...Object.entries(own.components)
         .filter(([, c]) => !c.ready)
         .map(([name, c]) => `${name}: ${c.reason ?? 'not ready'}`),

@@ -8,6 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
 import { Gauge } from 'prom-client';
 import { problem, problemType } from '../../../services/ingress/errors.ts';
+import type { BackendProbes } from '../../../services/runtime/backend-probes.ts';
 import { Health } from '../../../services/runtime/health.ts';
 import { serveHealth } from '../../../services/runtime/health-server.ts';
 import { registry } from '../../../shared/observability/metrics.ts';
@@ -20,7 +21,7 @@ type Served = Awaited<ReturnType<typeof serveHealth>> & { url: string; logs: Rec
 /** A health server on a free loopback port; `check` answers /readyz's probe. */
 const serve = async (
   tokens: readonly string[],
-  check: () => Promise<Record<string, boolean>> = async () => ({ eventStore: true }),
+  check: () => Promise<BackendProbes> = async () => ({ eventStore: { up: true } }),
 ): Promise<Served> => {
   const logs: Record<string, unknown>[] = [];
   const logger = pino(

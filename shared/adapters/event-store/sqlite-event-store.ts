@@ -334,7 +334,8 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
       events: held.events.length > 0 ? [...held.events, ...handed] : handed,
       sizes: [...held.sizes, ...sizes.slice(0, durableCount)],
       bytes,
-      more,
+      // Cut at the durable head, the read stopped there, not at its budget: the sync wakes the reader.
+      more: more && durableCount === fresh.length,
     };
   };
   /**
@@ -390,7 +391,9 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
     const merged = lists
       .flatMap((list) => list.events.map((event, i) => ({ event, size: list.sizes[i]! })))
       .sort((x, y) => (x.event.position < y.event.position ? -1 : x.event.position > y.event.position ? 1 : 0));
-    const stops = lists.filter((list) => list.more).map((list) => list.events[list.events.length - 1]!.position);
+    const stops = lists
+      .filter((list) => list.more && list.events.length > 0)
+      .map((list) => list.events[list.events.length - 1]!.position);
     const stop = stops.length > 0 ? stops.reduce((x, y) => (x < y ? x : y)) : undefined;
     const batch: FeedBatch = { events: [], sizes: [], bytes: 0, more: stop !== undefined };
     for (const { event, size } of merged) {

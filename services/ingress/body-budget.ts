@@ -5,7 +5,9 @@
  * of the largest bodies any route takes); a body that does not fit waits its turn, unread, in the
  * order it came, and after `waitMs` is answered 503 with Retry-After, nothing accepted. Forty 10 MB
  * calls sent at once ran the embedded service out of its 256 MB heap; they now take turns. Small
- * bodies count too, but a budget of tens of megabytes holds thousands of them.
+ * bodies count too, but a budget of tens of megabytes holds thousands of them, and one that fits
+ * passes the large ones waiting. One team holds at most half the budget: its bodies, however slowly
+ * they arrive, never keep the other teams' out.
  *
  * The budget is taken in `preParsing`, after the key check and the rate limit (onRequest) and
  * before a byte of the body is read; a body whose Content-Length is over its route's limit, or that
@@ -24,21 +26,45 @@ export interface BodyBudget {
   readonly inUse: number;
   /** Bodies waiting for room. */
   readonly waiting: number;
-  /** Resolves true once `bytes` are admitted, false when they were not within `waitMs`. */
-  acquire(bytes: number): Promise<boolean>;
-  release(bytes: number): void;
+  /** Resolves true once `bytes` are admitted for `owner`, false when they were not within the wait. */
+  acquire(bytes: number, owner: string): Promise<boolean>;
+  release(bytes: number, owner: string): void;
 }
 
+/** A body this small passes the bodies waiting for room when it fits: it costs next to nothing. */
+export const SMALL_BODY_BYTES = 64 * 1024;
+
+/**
+ * The budget, shared by owners (a team, the admin): one owner holds at most half of it, so a team
+ * whose bodies are slow to arrive (each holds its share from admission to answer) never keeps the
+ * others' out.
+ */
 export const createBodyBudget = (capacity: number, waitMs: number): BodyBudget => {
+  const share = Math.floor(capacity / 2);
   let inUse = 0;
-  const queue: { bytes: number; admit: () => void }[] = [];
-  const fits = (bytes: number) => inUse + bytes <= capacity;
+  const byOwner = new Map<string, number>();
+  const queue: { bytes: number; owner: string; admit: () => void }[] = [];
+  const withinShare = (bytes: number, owner: string) => (byOwner.get(owner) ?? 0) + bytes <= share;
+  const take = (bytes: number, owner: string) => {
+    inUse += bytes;
+    byOwner.set(owner, (byOwner.get(owner) ?? 0) + bytes);
+  };
   const drain = () => {
-    // In order: a large body at the head is not overtaken by the small ones behind it for ever.
-    while (queue.length > 0 && fits(queue[0]!.bytes)) {
-      const next = queue.shift()!;
-      inUse += next.bytes;
-      next.admit();
+    // In order: a large body the whole budget cannot take yet is not overtaken by the large ones
+    // behind it (small ones may pass); one its owner's share cannot take waits without holding up
+    // the others'.
+    let blocked = false;
+    for (let i = 0; i < queue.length;) {
+      const entry = queue[i]!;
+      const fits = inUse + entry.bytes <= capacity;
+      if (fits && withinShare(entry.bytes, entry.owner) && (!blocked || entry.bytes <= SMALL_BODY_BYTES)) {
+        queue.splice(i, 1);
+        take(entry.bytes, entry.owner);
+        entry.admit();
+        continue;
+      }
+      if (!fits) blocked = true;
+      i++;
     }
   };
   return {
@@ -49,29 +75,34 @@ export const createBodyBudget = (capacity: number, waitMs: number): BodyBudget =
     get waiting() {
       return queue.length;
     },
-    acquire(bytes) {
-      if (queue.length === 0 && fits(bytes)) {
-        inUse += bytes;
-        return Promise.resolve(true);
-      }
+    acquire(bytes, owner) {
       return new Promise<boolean>((resolve) => {
+        const wait: { timer?: NodeJS.Timeout } = {};
+        let admitted = false;
         const entry = {
           bytes,
+          owner,
           admit: () => {
-            clearTimeout(timer);
+            admitted = true;
+            clearTimeout(wait.timer);
             resolve(true);
           },
         };
-        const timer = setTimeout(() => {
+        queue.push(entry);
+        drain();
+        if (admitted) return;
+        wait.timer = setTimeout(() => {
           queue.splice(queue.indexOf(entry), 1);
           drain(); // the bodies behind it may fit
           resolve(false);
         }, waitMs);
-        queue.push(entry);
       });
     },
-    release(bytes) {
+    release(bytes, owner) {
       inUse -= bytes;
+      const left = (byOwner.get(owner) ?? 0) - bytes;
+      if (left > 0) byOwner.set(owner, left);
+      else byOwner.delete(owner);
       drain();
     },
   };
@@ -84,14 +115,14 @@ export const BODY_WAIT_MS = 10_000;
 export const bodyBudgetFor = (largestBodyLimit: number): BodyBudget =>
   createBodyBudget(Math.max(2 * largestBodyLimit, Math.floor(getHeapStatistics().heap_size_limit / 8)), BODY_WAIT_MS);
 
-const held = new WeakMap<FastifyRequest, number>();
+const held = new WeakMap<FastifyRequest, { bytes: number; owner: string }>();
 
 export const registerBodyBudget = (app: FastifyInstance, budget: BodyBudget): void => {
   const giveBack = (request: FastifyRequest) => {
-    const bytes = held.get(request);
-    if (bytes === undefined) return;
+    const holding = held.get(request);
+    if (holding === undefined) return;
     held.delete(request);
-    budget.release(bytes);
+    budget.release(holding.bytes, holding.owner);
   };
   app.addHook('preParsing', async (request, reply, payload) => {
     const type = request.headers['content-type'];
@@ -100,13 +131,15 @@ export const registerBodyBudget = (app: FastifyInstance, budget: BodyBudget): vo
     const declared = Number(request.headers['content-length']);
     if (declared === 0 || declared > limit) return payload;
     const bytes = Number.isFinite(declared) && declared > 0 ? declared : limit;
-    if (!(await budget.acquire(bytes)))
+    // The key's team (the key check ran in onRequest); the admin API and the rest share one share.
+    const owner = request.apiKey ? `team:${request.apiKey.teamId}` : 'other';
+    if (!(await budget.acquire(bytes, owner)))
       throw new ProblemError(
         'SERVICE_UNAVAILABLE',
         `Too many large request bodies are being read at once; this one was not read and nothing was accepted. Retry after the Retry-After delay.`,
         { headers: { 'retry-after': '1' } },
       );
-    held.set(request, bytes);
+    held.set(request, { bytes, owner });
     // Given back when the answer is done, or the connection closed first (then also if it closed
     // while the body waited).
     if (reply.raw.writableFinished || request.raw.destroyed) giveBack(request);

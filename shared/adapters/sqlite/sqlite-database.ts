@@ -139,8 +139,9 @@ const lockDataDir = (dataDir: string): (() => void) => {
       earlier.host === hostname() &&
       isLiveNode(earlier.pid)
     ) {
-      lock.close();
+      // Gone before the lock is let go: a start in between must not find it and skip this check.
       rmSync(lockPath, { force: true });
+      lock.close();
       throw new DataDirLockedError(
         dataDir,
         `process ${earlier.pid} on ${earlier.host} (since ${earlier.since ?? 'unknown'}), named in its LOCK file: an earlier version of the service that does not take the kernel's lock; if no such process uses the directory, remove LOCK`,

@@ -300,7 +300,10 @@ describe('ambiguous publishes, Idempotency-Key retries and orphaned reservations
       async () => assert.equal((await eventStore.readStream(stream)).at(-1)?.type, 'IdempotencyKeyReleased'),
       { timeoutMs: 5000, intervalMs: 20 },
     );
-    assert.ok(h.logLines.some((line) => line.includes('idempotency release stored after retrying')));
+    // Logged once the append it waited on has answered, which may come a moment after the event is readable.
+    await eventually(() =>
+      assert.ok(h.logLines.some((line) => line.includes('idempotency release stored after retrying'))),
+    );
     const retry = await h.ingest({ key, body, headers: { 'idempotency-key': 'sync-8' } });
     assert.equal(retry.statusCode, 201, retry.body);
   });

@@ -443,6 +443,20 @@ export const eventStoreConformance = (
       assert.ok(batches.length >= 4, `${batches.length} batches`);
     });
 
+    test('a read of many events a server compresses well still stops at its budget', async () => {
+      const { store } = await open();
+      const c = category();
+      // 160 KB of one letter each, stored in about 1 KB: 60 of them are 9.6 MB as read.
+      for (let i = 0; i < 60; i++)
+        await store.append(`${c}-${randomUUID()}`, [{ type: `R${i}`, data: { text: 'a'.repeat(160_000) } }]);
+      const page = await store.readAll({ categories: [c], maxCount: 500 });
+      const bytes = page.reduce((sum, e) => sum + JSON.stringify(e.data).length, 0);
+      assert.ok(
+        page.length < 60 && bytes <= FEED_READ_MAX_BYTES * 1.25,
+        `one read: ${page.length} events, ${bytes} bytes`,
+      );
+    });
+
     test('a read of several categories whose large events are committed but not yet durable hands what is durable, and the rest once it is', async () => {
       const { store } = await open();
       const [a, b] = [category(), category()];

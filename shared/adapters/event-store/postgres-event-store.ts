@@ -82,6 +82,10 @@ const ADD_CATEGORY = `
   ALTER TABLE events ADD COLUMN IF NOT EXISTS category TEXT
     GENERATED ALWAYS AS (CASE WHEN strpos(stream_id, '-') > 1 THEN split_part(stream_id, '-', 1) END) STORED;
   CREATE INDEX IF NOT EXISTS events_category_position ON events (category, position);
+  -- The event's size as appended (its data and metadata, uncompressed), for reads bounded in bytes:
+  -- the size as stored may be compressed to a fraction of what a read parses. Null in rows appended
+  -- before it.
+  ALTER TABLE events ADD COLUMN IF NOT EXISTS doc_bytes INTEGER;
 `;
 
 /**
@@ -156,8 +160,9 @@ const APPEND_FUNCTION = `
     END LOOP;
     IF array_length(ev_at, 1) > 0 THEN
       WITH inserted AS (
-        INSERT INTO events (stream_id, revision, id, type, data, metadata)
-        SELECT t.stream_id, t.revision, ids[t.at], types[t.at], datas[t.at], metas[t.at]
+        INSERT INTO events (stream_id, revision, id, type, data, metadata, doc_bytes)
+        SELECT t.stream_id, t.revision, ids[t.at], types[t.at], datas[t.at], metas[t.at],
+               pg_column_size(datas[t.at]) + pg_column_size(metas[t.at])
           FROM unnest(ev_stream, ev_revision, ev_at) WITH ORDINALITY AS t(stream_id, revision, at, n)
          ORDER BY t.n
         RETURNING position
@@ -308,16 +313,10 @@ export const createPostgresEventStore = async (options: PostgresEventStoreOption
   };
 
   /**
-   * The size of a JSON document as the service will parse it: its stored size while that is small
-   * (a document under about 2 KB is stored as it is), its text's length past that, where the stored
-   * size may be compressed to a fraction of it (a repetitive transcript: 1.4 MB stored in 0.2 MB).
-   */
-  const DOC_SIZE = (column: string) =>
-    `CASE WHEN pg_column_size(${column}) < 2000 THEN pg_column_size(${column}) ELSE octet_length(${column}::text) END`;
-
-  /**
    * Up to `maxCount` events after `after`, of at most FEED_READ_MAX_BYTES as parsed (at least one):
-   * the server sums the sizes over the range and sends only the events within the budget.
+   * the server sums the sizes recorded at append (`doc_bytes`) over the range and sends only the
+   * events within the budget. A row appended before that column counts its stored size, which may
+   * be compressed.
    */
   const readFeed = async ({ after = 0n, maxCount = 1000, categories }: ReadAllOptions): Promise<FeedRead> => {
     const only = checkCategories(categories);
@@ -331,7 +330,8 @@ export const createPostgresEventStore = async (options: PostgresEventStoreOption
       `SELECT * FROM (
          SELECT r.*,
                 row_number() OVER (ORDER BY r.position) AS read_index,
-                sum(${DOC_SIZE('r.data')} + ${DOC_SIZE('r.metadata')}) OVER (ORDER BY r.position) AS read_bytes,
+                sum(coalesce(r.doc_bytes, pg_column_size(r.data) + pg_column_size(r.metadata)))
+                  OVER (ORDER BY r.position) AS read_bytes,
                 count(*) OVER () AS read_rows
            FROM (${range}) AS r
        ) AS b

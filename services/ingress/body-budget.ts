@@ -35,15 +35,15 @@ export interface BodyBudget {
 export const SMALL_BODY_BYTES = 64 * 1024;
 
 /**
- * The budget, shared by owners (a team, the admin): one owner holds at most half of it, so a team
- * whose bodies are slow to arrive (each holds its share from admission to answer) never keeps the
- * others' out.
+ * The budget, shared by owners (a team, the admin, anyone else): one owner holds at most half of
+ * it, so an owner whose bodies are slow to arrive (each holds its share from admission to answer)
+ * never keeps the others' out.
  */
 export const createBodyBudget = (capacity: number, waitMs: number): BodyBudget => {
   const share = Math.floor(capacity / 2);
   let inUse = 0;
   const byOwner = new Map<string, number>();
-  const queue: { bytes: number; owner: string; admit: () => void }[] = [];
+  const queue: { bytes: number; owner: string; since: number; admit: () => void }[] = [];
   const withinShare = (bytes: number, owner: string) => (byOwner.get(owner) ?? 0) + bytes <= share;
   const take = (bytes: number, owner: string) => {
     inUse += bytes;
@@ -51,19 +51,26 @@ export const createBodyBudget = (capacity: number, waitMs: number): BodyBudget =
   };
   const drain = () => {
     // In order: a large body the whole budget cannot take yet is not overtaken by the large ones
-    // behind it (small ones may pass); one its owner's share cannot take waits without holding up
-    // the others'.
+    // behind it; small ones may pass it until it has waited half its wait, then room is kept for
+    // it. One its owner's share cannot take waits without holding up the others'.
     let blocked = false;
+    let starving = false;
+    const now = performance.now();
     for (let i = 0; i < queue.length;) {
       const entry = queue[i]!;
       const fits = inUse + entry.bytes <= capacity;
-      if (fits && withinShare(entry.bytes, entry.owner) && (!blocked || entry.bytes <= SMALL_BODY_BYTES)) {
+      const mine = withinShare(entry.bytes, entry.owner);
+      const mayPass = !blocked || (entry.bytes <= SMALL_BODY_BYTES && !starving);
+      if (fits && mine && mayPass) {
         queue.splice(i, 1);
         take(entry.bytes, entry.owner);
         entry.admit();
         continue;
       }
-      if (!fits) blocked = true;
+      if (mine && !fits) {
+        blocked = true;
+        if (now - entry.since >= waitMs / 2) starving = true;
+      }
       i++;
     }
   };
@@ -82,6 +89,7 @@ export const createBodyBudget = (capacity: number, waitMs: number): BodyBudget =
         const entry = {
           bytes,
           owner,
+          since: performance.now(),
           admit: () => {
             admitted = true;
             clearTimeout(wait.timer);
@@ -131,8 +139,13 @@ export const registerBodyBudget = (app: FastifyInstance, budget: BodyBudget): vo
     const declared = Number(request.headers['content-length']);
     if (declared === 0 || declared > limit) return payload;
     const bytes = Number.isFinite(declared) && declared > 0 ? declared : limit;
-    // The key's team (the key check ran in onRequest); the admin API and the rest share one share.
-    const owner = request.apiKey ? `team:${request.apiKey.teamId}` : 'other';
+    // The key's team (the key check ran in onRequest), the admin API (its token was checked there
+    // too), or anyone else: a route that does not exist, whose caller no check has vouched for.
+    const owner = request.apiKey
+      ? `team:${request.apiKey.teamId}`
+      : !request.is404 && request.url.startsWith('/api/admin/')
+        ? 'admin'
+        : 'anonymous';
     if (!(await budget.acquire(bytes, owner)))
       throw new ProblemError(
         'SERVICE_UNAVAILABLE',

@@ -48,3 +48,30 @@ test('a body that finds no room within the wait is refused, and the ones behind 
   assert.equal(budget.inUse, 10 * MB);
   assert.equal(budget.waiting, 0);
 });
+
+test("a body its owner's share cannot take does not hold up another owner's", async () => {
+  const budget = createBodyBudget(32 * MB, 300);
+  assert.equal(await budget.acquire(16 * MB, 'team:a'), true);
+  assert.equal(await budget.acquire(7 * MB, 'team:c'), true);
+  void budget.acquire(10 * MB, 'team:a'); // over a's share, and over what is left
+  let admitted = false;
+  void budget.acquire(2 * MB, 'team:b').then((ok) => (admitted = ok));
+  await turn();
+  assert.equal(admitted, true);
+});
+
+test('small bodies pass a waiting large one only until it has waited half its wait; then room is kept for it', async () => {
+  const budget = createBodyBudget(10 * MB, 200);
+  assert.equal(await budget.acquire(4 * MB, 'team:a'), true);
+  assert.equal(await budget.acquire(4 * MB, 'team:b'), true);
+  const order: string[] = [];
+  const large = budget.acquire(3 * MB, 'team:c').then((ok) => order.push(`large ${ok}`));
+  assert.equal(await budget.acquire(1024, 'team:d'), true, 'a small one passes at first');
+  await new Promise((resolve) => setTimeout(resolve, 120));
+  const small = budget.acquire(1024, 'team:e').then((ok) => order.push(`small ${ok}`));
+  await turn();
+  assert.deepEqual(order, [], 'past half its wait, the large one is not passed');
+  budget.release(4 * MB, 'team:a');
+  await Promise.all([large, small]);
+  assert.deepEqual(order, ['large true', 'small true']);
+});

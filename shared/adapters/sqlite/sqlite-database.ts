@@ -106,8 +106,7 @@ const isLiveNode = (pid: number): boolean => {
 const lockDataDir = (dataDir: string): (() => void) => {
   const holderPath = join(dataDir, LOCK_FILE);
   const lockPath = join(dataDir, LOCK_DB_FILE);
-  const firstKernelLock = !existsSync(lockPath);
-  if (firstKernelLock) closeSync(openSync(lockPath, 'a', 0o600));
+  if (!existsSync(lockPath)) closeSync(openSync(lockPath, 'a', 0o600));
   const lock = new Database(lockPath, { timeout: 0 });
   try {
     lock.pragma('locking_mode = EXCLUSIVE');
@@ -127,11 +126,11 @@ const lockDataDir = (dataDir: string): (() => void) => {
         : `process ${holder.pid} on ${holder.host ?? 'this host'} (since ${holder.since ?? 'unknown'})`,
     );
   }
-  if (firstKernelLock) {
-    // The first start of a version with the kernel's lock on a directory an earlier version used:
-    // that version locked it by `LOCK` alone, so a live process named there may be an earlier build
-    // still running on it, holding no kernel lock. Refused until it stops, and `LOCK.sqlite` goes
-    // again, so the next start asks the same.
+  // Asked once per directory, under the kernel's lock (so two starts cannot both pass it): a
+  // directory an earlier version used was locked by `LOCK` alone, so a live process named there may
+  // be an earlier build still running on it, holding no kernel lock. Refused until it stops; the
+  // mark that the question was answered is set only once it was.
+  if (lock.pragma('user_version', { simple: true }) === 0) {
     const earlier = readHolder(holderPath);
     if (
       earlier.pid !== undefined &&
@@ -139,14 +138,13 @@ const lockDataDir = (dataDir: string): (() => void) => {
       earlier.host === hostname() &&
       isLiveNode(earlier.pid)
     ) {
-      // Gone before the lock is let go: a start in between must not find it and skip this check.
-      rmSync(lockPath, { force: true });
       lock.close();
       throw new DataDirLockedError(
         dataDir,
         `process ${earlier.pid} on ${earlier.host} (since ${earlier.since ?? 'unknown'}), named in its LOCK file: an earlier version of the service that does not take the kernel's lock; if no such process uses the directory, remove LOCK`,
       );
     }
+    lock.pragma('user_version = 1');
   }
   writeFileSync(holderPath, JSON.stringify({ pid: process.pid, host: hostname(), since: new Date().toISOString() }), {
     mode: 0o644,

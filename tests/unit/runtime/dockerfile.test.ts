@@ -71,6 +71,16 @@ test("the image's command and environment start the service, listening on every 
       },
       { timeoutMs: 30_000, intervalMs: 100 },
     );
+    // The image's health check, run as the container would run it.
+    const healthcheck = JSON.parse(
+      runtime.find((i) => i.keyword === 'HEALTHCHECK')!.args.replace(/^.*?CMD\s+/, ''),
+    ) as string[];
+    const check = spawn(join(root, healthcheck[0]!), healthcheck.slice(1), {
+      cwd: root,
+      env: { ...env, PORT: String(port) },
+      stdio: 'ignore',
+    });
+    assert.equal(((await once(check, 'exit')) as [number | null])[0], 0, 'the health check passes');
     child.kill('SIGTERM');
     const [code] = (await once(child, 'exit')) as [number | null];
     assert.equal(code, 0, output);

@@ -3,6 +3,8 @@
  * Reads the admin token from ADMIN_TOKEN or DATA_DIR/admin-token, the service from API_URL
  * (default http://HOST:PORT).
  */
+// First: a process on another Node.js stops here, before anything else runs.
+import './runtime/node-version.ts';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';

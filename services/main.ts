@@ -2,6 +2,8 @@
  * Runs every service in one process — the ingress, the call processor and the projections — on
  * the backends the environment configures: the embedded SQLite database by default.
  */
+// First: a process on another Node.js stops here, before anything else runs.
+import './runtime/node-version.ts';
 import { loadConfig } from '../shared/config.ts';
 import { openBackends } from './runtime/backends.ts';
 import { checkSecrets } from './runtime/secrets.ts';

@@ -2,6 +2,8 @@
  * The projections on their own (scaled out: run one). `npm start` runs them inside the all-in-one
  * process instead.
  */
+// First: a process on another Node.js stops here, before anything else runs.
+import '../runtime/node-version.ts';
 import { assertSeparateProcessLayout, loadConfig } from '../../shared/config.ts';
 import { openBackends } from '../runtime/backends.ts';
 import { Health } from '../runtime/health.ts';

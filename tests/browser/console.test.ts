@@ -153,6 +153,8 @@ describe('call console in Chromium', { skip: missing, timeout: 180_000 }, () => 
     await page.getByLabel('Search title or rep').fill('ana agent');
     await page.getByRole('button', { name: 'Apply' }).click();
     await page.locator('#calls li.call', { hasText: 'Sam Seller' }).waitFor({ state: 'detached' });
+    // The list is emptied before the answer is drawn: wait for the row the search finds.
+    await rowOf('Ana Agent').waitFor();
     const reps = async () =>
       (await page.locator('#calls li.call').allInnerTexts()).map((row) =>
         row.includes('Ana Agent') ? 'Ana Agent' : row.includes('Sam Seller') ? 'Sam Seller' : row,

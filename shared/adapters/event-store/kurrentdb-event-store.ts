@@ -424,16 +424,7 @@ export const createKurrentDbEventStore = (options: KurrentDbEventStoreOptions): 
       await client.dispose();
     },
   };
-  const subscriptions = subscriptionsOver(
-    {
-      readFeed,
-      headPosition: () => store.headPosition(),
-      readCheckpoint: (id) => store.readCheckpoint(id),
-      storeCheckpoint: (id, position) => store.storeCheckpoint(id, position),
-    },
-    (wake) => wakeUps.on(wake),
-    options.pollMs ?? 1000,
-  );
+  const subscriptions = subscriptionsOver({ ...store, readFeed }, (wake) => wakeUps.on(wake), options.pollMs ?? 1000);
   return store;
 };
 

@@ -407,12 +407,7 @@ export const createPostgresEventStore = async (options: PostgresEventStoreOption
     },
   };
   const subscriptions = subscriptionsOver(
-    {
-      readFeed,
-      headPosition: () => store.headPosition(),
-      readCheckpoint: (id) => store.readCheckpoint(id),
-      storeCheckpoint: (id, position) => store.storeCheckpoint(id, position),
-    },
+    { ...store, readFeed },
     (wake) => {
       appended.on('appended', wake);
       listener.start();

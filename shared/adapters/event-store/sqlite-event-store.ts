@@ -583,12 +583,7 @@ export const createSqliteEventStore = (db: SqliteDb, options: SqliteEventStoreOp
     },
   };
   const subscriptions = subscriptionsOver(
-    {
-      readFeed: (readOptions) => translated(() => readFeed(readOptions)),
-      headPosition: () => store.headPosition(),
-      readCheckpoint: (id) => store.readCheckpoint(id),
-      storeCheckpoint: (id, position) => store.storeCheckpoint(id, position),
-    },
+    { ...store, readFeed: (readOptions) => translated(() => readFeed(readOptions)) },
     (listener) => {
       appended.on('appended', listener);
       return () => appended.off('appended', listener);

@@ -5,6 +5,7 @@
  * with its stack) before the process exits with 1.
  */
 import type { Logger } from 'pino';
+import { keepMemoryReducerWorking } from './memory-reducer.ts';
 
 export interface Running {
   logger: Logger;
@@ -14,6 +15,8 @@ export interface Running {
 const KNOWN_START_ERRORS = new Set(['CONFIG_INVALID', 'DATA_DIR_LOCKED']);
 
 export const runUntilSignal = (name: string, start: () => Promise<Running>): void => {
+  // V8 gives back what a burst grew only with this (memory-reducer.ts).
+  keepMemoryReducerWorking();
   start().then(
     (running) => {
       let stopping = false;

@@ -12,6 +12,7 @@ import type { FieldError } from './submission-schema.ts';
 import { DEAL_FIELDS, SUBMISSION_LIMITS } from './submission-schema.ts';
 import { truncateChars } from './truncate-utf8.ts';
 import {
+  isBlank,
   isPlainObject,
   readAmount,
   readIsoDate,
@@ -69,7 +70,8 @@ export const readDeal = (body: Readonly<Record<string, unknown>>): DealRead => {
       warnings.push(`unknown field deal.${truncateChars(name, 100)} ignored`);
     if (unknown.length > MAX_LISTED_UNKNOWN_DEAL)
       warnings.push(`${unknown.length - MAX_LISTED_UNKNOWN_DEAL} more unknown fields in deal ignored`);
-  } else if (raw !== undefined && raw !== null) {
+  } else if (!isBlank(raw)) {
+    // A blank `deal` ("", white space) is not sent, like any blank field (field-readers.ts).
     errors.push({ field: 'deal', message: 'deal must be an object' });
   }
 

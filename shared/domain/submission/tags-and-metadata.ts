@@ -6,7 +6,7 @@
  */
 import type { FieldError } from './submission-schema.ts';
 import { SUBMISSION_LIMITS } from './submission-schema.ts';
-import { ABSENT, isPlainObject, longerThan, ok, type Read, type Reader } from './field-readers.ts';
+import { ABSENT, isBlank, isPlainObject, longerThan, ok, type Read, type Reader } from './field-readers.ts';
 import { isWhiteSpaceOnly, trimWhiteSpace } from '../white-space.ts';
 
 const MAX_ELEMENT_ERRORS = 20;
@@ -19,10 +19,12 @@ const limited = (errors: FieldError[]): FieldError[] => errors.slice(0, MAX_ELEM
 /**
  * Tags: an array of non-blank strings, each trimmed of white space (U+FEFF is kept and is not
  * blank: ../white-space.ts). Tags equal once trimmed are one tag, kept where it first appears:
- * tags filter call history as a set. The length limit applies to the trimmed tag.
+ * tags filter call history as a set. The length limit applies to the trimmed tag. A blank value
+ * (`""`, white space only) is not sent, as for every field (field-readers.ts): a template fills
+ * an empty list with "".
  */
 export const readTags: Reader<string[]> = (value, field) => {
-  if (value === null || value === undefined) return ABSENT;
+  if (isBlank(value)) return ABSENT;
   if (!Array.isArray(value))
     return { kind: 'invalid', errors: [{ field, message: `${field} must be an array of strings` }] };
   const { maxTags, maxTagChars } = SUBMISSION_LIMITS;
@@ -48,13 +50,13 @@ export const sameTags = (a: readonly string[], b: readonly string[]): boolean =>
 /**
  * Metadata: a flat object of at most 20 keys; values are strings, numbers, booleans or null. A
  * number must be finite and, when it is an integer, a safe one (|n| ≤ 2^53 − 1): identifiers beyond
- * that are sent as strings. A fraction is kept as the double it parsed to.
+ * that are sent as strings. A fraction is kept as the double it parsed to. A blank value is not sent.
  */
 export const readMetadata: Reader<Record<string, MetadataValue>> = (
   value,
   field,
 ): Read<Record<string, MetadataValue>> => {
-  if (value === null || value === undefined) return ABSENT;
+  if (isBlank(value)) return ABSENT;
   if (!isPlainObject(value))
     return { kind: 'invalid', errors: [{ field, message: `${field} must be a flat object of key/value pairs` }] };
   const { maxMetadataKeys } = SUBMISSION_LIMITS;

@@ -16,7 +16,7 @@
  * - Error fields are the names the caller sent (`rep_email`, `call_tags[3]`, `deal.dealSize`).
  */
 import { type FieldError, SUBMISSION_LIMITS } from './submission-schema.ts';
-import { canonicalIsoDate } from './iso-date.ts';
+import { canonicalIsoDate, ISO_DATE_FORMS } from './iso-date.ts';
 import { isDecimalNotation, toDecimal } from './decimal.ts';
 import { isWhiteSpaceOnly, trimWhiteSpace } from '../white-space.ts';
 
@@ -124,9 +124,7 @@ export const readIsoDate: Reader<string> = (value, field) => {
   const read = readTrimmed(value, field);
   if (read.kind !== 'ok') return read;
   const canonical = canonicalIsoDate(read.value);
-  return canonical === undefined
-    ? invalid(field, `${field} must be an ISO 8601 date (YYYY-MM-DD) or date-time (YYYY-MM-DDTHH:MM:SSZ)`)
-    : ok(canonical);
+  return canonical === undefined ? invalid(field, `${field} must be ${ISO_DATE_FORMS}`) : ok(canonical);
 };
 
 /**

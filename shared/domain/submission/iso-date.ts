@@ -1,15 +1,24 @@
 /**
- * Strict ISO 8601 dates for `callDate` and `dealDate`.
+ * Strict ISO 8601 dates for `callDate` and `dealDate` (docs/decisions/0007-dates.md).
  *
- * Accepted: `YYYY-MM-DD` (midnight UTC, as docs/decisions/0007-dates.md says for deal dates; we apply it to callDate
- * too so both fields read the same way) and `YYYY-MM-DDTHH:MM[:SS[.fraction]][offset]` where the
- * offset is `Z`, `±HH:MM`, `±HHMM` or `±HH`. A date-time without an offset is read as UTC:
+ * Accepted: `YYYY-MM-DD` (midnight UTC, as decision 0007 says for deal dates; we apply it to
+ * callDate too so both fields read the same way) and `YYYY-MM-DDTHH:MM[:SS[.fraction]][offset]`
+ * where the offset is `Z`, `±HH:MM`, `±HHMM` or `±HH`. `t` and `z` may be lower case (RFC 3339
+ * allows it) and the fraction may follow a comma (ISO 8601's own decimal sign): neither can be
+ * read two ways. The basic format (`20260101`) and a time of hours alone (`T10Z`) are refused,
+ * with a message naming the forms taken: neither is in RFC 3339, and eight bare digits may as well
+ * be an id (`17320608` would be a date in 1732). A date-time without an offset is read as UTC:
  * `Date.parse` would read it in the server's local zone, and the result must not depend on where
  * the service runs. Impossible calendar values (`2026-02-30`, `24:00`) are refused rather than
  * rolled over.
  */
 
-const ISO = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}(?::?\d{2})?)?)?$/;
+const ISO =
+  /^(\d{4})-(\d{2})-(\d{2})(?:[Tt](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?([Zz]|[+-]\d{2}(?::?\d{2})?)?)?$/;
+
+/** What a refusal names: the forms above, in words a caller can match to what it sends. */
+export const ISO_DATE_FORMS =
+  'an ISO 8601 date such as 2026-01-01 or 2026-01-01T10:00:00Z: YYYY-MM-DD, optionally followed by T and hh:mm, hh:mm:ss or hh:mm:ss.fff and an offset (Z, ±hh:mm, ±hhmm or ±hh; without one, UTC); a real date and time, years 0001–9999';
 
 const FOUR_CENTURIES_MS = 146_097 * 86_400_000;
 /** 0001-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z. */
@@ -22,7 +31,7 @@ const daysInMonth = (year: number, month: number): number =>
   month === 2 && isLeap(year) ? 29 : (DAYS_IN_MONTH[month - 1] ?? 0);
 
 const offsetMinutes = (offset: string | undefined): number | undefined => {
-  if (offset === undefined || offset === 'Z') return 0;
+  if (offset === undefined || offset === 'Z' || offset === 'z') return 0;
   const sign = offset.startsWith('-') ? -1 : 1;
   const digits = offset.slice(1).replace(':', '');
   const hours = Number(digits.slice(0, 2));

@@ -57,7 +57,7 @@ const amount = (description: string) =>
   );
 const isoDate = (description: string) =>
   Type.String({
-    description: `${description} ISO 8601 date (YYYY-MM-DD, midnight UTC) or date-time; a date-time without an offset is read as UTC.`,
+    description: `${description} ISO 8601 date (YYYY-MM-DD, midnight UTC) or date-time (YYYY-MM-DDThh:mm[:ss[.fff]] and an offset Z, ±hh:mm, ±hhmm or ±hh; a date-time without an offset is read as UTC). T and Z may be lower case and the fraction may follow a comma; the basic format (20260101) and hours alone (T10Z) are refused.`,
     examples: ['2026-11-20', '2026-11-20T14:30:00Z'],
   });
 const notes = (description: string) => Type.String({ maxLength: MAX_NOTES_CHARS, description });

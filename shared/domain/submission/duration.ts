@@ -94,7 +94,8 @@ export const SOURCE_DURATION_UNITS: ReadonlyMap<string, DurationUnit> = new Map(
 /**
  * The longest duration accepted, 7 days. A call's length reserves and settles capacity: an absurd
  * one (1e308 minutes overflows to Infinity, which JSON cannot carry) would wipe out the team's
- * balance in floating point, so it is a 400 rather than a reservation.
+ * balance in floating point, so it is a 400 rather than a reservation
+ * (docs/decisions/0026-bounds-the-spec-leaves-open.md).
  */
 export const MAX_DURATION_SECONDS = 7 * 24 * 3600;
 

@@ -22,7 +22,10 @@
 import type { FieldError } from './submission-schema.ts';
 import { truncateChars } from './truncate-utf8.ts';
 
-/** Objects and arrays nest at most this deep, the body itself being level 1. */
+/**
+ * Objects and arrays nest at most this deep, the body itself being level 1
+ * (docs/decisions/0026-bounds-the-spec-leaves-open.md).
+ */
 export const MAX_BODY_DEPTH = 32;
 /** Unstorable strings listed in one answer at most; the rest are counted in one more entry. */
 const MAX_LISTED = 100;

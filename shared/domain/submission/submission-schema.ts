@@ -19,6 +19,7 @@ const MAX_TAGS = 20;
 const MAX_TAG_CHARS = 50;
 const MAX_NOTES_CHARS = 2000;
 const MAX_METADATA_KEYS = 20;
+// The spec's bounds above; the ones it leaves open below: docs/decisions/0026-bounds-the-spec-leaves-open.md.
 const MAX_REP_NAME_CHARS = 200;
 const MAX_CALL_TITLE_CHARS = 500;
 const MAX_AUDIO_URL_CHARS = 2048;

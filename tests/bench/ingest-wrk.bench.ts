@@ -15,8 +15,9 @@
  * rate counts 201s only, and non-201 answers are shown (a 429 there means: more keys). Every 201 is durable:
  * the embedded event log commits (fsync) before the answer.
  *
- * Also reported: p50/p99 latency of each round (wrk --latency), the service's RSS at rest and
- * after the load, and, for the all-in-one process, the end-to-end rate: calls finished
+ * Also reported: p50/p99 latency of each round (wrk --latency), the service's RSS at rest
+ * (`--rest-seconds`, 30 by default, after the keys are issued: V8 gives memory back once the
+ * allocation rate has been low a while) and after the load, and, for the all-in-one process, the end-to-end rate: calls finished
  * (`calls_finished_total` on /metrics) per second from the start of the round until the backlog
  * the round left has drained (`--drain-seconds` at most).
  *
@@ -35,7 +36,7 @@
  *
  * Needs the Debian package `wrk` on PATH (`apt-get install -y wrk`).
  *
- *   npx tsx tests/bench/ingest-wrk.bench.ts [--rounds 3] [--seconds 10] [--connections 50] [--teams 40] [--keys 12000] [--mode all-in-one,ingress] [--drain-seconds 120] [--think-time exponential|fixed|exponential,fixed] [--cpu-prof DIR] [--baseline-root DIR] [--idempotency-keys]
+ *   npx tsx tests/bench/ingest-wrk.bench.ts [--rounds 3] [--seconds 10] [--connections 50] [--teams 40] [--keys 12000] [--mode all-in-one,ingress] [--drain-seconds 120] [--think-time exponential|fixed|exponential,fixed] [--cpu-prof DIR] [--baseline-root DIR] [--idempotency-keys] [--rest-seconds 30]
  *
  * `--baseline-root DIR` also runs the service built in DIR (another checkout, `npm run build` done
  * there, its node_modules linked) in the same alternating rounds: an earlier version measured
@@ -76,6 +77,7 @@ import {
   rssMb,
   runWrk as wrk,
   serviceNodeFlags,
+  sleep,
   startBare,
   waitFor,
   writeScript as write,
@@ -94,6 +96,7 @@ const { values } = parseArgs({
     'cpu-prof': { type: 'string' },
     'baseline-root': { type: 'string' },
     'idempotency-keys': { type: 'boolean', default: false },
+    'rest-seconds': { type: 'string', default: '30' },
   },
 });
 /** One more paced round, at the same rate, in which every request has an Idempotency-Key of its own. */
@@ -106,6 +109,8 @@ const KEYS = Number(values.keys);
 type Mode = 'all-in-one' | 'ingress';
 const MODES = values.mode.split(',') as Mode[];
 const DRAIN_SECONDS = Number(values['drain-seconds']);
+/** How long the service rests after the keys are issued before its RSS at rest is read: V8 gives memory back only once the allocation rate has been low for a while. */
+const REST_SECONDS = Number(values['rest-seconds']);
 /** The paced round's think times, one round each; the first gives target 2's figure. */
 const THINK_TIMES = parseThinkTimes(values['think-time']);
 const THINK_TIME = THINK_TIMES[0]!;
@@ -218,8 +223,13 @@ const measure = async (MODE: Mode) => {
   const earlier = values['baseline-root'] ? await startService(MODE, resolve(values['baseline-root'])) : undefined;
   const earlierScript = earlier ? writeScript(await issueKeys(earlier.url), `earlier-${MODE}.lua`) : undefined;
   const versusEarlier: number[] = [];
+  const issuedRss = rssMb(service.child.pid!);
+  await sleep(REST_SECONDS * 1000);
   const atRest = rssMb(service.child.pid!);
-  console.log(`\n[${MODE}] ${keys.length} keys issued; service RSS at rest ${atRest} MB`);
+  const earlierAtRest = earlier ? `; the earlier build ${rssMb(earlier.child.pid!)} MB` : '';
+  console.log(
+    `\n[${MODE}] ${keys.length} keys issued; service RSS ${issuedRss} MB just after, ${atRest} MB at rest ${REST_SECONDS} s later${earlierAtRest}`,
+  );
 
   const rows: Parameters<typeof report>[1] = [];
   const ratios: number[] = [];
@@ -401,7 +411,7 @@ const measure = async (MODE: Mode) => {
       command: command(MODE),
     });
     recordTarget({
-      target: '6 memory, the service at rest (after issuing the keys)',
+      target: `6 memory, the service at rest (${REST_SECONDS} s after issuing the keys)`,
       figure: `${atRest} MB RSS`,
       baseline: 'bound 150 MB',
       ratio: atRest / 150,

@@ -140,8 +140,8 @@ children.push(service);
 const base = `http://127.0.0.1:${port}`;
 await waitFor(`${base}/readyz`, 'the service', 60_000, service);
 const issued = await issueKeys(base, ADMIN_TOKEN, TEAMS, KEYS);
-const atRest = rssMb(service.pid!);
-console.log(`${issued.keys.length} keys issued over ${TEAMS} teams; service RSS at rest ${atRest} MB`);
+const issuedRss = rssMb(service.pid!);
+console.log(`${issued.keys.length} keys issued over ${TEAMS} teams; service RSS ${issuedRss} MB just after`);
 
 const bare = await startBare(children);
 const bareScript = writeScript(join(dir.path, 'bare.lua'), issued.keys);

@@ -8,8 +8,10 @@
  * leave calls that no member owns, without a deadline and never resumed.
  *
  * Nothing stops the intake for long: a record that can never be stored goes to the dead-letter
- * topic, an outage is retried in place (see `resilientHandler`), and a consumer that ends anyway is
- * started again. A sweep works every open call of the partitions the consumer owns, whatever the
+ * topic, an outage is retried in place (see `resilientHandler`), a record that keeps failing on its
+ * own with an error that proves nothing (a bug) is set aside there for a redrive, and a consumer
+ * that ends anyway is started again. A step that fails, for whatever reason, is the call's: its
+ * actor retries it and fails the call, never holding the partition. A sweep works every open call of the partitions the consumer owns, whatever the
  * order or presence of rebalance callbacks, so no acknowledged call is left without an owner.
  */
 import type { Logger } from 'pino';
@@ -81,6 +83,12 @@ export interface ProcessorOptions {
   personalData?: PersonalData;
   /** The events as stored (personal fields sealed): the open-call tracker follows them, reading no personal field. */
   storedEvents?: EventStore;
+  /**
+   * When a record that keeps failing with an error that proves nothing against it, while others
+   * are handled, is set aside in the dead-letter topic; default `STUCK_RECORD_AFTER` (10 attempts,
+   * a minute). See resilient-handler.ts.
+   */
+  stuckRecordAfter?: { attempts: number; ms: number };
 }
 
 export interface Processor {
@@ -265,6 +273,7 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
     deadLetter: { eventLog: options.eventLog, topic: topics.deadLetter },
     log,
     signal: stopping.signal,
+    stuckAfter: options.stuckRecordAfter,
   });
 
   const inPartitions = (partitions: PartitionRef[]) => {

@@ -7,9 +7,15 @@
  * - any other failure is retried in place with jittered backoff for as long as it lasts: an outage
  *   (`BackendUnavailableError`, or `retriable: true`), and also a failure that proves nothing
  *   either way (a database error no classifier knows, a bug), since dead-lettering a good record
- *   loses an accepted call. The member keeps its partitions; one line when the retrying starts
- *   (a warning for an outage, an error otherwise), one when it ends; readiness reports records
- *   retrying past its threshold, with the last error.
+ *   for an outage costs an accepted call. The member keeps its partitions; one line when the
+ *   retrying starts (a warning for an outage, an error otherwise), one when it ends; readiness
+ *   reports records retrying past its threshold, with the last error;
+ * - except one record stuck on a failure of its own: when it has failed with errors that prove
+ *   nothing (never an outage) `stuckAfter.attempts` times in a row, over `stuckAfter.ms` at least,
+ *   and other records were handled meanwhile (so the failure is not everyone's: not a bug that
+ *   fails every record, nor an outage no classifier knows), it is set aside in the dead-letter
+ *   topic, saying so, instead of holding its partition; an operator redrives it once the bug is
+ *   fixed (docs/decisions/0027-stuck-on-an-event.md).
  * Only the abort signal (the consumer is stopping) ends the retrying: the handler then throws, the
  * record is not committed, and the partition's next owner gets it again.
  */
@@ -35,7 +41,18 @@ export interface ResilientHandlerOptions {
   signal: AbortSignal;
   /** Backoff between attempts (full jitter); default 100 ms doubling up to 5 s. */
   backoff?: { baseMs: number; maxMs: number };
+  /** When a record failing on its own with errors that prove nothing is set aside; default `STUCK_RECORD_AFTER`. */
+  stuckAfter?: { attempts: number; ms: number };
 }
+
+/**
+ * A record is set aside after failing 10 times in a row, over a minute at least, with errors that
+ * prove nothing against it while other records were handled. A minute is twice readiness's
+ * default threshold (READY_RETRY_THRESHOLD_MS), so /readyz has named it, with the error, before;
+ * with the backoff (0.1 s doubling to 5 s) it is some 15 attempts, which no blip outlasts. Set
+ * aside is not lost: the dead letter keeps the record whole, for a redrive.
+ */
+export const STUCK_RECORD_AFTER = { attempts: 10, ms: 60_000 };
 
 /** Records being retried right now, for readiness: the oldest retry's start and its error. */
 export interface RetryingRecords {
@@ -106,15 +123,29 @@ export const resilientHandler = (
   const { log, signal } = options;
   const baseMs = options.backoff?.baseMs ?? 100;
   const maxMs = options.backoff?.maxMs ?? 5000;
+  const stuckAfter = options.stuckAfter ?? STUCK_RECORD_AFTER;
   const retries = new Map<LogRecord, Date>();
   let lastError: string | undefined;
   let deadLettered = 0;
+  /** Records handled so far: whether others were while one kept failing. */
+  let handled = 0;
 
-  /** Runs `work` until it succeeds, retrying every failure but one that proves the data bad, which is returned. */
-  const untilDone = async (record: LogRecord, work: () => Promise<void>): Promise<{ failed: unknown } | undefined> => {
+  /**
+   * Runs `work` until it succeeds, retrying every failure but one that proves the data bad, which is
+   * returned; so is the last of a record's failures that prove nothing once it is stuck on them
+   * (`setAside`: not for the dead letter's own publishing).
+   */
+  const untilDone = async (
+    record: LogRecord,
+    work: () => Promise<void>,
+    setAside: boolean,
+  ): Promise<{ failed: unknown; stuck?: { attempts: number; ms: number } } | undefined> => {
+    /** Failures in a row that prove nothing: how many, since when, and the records handled before them. */
+    let unexplained: { attempts: number; since: number; handledBefore: number } | undefined;
     for (let attempt = 1; ; attempt++) {
       try {
         await work();
+        if (setAside) handled++;
         if (retries.delete(record)) log.info({ ...origin(record), attempts: attempt }, 'record handled after retrying');
         return undefined;
       } catch (error) {
@@ -125,6 +156,22 @@ export const resilientHandler = (
         if (isDataAtFault(error)) {
           retries.delete(record);
           return { failed: error };
+        }
+        if (isRetriableError(error)) unexplained = undefined;
+        else {
+          unexplained = unexplained
+            ? { ...unexplained, attempts: unexplained.attempts + 1 }
+            : { attempts: 1, since: Date.now(), handledBefore: handled };
+          const ms = Date.now() - unexplained.since;
+          if (
+            setAside &&
+            unexplained.attempts >= stuckAfter.attempts &&
+            ms >= stuckAfter.ms &&
+            handled > unexplained.handledBefore
+          ) {
+            retries.delete(record);
+            return { failed: error, stuck: { attempts: unexplained.attempts, ms } };
+          }
         }
         lastError = describe(error);
         if (!retries.has(record)) {
@@ -146,16 +193,29 @@ export const resilientHandler = (
   };
 
   const handler = async (record: LogRecord): Promise<void> => {
-    const outcome = await untilDone(record, () => handle(record));
+    const outcome = await untilDone(record, () => handle(record), true);
     if (!outcome) return;
-    const reason = describe(outcome.failed);
-    log.error(
-      { ...origin(record), err: outcome.failed, deadLetterTopic: options.deadLetter.topic },
-      'record cannot be handled; dead-lettered',
+    const { stuck } = outcome;
+    const reason = stuck
+      ? `failed ${stuck.attempts} times in a row over ${Math.round(stuck.ms / 1000)} s with an error that does not prove it bad, while other records were handled: set aside; redrive it once the cause is fixed. Last error: ${describe(outcome.failed)}`
+      : describe(outcome.failed);
+    if (stuck)
+      log.error(
+        { ...origin(record), err: outcome.failed, deadLetterTopic: options.deadLetter.topic, attempts: stuck.attempts },
+        'record keeps failing with an error that does not prove it bad while other records are handled; set aside in the dead-letter topic for a redrive',
+      );
+    else
+      log.error(
+        { ...origin(record), err: outcome.failed, deadLetterTopic: options.deadLetter.topic },
+        'record cannot be handled; dead-lettered',
+      );
+    const sent = await untilDone(
+      record,
+      async () => {
+        await options.deadLetter.eventLog.publish(options.deadLetter.topic, [deadLetterRecord(record, reason)]);
+      },
+      false,
     );
-    const sent = await untilDone(record, async () => {
-      await options.deadLetter.eventLog.publish(options.deadLetter.topic, [deadLetterRecord(record, reason)]);
-    });
     if (sent) {
       // The dead-letter topic refused it for what it is (too large for it): keep the record rather than lose it.
       throw sent.failed;

@@ -19,6 +19,7 @@ const record = (offset: number): LogRecord => ({
 const setup = (
   handle: (r: LogRecord) => Promise<void>,
   publish: (topic: string, records: OutgoingRecord[]) => Promise<void> = async () => {},
+  stuckAfter?: { attempts: number; ms: number },
 ) => {
   const lines: { level: string; message: string }[] = [];
   const published: { topic: string; records: OutgoingRecord[] }[] = [];
@@ -42,6 +43,7 @@ const setup = (
     log,
     signal: controller.signal,
     backoff: { baseMs: 1, maxMs: 5 },
+    stuckAfter,
   });
   return { resilient, lines, published, controller };
 };
@@ -131,6 +133,102 @@ describe('resilient record handler', () => {
     assert.deepEqual(bug.published, []);
     bug.controller.abort(new Error('stopping'));
     await assert.rejects(stuck);
+  });
+
+  test(
+    'a record that keeps failing with a bug while other records are handled is set aside in the dead-letter topic, saying so',
+    { timeout: 10_000 },
+    async (t) => {
+      const bug = new TypeError("Cannot read properties of undefined (reading 'minutes')");
+      let attempts = 0;
+      const { resilient, published, lines, controller } = setup(
+        async (r) => {
+          if (r.offset !== 4n) return;
+          attempts++;
+          throw bug;
+        },
+        undefined,
+        { attempts: 3, ms: 30 },
+      );
+      // Ends the retrying should the record never be set aside (the test times out).
+      t.signal.addEventListener('abort', () => controller.abort(t.signal.reason));
+      const stuck = resilient.handler(record(4));
+      await eventually(() => assert.ok(attempts >= 5, `${attempts} attempts`), { timeoutMs: 2000, intervalMs: 5 });
+      assert.equal(published.length, 0, 'not while no other record is handled: the bug may be every record’s');
+      assert.equal(resilient.retrying().count, 1);
+
+      await resilient.handler(record(5));
+      await stuck;
+      assert.equal(published.length, 1);
+      const [dead] = published[0]!.records;
+      assert.equal(dead!.key, 'call-4');
+      assert.equal(dead!.headers!.dlq_source_offset, '4');
+      assert.match(
+        dead!.headers!.dlq_reason!,
+        /^failed \d+ times in a row over \d+ s with an error that does not prove it bad, while other records were handled: set aside; redrive it once the cause is fixed\. Last error: TypeError: Cannot read properties of undefined \(reading 'minutes'\)$/,
+      );
+      assert.equal(resilient.deadLettered, 1);
+      assert.equal(resilient.retrying().count, 0);
+      assert.deepEqual(
+        lines.map((l) => `${l.level}: ${l.message}`),
+        [
+          'error: record failed with an error that does not prove it bad; retrying in place until it succeeds',
+          'error: record keeps failing with an error that does not prove it bad while other records are handled; set aside in the dead-letter topic for a redrive',
+        ],
+      );
+    },
+  );
+
+  test(
+    'a record is set aside only after both the attempts and the time, counted again after an outage between its failures',
+    { timeout: 10_000 },
+    async (t) => {
+      const failures: { error: Error; at: number }[] = [];
+      const script = [new TypeError('bug'), new TypeError('bug'), new EventStoreUnavailableError('database down')];
+      const { resilient, published, controller } = setup(
+        async (r) => {
+          if (r.offset !== 6n) return;
+          const error = script[failures.length] ?? new TypeError('bug');
+          failures.push({ error, at: Date.now() });
+          throw error;
+        },
+        undefined,
+        { attempts: 3, ms: 100 },
+      );
+      t.signal.addEventListener('abort', () => controller.abort(t.signal.reason));
+      await resilient.handler(record(1)); // handled before its first failure: no evidence
+      const stuck = resilient.handler(record(6));
+      await eventually(() => assert.ok(failures.length >= 4), { timeoutMs: 2000, intervalMs: 1 });
+      await resilient.handler(record(7));
+      await stuck;
+      const setAsideAt = Date.now();
+      assert.equal(published.length, 1);
+      const counted = failures.slice(3);
+      assert.ok(counted.length >= 3, `${counted.length} failures in a row after the outage`);
+      assert.ok(setAsideAt - counted[0]!.at >= 100, `set aside ${setAsideAt - counted[0]!.at} ms after the first`);
+      assert.match(published[0]!.records[0]!.headers!.dlq_reason!, /Last error: TypeError: bug$/);
+    },
+  );
+
+  test('an outage, however long, is never set aside, whatever else is handled', async () => {
+    let attempts = 0;
+    const { resilient, published, controller } = setup(
+      async (r) => {
+        if (r.offset !== 8n) return;
+        attempts++;
+        throw new EventStoreUnavailableError('database down');
+      },
+      undefined,
+      { attempts: 2, ms: 1 },
+    );
+    const running = resilient.handler(record(8));
+    await resilient.handler(record(9));
+    await eventually(() => assert.ok(attempts >= 10, `${attempts} attempts`), { timeoutMs: 3000, intervalMs: 5 });
+    await resilient.handler(record(10));
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    assert.deepEqual(published, []);
+    controller.abort(new Error('stopping'));
+    await assert.rejects(running);
   });
 
   test('a dead-letter topic that is unreachable is retried too: the record is never dropped', async () => {

@@ -38,7 +38,7 @@ Webhooks (signed with Standard Webhooks; verify with any of its libraries)
   webhook redeliver --team <teamId> --webhook <webhookId> --delivery <deliveryId>
 Operations
   replay <projection>                               rebuild a projection (call-history) while the service runs
-  skip <projection> <position> --reason <text>      let a projection stopped on one event (see /readyz) go past it
+  skip <projection> <position> --reason <text>      let a projection stopped or stuck on one event (see /readyz) go past it
   topic read <topic> [--from-offset <n>] [--limit <n>] [--partition <n>]
   projections                                       each projection's checkpoint, the head, lag, version and state
   redrive --from-offset <n> --limit <n> [--partition <n>]
@@ -61,12 +61,13 @@ interface ProjectionLine {
   stoppedOn?: { position: string; streamId: string; eventType: string; error: string };
 }
 
-/** One line per projection; a stopped one says on what and how to go past it. */
+/** One line per projection; a stopped (or stuck) one says on what and how to go past it. */
 const projectionLine = (p: ProjectionLine): string => {
   const line = `${p.name.padEnd(18)} ${p.state.padEnd(8)} checkpoint ${p.checkpoint}, head ${p.head}, lag ${p.lag}${p.version === null ? '' : `, version ${p.version}`}`;
   if (!p.stoppedOn) return line;
   const { position, eventType, streamId, error } = p.stoppedOn;
-  return `${line}\n  stopped on ${eventType} at position ${position} (stream ${streamId}): ${error}\n  skip it with: npm run admin -- skip ${p.name} ${position} --reason "…"`;
+  const on = p.state === 'stuck' ? 'stuck on' : 'stopped on';
+  return `${line}\n  ${on} ${eventType} at position ${position} (stream ${streamId}): ${error}\n  skip it with: npm run admin -- skip ${p.name} ${position} --reason "…"`;
 };
 
 const options = {
@@ -200,7 +201,7 @@ const main = async (argv: string[]): Promise<number> => {
   if (noun === 'projections') {
     const { projections } = (await call('GET', '/api/admin/projections')) as { projections: ProjectionLine[] };
     for (const p of projections) process.stdout.write(`${projectionLine(p)}\n`);
-    return projections.some((p) => p.state === 'stopped') ? 1 : 0;
+    return projections.some((p) => p.state === 'stopped' || p.state === 'stuck') ? 1 : 0;
   }
   if (noun === 'redrive') {
     const number = (name: 'from-offset' | 'limit' | 'partition') => {

@@ -46,10 +46,13 @@ const ProjectionStatusSchema = Type.Object({
   version: Type.Union([Type.Integer(), Type.Null()], {
     description: 'The read-model version reads use (a replay activates a new one); null for the relay.',
   }),
-  state: Type.Union([Type.Literal('running'), Type.Literal('stopped'), Type.Literal('unknown')], {
-    description:
-      'stopped on an event it cannot project (recorded in the store, so every process says so); running as reported by this process, which runs it; unknown when another process runs it (the lag shows whether it moves).',
-  }),
+  state: Type.Union(
+    [Type.Literal('running'), Type.Literal('stopped'), Type.Literal('stuck'), Type.Literal('unknown')],
+    {
+      description:
+        'stopped on an event it cannot project (recorded in the store, so every process says so); stuck on an event it keeps failing on with an error that proves nothing against it, still retrying it (recorded the same way); running as reported by this process, which runs it; unknown when another process runs it (the lag shows whether it moves).',
+    },
+  ),
   stoppedOn: Type.Optional(
     Type.Object(
       {
@@ -59,7 +62,10 @@ const ProjectionStatusSchema = Type.Object({
         error: Type.String(),
         at: Type.Optional(Type.String()),
       },
-      { description: 'The event it stopped on and why; skip it with POST /api/admin/projections/:projection/skip.' },
+      {
+        description:
+          'The event it stopped or is stuck on and why; skip it with POST /api/admin/projections/:projection/skip.',
+      },
     ),
   ),
   thisProcess: Type.Optional(

@@ -4,18 +4,26 @@
  * and so does a stop. A projection that stops on an event it cannot project records a
  * `ProjectionStopped` event (stream `projection-status`) naming the event and the error; it is
  * `stopped` while its checkpoint is below that event (until an operator skips it, or a replay
- * goes past it). Whether a projection is running right now only the process that runs it knows:
- * there its live report says `running`; in any other process the state is `unknown`, and the lag
- * shows whether it moves.
+ * goes past it). One stuck on an event (it keeps failing there with an error that proves nothing
+ * against it; docs/decisions/0027-stuck-on-an-event.md) records a `ProjectionStuck` event the same
+ * way and is `stuck` on it while its checkpoint is below it; `stoppedOn` names the event either
+ * way, the one an operator may skip. Whether a projection is running right now only the process
+ * that runs it knows: there its live report says `running`; in any other process the state is
+ * `unknown`, and the lag shows whether it moves.
  */
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import type { ReadModels } from '../../shared/ports/read-models.ts';
 import type { ComponentReport, Health } from '../runtime/health.ts';
 import { CALL_EVENTS_RELAY } from './call-events-relay.ts';
-import type { ProjectionEventError } from './supervised.ts';
-import { PROJECTION_STATUS_STREAM, projectionEvents, type ProjectionStopped } from './projection-catalogue.ts';
+import type { ProjectionEventError, UnexplainedEventError } from './supervised.ts';
+import {
+  PROJECTION_STATUS_STREAM,
+  projectionEvents,
+  type ProjectionStopped,
+  type ProjectionStuck,
+} from './projection-catalogue.ts';
 
-export { PROJECTION_STATUS_STREAM, type ProjectionStopped };
+export { PROJECTION_STATUS_STREAM, type ProjectionStopped, type ProjectionStuck };
 export const PROJECTION_STOPPED = 'ProjectionStopped';
 
 /** The projections of the projections service, by the names /readyz and the admin API use. */
@@ -32,9 +40,12 @@ export interface ProjectionStatus {
   lag: number;
   /** The read-model version reads use (a replay activates a new one); null for the relay, which has none. */
   version: number | null;
-  /** `stopped` on an event (see `stoppedOn`); `running` as reported by this process, which runs it; `unknown` when another process runs it. */
-  state: 'running' | 'stopped' | 'unknown';
-  /** The event it stopped on and the error, while stopped. */
+  /**
+   * `stopped` on an event (see `stoppedOn`); `stuck` on one, still retrying it (see `stoppedOn`);
+   * `running` as reported by this process, which runs it; `unknown` when another process runs it.
+   */
+  state: 'running' | 'stopped' | 'stuck' | 'unknown';
+  /** The event it stopped or is stuck on and the error, while it is: the one an operator may skip. */
   stoppedOn?: Omit<ProjectionStopped, 'projection' | 'at'> & { at?: string };
   /** The live report of this process, when it runs the projection (what /readyz shows). */
   thisProcess?: ComponentReport;
@@ -57,14 +68,43 @@ export const recordStopped = async (
   await store.append(PROJECTION_STATUS_STREAM, [projectionEvents.encode({ type: 'ProjectionStopped', data })]);
 };
 
-/** The latest recorded stop of each projection. */
-const latestStops = async (store: EventStore): Promise<Map<string, ProjectionStopped>> => {
-  const latest = new Map<string, ProjectionStopped>();
+/** Records that a projection is stuck on an event; every process reads it from the store. */
+export const recordStuck = async (
+  store: EventStore,
+  error: UnexplainedEventError,
+  failures: number,
+  since: Date,
+  now = new Date(),
+): Promise<void> => {
+  const cause = error.cause;
+  const data: ProjectionStuck = {
+    projection: error.projection,
+    position: error.event.position.toString(),
+    streamId: error.event.streamId,
+    eventType: error.event.type,
+    error: cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause),
+    failures,
+    since: since.toISOString(),
+    at: now.toISOString(),
+  };
+  await store.append(PROJECTION_STATUS_STREAM, [projectionEvents.encode({ type: 'ProjectionStuck', data })]);
+};
+
+/** A recorded stop or stuck event, as `projectionStatuses` reads it. */
+type RecordedHold = { state: 'stopped' | 'stuck'; data: ProjectionStopped };
+
+/** The latest recorded stop or stuck event of each projection. */
+const latestStops = async (store: EventStore): Promise<Map<string, RecordedHold>> => {
+  const latest = new Map<string, RecordedHold>();
   for (let from = 0; ;) {
     const events = await store.readStream(PROJECTION_STATUS_STREAM, { fromRevision: from, maxCount: 1000 });
     for (const stored of events) {
       const event = projectionEvents.decode(stored);
-      if (event.type === 'ProjectionStopped') latest.set(event.data.projection, event.data);
+      if (event.type === 'ProjectionStopped') latest.set(event.data.projection, { state: 'stopped', data: event.data });
+      if (event.type === 'ProjectionStuck') {
+        const { failures: _failures, since: _since, ...data } = event.data;
+        latest.set(event.data.projection, { state: 'stuck', data });
+      }
     }
     if (events.length < 1000) return latest;
     from += events.length;
@@ -110,11 +150,11 @@ export const projectionStatuses = async (deps: {
       lag: Number(head > checkpoint ? head - checkpoint : 0n),
       version,
     };
-    if (stop && checkpoint < BigInt(stop.position)) {
-      const { projection: _projection, ...stoppedOn } = stop;
-      return { ...base, state: 'stopped', stoppedOn, ...(thisProcess ? { thisProcess } : {}) };
+    if (stop && checkpoint < BigInt(stop.data.position)) {
+      const { projection: _projection, ...stoppedOn } = stop.data;
+      return { ...base, state: stop.state, stoppedOn, ...(thisProcess ? { thisProcess } : {}) };
     }
-    // Stopped here but not (yet) recorded: this process's word is first-hand.
+    // Stopped or stuck here but not (yet) recorded: this process's word is first-hand.
     if (thisProcess && !thisProcess.ready && typeof thisProcess.position === 'string') {
       const stoppedOn = {
         position: thisProcess.position,
@@ -122,7 +162,7 @@ export const projectionStatuses = async (deps: {
         eventType: String(thisProcess.eventType),
         error: thisProcess.reason ?? '',
       };
-      return { ...base, state: 'stopped', stoppedOn, thisProcess };
+      return { ...base, state: thisProcess.stuck === true ? 'stuck' : 'stopped', stoppedOn, thisProcess };
     }
     return thisProcess ? { ...base, state: 'running', thisProcess } : { ...base, state: 'unknown' };
   });

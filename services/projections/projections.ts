@@ -5,8 +5,10 @@
  * deal projection writes, so a message goes out only after its deal record exists), the webhook
  * delivery worker, and the call-events relay. Each follows the event store's global feed; outages
  * are retried in place, a failure is restarted from its checkpoint, and an event a projection
- * cannot take, proven bad by its failure, stops that projection until an operator skips it (see
- * supervised.ts and docs/decisions/0025-what-blames-the-data.md).
+ * cannot take, proven bad by its failure, stops that projection until an operator skips it; one
+ * that keeps failing there with an error that proves nothing leaves it stuck on the event, retrying,
+ * until it passes or an operator skips it (see supervised.ts,
+ * docs/decisions/0025-what-blames-the-data.md and docs/decisions/0027-stuck-on-an-event.md).
  */
 import type { Logger } from 'pino';
 import { toRecord } from '../../shared/cloudevents.ts';
@@ -23,8 +25,8 @@ import { CALL_EVENTS_RELAY, startCallEventsRelay } from './call-events-relay.ts'
 import { projectionBatchEvents, projectionLagGauge } from '../../shared/observability/metrics.ts';
 import { inSpansPerItem } from '../../shared/observability/tracing.ts';
 import { type SkippableProjection, skippedPositions } from './skipped-events.ts';
-import { recordStopped } from './projection-status.ts';
-import { ProjectionEventError, type Supervised, supervised } from './supervised.ts';
+import { recordStopped, recordStuck } from './projection-status.ts';
+import { ProjectionEventError, type Supervised, supervised, UnexplainedEventError } from './supervised.ts';
 import { OutboxLoop } from './outbox-loop.ts';
 import { dealWriteState } from './deal-write.ts';
 import { WebhookDeliveryWorker, type WebhookDeliveryOptions } from './webhook-delivery.ts';
@@ -79,8 +81,10 @@ const WEBHOOK_CATEGORIES = [CALL_CATEGORY, webhookEvents.category] as const;
  * (`ProjectionEventError`) only when its failure proves the event bad (`dataAtFault`: it does not
  * decode, the database refuses its values); any other failure is not the event's to answer for
  * (docs/decisions/0025-what-blames-the-data.md): an outage is retried in place by the
- * subscription, anything else fails the subscription, which the supervisor starts again from the
- * checkpoint after a growing pause, reported by readiness until it passes. Events an operator
+ * subscription, anything else fails the subscription (`UnexplainedEventError`, naming the event),
+ * which the supervisor starts again from the checkpoint after a growing pause, reported by
+ * readiness until it passes, and stuck on the event once it keeps failing there
+ * (docs/decisions/0027-stuck-on-an-event.md). Events an operator
  * skipped are left out (`skipped`: the skip list read for this start, by default here; a writer
  * that reads other events of the store takes the same one).
  */
@@ -132,8 +136,11 @@ const followFromCheckpoint = (
             try {
               await writer.apply([event], event.position, { expectedCheckpoint: position });
             } catch (eventError) {
-              if (!isDataAtFault(eventError)) throw eventError;
-              throw new ProjectionEventError(name, event, eventError);
+              if (passes(eventError)) throw eventError;
+              if (isDataAtFault(eventError)) throw new ProjectionEventError(name, event, eventError);
+              // Proves nothing against the event (a bug?): retried from the checkpoint, stuck on it
+              // once it keeps failing there (see supervised.ts).
+              throw new UnexplainedEventError(name, event, eventError);
             }
             position = event.position;
           }
@@ -213,6 +220,9 @@ export const startProjections = (options: ProjectionsOptions): Projections => {
   // A stop is recorded in the store, so every process's GET /api/admin/projections reports it and
   // the admin skip of any process accepts its event; one that fails is tried again while it waits.
   const onHalted = (error: ProjectionEventError) => recordStopped(eventStore, error);
+  // So is being stuck on an event: the admin skip of any process accepts that event too.
+  const onStuck = (error: UnexplainedEventError, failures: number, since: Date) =>
+    recordStuck(eventStore, error, failures, since);
   const running: [string, Supervised][] = [
     [
       'call-history',
@@ -220,7 +230,7 @@ export const startProjections = (options: ProjectionsOptions): Projections => {
         'call-history projection',
         () => followFromCheckpoint('call-history', eventStore, readModels.callHistory, [CALL_CATEGORY]),
         log,
-        { isSkipped: isSkipped('call-history'), onHalted },
+        { isSkipped: isSkipped('call-history'), onHalted, onStuck },
       ),
     ],
     [
@@ -235,7 +245,7 @@ export const startProjections = (options: ProjectionsOptions): Projections => {
             },
           }),
         log,
-        { isSkipped: isSkipped('deals'), onHalted },
+        { isSkipped: isSkipped('deals'), onHalted, onStuck },
       ),
     ],
     [
@@ -257,6 +267,7 @@ export const startProjections = (options: ProjectionsOptions): Projections => {
         {
           isSkipped: isSkipped('webhooks'),
           onHalted,
+          onStuck,
         },
       ),
     ],

@@ -4,7 +4,10 @@
  *   call is still delivered and the projection keeps going;
  * - a replay of call history leaves it out as the live projection does, so the rebuild completes;
  * - the admin API skips only the event a projection is recorded as stopped on (409 naming
- *   `position` otherwise), in a process that does not run it and across a restart.
+ *   `position` otherwise), in a process that does not run it and across a restart;
+ * - so it does the event a projection is recorded as stuck on (it keeps failing there with an
+ *   error that proves nothing against it), which every process reports as `stuck` until the
+ *   projection goes past it.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -15,7 +18,8 @@ import { webhookEvents } from '../../../shared/domain/webhook/webhook-catalogue.
 import { TOPICS } from '../../../shared/topics.ts';
 import { startProjections } from '../../../services/projections/projections.ts';
 import { replayProjection } from '../../../services/projections/replay.ts';
-import { PROJECTION_STATUS_STREAM } from '../../../services/projections/projection-status.ts';
+import { PROJECTION_STATUS_STREAM, recordStuck } from '../../../services/projections/projection-status.ts';
+import { UnexplainedEventError } from '../../../services/projections/supervised.ts';
 import { SKIPPABLE, SKIPPED_EVENTS_STREAM, skipEvent } from '../../../services/projections/skipped-events.ts';
 import { Health } from '../../../services/runtime/health.ts';
 import { appendCall, at, events, submittedData } from '../../conformance/read-models-fixtures.ts';
@@ -194,6 +198,61 @@ describe('a skipped event stays skipped: embedded (SQLite)', () => {
       );
     } finally {
       await projections.stop();
+      await ingress.close();
+    }
+  });
+
+  test('a recorded stuck event: every process reports the projection stuck on it, and the admin skip takes that event only', async () => {
+    const b = open();
+    const first = submittedData({ teamId: `team-${randomUUID()}` });
+    const second = submittedData({ teamId: first.teamId });
+    await appendCall(b.eventStore, first.callId, [events.submitted(first)]);
+    await appendCall(b.eventStore, second.callId, [events.submitted(second)]);
+    const [good] = await b.eventStore.readStream(callEvents.streamId(first.callId));
+    const [stuckOn] = await b.eventStore.readStream(callEvents.streamId(second.callId));
+    const bug = new UnexplainedEventError(
+      'deals',
+      stuckOn!,
+      new TypeError("Cannot read properties of undefined (reading 'x')"),
+    );
+    await recordStuck(b.eventStore, bug, 5, new Date(Date.parse(at(0))));
+    // An ingress of its own: it runs no projection, so it knows of the stuck event only from the store.
+    const ingress = await createHarness({ eventStore: b.eventStore, eventLog: b.eventLog, readModels: b.readModels });
+    try {
+      const listing = await ingress.admin('GET', '/api/admin/projections');
+      const deals = listing
+        .json<{ projections: { name: string; state: string; stoppedOn?: object }[] }>()
+        .projections.find((p) => p.name === 'deals');
+      assert.equal(deals?.state, 'stuck', JSON.stringify(deals));
+      const { at: recordedAt, ...on } = deals.stoppedOn as { at?: string };
+      assert.deepEqual(on, {
+        position: stuckOn!.position.toString(),
+        streamId: stuckOn!.streamId,
+        eventType: 'CallSubmitted',
+        error: "TypeError: Cannot read properties of undefined (reading 'x')",
+      });
+      assert.ok(recordedAt, 'when it was recorded');
+      const skip = (position: bigint) =>
+        ingress.admin('POST', '/api/admin/projections/deals/skip', {
+          position: position.toString(),
+          reason: 'a bug in the deal projection',
+        });
+      const refused = await skip(good!.position);
+      assert.equal(refused.statusCode, 409, refused.body);
+      const skipped = await skip(stuckOn!.position);
+      assert.equal(skipped.statusCode, 201, skipped.body);
+
+      // Once the projection is past it, it is stuck no more.
+      await b.readModels.deals.apply([], stuckOn!.position, {
+        expectedCheckpoint: await b.readModels.deals.checkpoint(),
+      });
+      const later = await ingress.admin('GET', '/api/admin/projections');
+      const after = later
+        .json<{ projections: { name: string; state: string; stoppedOn?: object }[] }>()
+        .projections.find((p) => p.name === 'deals');
+      assert.equal(after?.state, 'unknown', JSON.stringify(after));
+      assert.equal(after.stoppedOn, undefined);
+    } finally {
       await ingress.close();
     }
   });

@@ -16,7 +16,7 @@ import type { EventLog } from '../../shared/ports/event-log.ts';
 import type { EventStore, RecordedEvent } from '../../shared/ports/event-store.ts';
 import type { Transcriber } from '../../shared/ports/transcriber.ts';
 import { allTopics, type Topics, topicNames } from '../../shared/topics.ts';
-import { type Processor, startProcessor } from '../../services/processor/processor.ts';
+import { type Processor, type ProcessorOptions, startProcessor } from '../../services/processor/processor.ts';
 import type { RetryPolicy } from '../../services/processor/retry.ts';
 import type { WebhookDeliveryOptions } from '../../services/projections/webhook-delivery.ts';
 import { type Projections, startProjections } from '../../services/projections/projections.ts';
@@ -46,10 +46,14 @@ export interface PipelineOptions {
   now?: () => Date;
   /** The store and the log are one embedded database, wired as `npm start` does (decision 0015). */
   sharedDatabase?: boolean;
+  /** When the processor sets aside a record that keeps failing with a bug (default the service's). */
+  stuckRecordAfter?: ProcessorOptions['stuckRecordAfter'];
 }
 
 export interface PipelineHarness extends Harness {
   topics: Topics;
+  /** The processor's consumer group. */
+  groupId: string;
   /** What GET /readyz reports on (processor, projections, team directory). */
   health: Health;
   /** Running when the backends include read models. */
@@ -123,11 +127,13 @@ export const createPipelineHarness = async (
       health,
       personalData: backends.personalData,
       deferDurability: options.sharedDatabase,
+      stuckRecordAfter: options.stuckRecordAfter,
     });
   let processor: Processor | undefined = await start();
   return {
     ...harness,
     topics,
+    groupId,
     health,
     projections,
     get processor() {

@@ -17,7 +17,11 @@
 import type { Logger } from 'pino';
 import { partitionForKey } from '../../shared/adapters/event-log/partitioner.ts';
 import { jitteredBackoff } from '../../shared/adapters/event-log/consumer-status.ts';
-import { PoisonRecordError, resilientHandler } from '../../shared/adapters/event-log/resilient-handler.ts';
+import {
+  PoisonRecordError,
+  resilientHandler,
+  type StuckRecordBounds,
+} from '../../shared/adapters/event-log/resilient-handler.ts';
 import { callDecider, deadlineAt } from '../../shared/domain/call/call-decider.ts';
 import { callEvents } from '../../shared/domain/call/call-catalogue.ts';
 import type { Analyser } from '../../shared/ports/analyser.ts';
@@ -84,11 +88,11 @@ export interface ProcessorOptions {
   /** The events as stored (personal fields sealed): the open-call tracker follows them, reading no personal field. */
   storedEvents?: EventStore;
   /**
-   * When a record that keeps failing with an error that proves nothing against it, while others
-   * are handled, is set aside in the dead-letter topic; default `STUCK_RECORD_AFTER` (10 attempts,
-   * a minute). See resilient-handler.ts.
+   * When a record that keeps failing with an error that proves nothing against it is set aside in
+   * the dead-letter topic; default `STUCK_RECORD_AFTER` (10 attempts, a minute while others are
+   * handled, ten minutes if none is). See resilient-handler.ts.
    */
-  stuckRecordAfter?: { attempts: number; ms: number };
+  stuckRecordAfter?: Partial<StuckRecordBounds>;
 }
 
 export interface Processor {

@@ -1,6 +1,6 @@
 /**
  * Authentication and rate limiting for API-key routes, run as an `onRequest` hook: before the body
- * is read, so the order of answers is 401 → 429 → 413 → 400 → 402 (docs/decisions/0001-answer-order-and-limits.md).
+ * is read, so the order of answers is 401 → 429 → 415 → 413 → 400 → 402 (docs/decisions/0001-answer-order-and-limits.md).
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { RateLimitDecision, RateLimiter, RateLimitRule } from '../../shared/ports/rate-limiter.ts';

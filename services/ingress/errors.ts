@@ -21,7 +21,7 @@ export const ERROR_STATUS = {
   RATE_LIMITED: 429,
   /** Body larger than the limit (10 MB on the ingest endpoint). */
   PAYLOAD_TOO_LARGE: 413,
-  /** Content-Type is not application/json. */
+  /** Content-Type is not application/json, or Content-Encoding is not identity. */
   UNSUPPORTED_MEDIA_TYPE: 415,
   /** The body is not valid JSON. */
   MALFORMED_JSON: 400,

@@ -1,9 +1,9 @@
 /**
- * The body parser of every route: JSON only, and a refusal that names its field and rule (a 400
- * carries `errors[]`, docs/decisions/0002-problem-json-errors.md). Fastify's own parser answers
- * every refusal, a "__proto__" key included, with the same "not valid JSON".
+ * The body parser of every route: JSON only, sent uncompressed, and a refusal that names its field
+ * and rule (a 400 carries `errors[]`, docs/decisions/0002-problem-json-errors.md). Fastify's own
+ * parser answers every refusal, a "__proto__" key included, with the same "not valid JSON".
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import secureJson from 'secure-json-parse';
 import { ProblemError } from './errors.ts';
 import { rememberRawBody } from './raw-body.ts';
@@ -44,7 +44,28 @@ export const poisonedKeyPath = (text: string): string => {
   }
 };
 
+/** Whether the request carries a body Fastify reads: not a GET or HEAD, and a length other than 0. */
+const sendsBody = (request: FastifyRequest): boolean => {
+  if (request.method === 'GET' || request.method === 'HEAD') return false;
+  const length = request.headers['content-length'];
+  return request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+};
+
 export const registerJsonBodyParser = (app: FastifyInstance): void => {
+  // Identity only: a compressed body would be read as text and refused as malformed JSON, quoting
+  // its bytes back. Refused before it is read, after the key's checks (401 → 429 → 415 → 413,
+  // docs/decisions/0001-answer-order-and-limits.md), and before it waits for the body budget.
+  app.addHook('preParsing', async (request, _reply, payload) => {
+    const encoding = request.headers['content-encoding'];
+    if (encoding === undefined || !sendsBody(request)) return payload;
+    const codings = encoding.split(',').map((coding) => coding.trim().toLowerCase());
+    if (codings.every((coding) => coding === 'identity' || coding === '')) return payload;
+    throw new ProblemError(
+      'UNSUPPORTED_MEDIA_TYPE',
+      `Content-Encoding "${encoding}" is not accepted: send the body uncompressed (identity).`,
+      { errors: [{ field: 'Content-Encoding', message: 'must be identity: only an uncompressed body is accepted' }] },
+    );
+  });
   // JSON only: anything else is a 415, not a string body the rules would then reject as a 400.
   app.removeContentTypeParser('text/plain');
   app.removeContentTypeParser('application/json');

@@ -75,7 +75,8 @@ const SHARED_ANSWERS: { applies: (route: RouteKind) => boolean; status: number; 
   {
     applies: (route) => route.readsBody,
     status: 415,
-    description: 'UNSUPPORTED_MEDIA_TYPE: a body whose Content-Type is not application/json.',
+    description:
+      'UNSUPPORTED_MEDIA_TYPE: a body whose Content-Type is not application/json, or whose Content-Encoding is not identity.',
   },
   {
     applies: (route) => route.admin,

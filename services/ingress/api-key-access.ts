@@ -17,7 +17,10 @@ declare module 'fastify' {
   }
 }
 
-/** Failed authentications allowed per client address per minute before 429. */
+/**
+ * Failed authentications allowed per client address per minute; past them a missing or invalid key
+ * is still a 401 (the spec's answer), which then carries Retry-After.
+ */
 export const AUTH_FAILURE_RULE: RateLimitRule = { limit: 100, windowMs: 60_000 };
 
 /** The key from `X-API-Key` (preferred) or `Authorization: Bearer`; never from the query or body. */
@@ -54,23 +57,24 @@ export const apiKeyAccess = ({ teams, limiter, rule, scope }: ApiKeyAccessOption
     if (!owner) {
       // A refused client does not get to stream the rest of its body into this socket.
       void reply.header('connection', 'close');
+      const detail = raw
+        ? 'The API key is not valid: it is mistyped, unknown or revoked.'
+        : 'No API key: send it in the X-API-Key header or as Authorization: Bearer <key>. A key in the query string or the body does not authenticate.';
+      // Past the per-address limit the answer is still the spec's 401, with how long to wait.
       const failures = await limiter.hit(`auth-failure:${request.ip}`, AUTH_FAILURE_RULE);
-      if (!failures.allowed) {
-        rateLimitRefusals.inc({ limit: 'auth-failure' });
-        throw new ProblemError(
-          'RATE_LIMITED',
-          'Too many failed authentications from this address; retry after the Retry-After delay.',
-          {
-            headers: { 'retry-after': seconds(failures.retryAfterMs) },
-          },
-        );
-      }
+      const throttled = !failures.allowed;
+      if (throttled) rateLimitRefusals.inc({ limit: 'auth-failure' });
       throw new ProblemError(
         'API_KEY_INVALID',
-        raw
-          ? 'The API key is not valid: it is mistyped, unknown or revoked.'
-          : 'No API key: send it in the X-API-Key header or as Authorization: Bearer <key>. A key in the query string or the body does not authenticate.',
-        { headers: { 'www-authenticate': 'Bearer realm="push-api"' } },
+        throttled
+          ? `${detail} This address has failed to authenticate more than ${AUTH_FAILURE_RULE.limit} times in ${AUTH_FAILURE_RULE.windowMs / 1000} s; retry after the Retry-After delay.`
+          : detail,
+        {
+          headers: {
+            'www-authenticate': 'Bearer realm="push-api"',
+            ...(throttled ? { 'retry-after': seconds(failures.retryAfterMs) } : {}),
+          },
+        },
       );
     }
     request.apiKey = owner;

@@ -17,7 +17,7 @@ export const ERROR_STATUS = {
   API_KEY_INVALID: 401,
   /** Admin API called without the right bearer token. */
   ADMIN_TOKEN_INVALID: 401,
-  /** More requests than the key's limit in the sliding window (or too many failed authentications from one address). */
+  /** More requests than the key's limit in the sliding window, or (admin API) too many failed admin authentications from one address. */
   RATE_LIMITED: 429,
   /** Body larger than the limit (10 MB on the ingest endpoint). */
   PAYLOAD_TOO_LARGE: 413,

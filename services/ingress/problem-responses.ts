@@ -6,6 +6,7 @@
  * (docs/decisions/0002-problem-json-errors.md).
  */
 import { ProblemSchema } from '../../shared/domain/submission/submission-schema.ts';
+import { AUTH_FAILURE_RULE } from './api-key-access.ts';
 
 /** A route's error answers for its OpenAPI schema: each status → the problem+json body. */
 export const problemResponses = (...statuses: number[]) => Object.fromEntries(statuses.map((s) => [s, ProblemSchema]));
@@ -45,7 +46,13 @@ const RETRY_AFTER = {
  * The answers the app's hooks give on any route of a kind (README, "Errors" and "Limits and
  * fairness"), by status: what the route's kind is, and the codes it answers with.
  */
-const SHARED_ANSWERS: { applies: (route: RouteKind) => boolean; status: number; description: string }[] = [
+const SHARED_ANSWERS: {
+  applies: (route: RouteKind) => boolean;
+  status: number;
+  description: string;
+  /** The answer may carry Retry-After. */
+  retryAfter?: boolean;
+}[] = [
   {
     // Fastify reads the body of every method but GET and HEAD, whatever the route's schema.
     applies: (route) => route.readsBody,
@@ -65,7 +72,8 @@ const SHARED_ANSWERS: { applies: (route: RouteKind) => boolean; status: number; 
   {
     applies: (route) => route.apiKey,
     status: 401,
-    description: 'API_KEY_INVALID: no API key, or one that is malformed, unknown or revoked.',
+    description: `API_KEY_INVALID: no API key, or one that is malformed, unknown or revoked; with Retry-After once this address has failed more than ${AUTH_FAILURE_RULE.limit} times in ${AUTH_FAILURE_RULE.windowMs / 1000} s.`,
+    retryAfter: true,
   },
   {
     applies: (route) => route.readsBody,
@@ -86,8 +94,7 @@ const SHARED_ANSWERS: { applies: (route: RouteKind) => boolean; status: number; 
   {
     applies: (route) => route.apiKey,
     status: 429,
-    description:
-      "RATE_LIMITED: over the key's limit, or too many failed authentications from this address; see Retry-After.",
+    description: "RATE_LIMITED: over the key's limit; see Retry-After.",
   },
   {
     applies: () => true,
@@ -124,7 +131,7 @@ const kindOf = (method: string, operation: OpenApiOperation): RouteKind => {
 /**
  * Completes the document's error answers: each route's own, declared with the JSON schema of a
  * problem, get the content type they are sent with, and each route gets the answers of its kind
- * it does not declare itself. A 429 or 503 problem always carries Retry-After.
+ * it does not declare itself. A 429 or 503 problem always carries Retry-After, an API key's 401 at times.
  */
 export const problemJsonResponses = <T extends OpenApiDocument>(document: T): T => {
   for (const operations of Object.values(document.paths ?? {})) {
@@ -138,8 +145,12 @@ export const problemJsonResponses = <T extends OpenApiDocument>(document: T): T 
       }
       const kind = kindOf(method, operation);
       const shared = new Map<number, string[]>();
-      for (const { applies, status, description } of SHARED_ANSWERS)
-        if (applies(kind)) shared.set(status, [...(shared.get(status) ?? []), description]);
+      const retryAfter = new Set(['429', '503']);
+      for (const answer of SHARED_ANSWERS) {
+        if (!answer.applies(kind)) continue;
+        shared.set(answer.status, [...(shared.get(answer.status) ?? []), answer.description]);
+        if (answer.retryAfter) retryAfter.add(String(answer.status));
+      }
       for (const [status, descriptions] of shared) {
         const response = responses[status];
         if (!response) {
@@ -151,7 +162,7 @@ export const problemJsonResponses = <T extends OpenApiDocument>(document: T): T 
           response.content = { ...response.content, [PROBLEM_MEDIA_TYPE]: { schema: problemSchema() } };
         }
       }
-      for (const status of ['429', '503']) {
+      for (const status of retryAfter) {
         const response = responses[status];
         if (response?.content?.[PROBLEM_MEDIA_TYPE]) response.headers ??= structuredClone(RETRY_AFTER);
       }

@@ -49,7 +49,7 @@ export const relayedEventsLeftOut = new Counter({
 
 export const rateLimitRefusals = new Counter({
   name: 'rate_limit_refusals_total',
-  help: 'Requests refused with 429, by limit (ingest, read, auth-failure, admin-auth).',
+  help: 'Requests refused for a limit, by limit: 429s (ingest, read, admin-auth), and API-key 401s past the per-address failure limit (auth-failure).',
   labelNames: ['limit'] as const,
   registers: [registry],
 });

@@ -195,7 +195,8 @@ describe('OpenAPI document', () => {
       drawn.add(`${await send(route, 'malformed JSON', { headers: json, payload: '{"name":' })}`);
       drawn.add(`${await send(route, 'over the body limit', { headers: json, payload: tooLarge })}`);
     }
-    // Failed authentications from one address, up to its limit; then every route of the kind is refused 429.
+    // Failed authentications from one address, up to its limit; then every route of the kind is
+    // refused: 429 for the admin token, 401 with Retry-After for an API key.
     for (const [credential, rule, address] of [
       ['admin', ADMIN_AUTH_FAILURE_RULE, '192.0.2.1'],
       ['apiKey', AUTH_FAILURE_RULE, '192.0.2.2'],

@@ -99,7 +99,10 @@ export const registerAdminOpsRoutes = (app: TypedApp, deps: AdminOpsDeps): void 
           })),
         };
       } catch (error) {
-        if (error instanceof UnknownTopicError) throw new ProblemError('NOT_FOUND', `No topic ${topic}.`);
+        if (error instanceof UnknownTopicError)
+          throw new ProblemError('NOT_FOUND', `No topic ${topic}.`, {
+            errors: [{ field: 'topic', message: 'must name a topic of the event log' }],
+          });
         throw error;
       }
     },
@@ -124,6 +127,7 @@ export const registerAdminOpsRoutes = (app: TypedApp, deps: AdminOpsDeps): void 
         throw new ProblemError(
           'NOT_FOUND',
           `No replayable projection ${projection}; replayable: ${REPLAYABLE.join(', ')}.`,
+          { errors: [{ field: 'projection', message: `must be one of ${REPLAYABLE.join(', ')}` }] },
         );
       }
       const readModels = deps.readModels;
@@ -181,10 +185,13 @@ export const registerAdminOpsRoutes = (app: TypedApp, deps: AdminOpsDeps): void 
         throw new ProblemError(
           'NOT_FOUND',
           `No skippable projection ${projection}; skippable: ${SKIPPABLE.join(', ')}.`,
+          { errors: [{ field: 'projection', message: `must be one of ${SKIPPABLE.join(', ')}` }] },
         );
       const [event] = await deps.eventStore.readAll({ after: BigInt(request.body.position) - 1n, maxCount: 1 });
       if (!event || event.position !== BigInt(request.body.position)) {
-        throw new ProblemError('NOT_FOUND', `No event at position ${request.body.position}.`);
+        throw new ProblemError('NOT_FOUND', `No event at position ${request.body.position}.`, {
+          errors: [{ field: 'position', message: 'must be the position of an event in the event store' }],
+        });
       }
       // A skip is permanent (replays honour it too): an event the projection is not stopped on
       // would be left out of it for good, silently. Its stop is recorded in the store, so any

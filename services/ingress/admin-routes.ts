@@ -76,15 +76,31 @@ export const adminGuard = (adminToken: string, limiter: RateLimiter, alsoAccepte
     const failures = await limiter.hit(`admin-auth-failure:${request.ip}`, ADMIN_AUTH_FAILURE_RULE);
     if (!failures.allowed) {
       rateLimitRefusals.inc({ limit: 'admin-auth' });
+      const { limit, windowMs } = ADMIN_AUTH_FAILURE_RULE;
       throw new ProblemError(
         'RATE_LIMITED',
         'Too many failed admin authentications from this address; retry after the Retry-After delay.',
         {
+          errors: [
+            {
+              field: 'Authorization',
+              message: `at most ${limit} failed admin authentications in ${windowMs / 1000} s from one address`,
+            },
+          ],
           headers: { 'retry-after': String(Math.max(1, Math.ceil(failures.retryAfterMs / 1000))) },
         },
       );
     }
     throw new ProblemError('ADMIN_TOKEN_INVALID', 'Send the admin token as Authorization: Bearer <ADMIN_TOKEN>.', {
+      errors: [
+        {
+          field: 'Authorization',
+          message:
+            request.headers.authorization === undefined
+              ? 'is required: Bearer <ADMIN_TOKEN>'
+              : 'must be Bearer <ADMIN_TOKEN>; the token sent is not one this route accepts',
+        },
+      ],
       headers: { 'www-authenticate': 'Bearer realm="admin"' },
     });
   };
@@ -92,7 +108,10 @@ export const adminGuard = (adminToken: string, limiter: RateLimiter, alsoAccepte
 
 export const registerAdminRoutes = (app: TypedApp, { teams, adminToken, limiter }: AdminDeps): void => {
   const requireAdmin = adminGuard(adminToken, limiter);
-  const notFound = (teamId: string) => new ProblemError('NOT_FOUND', `No team ${teamId}.`);
+  const notFound = (teamId: string) =>
+    new ProblemError('NOT_FOUND', `No team ${teamId}.`, {
+      errors: [{ field: 'teamId', message: 'must name an existing team' }],
+    });
   const common = { onRequest: requireAdmin };
   const tags = ['Admin'];
   const security = [{ adminToken: [] }];

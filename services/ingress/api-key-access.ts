@@ -31,6 +31,16 @@ export const apiKeyFromHeaders = (headers: FastifyRequest['headers']): string | 
   return bearerToken(headers.authorization);
 };
 
+/**
+ * The header the key was sent in, as a 401 or 429 names it: X-API-Key (the preferred one, also when
+ * no key came at all) or Authorization.
+ */
+export const apiKeyField = (headers: FastifyRequest['headers']): 'X-API-Key' | 'Authorization' => {
+  const header = headers['x-api-key'];
+  if ((Array.isArray(header) ? header[0] : header)?.trim()) return 'X-API-Key';
+  return headers.authorization === undefined ? 'X-API-Key' : 'Authorization';
+};
+
 const seconds = (ms: number) => String(Math.max(1, Math.ceil(ms / 1000)));
 
 /** IETF RateLimit headers, on every authenticated response. */
@@ -57,9 +67,23 @@ export const apiKeyAccess = ({ teams, limiter, rule, scope }: ApiKeyAccessOption
     if (!owner) {
       // A refused client does not get to stream the rest of its body into this socket.
       void reply.header('connection', 'close');
-      const detail = raw
-        ? 'The API key is not valid: it is mistyped, unknown or revoked.'
-        : 'No API key: send it in the X-API-Key header or as Authorization: Bearer <key>. A key in the query string or the body does not authenticate.';
+      const field = apiKeyField(request.headers);
+      const refusal = raw
+        ? {
+            detail: 'The API key is not valid: it is mistyped, unknown or revoked.',
+            message: 'is not a valid API key: it is mistyped, unknown or revoked',
+          }
+        : field === 'Authorization'
+          ? {
+              detail: 'No API key: Authorization must be Bearer <key>, or send the key in the X-API-Key header.',
+              message: 'must be Bearer <key> with a Push API key (pk_…)',
+            }
+          : {
+              detail:
+                'No API key: send it in the X-API-Key header or as Authorization: Bearer <key>. A key in the query string or the body does not authenticate.',
+              message:
+                'is required: send the Push API key (pk_…) here or as Authorization: Bearer <key>; a key in the query string or the body does not authenticate',
+            };
       // Past the per-address limit the answer is still the spec's 401, with how long to wait.
       const failures = await limiter.hit(`auth-failure:${request.ip}`, AUTH_FAILURE_RULE);
       const throttled = !failures.allowed;
@@ -67,9 +91,10 @@ export const apiKeyAccess = ({ teams, limiter, rule, scope }: ApiKeyAccessOption
       throw new ProblemError(
         'API_KEY_INVALID',
         throttled
-          ? `${detail} This address has failed to authenticate more than ${AUTH_FAILURE_RULE.limit} times in ${AUTH_FAILURE_RULE.windowMs / 1000} s; retry after the Retry-After delay.`
-          : detail,
+          ? `${refusal.detail} This address has failed to authenticate more than ${AUTH_FAILURE_RULE.limit} times in ${AUTH_FAILURE_RULE.windowMs / 1000} s; retry after the Retry-After delay.`
+          : refusal.detail,
         {
+          errors: [{ field, message: refusal.message }],
           headers: {
             'www-authenticate': 'Bearer realm="push-api"',
             ...(throttled ? { 'retry-after': seconds(failures.retryAfterMs) } : {}),
@@ -82,10 +107,17 @@ export const apiKeyAccess = ({ teams, limiter, rule, scope }: ApiKeyAccessOption
     void reply.headers(rateLimitHeaders(decision, rule));
     if (!decision.allowed) {
       rateLimitRefusals.inc({ limit: scope });
+      const window = `${Math.round(rule.windowMs / 1000)} s`;
       throw new ProblemError(
         'RATE_LIMITED',
-        `More than ${rule.limit} requests in ${Math.round(rule.windowMs / 1000)} s for this key; retry after the Retry-After delay.`,
+        `More than ${rule.limit} requests in ${window} for this key; retry after the Retry-After delay.`,
         {
+          errors: [
+            {
+              field: apiKeyField(request.headers),
+              message: `at most ${rule.limit} requests in ${window} for this key`,
+            },
+          ],
           headers: { 'retry-after': seconds(decision.retryAfterMs) },
         },
       );

@@ -1,6 +1,6 @@
 import swagger from '@fastify/swagger';
 import { Type } from '@sinclair/typebox';
-import { problem, PROBLEM_JSON, ProblemError } from './errors.ts';
+import { type FieldError, problem, PROBLEM_JSON, ProblemError } from './errors.ts';
 import { unstorableTextErrors } from '../../shared/domain/submission/storable-text.ts';
 import { http } from '../../shared/node-http.ts';
 import { randomUUID } from 'node:crypto';
@@ -85,21 +85,57 @@ export const HTTP_LIMITS = {
 const REQUEST_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
 
 /**
- * What Node's HTTP parser refuses before there is a request (a malformed Content-Length, headers
- * over 16 KB, a request that took too long to arrive) still gets a problem+json answer, with a new
- * request id like every answer, then the socket closes.
+ * What each of Node's HTTP parser errors is about, as a 400 names it: a header, the URL, the method,
+ * or the request line, headers or body as a whole (llhttp's codes).
  */
-const answerClientError = (error: Error & { code?: string }, socket: Socket): void => {
+const PARSE_ERRORS: Record<string, FieldError> = {
+  HPE_INVALID_CONTENT_LENGTH: { field: 'Content-Length', message: 'must be one whole number of bytes' },
+  HPE_UNEXPECTED_CONTENT_LENGTH: {
+    field: 'Content-Length',
+    message: 'must not be sent with Transfer-Encoding: chunked',
+  },
+  HPE_INVALID_TRANSFER_ENCODING: { field: 'Transfer-Encoding', message: 'must end with chunked' },
+  HPE_INVALID_CHUNK_SIZE: { field: 'body', message: 'must be valid chunked encoding' },
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: { field: 'body', message: 'must be valid chunked encoding' },
+  HPE_INVALID_METHOD: { field: 'method', message: 'must be an HTTP method' },
+  HPE_INVALID_URL: { field: 'url', message: 'must be a valid request target' },
+  HPE_INVALID_VERSION: { field: 'request line', message: 'must be METHOD URL HTTP/1.1' },
+  HPE_INVALID_HEADER_TOKEN: {
+    field: 'headers',
+    message: 'each must be a name, a colon and a value of legal characters',
+  },
+};
+
+/**
+ * What Node's HTTP parser refuses before there is a request (a malformed Content-Length, headers
+ * over 16 KB, a request that took too long to arrive) still gets a problem+json answer naming what
+ * was at fault, with a new request id like every answer, then the socket closes.
+ */
+export const answerClientError = (error: Error & { code?: string; reason?: string }, socket: Socket): void => {
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
-  const answer =
-    error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-      ? problem(
-          'REQUEST_TIMEOUT',
-          `The request did not arrive completely within ${HTTP_LIMITS.requestTimeoutMs / 1000} s.`,
-        )
-      : error.code === 'HPE_HEADER_OVERFLOW'
-        ? problem('REQUEST_HEADERS_TOO_LARGE', 'The request line and headers exceed 16 KB.')
-        : problem('BAD_REQUEST', `The request is not valid HTTP (${error.code ?? 'parse error'}).`);
+  let answer;
+  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    // Node's parser holds the request once its headers are in: then the body was too slow.
+    const headersIn = (socket as Socket & { parser?: { incoming?: unknown } }).parser?.incoming != null;
+    const seconds = HTTP_LIMITS.requestTimeoutMs / 1000;
+    answer = problem('REQUEST_TIMEOUT', `The request did not arrive completely within ${seconds} s.`, [
+      headersIn
+        ? { field: 'body', message: `must arrive whole within ${seconds} s of the request's start` }
+        : { field: 'headers', message: `the request line and headers must arrive within ${seconds} s` },
+    ]);
+  } else if (error.code === 'HPE_HEADER_OVERFLOW') {
+    answer = problem('REQUEST_HEADERS_TOO_LARGE', 'The request line and headers exceed 16 KB.', [
+      { field: 'headers', message: 'the request line (the URL included) and headers together at most 16 KB' },
+    ]);
+  } else {
+    const code = error.code ?? 'parse error';
+    answer = problem('BAD_REQUEST', `The request is not valid HTTP (${code}).`, [
+      PARSE_ERRORS[code] ?? {
+        field: 'request',
+        message: `must be valid HTTP/1.1${error.reason ? `: ${error.reason.toLowerCase()}` : ''}`,
+      },
+    ]);
+  }
   if (socket.writable) {
     const body = JSON.stringify(answer);
     socket.write(
@@ -136,7 +172,11 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
         .code(400)
         .header('x-request-id', request.id)
         .type(PROBLEM_JSON)
-        .send(problem('BAD_REQUEST', `The request URL is not valid: ${error.message}`));
+        .send(
+          problem('BAD_REQUEST', `The request URL is not valid: ${error.message}`, [
+            { field: 'url', message: 'must decode as UTF-8: its %-escapes must spell whole UTF-8 characters' },
+          ]),
+        );
     },
     clientErrorHandler: answerClientError,
     // Every answer and every log line of a request carry its id: the caller's X-Request-Id when it

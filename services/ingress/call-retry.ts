@@ -22,7 +22,7 @@ import { estimateCallMinutes } from '../../shared/domain/team/capacity.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import { capacityRefusals } from '../../shared/observability/metrics.ts';
 import { AggregateRepository } from '../runtime/aggregate-repository.ts';
-import { ProblemError } from './errors.ts';
+import { capacityExhausted, ProblemError } from './errors.ts';
 import type { TeamService } from './teams/team-service.ts';
 
 export interface CallRetryDeps {
@@ -40,7 +40,9 @@ export const createCallRetry = (deps: CallRetryDeps) => {
   return async (callId: string, log: FastifyBaseLogger): Promise<RetriedCall> => {
     const { state } = await calls.load(callId);
     if (state.status === 'absent' || state.status === 'erased')
-      throw new ProblemError('NOT_FOUND', `No call ${callId}.`);
+      throw new ProblemError('NOT_FOUND', `No call ${callId}.`, {
+        errors: [{ field: 'callId', message: 'must name a call' }],
+      });
     // Refused before anything is reserved: the decider's own rule (a DomainError, answered 409).
     callDecider.decide(
       { type: 'RetryCall', now: now().toISOString(), capacity: { reservedMinutes: 1, autoRechargedMinutes: 0 } },
@@ -55,9 +57,12 @@ export const createCallRetry = (deps: CallRetryDeps) => {
     } catch (error) {
       if (isDomainError(error, 'CAPACITY_EXHAUSTED')) {
         capacityRefusals.inc();
-        throw new ProblemError(
-          'CAPACITY_EXHAUSTED',
+        // The call named is what needs the capacity: a retry takes no body.
+        throw capacityExhausted(
           `The team's live call hours are used up; the call was not retried. Add capacity or enable auto-recharge, then retry the call again.`,
+          'callId',
+          reservedMinutes,
+          deps.teams.directoryTeam(teamId)?.remainingMinutes ?? 0,
         );
       }
       throw error;

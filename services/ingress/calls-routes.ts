@@ -14,7 +14,7 @@ import { CALL_HISTORY_LIMITS, type CallHistoryStore, InvalidQueryError } from '.
 import { apiKeyAccess } from './api-key-access.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import { callStreamId } from '../../shared/domain/call/call-catalogue.ts';
-import { ProblemError } from './errors.ts';
+import { callNotFound, ProblemError } from './errors.ts';
 import type { TeamService } from './teams/team-service.ts';
 import type { TypedApp } from './typed-app.ts';
 import { problemResponses } from './problem-responses.ts';
@@ -152,9 +152,9 @@ export const registerCallsRoutes = (app: TypedApp, deps: CallsDeps): void => {
     },
     async (request) => {
       // No call id holds U+0000 or an unpaired surrogate (and PostgreSQL refuses them in a parameter).
-      if (!isStorable(request.params.callId)) throw new ProblemError('NOT_FOUND', 'No such call in this team.');
+      if (!isStorable(request.params.callId)) throw callNotFound('No such call in this team.');
       const row = await deps.callHistory.get(request.apiKey!.teamId, request.params.callId);
-      if (!row) throw new ProblemError('NOT_FOUND', `No call ${request.params.callId} in this team.`);
+      if (!row) throw callNotFound(`No call ${request.params.callId} in this team.`);
       return detail(row);
     },
   );
@@ -183,7 +183,7 @@ export const registerCallsRoutes = (app: TypedApp, deps: CallsDeps): void => {
       const { callId } = request.params;
       // The history row says whose call it is: another team's call is a 404, as for the call itself.
       if (!isStorable(callId) || !(await deps.callHistory.get(request.apiKey!.teamId, callId)))
-        throw new ProblemError('NOT_FOUND', `No call ${callId} in this team.`);
+        throw callNotFound(`No call ${callId} in this team.`);
       const events = await eventStore.readStream(callStreamId(callId));
       return {
         callId,

@@ -14,7 +14,7 @@ import { apiKeyAccess } from './api-key-access.ts';
 import { type CallEraser, CallNotYetStoredError, type EraseOutcome, SUBMISSION_WAIT_MS } from './call-eraser.ts';
 import { READ_RATE_LIMIT } from './calls-routes.ts';
 import { RETRY_AFTER_SECONDS } from './error-handler.ts';
-import { ProblemError } from './errors.ts';
+import { callNotFound, ProblemError } from './errors.ts';
 import type { TeamService } from './teams/team-service.ts';
 import type { TypedApp } from './typed-app.ts';
 
@@ -48,7 +48,7 @@ export const registerEraseRoute = (app: TypedApp, deps: EraseRouteDeps): void =>
     },
     async (request, reply) => {
       const { callId } = request.params;
-      if (!isStorable(callId)) throw new ProblemError('NOT_FOUND', 'No such call in this team.');
+      if (!isStorable(callId)) throw callNotFound('No such call in this team.');
       let outcome: EraseOutcome;
       try {
         outcome = await deps.erase(request.apiKey!.teamId, callId, 'deleted');
@@ -64,7 +64,7 @@ export const registerEraseRoute = (app: TypedApp, deps: EraseRouteDeps): void =>
           { headers: { 'retry-after': String(RETRY_AFTER_SECONDS.unavailable) } },
         );
       }
-      if (outcome === 'absent') throw new ProblemError('NOT_FOUND', `No call ${callId} in this team.`);
+      if (outcome === 'absent') throw callNotFound(`No call ${callId} in this team.`);
       request.log.info({ callId, teamId: request.apiKey!.teamId }, 'call erased');
       return reply.code(202).send({ callId, status: 'erased' as const });
     },

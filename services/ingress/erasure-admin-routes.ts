@@ -30,7 +30,10 @@ export const registerErasureAdminRoutes = (app: TypedApp, deps: ErasureAdminDeps
   const tags = ['Admin'];
   const security = [{ adminToken: [] }];
   const existing = async (teamId: string) => {
-    if (!(await deps.teams.load(teamId))) throw new ProblemError('NOT_FOUND', `No team ${teamId}.`);
+    if (!(await deps.teams.load(teamId)))
+      throw new ProblemError('NOT_FOUND', `No team ${teamId}.`, {
+        errors: [{ field: 'teamId', message: 'must name an existing team' }],
+      });
   };
 
   app.post(
@@ -148,6 +151,7 @@ export const registerErasureAdminRoutes = (app: TypedApp, deps: ErasureAdminDeps
         throw new ProblemError(
           'NOT_FOUND',
           `No erasure ${request.params.erasureId} for team ${request.params.teamId}.`,
+          { errors: [{ field: 'erasureId', message: 'must name an erasure request of this team' }] },
         );
       return {
         erasureId: erasure.erasureId,

@@ -4,6 +4,7 @@ import { isBackendUnavailable, isRetriableError } from '../../shared/ports/unava
 import { DomainError } from '../../shared/domain/decider.ts';
 import {
   DOMAIN_ERROR_CODES,
+  DOMAIN_ERROR_FIELDS,
   ERROR_STATUS,
   type ErrorCode,
   type FieldError,
@@ -159,6 +160,12 @@ const refusalOf = (
       };
     }
     default:
+      // A body shorter or longer than its Content-Length says.
+      if (error.code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH')
+        return {
+          detail: error.message,
+          errors: [{ field: 'Content-Length', message: 'must be the number of bytes of the body sent' }],
+        };
       return { detail: error.message, errors: [{ field: 'body', message: error.message }] };
   }
 };
@@ -173,8 +180,9 @@ export const installErrorHandler = (app: FastifyInstance): void => {
     }
     if (error instanceof DomainError && error.code in DOMAIN_ERROR_CODES) {
       const code = DOMAIN_ERROR_CODES[error.code as keyof typeof DOMAIN_ERROR_CODES];
-      // Every 400 carries errors[]: a rule of the domain that no route checked first names the body.
-      const errors = code === 'VALIDATION_FAILED' ? [{ field: 'body', message: error.message }] : undefined;
+      // Every 4xx names the field and the rule; a rule of the domain that no route checked first names the body.
+      const named = DOMAIN_ERROR_FIELDS[error.code as keyof typeof DOMAIN_ERROR_FIELDS];
+      const errors = named ? [{ field: named.field, message: named.rule ?? error.message }] : undefined;
       return reply
         .code(ERROR_STATUS[code])
         .type(PROBLEM_JSON)
@@ -221,7 +229,12 @@ export const installErrorHandler = (app: FastifyInstance): void => {
         .send(problem(mapped, detail, errors));
     }
     if (error instanceof SyntaxError || (error.statusCode === 400 && /JSON/i.test(error.message))) {
-      return reply.code(400).type(PROBLEM_JSON).send(problem('MALFORMED_JSON', 'The body is not valid JSON.'));
+      return reply
+        .code(400)
+        .type(PROBLEM_JSON)
+        .send(
+          problem('MALFORMED_JSON', 'The body is not valid JSON.', [{ field: 'body', message: 'is not valid JSON' }]),
+        );
     }
     request.log.error({ err: error }, 'unhandled error');
     return reply
@@ -234,6 +247,13 @@ export const installErrorHandler = (app: FastifyInstance): void => {
     reply
       .code(404)
       .type(PROBLEM_JSON)
-      .send(problem('NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}.`)),
+      .send(
+        problem('NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}.`, [
+          {
+            field: 'url',
+            message: `must name a route of this API for ${request.method} (the routes are listed at /docs)`,
+          },
+        ]),
+      ),
   );
 };

@@ -114,6 +114,60 @@ export const DOMAIN_ERROR_CODES: Record<
   WEBHOOK_ROTATION_OVERLAP: 'CONFLICT',
 };
 
+/**
+ * The request's field each refusal of the domain is about, and the rule it breaks: every 4xx names
+ * both (docs/decisions/0002-problem-json-errors.md). The domain's own words, more particular (which
+ * key, revoked when), stay in the detail. A rule left out is the domain's message: the checks of
+ * input a route's schema did not make first, told of the body.
+ */
+export const DOMAIN_ERROR_FIELDS: Record<
+  keyof typeof DOMAIN_ERROR_CODES,
+  { field: string; rule?: string } | undefined
+> = {
+  CALL_NOT_FOUND: { field: 'callId', rule: 'must name a call of this team' },
+  CALL_ALREADY_FINISHED: { field: 'callId', rule: 'must name a call that is still pending' },
+  CALL_STEP_OUT_OF_ORDER: { field: 'callId', rule: 'must name a call at a stage that takes this step' },
+  CALL_NOT_RETRIABLE: { field: 'callId', rule: 'must name a failed call whose failure trying again can change' },
+  CALL_ERASED: { field: 'callId', rule: 'must name a call of this team' },
+  IDEMPOTENCY_KEY_REUSED: {
+    field: 'Idempotency-Key',
+    rule: 'was used with another body within 24 hours; a key stands for one request, so send a new key for a new body',
+  },
+  IDEMPOTENCY_KEY_IN_USE: {
+    field: 'Idempotency-Key',
+    rule: 'is held by a request with the same body still being handled',
+  },
+  // A claim missing when its 201 is stored: a fault of the service (500), not of the request.
+  IDEMPOTENCY_KEY_NOT_CLAIMED: undefined,
+  TEAM_ALREADY_EXISTS: { field: 'teamId', rule: 'must name no existing team' },
+  TEAM_NOT_FOUND: { field: 'teamId', rule: 'must name an existing team' },
+  INVALID_TEAM_INPUT: { field: 'body' },
+  INVALID_MINUTES: { field: 'body' },
+  MEMBER_ALREADY_EXISTS: { field: 'memberId', rule: 'must name no member of the team' },
+  MEMBER_EMAIL_TAKEN: {
+    field: 'email',
+    rule: "must not be the e-mail of the team's owner or of another member (e-mails match ignoring case)",
+  },
+  API_KEY_ALREADY_EXISTS: { field: 'keyId', rule: 'must name no API key of the team' },
+  API_KEY_NOT_FOUND: { field: 'keyId', rule: 'must name an API key of this team' },
+  API_KEY_ALREADY_REVOKED: { field: 'keyId', rule: 'must name a key that is not revoked' },
+  CAPACITY_EXHAUSTED: {
+    field: 'body',
+    rule: 'a call is accepted while the team has live call minutes left, or auto-recharge is on',
+  },
+  WEBHOOK_NOT_FOUND: { field: 'webhookId', rule: 'must name a webhook of this team' },
+  WEBHOOK_ALREADY_EXISTS: { field: 'webhookId', rule: 'must name no existing webhook' },
+  INVALID_WEBHOOK_INPUT: { field: 'body' },
+  WEBHOOK_DISABLED: {
+    field: 'webhookId',
+    rule: 'must name a webhook that is not disabled (its receiver answered 410 Gone: register it again)',
+  },
+  WEBHOOK_ROTATION_OVERLAP: {
+    field: 'webhookId',
+    rule: 'must name a webhook whose last rotation is more than 24 hours old (the previous secret signs until then)',
+  },
+};
+
 /** An error that becomes a problem+json response; extra headers (Retry-After, …) ride along. */
 export class ProblemError extends Error {
   constructor(
@@ -133,6 +187,26 @@ export class ProblemError extends Error {
     return problem(this.code, this.detail, this.extra.errors);
   }
 }
+
+/** The 404 of a `callId` that names no call of the caller's team (another team's included). */
+export const callNotFound = (detail: string): ProblemError =>
+  new ProblemError('NOT_FOUND', detail, { errors: [{ field: 'callId', message: 'must name a call of this team' }] });
+
+/** "1 minute", "30 minutes". */
+const minutes = (n: number) => `${n} minute${n === 1 ? '' : 's'}`;
+
+/**
+ * The 402 of a call its team has no capacity left for. No field breaks a rule, so it names what
+ * asks for the capacity (an ingest's body, a retry's call), about how much (the call's estimate)
+ * and what the team has left; a team overdrawn by its last call has none.
+ */
+export const capacityExhausted = (detail: string, field: string, neededMinutes: number, leftMinutes: number) => {
+  const needs = `needs about ${minutes(neededMinutes)} of live call capacity (the call's estimate)`;
+  const left = `the team has ${minutes(Math.max(0, leftMinutes))} left`;
+  return new ProblemError('CAPACITY_EXHAUSTED', `${detail} The call ${needs}; ${left}.`, {
+    errors: [{ field, message: `${needs} and ${left}, with auto-recharge off; a call is taken while any is left` }],
+  });
+};
 
 /** The content type every error answer is sent with (the ingress's and a health port's alike). */
 export const PROBLEM_JSON = 'application/problem+json; charset=utf-8';

@@ -11,7 +11,7 @@
  * replay rebuilds from its own body; docs/decisions/0006-idempotency-key.md.
  */
 import { Type } from '@sinclair/typebox';
-import type { FastifyBaseLogger } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import { createHash, randomUUID } from 'node:crypto';
 import { toRecord } from '../../shared/cloudevents.ts';
 import type { PersonalData } from '../../shared/adapters/crypto/personal-data.ts';
@@ -39,11 +39,11 @@ import type { EventStore } from '../../shared/ports/event-store.ts';
 import type { RateLimiter } from '../../shared/ports/rate-limiter.ts';
 import { TOPICS, type Topics } from '../../shared/topics.ts';
 import { AggregateRepository } from '../runtime/aggregate-repository.ts';
-import { apiKeyAccess } from './api-key-access.ts';
+import { apiKeyAccess, apiKeyField } from './api-key-access.ts';
 import { inSpan, SpanKind, traceContextFrom, traceHeaders } from '../../shared/observability/tracing.ts';
 import { capacityRefusals } from '../../shared/observability/metrics.ts';
 import { rawBodyOf } from './raw-body.ts';
-import { ProblemError } from './errors.ts';
+import { capacityExhausted, ProblemError } from './errors.ts';
 import type { KeyOwner } from './teams/team-directory.ts';
 import type { TeamService } from './teams/team-service.ts';
 import type { TypedApp } from './typed-app.ts';
@@ -156,7 +156,15 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
     new ProblemError(
       'CONFLICT',
       'A request with this Idempotency-Key is still being handled. Retry after the Retry-After delay: its 201 is then replayed, or the key is free again.',
-      { headers: { 'retry-after': String(secondsUntil(Date.parse(leaseEndsAt))) } },
+      {
+        errors: [
+          {
+            field: 'Idempotency-Key',
+            message: 'is held by a request with the same body still being handled; a key serves one request at a time',
+          },
+        ],
+        headers: { 'retry-after': String(secondsUntil(Date.parse(leaseEndsAt))) },
+      },
     );
 
   /** The normalised submission; a 400 with every broken rule otherwise. */
@@ -198,6 +206,14 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
     new ProblemError(
       'NOT_FOUND',
       `The call this Idempotency-Key submitted (${callId}) was erased; a request with this key submits nothing until the key's 24 hours end.`,
+      {
+        errors: [
+          {
+            field: 'Idempotency-Key',
+            message: 'names a call that was erased; the key submits nothing until its 24 hours end',
+          },
+        ],
+      },
     );
 
   /**
@@ -218,11 +234,14 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
     owner: KeyOwner,
     { submission, warnings }: Extract<NormaliseResult, { ok: true }>,
     callId: string,
-    log: FastifyBaseLogger,
+    { log, headers }: Pick<FastifyRequest, 'log' | 'headers'>,
     mayGiveBack: () => Promise<boolean> = async () => true,
   ): Promise<SubmissionAccepted> => {
     const team = deps.teams.directoryTeam(owner.teamId);
-    if (!team) throw new ProblemError('API_KEY_INVALID', 'The team of this API key no longer exists.');
+    if (!team)
+      throw new ProblemError('API_KEY_INVALID', 'The team of this API key no longer exists.', {
+        errors: [{ field: apiKeyField(headers), message: 'must be the key of an existing team' }],
+      });
 
     const reservedMinutes = estimateCallMinutes(submission);
     let reservation;
@@ -233,9 +252,12 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
     } catch (error) {
       if (isDomainError(error, 'CAPACITY_EXHAUSTED')) {
         capacityRefusals.inc();
-        throw new ProblemError(
-          'CAPACITY_EXHAUSTED',
+        // No field is at fault: the body as a whole is the call that needs the capacity.
+        throw capacityExhausted(
           "The team's live call hours are used up. Add capacity or enable auto-recharge, then retry this request.",
+          'body',
+          reservedMinutes,
+          deps.teams.directoryTeam(owner.teamId)?.remainingMinutes ?? 0,
         );
       }
       throw error;
@@ -331,7 +353,7 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
           const normalised = validate(request.body);
           const idempotencyKey = request.headers['idempotency-key'];
           if (idempotencyKey === undefined)
-            return reply.code(201).send(await accept(owner, normalised, newCallId(), request.log));
+            return reply.code(201).send(await accept(owner, normalised, newCallId(), request));
 
           const key = readIdempotencyKey(idempotencyKey);
           const id = idempotencyIdOf(owner.keyId, key);
@@ -407,7 +429,7 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
                   owner,
                   normalised,
                   callId,
-                  request.log,
+                  request,
                   // The key first: while this attempt still holds it, no other attempt publishes the call.
                   async () => !tookOver && (await releaseKey(false)),
                 );

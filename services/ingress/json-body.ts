@@ -1,6 +1,6 @@
 /**
  * The body parser of every route: JSON only, sent uncompressed, and a refusal that names its field
- * and rule (a 400 carries `errors[]`, docs/decisions/0002-problem-json-errors.md). Fastify's own
+ * and rule (every 4xx carries `errors[]`, docs/decisions/0002-problem-json-errors.md). Fastify's own
  * parser answers every refusal, a "__proto__" key included, with the same "not valid JSON".
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';

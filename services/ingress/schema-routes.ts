@@ -22,6 +22,7 @@ const documentOf = (documents: Readonly<Record<string, JsonSchemaDocument>>, nam
   throw new ProblemError(
     'NOT_FOUND',
     `No schema ${name} in ${where}; known: ${Object.keys(documents).join(', ')} (all listed at ${SCHEMA_INDEX_PATH}).`,
+    { errors: [{ field: 'name', message: `must name a schema listed at ${SCHEMA_INDEX_PATH}` }] },
   );
 };
 

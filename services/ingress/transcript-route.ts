@@ -26,7 +26,7 @@ import type { RateLimiter } from '../../shared/ports/rate-limiter.ts';
 import { AggregateRepository } from '../runtime/aggregate-repository.ts';
 import { apiKeyAccess } from './api-key-access.ts';
 import { READ_RATE_LIMIT } from './calls-routes.ts';
-import { ProblemError } from './errors.ts';
+import { callNotFound, ProblemError } from './errors.ts';
 import type { TeamService } from './teams/team-service.ts';
 import type { TypedApp } from './typed-app.ts';
 
@@ -108,11 +108,14 @@ export const registerTranscriptRoute = (
     async (request, reply) => {
       const { callId } = request.params;
       // No call id holds U+0000 or an unpaired surrogate (and PostgreSQL refuses them in a parameter).
-      if (!isStorable(callId)) throw new ProblemError('NOT_FOUND', 'No such call in this team.');
+      if (!isStorable(callId)) throw callNotFound('No such call in this team.');
       const { state } = await calls.load(callId);
       if (state.status === 'absent' || state.status === 'erased' || state.submitted.teamId !== request.apiKey!.teamId)
-        throw new ProblemError('NOT_FOUND', `No call ${callId} in this team.`);
-      if (!state.transcript) throw new ProblemError('TRANSCRIPT_NOT_READY', notReady(state));
+        throw callNotFound(`No call ${callId} in this team.`);
+      if (!state.transcript)
+        throw new ProblemError('TRANSCRIPT_NOT_READY', notReady(state), {
+          errors: [{ field: 'callId', message: 'must name a call whose transcript is recorded' }],
+        });
       const { segments, text } = state.transcript;
       const format: TranscriptFormat = request.query.format ?? 'json';
       if (format === 'json') return reply.type('application/json; charset=utf-8').send({ callId, segments, text });
@@ -121,6 +124,14 @@ export const registerTranscriptRoute = (
         throw new ProblemError(
           'TRANSCRIPT_NOT_TIMED',
           `The transcript has no timings (it was ${state.transcript.source === 'inline' ? 'sent as plain or Speaker: text, not WebVTT or SRT' : 'transcribed without them'}), so it cannot be written as ${format === 'srt' ? 'SubRip' : 'WebVTT'}; ask for format=json or format=txt.`,
+          {
+            errors: [
+              {
+                field: 'format',
+                message: `may be ${format} only for a transcript with timings; this one has none: ask for json or txt`,
+              },
+            ],
+          },
         );
       }
       return reply.type(TEXT_TYPES[format]).send(format === 'srt' ? renderSrt(segments) : renderVtt(segments));

@@ -6,7 +6,7 @@
 import { Type } from '@sinclair/typebox';
 import { ProblemSchema } from '../../shared/domain/submission/submission-schema.ts';
 import type { RateLimiter } from '../../shared/ports/rate-limiter.ts';
-import { apiKeyAccess } from './api-key-access.ts';
+import { apiKeyAccess, apiKeyField } from './api-key-access.ts';
 import { READ_RATE_LIMIT } from './calls-routes.ts';
 import { ProblemError } from './errors.ts';
 import { INGEST_RATE_LIMIT } from './ingest-route.ts';
@@ -49,7 +49,10 @@ export const registerUsageRoute = (app: TypedApp, deps: { teams: TeamService; li
     async (request) => {
       const owner = request.apiKey!;
       const team = deps.teams.directoryTeam(owner.teamId);
-      if (!team) throw new ProblemError('API_KEY_INVALID', 'The team of this API key no longer exists.');
+      if (!team)
+        throw new ProblemError('API_KEY_INVALID', 'The team of this API key no longer exists.', {
+          errors: [{ field: apiKeyField(request.headers), message: 'must be the key of an existing team' }],
+        });
       let reservedMinutes = 0;
       for (const [, reservation] of team.reservations.entries()) reservedMinutes += reservation.minutes;
       const ingest = await deps.limiter.peek(`ingest:${owner.keyId}`, INGEST_RATE_LIMIT);

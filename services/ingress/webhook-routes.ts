@@ -92,13 +92,18 @@ export const registerWebhookRoutes = (app: TypedApp, deps: WebhookRoutesDeps): v
   const common = { onRequest: deps.requireAdmin };
 
   const requireTeam = async (teamId: string) => {
-    if (!(await deps.teams.load(teamId))) throw new ProblemError('NOT_FOUND', `No team ${teamId}.`);
+    if (!(await deps.teams.load(teamId)))
+      throw new ProblemError('NOT_FOUND', `No team ${teamId}.`, {
+        errors: [{ field: 'teamId', message: 'must name an existing team' }],
+      });
   };
   /** The webhook's state, when it is this team's and not deleted. */
   const webhookOf = async (teamId: string, webhookId: string) => {
     const { state } = await repository.load(webhookId);
     if ((state.status !== 'active' && state.status !== 'disabled') || state.teamId !== teamId)
-      throw new ProblemError('NOT_FOUND', `No webhook ${webhookId} in team ${teamId}.`);
+      throw new ProblemError('NOT_FOUND', `No webhook ${webhookId} in team ${teamId}.`, {
+        errors: [{ field: 'webhookId', message: 'must name a webhook of this team' }],
+      });
     return state;
   };
 
@@ -321,11 +326,13 @@ export const registerWebhookRoutes = (app: TypedApp, deps: WebhookRoutesDeps): v
         throw new ProblemError(
           'CONFLICT',
           'The webhook is disabled (its receiver answered 410 Gone); register it again.',
+          { errors: [{ field: 'webhookId', message: 'must name a webhook that is not disabled' }] },
         );
       if (!(await deps.webhooks.redeliver(request.params.webhookId, request.params.deliveryId, now()))) {
         throw new ProblemError(
           'NOT_FOUND',
           `No delivery ${request.params.deliveryId} of webhook ${request.params.webhookId}.`,
+          { errors: [{ field: 'deliveryId', message: 'must name a delivery of this webhook' }] },
         );
       }
       return reply.code(202).send({ deliveryId: request.params.deliveryId });

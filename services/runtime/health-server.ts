@@ -16,7 +16,7 @@ import type { Health } from './health.ts';
 import { readiness } from './readiness.ts';
 import { listenRefusal } from './listen-refusal.ts';
 import { bearerToken } from '../../shared/security/bearer-token.ts';
-import { ERROR_STATUS, type ErrorCode, problem, PROBLEM_JSON } from '../ingress/errors.ts';
+import { ERROR_STATUS, type ErrorCode, type FieldError, problem, PROBLEM_JSON } from '../ingress/errors.ts';
 
 /** Tokens accepted by /metrics, compared in constant time. */
 const tokenCheck = (tokens: readonly string[]) => {
@@ -45,10 +45,10 @@ export const serveHealth = async (
     response.setHeader('x-request-id', randomUUID());
     const send = (status: number, body: unknown) =>
       response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-    const refuse = (code: ErrorCode, detail: string, headers: Record<string, string> = {}) =>
+    const refuse = (code: ErrorCode, detail: string, errors?: FieldError[], headers: Record<string, string> = {}) =>
       response
         .writeHead(ERROR_STATUS[code], { ...headers, 'content-type': PROBLEM_JSON })
-        .end(JSON.stringify(problem(code, detail)));
+        .end(JSON.stringify(problem(code, detail, errors)));
     if (path === '/healthz') return send(200, { status: 'ok' });
     if (path === '/readyz') {
       ready().then(
@@ -67,12 +67,19 @@ export const serveHealth = async (
         return refuse(
           'ADMIN_TOKEN_INVALID',
           'Set METRICS_TOKEN (or ADMIN_TOKEN) for this process, then scrape with Authorization: Bearer <token>.',
+          [
+            {
+              field: 'Authorization',
+              message: 'accepts no token: this process has neither METRICS_TOKEN nor ADMIN_TOKEN',
+            },
+          ],
           challenge,
         );
       if (!mayScrape(request.headers.authorization))
         return refuse(
           'ADMIN_TOKEN_INVALID',
           'Send METRICS_TOKEN or ADMIN_TOKEN as Authorization: Bearer <token>.',
+          [{ field: 'Authorization', message: 'must be Bearer <METRICS_TOKEN or ADMIN_TOKEN>' }],
           challenge,
         );
       renderMetrics().then(
@@ -84,7 +91,9 @@ export const serveHealth = async (
       );
       return;
     }
-    refuse('NOT_FOUND', `No route ${request.method} ${path}; try /healthz, /readyz or /metrics.`);
+    refuse('NOT_FOUND', `No route ${request.method} ${path}; try /healthz, /readyz or /metrics.`, [
+      { field: 'url', message: 'must be /healthz, /readyz or /metrics' },
+    ]);
   });
   await new Promise<void>((resolve, reject) =>
     server

@@ -189,14 +189,21 @@ export const SubmissionAcceptedSchema = Type.Object({
 });
 export type SubmissionAccepted = Static<typeof SubmissionAcceptedSchema>;
 
-/** One invalid field of a 400: the name the caller sent (`call_tags[3]`) and the rule it breaks. */
+/**
+ * What a 4xx is about: a field of the body as the caller named it (`call_tags[3]`), `body` for the
+ * body as a whole, a header (`X-API-Key`), a path or query parameter (`callId`), or `url`; and the
+ * rule it breaks.
+ */
 export const FieldErrorSchema = Type.Object({
-  field: Type.String({ description: 'The field as the caller named it, e.g. call_tags[3] or deal.dealSize.' }),
-  message: Type.String({ description: 'The rule the value breaks, e.g. "each tag at most 50 characters".' }),
+  field: Type.String({
+    description:
+      'What the error is about, as the caller named it: a body field (call_tags[3], deal.dealSize), body for the body as a whole, a header (X-API-Key, Idempotency-Key, Content-Encoding), a path or query parameter (callId, status), or url.',
+  }),
+  message: Type.String({ description: 'The rule it breaks, e.g. "at most 50 characters".' }),
 });
 export type FieldError = Static<typeof FieldErrorSchema>;
 
-/** RFC 9457 problem details (`application/problem+json`), with a stable `code` and, for a 400, 409, 413 or 415, `errors` naming each field and its rule. */
+/** RFC 9457 problem details (`application/problem+json`), with a stable `code` and, on every 4xx, `errors` naming each field and its rule. */
 export const ProblemSchema = Type.Object({
   type: Type.String({ description: 'URI reference identifying the problem type.' }),
   title: Type.String({ description: 'Short summary of the problem type.' }),
@@ -205,7 +212,7 @@ export const ProblemSchema = Type.Object({
   code: Type.String({ description: 'Stable machine-readable error code, e.g. VALIDATION_FAILED.' }),
   errors: Type.Optional(
     Type.Array(FieldErrorSchema, {
-      description: 'Each field and the rule it breaks (400, 413, 415, and the 409 of a projection skip).',
+      description: 'Each field and the rule it breaks: on every 4xx (at least one entry), never on a 5xx.',
     }),
   ),
 });

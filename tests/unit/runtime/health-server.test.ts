@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
 import { Gauge } from 'prom-client';
-import { problem, problemType } from '../../../services/ingress/errors.ts';
+import { type FieldError, problem, problemType } from '../../../services/ingress/errors.ts';
 import type { BackendProbes } from '../../../services/runtime/backend-probes.ts';
 import { Health } from '../../../services/runtime/health.ts';
 import { serveHealth } from '../../../services/runtime/health-server.ts';
@@ -33,11 +33,11 @@ const serve = async (
   return { ...server, url: `http://127.0.0.1:${port}`, logs };
 };
 
-/** Asserts a problem+json answer of `code`; gives its body. */
-const assertProblem = async (res: Response, code: Parameters<typeof problem>[0]) => {
+/** Asserts a problem+json answer of `code`, naming `errors` (every 4xx does); gives its body. */
+const assertProblem = async (res: Response, code: Parameters<typeof problem>[0], errors?: FieldError[]) => {
   assert.match(String(res.headers.get('content-type')), /^application\/problem\+json/);
   const body = (await res.json()) as Record<string, unknown>;
-  const expected = problem(code, String(body.detail));
+  const expected = problem(code, String(body.detail), errors);
   assert.equal(res.status, expected.status);
   assert.deepEqual(body, expected);
   assert.equal(body.type, problemType(code));
@@ -59,7 +59,9 @@ describe('health server errors', () => {
 
   test('/metrics without a token configured: 401 ADMIN_TOKEN_INVALID naming what to set', async () => {
     const res = await fetch(`${withoutToken.url}/metrics`);
-    const body = await assertProblem(res, 'ADMIN_TOKEN_INVALID');
+    const body = await assertProblem(res, 'ADMIN_TOKEN_INVALID', [
+      { field: 'Authorization', message: 'accepts no token: this process has neither METRICS_TOKEN nor ADMIN_TOKEN' },
+    ]);
     assert.match(String(body.detail), /Set METRICS_TOKEN \(or ADMIN_TOKEN\)/);
     assert.equal(res.headers.get('www-authenticate'), 'Bearer realm="admin"');
   });
@@ -67,7 +69,9 @@ describe('health server errors', () => {
   test('/metrics with a wrong or no token: 401 ADMIN_TOKEN_INVALID; the right one: 200', async () => {
     for (const headers of [{}, { authorization: 'Bearer wrong' }]) {
       const res = await fetch(`${withToken.url}/metrics`, { headers });
-      const body = await assertProblem(res, 'ADMIN_TOKEN_INVALID');
+      const body = await assertProblem(res, 'ADMIN_TOKEN_INVALID', [
+        { field: 'Authorization', message: 'must be Bearer <METRICS_TOKEN or ADMIN_TOKEN>' },
+      ]);
       assert.match(String(body.detail), /Authorization: Bearer <token>/);
       assert.equal(res.headers.get('www-authenticate'), 'Bearer realm="admin"');
     }
@@ -78,7 +82,9 @@ describe('health server errors', () => {
 
   test('an unknown path: 404 NOT_FOUND naming the routes there are', async () => {
     const res = await fetch(`${withToken.url}/nope?x=1`);
-    const body = await assertProblem(res, 'NOT_FOUND');
+    const body = await assertProblem(res, 'NOT_FOUND', [
+      { field: 'url', message: 'must be /healthz, /readyz or /metrics' },
+    ]);
     assert.equal(body.detail, 'No route GET /nope; try /healthz, /readyz or /metrics.');
   });
 

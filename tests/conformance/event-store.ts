@@ -319,6 +319,38 @@ export const eventStoreConformance = (
       assert.deepEqual(second, ['C']);
     });
 
+    test('a stop that comes while a batch is handled still checkpoints it: the next start does not hand it again', async () => {
+      const { store } = await open();
+      const id = stream();
+      const checkpointId = `cp-${randomUUID()}`;
+      await store.append(id, [event('A', 1), event('B', 2)]);
+      let stopping: Promise<void> | undefined;
+      const first: string[] = [];
+      const sub1 = store.subscribeToAll({
+        checkpointId,
+        handler: async (events) => {
+          const mine = events.filter((e) => e.streamId === id);
+          if (mine.length === 0) return;
+          // The stop comes while this batch is handled (a SIGTERM mid-batch); the batch finishes.
+          stopping = sub1.stop();
+          await new Promise((resolve) => setTimeout(resolve, 20));
+          first.push(...mine.map((e) => e.type));
+        },
+      });
+      await eventually(() => assert.ok(stopping, 'the batch was handed'));
+      await stopping;
+      assert.deepEqual(first, ['A', 'B']);
+      await store.append(id, [event('C', 3)]);
+      const second: string[] = [];
+      const sub2 = store.subscribeToAll({
+        checkpointId,
+        handler: async (events) => void second.push(...events.filter((e) => e.streamId === id).map((e) => e.type)),
+      });
+      await sub2.caughtUp();
+      await sub2.stop();
+      assert.deepEqual(second, ['C'], 'the batch handled before the stop is not handed again');
+    });
+
     test('a handler error stops the subscription and is reported through done', async () => {
       const { store } = await open();
       await store.append(stream(), [event('A', 1)]);

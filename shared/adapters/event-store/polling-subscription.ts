@@ -185,10 +185,16 @@ export class PollingSubscription implements Subscription {
         const { events, more } = read;
         if (events.length > 0) {
           const last = events[events.length - 1]!.position;
-          await this.retrying(() => handler(events));
-          if (this.stopped) break;
+          const handled = await this.retrying(async () => {
+            await handler(events);
+            return true;
+          });
+          if (handled === undefined) break;
           this.current = last;
+          // Checkpointed even when a stop came while the handler ran: a clean stop must not hand
+          // what was handled to the next start again (the relay would publish it twice).
           if (checkpointId) await this.retrying(() => this.source.storeCheckpoint(checkpointId, last));
+          if (this.stopped) break;
         }
         // A read that stopped at its byte budget is followed by the next at once, as a full one is.
         if (events.length < batchSize && !more) {

@@ -54,6 +54,8 @@ export interface LoadedRow {
 export interface PendingRow<L extends LoadedRow> {
   before: L | undefined;
   current: CallHistoryRow | undefined;
+  /** What a rebuild counts the row as holding (see RebuildBuffer); unset until counted. */
+  bytes?: number;
 }
 
 /** A row to write: `before` is what storage holds (undefined: insert, or upsert guarded by position). */
@@ -77,6 +79,23 @@ export const foldInto = <L extends LoadedRow>(
     }
     entry.current = foldRow(entry.current, list);
   }
+};
+
+/**
+ * About the bytes `value` takes as JSON held in UTF-16 (2 per code unit; quotes and separators
+ * counted, escapes not), found by walking it instead of making the JSON. A row's metadata, notes
+ * and tags can make ~100 KB of it, and its doc holds them twice (in the row and its submission).
+ */
+export const jsonBytes = (value: unknown): number => {
+  if (typeof value === 'string') return 2 * (value.length + 2);
+  if (value === null || typeof value !== 'object') return 16;
+  let bytes = 4;
+  if (Array.isArray(value)) {
+    for (const item of value as unknown[]) bytes += 2 + jsonBytes(item);
+    return bytes;
+  }
+  for (const key in value) bytes += 2 * (key.length + 4) + jsonBytes((value as Record<string, unknown>)[key]);
+  return bytes;
 };
 
 /** The rows that changed. */

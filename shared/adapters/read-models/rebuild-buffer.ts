@@ -4,6 +4,7 @@ import { CheckpointMismatchError } from '../../ports/read-models.ts';
 import {
   eventsByCall,
   foldInto,
+  jsonBytes,
   type LoadedRow,
   type PendingRow,
   type RowChange,
@@ -28,14 +29,21 @@ export interface RebuildIo<L extends LoadedRow> {
 export interface RebuildLimits {
   /** Flush after this many events; default 50,000. */
   events: number;
-  /** Flush once this many bytes (rows and transcripts, roughly) are held; default 64 MB. */
+  /** Flush once the rows held come to this many bytes (counted as their JSON, transcripts included); default 64 MB. */
   bytes: number;
 }
 
 const DEFAULT_REBUILD_LIMITS: RebuildLimits = { events: 50_000, bytes: 64 * 1024 * 1024 };
 
-/** Rough size of a row held in memory (its transcript counted apart). */
-const ROW_BYTES = 2048;
+/** What a row held costs beyond its JSON (its objects, its entry in the map). */
+const ROW_OVERHEAD_BYTES = 1024;
+
+/**
+ * What `entry` is counted as holding: its row's JSON (see jsonBytes), which is about what its
+ * write makes, and at least what the row's own strings take in memory.
+ */
+const heldBytes = (entry: PendingRow<LoadedRow>): number =>
+  ROW_OVERHEAD_BYTES + (entry.current === undefined ? 0 : jsonBytes(entry.current));
 
 /**
  * The write side of a rebuild: folds batches in memory and writes the rows they touched, with the
@@ -47,9 +55,9 @@ const ROW_BYTES = 2048;
  * Writes overlap folding: a full window is handed to `io.flush` and the next one folds while it is
  * written (one write in flight; the next hand-off waits for it). So that the next window needs no
  * stored row, the rows of calls still pending after a write stay in memory (as `load` would return
- * them, up to what `limits.bytes` allows), and a call whose batch starts with its CallSubmitted later
- * in the feed than anything written has no stored row yet. Only other calls are loaded, after the
- * write in flight. A failed write fails every later apply, flush and activation.
+ * them, the newest within half of `limits.bytes`), and a call whose batch starts with its
+ * CallSubmitted later in the feed than anything written has no stored row yet. Only other calls are
+ * loaded, after the write in flight. A failed write fails every later apply, flush and activation.
  */
 export class RebuildBuffer<L extends LoadedRow> {
   private pending = new Map<string, PendingRow<L>>();
@@ -66,7 +74,6 @@ export class RebuildBuffer<L extends LoadedRow> {
   private writing: Promise<void> = Promise.resolve();
   private failure: { error: unknown } | undefined;
   private queue: Promise<unknown> = Promise.resolve();
-  private readonly retainLimit: number;
 
   constructor(
     private readonly io: RebuildIo<L>,
@@ -75,7 +82,6 @@ export class RebuildBuffer<L extends LoadedRow> {
     private readonly skipLoadOnSubmission: boolean,
     private readonly limits: RebuildLimits = DEFAULT_REBUILD_LIMITS,
   ) {
-    this.retainLimit = Math.max(1000, Math.floor(limits.bytes / (2 * ROW_BYTES)));
     this.handedCheckpoint = applied;
   }
 
@@ -98,16 +104,21 @@ export class RebuildBuffer<L extends LoadedRow> {
         await this.written();
         loaded = await this.io.load(toLoad);
       }
-      const known = this.pending.size;
       foldInto(this.pending, byCall, loaded);
       // An erased call is neither written nor held: its stored row (if any) is deleted at the next write.
       for (const callId of erasedCallIds(events)) {
+        this.bytes -= this.pending.get(callId)?.bytes ?? 0;
         this.pending.delete(callId);
         this.erased.add(callId);
       }
-      this.bytes += (this.pending.size - known) * ROW_BYTES;
-      for (const list of byCall.values())
-        for (const event of list) if (event.type === 'TranscriptRecorded') this.bytes += 2 * event.data.text.length;
+      // Each row touched is counted again as it now is (the rows of calls at the size limits are ~200 KB of JSON).
+      for (const callId of byCall.keys()) {
+        const entry = this.pending.get(callId);
+        if (!entry) continue;
+        const bytes = heldBytes(entry);
+        this.bytes += bytes - (entry.bytes ?? 0);
+        entry.bytes = bytes;
+      }
       for (const event of events) if (event.position > this.folded) this.folded = event.position;
       this.events += events.length;
       if (checkpoint > this.applied) this.applied = checkpoint;
@@ -161,13 +172,18 @@ export class RebuildBuffer<L extends LoadedRow> {
         if (slot.row.status === 'pending') kept.push(slot);
       } else if (changes[slot]!.after.status === 'pending') kept.push(stored(slot));
     }
-    this.pending = new Map(
-      kept
-        .slice(Math.max(0, kept.length - this.retainLimit))
-        .map((row) => [row.row.callId, { before: row, current: row.row }]),
-    );
+    // The newest pending rows, within half the budget: the next window has the other half.
+    const retained: PendingRow<L>[] = [];
+    this.bytes = 0;
+    for (let i = kept.length - 1; i >= 0; i--) {
+      const entry: PendingRow<L> = { before: kept[i]!, current: kept[i]!.row };
+      entry.bytes = heldBytes(entry);
+      if (this.bytes + entry.bytes > this.limits.bytes / 2) break;
+      this.bytes += entry.bytes;
+      retained.push(entry);
+    }
+    this.pending = new Map(retained.reverse().map((entry) => [entry.current!.callId, entry]));
     this.events = 0;
-    this.bytes = this.pending.size * ROW_BYTES;
   }
 
   private async written(): Promise<void> {

@@ -53,7 +53,16 @@ import {
 } from '../../ports/read-models.ts';
 import { requestWalScrub, serialised, type SqliteDb } from '../sqlite/sqlite-database.ts';
 import { translateSqliteError } from '../sqlite/sqlite-errors.ts';
-import { changesOf, docRow, eventsByCall, foldInto, type PendingRow, refolded, storedRow } from './history-rows.ts';
+import {
+  changesOf,
+  docRow,
+  eventsByCall,
+  foldInto,
+  jsonBytes,
+  type PendingRow,
+  refolded,
+  storedRow,
+} from './history-rows.ts';
 import { asciiLower, type ListPlan, pageOf, planList } from './list-plan.ts';
 import { RebuildBuffer, type RebuildLimits } from './rebuild-buffer.ts';
 import { STORE_CHECKPOINT_SQL, type SqliteVersions, WRITABLE_VERSION_SQL } from './sqlite-versions.ts';
@@ -133,8 +142,13 @@ const dropHistoryTables = (v: number) => `
   DROP TABLE IF EXISTS call_history_v${v};
 `;
 
-/** Rows per part of a rebuild's write transaction (see sqlite-worker-writer.ts). */
+/**
+ * Rows per part of a rebuild's write transaction (see sqlite-worker-writer.ts), and the JSON a part
+ * may come to (counted as jsonBytes does): a part's JSON is held twice, here and in the worker, and
+ * 1,000 rows of calls at the size limits would make ~200 MB of it.
+ */
 const WRITE_PART_ROWS = 1000;
+const WRITE_PART_BYTES = 8 * 1024 * 1024;
 
 const abandoned = (v: number) => `call history version ${v} was abandoned or replaced; begin a new rebuild`;
 
@@ -528,8 +542,13 @@ export const createSqliteCallHistory = (
               guard: { sql: WRITABLE_VERSION_SQL, params: [HISTORY, version], message: abandoned(version) },
               // Made part by part while the worker runs the one before: the rows' JSON is most of it.
               *parts() {
-                for (let i = 0; i < writes.length; i += WRITE_PART_ROWS)
-                  yield statementRuns(version, writes.slice(i, i + WRITE_PART_ROWS));
+                for (let start = 0, end = 0; start < writes.length; start = end) {
+                  for (let bytes = 0; end < writes.length && end - start < WRITE_PART_ROWS; end++) {
+                    bytes += jsonBytes(writes[end]!.change.after);
+                    if (bytes > WRITE_PART_BYTES && end > start) break;
+                  }
+                  yield statementRuns(version, writes.slice(start, end));
+                }
                 if (erased.length > 0) {
                   yield erasureRuns(version, erased);
                   requestWalScrub(db);

@@ -23,23 +23,22 @@ declare module 'fastify' {
  */
 export const AUTH_FAILURE_RULE: RateLimitRule = { limit: 100, windowMs: 60_000 };
 
-/** The key from `X-API-Key` (preferred) or `Authorization: Bearer`; never from the query or body. */
-export const apiKeyFromHeaders = (headers: FastifyRequest['headers']): string | undefined => {
+/** What `X-API-Key` carries, trimmed; undefined when it is missing or blank. */
+const xApiKey = (headers: FastifyRequest['headers']): string | undefined => {
   const header = headers['x-api-key'];
-  const fromHeader = (Array.isArray(header) ? header[0] : header)?.trim();
-  if (fromHeader) return fromHeader;
-  return bearerToken(headers.authorization);
+  return (Array.isArray(header) ? header[0] : header)?.trim() || undefined;
 };
+
+/** The key from `X-API-Key` (preferred) or `Authorization: Bearer`; never from the query or body. */
+export const apiKeyFromHeaders = (headers: FastifyRequest['headers']): string | undefined =>
+  xApiKey(headers) ?? bearerToken(headers.authorization);
 
 /**
  * The header the key was sent in, as a 401 or 429 names it: X-API-Key (the preferred one, also when
  * no key came at all) or Authorization.
  */
-export const apiKeyField = (headers: FastifyRequest['headers']): 'X-API-Key' | 'Authorization' => {
-  const header = headers['x-api-key'];
-  if ((Array.isArray(header) ? header[0] : header)?.trim()) return 'X-API-Key';
-  return headers.authorization === undefined ? 'X-API-Key' : 'Authorization';
-};
+export const apiKeyField = (headers: FastifyRequest['headers']): 'X-API-Key' | 'Authorization' =>
+  xApiKey(headers) === undefined && headers.authorization !== undefined ? 'Authorization' : 'X-API-Key';
 
 const seconds = (ms: number) => String(Math.max(1, Math.ceil(ms / 1000)));
 

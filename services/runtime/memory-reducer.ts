@@ -21,11 +21,9 @@ import { Script } from 'node:vm';
 /** How often a script is compiled: well within the ~100 s in which the rate decays back to 0. */
 export const MEMORY_REDUCER_NUDGE_MS = 20_000;
 
-/** Starts the nudges; returns what stops them. Never what keeps the process alive. */
-export const keepMemoryReducerWorking = (intervalMs = MEMORY_REDUCER_NUDGE_MS): (() => void) => {
+/** Starts the nudges, for the life of the process; never what keeps it alive. */
+export const keepMemoryReducerWorking = (intervalMs = MEMORY_REDUCER_NUDGE_MS): void => {
   const nudge = () => void new Script('0');
   nudge();
-  const timer = setInterval(nudge, intervalMs);
-  timer.unref();
-  return () => clearInterval(timer);
+  setInterval(nudge, intervalMs).unref();
 };

@@ -62,6 +62,8 @@ export interface PendingRow<L extends LoadedRow> {
 export interface RowChange<L extends LoadedRow> {
   before: L | undefined;
   after: CallHistoryRow;
+  /** What a rebuild counted `after` as (see RebuildBuffer), when it did. */
+  bytes?: number;
 }
 
 /** Folds a batch (grouped by call) into `pending`, starting calls not yet there from `loaded`. */

@@ -146,10 +146,10 @@ export class RebuildBuffer<L extends LoadedRow> {
     const changes: RowChange<L>[] = [];
     /** Per held call: its stored row (untouched), the index of its change, or nothing. */
     const held: Array<L | number> = [];
-    for (const { before, current } of this.pending.values()) {
+    for (const { before, current, bytes } of this.pending.values()) {
       if (current !== undefined && current !== before?.row) {
         held.push(changes.length);
-        changes.push({ before, after: current });
+        changes.push({ before, after: current, ...(bytes === undefined ? {} : { bytes }) });
       } else if (before) held.push(before);
     }
     let stored = (index: number): L => {

@@ -544,7 +544,8 @@ export const createSqliteCallHistory = (
               *parts() {
                 for (let start = 0, end = 0; start < writes.length; start = end) {
                   for (let bytes = 0; end < writes.length && end - start < WRITE_PART_ROWS; end++) {
-                    bytes += jsonBytes(writes[end]!.change.after);
+                    const { change } = writes[end]!;
+                    bytes += change.bytes ?? jsonBytes(change.after);
                     if (bytes > WRITE_PART_BYTES && end > start) break;
                   }
                   yield statementRuns(version, writes.slice(start, end));

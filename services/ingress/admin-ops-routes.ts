@@ -150,8 +150,8 @@ export const registerAdminOpsRoutes = (app: TypedApp, deps: AdminOpsDeps): void 
       onRequest: deps.requireAdmin,
       schema: {
         tags: ['Admin'],
-        summary: 'Skip the one event a projection stopped on',
-        description: `A projection that cannot project an event stops, names the event's position in its log line, in GET /readyz and in GET /api/admin/projections, and waits. This records a ProjectionEventSkipped event (stream ${SKIPPED_EVENTS_STREAM}); the projection resumes after it within seconds. Only the event the projection is stopped on can be skipped (409 otherwise): a skip is permanent, and replays honour it too. Skippable: ${SKIPPABLE.join(', ')}.`,
+        summary: 'Skip the one event a projection stopped or got stuck on',
+        description: `A projection that cannot project an event stops, names the event's position in its log line, in GET /readyz and in GET /api/admin/projections, and waits; one that keeps failing on an event with an error that proves nothing against it is reported stuck on it the same way, and keeps retrying. This records a ProjectionEventSkipped event (stream ${SKIPPED_EVENTS_STREAM}); the projection resumes after it within seconds. Only the event the projection is stopped or stuck on can be skipped (409 otherwise): a skip is permanent, and replays honour it too. Skippable: ${SKIPPABLE.join(', ')}.`,
         security,
         params: Type.Object({ projection: Type.String() }),
         body: Type.Object(
@@ -200,15 +200,16 @@ export const registerAdminOpsRoutes = (app: TypedApp, deps: AdminOpsDeps): void 
         await projectionStatuses({ eventStore: deps.eventStore, readModels: deps.readModels, health: deps.health })
       ).find((p) => p.name === projection);
       if (status?.stoppedOn === undefined || BigInt(status.stoppedOn.position) !== event.position) {
+        const held = status?.state === 'stuck' ? 'stuck' : 'stopped';
         const now = status?.stoppedOn
-          ? `it is stopped on position ${status.stoppedOn.position}`
+          ? `it is ${held} on position ${status.stoppedOn.position}`
           : status?.state === 'running'
             ? 'it is running'
-            : 'it is not stopped on any event';
-        const rule = `${projection} is not stopped on position ${event.position}; ${now}`;
+            : 'it is not stopped or stuck on any event';
+        const rule = `${projection} is not ${held} on position ${event.position}; ${now}`;
         throw new ProblemError(
           'CONFLICT',
-          `${rule}. Only the event a projection stopped on can be skipped (see GET /api/admin/projections).`,
+          `${rule}. Only the event a projection stopped or got stuck on can be skipped (see GET /api/admin/projections).`,
           { errors: [{ field: 'position', message: rule }] },
         );
       }

@@ -172,7 +172,7 @@ describe('a skipped event stays skipped: embedded (SQLite)', () => {
       assert.equal(notStopped.statusCode, 409, notStopped.body);
       assert.match(
         notStopped.json().detail,
-        new RegExp(`^deals is not stopped on position ${bad.position}; it is not stopped on any event\\.`),
+        new RegExp(`^deals is not stopped on position ${bad.position}; it is not stopped or stuck on any event\\.`),
       );
 
       // Started again, it is stopped on the same event from the start, and the skip lets it go on.
@@ -239,6 +239,12 @@ describe('a skipped event stays skipped: embedded (SQLite)', () => {
         });
       const refused = await skip(good!.position);
       assert.equal(refused.statusCode, 409, refused.body);
+      assert.deepEqual(refused.json().errors, [
+        {
+          field: 'position',
+          message: `deals is not stuck on position ${good!.position}; it is stuck on position ${stuckOn!.position}`,
+        },
+      ]);
       const skipped = await skip(stuckOn!.position);
       assert.equal(skipped.statusCode, 201, skipped.body);
 

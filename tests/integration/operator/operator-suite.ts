@@ -277,7 +277,7 @@ export const operatorSuite = (
           elsewhere.ingress.app,
           'webhooks',
           poison.position,
-          `webhooks is not stopped on position ${poison.position}; it is not stopped on any event`,
+          `webhooks is not stopped on position ${poison.position}; it is not stopped or stuck on any event`,
         );
 
         // Here, where they run, and in a process that only reads their recorded stop.

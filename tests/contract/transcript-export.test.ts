@@ -156,9 +156,12 @@ const transcriptExport = (name: string, openPipeline: () => Promise<EmbeddedPipe
           async () => {
             const pending = await get(key, callId);
             assert.equal(pending.statusCode, 409, pending.body);
-            const problem = pending.json<{ code: string; detail: string }>();
+            const problem = pending.json<{ code: string; detail: string; errors?: unknown }>();
             assert.equal(problem.code, 'TRANSCRIPT_NOT_READY');
             assert.match(problem.detail, /pending \(stage fetching_audio\)/);
+            assert.deepEqual(problem.errors, [
+              { field: 'callId', message: 'must name a call whose transcript is recorded' },
+            ]);
           },
           { timeoutMs: 2_500, intervalMs: 50 },
         );
@@ -179,6 +182,10 @@ const transcriptExport = (name: string, openPipeline: () => Promise<EmbeddedPipe
         );
         const after = await get(key, callId);
         assert.equal(after.statusCode, 409, after.body);
+        assert.deepEqual(
+          after.json<{ errors?: { field: string }[] }>().errors?.map((e) => e.field),
+          ['callId'],
+        );
         assert.match(
           after.json<{ detail: string }>().detail,
           /^The call failed \(\w+\) before a transcript was recorded\.$/,

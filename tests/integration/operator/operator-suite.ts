@@ -590,6 +590,14 @@ export const operatorSuite = (
       const refused = await h.admin('POST', `/api/admin/calls/${failing}/retry`);
       assert.equal(refused.statusCode, 402, refused.body);
       assert.equal(refused.json<Problem>().code, 'CAPACITY_EXHAUSTED');
+      // The call named is what needs the capacity: a retry takes no body.
+      assert.deepEqual(refused.json<{ errors?: unknown }>().errors, [
+        {
+          field: 'callId',
+          message:
+            "needs about 60 minutes of live call capacity (the call's estimate) and the team has 0 minutes left, with auto-recharge off; a call is taken while any is left",
+        },
+      ]);
       assert.equal((await h.eventStore.readStream(`call-${failing}`)).at(-1)!.type, 'CallFailed');
 
       const added = await h.admin('POST', `/api/admin/teams/${small.teamId}/capacity`, { addHours: 2 });

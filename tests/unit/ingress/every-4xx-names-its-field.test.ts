@@ -173,6 +173,23 @@ describe('every 4xx names the field and the rule', () => {
     }
   });
 
+  test("the read API's own 429 names the key's header and its limit, and leaves the key's ingest alone", async () => {
+    const { h } = embedded;
+    const { key } = await h.team();
+    const read = () =>
+      h.ingress.app.inject({ method: 'GET', url: '/api/calls?limit=1', headers: { 'x-api-key': key } });
+    for (let i = 0; i < 600; i++) assert.equal((await read()).statusCode, 200);
+    const answer = await read();
+    const problem = problemOf(answer, 429, 'RATE_LIMITED');
+    assert.ok(Number(answer.headers['retry-after']) >= 1, 'Retry-After');
+    assert.deepEqual(problem.errors, [{ field: 'X-API-Key', message: 'at most 600 requests in 60 s for this key' }]);
+    assert.equal(
+      (await h.ingest({ key, body: { transcript: TRANSCRIPT } })).statusCode,
+      201,
+      'ingest has its own limit',
+    );
+  });
+
   test('401 ADMIN_TOKEN_INVALID and the admin throttle’s 429 name Authorization', async () => {
     const remoteAddress = freshAddress();
     const missing = problemOf(await inject({ url: '/api/admin/teams/x', remoteAddress }), 401, 'ADMIN_TOKEN_INVALID');

@@ -46,6 +46,8 @@ export const registerAdminOpsRoutes = (app: TypedApp, deps: AdminOpsDeps): void 
       schema: {
         tags: ['Admin'],
         summary: 'Read messages of any topic of the event log',
+        description:
+          'Messages in (partition, offset) order, at most `limit`, and no more than fit in 16 MiB of keys, values and headers (one at least): a record may be as large as a call. Read on from the last offset in its partition.',
         security,
         params: Type.Object({ topic: Type.String({ minLength: 1, maxLength: 249 }) }),
         querystring: Type.Object({

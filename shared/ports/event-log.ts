@@ -107,7 +107,17 @@ export interface ReadTopicOptions {
   fromOffset?: bigint;
   /** Most records; default 100. */
   limit?: number;
+  /**
+   * Returns no more records than fit in this many bytes (UTF-8) of keys, values and headers, but
+   * always at least one. Default READ_MAX_BYTES. A record may be as large as
+   * the largest call, so a count alone does not bound what a read holds in memory. Each
+   * partition's records are still a run from the first offset read: page on from its last.
+   */
+  maxBytes?: number;
 }
+
+/** What one read of a topic holds at most by default: 16 MiB (ReadTopicOptions.maxBytes). */
+export const READ_MAX_BYTES = 16 * 1024 * 1024;
 
 export interface EventLog {
   /** Creates missing topics with the given partition count; existing topics are left as they are. */

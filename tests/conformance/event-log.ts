@@ -358,6 +358,43 @@ export const eventLogConformance = (
     );
 
     test(
+      'read holds no more records than fit in its byte bound (always one at least), a run from the start of each partition',
+      { timeout: testTimeout },
+      async (t) => {
+        const s = await session(t);
+        const topic = await s.topic(2);
+        // Records of about 100 kB each, over both partitions, one é (two bytes) in each.
+        const value = (i: number) => `${i}-é-${'x'.repeat(100_000)}`;
+        for (let i = 0; i < 8; i += 4)
+          await s.log.publish(
+            topic,
+            Array.from({ length: 4 }, (_, j) => ({ key: `k-${i + j}`, value: value(i + j) })),
+          );
+        const all = await s.log.read(topic, { limit: 1000 });
+        assert.equal(all.length, 8, 'the default bound (16 MiB) holds every record');
+        const bounded = await s.log.read(topic, { limit: 1000, maxBytes: 350_000 });
+        assert.deepEqual(
+          bounded.map((r) => [r.partition, r.offset, r.value]),
+          all.slice(0, 3).map((r) => [r.partition, r.offset, r.value]),
+          'three records of about 100,005 bytes fit in 350,000 bytes, the fourth does not',
+        );
+        const one = await s.log.read(topic, { limit: 1000, maxBytes: 10 });
+        assert.deepEqual(
+          one.map((r) => [r.partition, r.offset]),
+          all.slice(0, 1).map((r) => [r.partition, r.offset]),
+          'a record larger than the bound is read alone',
+        );
+        // Paging on from the last record read reads the rest of its partition.
+        const last = bounded.at(-1)!;
+        const rest = await s.log.read(topic, { partition: last.partition, fromOffset: last.offset + 1n, limit: 1000 });
+        assert.deepEqual(
+          rest.map((r) => r.offset),
+          all.filter((r) => r.partition === last.partition && r.offset > last.offset).map((r) => r.offset),
+        );
+      },
+    );
+
+    test(
       'committedOffset reports the next offset once a member has handled a partition',
       { timeout: testTimeout },
       async (t) => {

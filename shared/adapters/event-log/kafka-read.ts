@@ -5,8 +5,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import type kafkajs from 'kafkajs';
-import type { LogRecord, ReadTopicOptions } from '../../ports/event-log.ts';
-import { EventLogUnavailableError } from '../../ports/event-log.ts';
+import type { LogRecord, ReadTopicOptions, RecordPosition } from '../../ports/event-log.ts';
+import { EventLogUnavailableError, READ_MAX_BYTES } from '../../ports/event-log.ts';
 
 interface Range {
   partition: number;
@@ -33,6 +33,16 @@ export const messageToRecord = (topic: string, partition: number, message: kafka
   timestamp: new Date(Number(message.timestamp)),
 });
 
+/** The bytes of a fetched message's key, value and headers, as a read counts them (ReadTopicOptions.maxBytes). */
+const messageBytes = (message: kafkajs.KafkaMessage): number => {
+  let bytes = (message.key?.length ?? 0) + (message.value?.length ?? 0);
+  for (const [name, value] of Object.entries(message.headers ?? {})) {
+    const first = Array.isArray(value) ? value[0] : value;
+    bytes += Buffer.byteLength(name) + (first === undefined ? 0 : Buffer.byteLength(first));
+  }
+  return bytes;
+};
+
 /** Records of `topic` in (partition, offset) order; `admin` must be connected. */
 export const readTopic = async (
   kafka: kafkajs.Kafka,
@@ -42,6 +52,7 @@ export const readTopic = async (
   retry: kafkajs.RetryOptions,
 ): Promise<LogRecord[]> => {
   const limit = options.limit ?? 100;
+  const maxBytes = options.maxBytes ?? READ_MAX_BYTES;
   const from = options.fromOffset ?? 0n;
   const ranges = new Map<number, Range>();
   for (const p of await admin.fetchTopicOffsets(topic)) {
@@ -60,8 +71,27 @@ export const readTopic = async (
     allowAutoTopicCreation: false,
     retry: { ...retry, restartOnFailure: async () => false },
   });
-  const records: LogRecord[] = [];
+  const byPosition = (a: RecordPosition, b: RecordPosition) =>
+    a.partition - b.partition || (a.offset < b.offset ? -1 : a.offset > b.offset ? 1 : 0);
+  const kept: (LogRecord & { bytes: number })[] = [];
+  const seen = new Set<string>();
+  let keptBytes = 0;
   const pending = new Set(ranges.keys());
+  /**
+   * Past the byte bound, the last records in (partition, offset) order go (one is always kept),
+   * and nothing after the last one kept is read: what is kept stays the first records of the
+   * topic's order that fit, though partitions are fetched side by side.
+   */
+  const trim = () => {
+    kept.sort(byPosition);
+    while (keptBytes > maxBytes && kept.length > 1) keptBytes -= kept.pop()!.bytes;
+    const last = kept.at(-1)!;
+    for (const range of ranges.values()) {
+      if (range.partition < last.partition) continue;
+      if (range.partition === last.partition) range.stop = last.offset + 1n;
+      pending.delete(range.partition);
+    }
+  };
   let finished: () => void = () => {};
   const complete = new Promise<void>((resolve) => (finished = resolve));
   let timer: NodeJS.Timeout | undefined;
@@ -75,13 +105,19 @@ export const readTopic = async (
         if (!range || !pending.has(batch.partition)) return;
         for (const message of batch.messages) {
           const offset = BigInt(message.offset);
-          if (offset >= range.start && offset < range.stop)
-            records.push(messageToRecord(topic, batch.partition, message));
+          if (offset < range.start || offset >= range.stop || seen.has(`${batch.partition}/${offset}`)) continue;
+          seen.add(`${batch.partition}/${offset}`);
+          const bytes = messageBytes(message);
+          kept.push({ ...messageToRecord(topic, batch.partition, message), bytes });
+          keptBytes += bytes;
+          if (keptBytes > maxBytes) {
+            trim();
+            if (!pending.has(batch.partition)) break;
+          }
         }
-        if (BigInt(batch.lastOffset()) >= range.stop - 1n) {
+        if (pending.has(batch.partition) && BigInt(batch.lastOffset()) >= range.stop - 1n)
           pending.delete(batch.partition);
-          if (pending.size === 0) finished();
-        }
+        if (pending.size === 0) finished();
       },
     });
     for (const range of ranges.values())
@@ -98,14 +134,8 @@ export const readTopic = async (
     await consumer.disconnect().catch(() => undefined);
     await admin.deleteGroups([groupId]).catch(() => undefined);
   }
-  const seen = new Set<string>();
-  return records
-    .filter((r) => {
-      const key = `${r.partition}/${r.offset}`;
-      if (seen.has(key)) return false;
-      seen.add(key);
-      return true;
-    })
-    .sort((a, b) => a.partition - b.partition || (a.offset < b.offset ? -1 : a.offset > b.offset ? 1 : 0))
-    .slice(0, limit);
+  return kept
+    .sort(byPosition)
+    .slice(0, limit)
+    .map(({ bytes: _bytes, ...record }) => record);
 };

@@ -15,7 +15,7 @@ import type {
   RecordPosition,
   TopicSpec,
 } from '../../ports/event-log.ts';
-import { EventLogUnavailableError, UnknownTopicError } from '../../ports/event-log.ts';
+import { EventLogUnavailableError, READ_MAX_BYTES, UnknownTopicError } from '../../ports/event-log.ts';
 import { GroupCommit, type Outcome } from '../group-commit.ts';
 import { partitionForKey } from './partitioner.ts';
 import { SqlConsumer, type SqlConsumerHost, type SqlConsumerTiming } from './sql-consumer.ts';
@@ -188,11 +188,24 @@ class SqlTableEventLog implements SqlEventLog, SqlConsumerHost {
     this.assertOpen();
     await this.partitionCount(topic);
     const byPartition = options.partition !== undefined;
-    const rows = await this.driver.query<RecordRow>(
-      `SELECT ${RECORD_COLUMNS} FROM log_records
-       WHERE topic = ? AND record_offset >= ? ${byPartition ? 'AND partition = ?' : ''}
+    const where = `WHERE topic = ? AND record_offset >= ? ${byPartition ? 'AND partition = ?' : ''}`;
+    const params = [topic, options.fromOffset ?? 0n, ...(byPartition ? [options.partition] : [])];
+    // The records' sizes first, so that no more of them is fetched than the read may hold.
+    const sizes = await this.driver.query<{ bytes: unknown }>(
+      `SELECT octet_length(key) + octet_length(value) + octet_length(headers) AS bytes FROM log_records ${where}
        ORDER BY partition, record_offset LIMIT ?`,
-      [topic, options.fromOffset ?? 0n, ...(byPartition ? [options.partition] : []), options.limit ?? 100],
+      [...params, options.limit ?? 100],
+    );
+    const maxBytes = options.maxBytes ?? READ_MAX_BYTES;
+    let count = 0;
+    for (let bytes = 0; count < sizes.length; count++) {
+      bytes += Number(sizes[count]!.bytes);
+      if (count > 0 && bytes > maxBytes) break;
+    }
+    if (count === 0) return [];
+    const rows = await this.driver.query<RecordRow>(
+      `SELECT ${RECORD_COLUMNS} FROM log_records ${where} ORDER BY partition, record_offset LIMIT ?`,
+      [...params, count],
     );
     return rows.map((row) => rowToRecord(topic, row));
   }

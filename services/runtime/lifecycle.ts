@@ -5,6 +5,7 @@
  * with its stack) before the process exits with 1.
  */
 import type { Logger } from 'pino';
+import { isBackendUnavailable } from '../../shared/ports/unavailable.ts';
 import { keepMemoryReducerWorking } from './memory-reducer.ts';
 
 export interface Running {
@@ -53,8 +54,12 @@ export const runUntilSignal = (name: string, start: () => Promise<Running>): voi
       process.on('unhandledRejection', fatal('unhandled rejection'));
     },
     (error: unknown) => {
-      const known = KNOWN_START_ERRORS.has((error as { code?: string }).code ?? '');
-      process.stderr.write(`${name} failed to start: ${known ? (error as Error).message : (error as Error).stack}\n`);
+      // A backend that does not answer is no bug: its message says which and why, a stack nothing more.
+      const unavailable = isBackendUnavailable(error);
+      const known = unavailable || KNOWN_START_ERRORS.has((error as { code?: string }).code ?? '');
+      const line = known ? (error as Error).message : (error as Error).stack;
+      const hint = unavailable ? ' (check its address in the environment and that it runs; nothing was started)' : '';
+      process.stderr.write(`${name} failed to start: ${line}${hint}\n`);
       process.exit(1);
     },
   );

@@ -76,6 +76,17 @@ const cases: { entry: string; env: Record<string, string>; line: RegExp }[] = [
     line: /^call ingestion service failed to start: invalid configuration: TRANSCRIBE_URL="http:\/\/127\.0\.0\.1:6000" is not valid: transcription URL names port 6000, .*; expected the http\(s\) base URL/,
   },
   {
+    // A database that does not answer: which backend and why, in one line, no stack.
+    entry: 'services/main.ts',
+    env: {
+      DATABASE_URL: 'postgres://app:s3cret@127.0.0.1:1/calls',
+      ADMIN_TOKEN: 'a'.repeat(32),
+      API_KEY_SECRET: 'b'.repeat(32),
+      DATA_KEY_SECRET: 'c'.repeat(32),
+    },
+    line: /^call ingestion service failed to start: PostgreSQL [a-z ]+ unavailable: .*ECONNREFUSED 127\.0\.0\.1:1.* \(check its address in the environment and that it runs; nothing was started\)$/,
+  },
+  {
     // A standalone process names HOST for its health port.
     entry: 'services/processor/main.ts',
     env: { HOST: '999.1.1.1', HEALTH_PORT: '0' },

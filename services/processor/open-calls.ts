@@ -224,3 +224,21 @@ export class OpenCalls {
     }
   }
 }
+
+/**
+ * The processor's sweep wakes an open call no actor works only when it was open and unworked at
+ * the sweep before as well. This tracker follows the feed, so a call whose actor has just closed
+ * it looks open until the closing event reaches it: seen once, such a call is only noted, and a
+ * call nobody works is woken one sweep later.
+ */
+export class UnworkedCalls {
+  private before = new Set<string>();
+
+  /** Of the calls open and unworked now, those that were so at the previous call too. */
+  confirm(unworked: Iterable<string>): Set<string> {
+    const now = new Set(unworked);
+    const confirmed = new Set([...now].filter((callId) => this.before.has(callId)));
+    this.before = now;
+    return confirmed;
+  }
+}

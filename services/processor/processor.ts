@@ -40,7 +40,7 @@ import { createCallPipeline } from './call-pipeline.ts';
 import { readCallSubmitted } from './call-submitted-record.ts';
 import type { PersonalData } from '../../shared/adapters/crypto/personal-data.ts';
 import { Deadlines } from './deadlines.ts';
-import { OpenCalls } from './open-calls.ts';
+import { OpenCalls, UnworkedCalls } from './open-calls.ts';
 import { DEFAULT_RETRY, type RetryPolicy } from './retry.ts';
 import { inSpan, SpanKind, traceContextFrom, traceHeaders } from '../../shared/observability/tracing.ts';
 import { consumerLagGauge, openCallsGauge } from '../../shared/observability/metrics.ts';
@@ -286,12 +286,13 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
   };
 
   /** Arms the deadline and wakes the actor of every open call of these partitions that lacks one. */
-  const resume = (select: (callId: string) => boolean): number => {
+  /** Arms the deadline of each open call `select` takes and wakes those no actor works (and `wake` takes). */
+  const resume = (select: (callId: string) => boolean, wake: (callId: string) => boolean = () => true): number => {
     let woken = 0;
     for (const call of openCalls.all()) {
       if (!select(call.callId)) continue;
       if (!deadlines.has(call.callId)) deadlines.arm(call.callId, openCallDeadline(call));
-      if (!actors.has(call.callId)) {
+      if (!actors.has(call.callId) && wake(call.callId)) {
         actors.wake(call.callId, call.teamId);
         woken++;
       }
@@ -357,12 +358,19 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
 
   // The sweep trusts the consumer's assignment, not the callbacks that announced it.
   let withoutPartitionsSince: Date | undefined;
+  const unworked = new UnworkedCalls();
   const sweep = setInterval(() => {
     const assigned = consumer.assignment().filter((p) => p.topic === topics.callsSubmitted);
     withoutPartitionsSince = assigned.length > 0 ? undefined : (withoutPartitionsSince ?? new Date());
     owned.clear();
     for (const p of assigned) owned.add(p.partition);
-    const woken = resume(owns);
+    const confirmed = unworked.confirm(
+      openCalls
+        .all()
+        .map((call) => call.callId)
+        .filter((callId) => owns(callId) && !actors.has(callId)),
+    );
+    const woken = resume(owns, (callId) => confirmed.has(callId));
     if (woken > 0) log.warn({ woken }, 'sweep found open calls no actor was working; resumed them');
   }, options.sweepIntervalMs ?? 5000);
   sweep.unref();

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { pino } from 'pino';
+import { type Logger, pino } from 'pino';
 import { createConversationAnalyser } from '../../shared/adapters/analysis/conversation-analyser.ts';
 import { createHttpAudioSource } from '../../shared/adapters/audio/http-audio-source.ts';
 import { selectTranscriber } from '../../shared/adapters/transcription/select-transcriber.ts';
@@ -34,6 +34,10 @@ export interface StepOverrides {
   analyser?: Analyser;
   processingTimeoutMs?: number;
   retry?: RetryPolicy;
+  /** How often the processor's sweep looks for open calls no actor works (the processor's default otherwise). */
+  sweepIntervalMs?: number;
+  /** Where the processor logs (silent otherwise). */
+  logger?: Logger;
 }
 
 export interface PipelineOptions {
@@ -119,8 +123,9 @@ export const createPipelineHarness = async (
       eventStore: backends.eventStore,
       eventLog: backends.eventLog,
       ...localSteps(o),
-      logger: pino({ level: 'silent' }),
+      logger: o.logger ?? pino({ level: 'silent' }),
       processingTimeoutMs: o.processingTimeoutMs ?? 60_000,
+      sweepIntervalMs: o.sweepIntervalMs,
       retry: o.retry ?? { maxAttempts: 3, baseDelayMs: 20, maxDelayMs: 200 },
       topics,
       groupId,

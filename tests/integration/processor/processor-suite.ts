@@ -3,7 +3,12 @@
  * real processor on real backends. Run once per backend pair.
  */
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
+import { pino } from 'pino';
+import { callEvents } from '../../../shared/domain/call/call-catalogue.ts';
+import { submittedData } from '../../conformance/read-models-fixtures.ts';
 import { createHttpAudioSource } from '../../../shared/adapters/audio/http-audio-source.ts';
 import { selectTranscriber } from '../../../shared/adapters/transcription/select-transcriber.ts';
 import type { EventLog } from '../../../shared/ports/event-log.ts';
@@ -341,6 +346,42 @@ export const processorSuite = (
         );
       } finally {
         await slow.close();
+        await h.stopProcessor();
+        await h.startProcessor();
+      }
+    });
+
+    test('the sweep resumes an open call no actor works, once it has seen it so twice, and says so', async () => {
+      const lines: string[] = [];
+      const sink = new Writable({
+        write(chunk: Buffer, _encoding, done) {
+          lines.push(...chunk.toString().split('\n').filter(Boolean));
+          done();
+        },
+      });
+      await h.stopProcessor();
+      await h.startProcessor({ sweepIntervalMs: 150, logger: pino({ level: 'warn' }, sink) });
+      try {
+        const callId = randomUUID();
+        const { teamId } = await h.team();
+        // Stored without its record on the log, as a call whose actor failed is left: only the
+        // sweep wakes it (the processor's start resumed what was open before it).
+        await backends.eventStore.append(`call-${callId}`, [
+          callEvents.encode({
+            type: 'CallSubmitted',
+            data: submittedData({ callId, teamId, submittedAt: new Date().toISOString() }),
+          }),
+        ]);
+        const events = await h.callEvents(callId);
+        assert.equal(events.at(-1)!.type, 'CallCompleted', events.map((e) => e.type).join(', '));
+        const sweeps = lines
+          .map((line) => JSON.parse(line) as { msg: string; woken?: number })
+          .filter((entry) => entry.msg === 'sweep found open calls no actor was working; resumed them');
+        assert.deepEqual(
+          sweeps.map((entry) => entry.woken),
+          [1],
+        );
+      } finally {
         await h.stopProcessor();
         await h.startProcessor();
       }

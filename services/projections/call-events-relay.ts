@@ -29,6 +29,34 @@ export const SEQUENCE_DIGITS = 16;
  */
 export const ceSequence = (revision: number): string => String(revision).padStart(SEQUENCE_DIGITS, '0');
 
+/**
+ * The most a relay publish holds, in characters of its records' keys and values (one record alone
+ * may hold more): a publish shares the log's group commit (the embedded log's transaction, the
+ * Kafka producer's request) with the ingress's, so a batch of many calls at their size limits
+ * published at once kept every POST behind it waiting for all of it. Published one part after the
+ * other, a POST waits for one part at most.
+ */
+export const RELAY_PUBLISH_MAX_CHARS = 1024 * 1024;
+
+/** `relayed` in consecutive parts of at most `maxChars` each (a record larger than that alone). */
+export const inParts = <T extends { record: OutgoingRecord }>(relayed: readonly T[], maxChars: number): T[][] => {
+  const parts: T[][] = [];
+  let part: T[] = [];
+  let chars = 0;
+  for (const item of relayed) {
+    const size = item.record.key.length + item.record.value.length;
+    if (part.length > 0 && chars + size > maxChars) {
+      parts.push(part);
+      part = [];
+      chars = 0;
+    }
+    part.push(item);
+    chars += size;
+  }
+  if (part.length > 0) parts.push(part);
+  return parts;
+};
+
 export const startCallEventsRelay = (deps: {
   eventStore: EventStore;
   eventLog: EventLog;
@@ -68,7 +96,10 @@ export const startCallEventsRelay = (deps: {
           events,
           (event) => event.metadata,
           (event) => ({ 'event.type': event.type, 'event.stream': event.streamId }),
-          () => publishAll(deps, relayed),
+          async () => {
+            // In order, one part after the other; the checkpoint moves once all are written.
+            for (const part of inParts(relayed, RELAY_PUBLISH_MAX_CHARS)) await publishAll(deps, part);
+          },
         );
       }
       deps.logger.debug({ relayed: relayed.length }, 'call events relayed');

@@ -98,11 +98,16 @@ describe('Push API bounds and precedence (embedded)', () => {
       assert.equal(codeOf(refused.body), 'PAYLOAD_TOO_LARGE');
     });
 
-    test('chunked, far over the bound (16 MB in small chunks): 413', async () => {
+    test('chunked, far over the bound (16 MB in small chunks): 413, read by a client that sends all of it first', async () => {
       const { key } = await h.team();
-      const refused = await sendChunked(key, bodyOfBytes(16 * 1024 * 1024), 64 * 1024);
-      assert.equal(refused.status, 413, refused.body.slice(0, 500));
-      assert.equal(codeOf(refused.body), 'PAYLOAD_TOO_LARGE');
+      // The answer comes while the client still sends; the connection stays open until the body
+      // has arrived, so the client reads the 413 rather than a reset (five times over: a reset
+      // came about every other time when the socket was closed at once).
+      for (let i = 0; i < 5; i++) {
+        const refused = await sendChunked(key, bodyOfBytes(16 * 1024 * 1024), 64 * 1024);
+        assert.equal(refused.status, 413, refused.body.slice(0, 500));
+        assert.equal(codeOf(refused.body), 'PAYLOAD_TOO_LARGE');
+      }
     });
   });
 

@@ -5,6 +5,19 @@
  * this member is in flight and its progress is committed. All the while a batch handler is open,
  * a timer heartbeats for it (`batch-heartbeat.ts`).
  *
+ * Except a partition whose records are not finished after `holdAfterMs` (one of them retried in
+ * place, say): kafkajs fetches from a broker again only once every batch of its last fetch has
+ * returned (its fetcher awaits the worker queue), so a batch that waited for such a record would
+ * hold every partition the member reads from that broker. The partition is *held* instead: paused
+ * in kafkajs (a paused partition is left out of fetch requests and of their answers) and its batch
+ * handler returns, so the member's other partitions are fetched and handled meanwhile. Its records
+ * stay in the dispatcher, which finishes them in order (per key) as before; their offsets were
+ * resolved, so kafkajs will not fetch them again, and the committed offset is still the
+ * dispatcher's, never past an unfinished record. Once they are all finished the partition's
+ * progress is committed and it is resumed: no later record of it is fetched before. kafkajs keeps
+ * a pause across a rejoin but not across the restart of its consumer after a crash, so every join
+ * pauses the held partitions the member still owns again.
+ *
  * kafkajs has no pre-revoke hook: after each join, revoked = previous assignment − new one and
  * assigned = new − previous, then `onRevoked` / `onAssigned` run (before any record of the new
  * assignment is handled). A handler error stops the member without throwing into kafkajs (which
@@ -32,6 +45,11 @@ export interface KafkaConsumerSettings {
   partitionsConsumedConcurrently: number;
   /** Commit at least this often while a long batch finishes; default 1000. */
   commitIntervalMs: number;
+  /**
+   * A batch whose records are not all finished after this long returns and its partition is held
+   * (paused until they are), so that the member's other partitions are fetched; default 1000.
+   */
+  holdAfterMs: number;
 }
 
 type EachBatch = kafkajs.EachBatchPayload;
@@ -50,6 +68,8 @@ export class KafkaConsumer implements Consumer {
   private readonly dispatcher: KeyedDispatcher;
   private owned = new Map<string, PartitionRef>();
   private readonly committed = new Map<string, bigint>();
+  /** Partitions paused until the records of their last batch are finished. */
+  private readonly held = new Map<string, PartitionRef>();
   /** onRevoked / onAssigned of the latest join; batches wait for it. */
   private callbacks: Promise<void> = Promise.resolve();
   private failure: { error: unknown } | undefined;
@@ -147,6 +167,12 @@ export class KafkaConsumer implements Consumer {
       await this.callbacks;
       if (this.halted()) return;
       const ref = { topic: batch.topic, partition: batch.partition };
+      if (this.held.has(partitionKey(ref))) {
+        // Fetched while it is held (kafkajs lost its pause): none of it is taken, nor resolved, so
+        // kafkajs fetches the same records again once the partition is resumed.
+        this.pause(ref);
+        return;
+      }
       for (const message of batch.messages) {
         // A heartbeat error is usually a rebalance: push no more, finish and commit, then let kafkajs rejoin.
         if (!isRunning() || isStale() || this.halted() || heartbeats.interrupted) break;
@@ -160,10 +186,27 @@ export class KafkaConsumer implements Consumer {
       // One drain for the whole wait: each drain() is a waiter that every settled record wakes until
       // the partition is idle, so a new one per poll would pile up while a record retries in place.
       const drained = this.dispatcher.drain([ref]);
-      while (!(await settlesWithin(drained, this.settings.commitIntervalMs))) {
-        await this.commit(ref, commitOffsetsIfNecessary);
+      const commit = () =>
+        this.commit(ref, (offset) =>
+          commitOffsetsIfNecessary({
+            topics: [{ topic: ref.topic, partitions: [{ partition: ref.partition, offset }] }],
+          }),
+        );
+      // While the member stops, nothing more is fetched: the batch waits for its records and commits.
+      const holdAt = Date.now() + this.settings.holdAfterMs;
+      for (;;) {
+        const left = holdAt - Date.now();
+        if (left <= 0 && !this.halted()) {
+          this.hold(ref, drained);
+          break;
+        }
+        const waitMs = left > 0 ? Math.min(left, this.settings.commitIntervalMs) : this.settings.commitIntervalMs;
+        if (await settlesWithin(drained, waitMs)) {
+          await commit();
+          break;
+        }
+        await commit();
       }
-      await this.commit(ref, commitOffsetsIfNecessary);
     } finally {
       heartbeats.stop();
     }
@@ -171,15 +214,64 @@ export class KafkaConsumer implements Consumer {
     if (heartbeats.interrupted) throw heartbeats.interrupted.error;
   }
 
+  /**
+   * Pauses the partition until the records already pushed for it are finished, then commits its
+   * progress and resumes it; meanwhile its progress is committed every `commitIntervalMs`. Only
+   * this member's own records are waited for here: a revoke waits for them too (`release`).
+   */
+  private hold(ref: PartitionRef, drained: Promise<void>): void {
+    const key = partitionKey(ref);
+    this.held.set(key, ref);
+    this.pause(ref);
+    void (async () => {
+      while (!(await settlesWithin(drained, this.settings.commitIntervalMs))) await this.commitHeld(ref);
+      await this.commitHeld(ref);
+      this.held.delete(key);
+      // Resumed even when no longer owned: kafkajs keeps a pause across rejoins, and a partition
+      // assigned again later must not stay paused.
+      if (!this.halted()) this.resume(ref);
+    })();
+  }
+
+  /**
+   * Commits a held partition's progress outside any batch handler, through the consumer (whatever
+   * consumer group kafkajs runs now); only while the member owns the partition and is not stopping.
+   */
+  private async commitHeld(ref: PartitionRef): Promise<void> {
+    if (this.halted() || !this.owned.has(partitionKey(ref))) return;
+    await this.commitThroughConsumer(ref);
+  }
+
+  private commitThroughConsumer(ref: PartitionRef): Promise<void> {
+    return this.commit(ref, (offset) =>
+      this.consumer.commitOffsets([{ topic: ref.topic, partition: ref.partition, offset }]),
+    );
+  }
+
+  private pause(ref: PartitionRef): void {
+    try {
+      this.consumer.pause([{ topic: ref.topic, partitions: [ref.partition] }]);
+    } catch (error) {
+      // Only between a crash and kafkajs's restart (no consumer group): the next join pauses it.
+      this.options.log?.warn({ groupId: this.options.groupId, ...ref, err: error }, 'could not pause a held partition');
+    }
+  }
+
+  private resume(ref: PartitionRef): void {
+    try {
+      this.consumer.resume([{ topic: ref.topic, partitions: [ref.partition] }]);
+    } catch {
+      // No consumer group (between a crash and kafkajs's restart): the new one has no pause to lift.
+    }
+  }
+
   /** Commits the partition's committable offset; a refused commit (fenced by a rebalance) is left for the next owner. */
-  private async commit(ref: PartitionRef, commitOffsets: EachBatch['commitOffsetsIfNecessary']): Promise<void> {
+  private async commit(ref: PartitionRef, send: (offset: string) => Promise<void>): Promise<void> {
     const offset = this.dispatcher.committable(ref);
     const last = this.committed.get(partitionKey(ref));
     if (offset === undefined || (last !== undefined && offset <= last)) return;
     try {
-      await commitOffsets({
-        topics: [{ topic: ref.topic, partitions: [{ partition: ref.partition, offset: offset.toString() }] }],
-      });
+      await send(offset.toString());
       this.committed.set(partitionKey(ref), offset);
     } catch (error) {
       // Not committed: those records are redelivered to the partition's next owner (at least
@@ -199,6 +291,9 @@ export class KafkaConsumer implements Consumer {
     const revoked = [...this.owned].filter(([key]) => !next.has(key)).map(([, ref]) => ref);
     const assigned = [...next].filter(([key]) => !this.owned.has(key)).map(([, ref]) => ref);
     this.owned = next;
+    // Called as kafkajs joins, before it fetches: a held partition the member keeps stays paused,
+    // whether kafkajs kept its pause (a rejoin) or not (a new consumer group after a crash).
+    for (const [key, ref] of this.held) if (next.has(key)) this.pause(ref);
     this.callbacks = this.callbacks
       .then(async () => {
         if (revoked.length > 0) await this.release(revoked);
@@ -224,10 +319,14 @@ export class KafkaConsumer implements Consumer {
     setImmediate(() => void this.shutdown());
   }
 
-  /** Leaves the group (kafkajs waits for running batches, which finish and commit), then revokes. */
+  /**
+   * Commits what held partitions finished, leaves the group (kafkajs waits for running batches,
+   * which finish and commit), then revokes.
+   */
   private shutdown(): Promise<void> {
     this.stopping ??= (async () => {
       let problem: unknown;
+      for (const [key, ref] of this.held) if (this.owned.has(key)) await this.commitThroughConsumer(ref);
       await this.consumer.disconnect().catch((error: unknown) => (problem ??= this.toEventLogError(error)));
       await this.dispatcher.drain();
       await this.callbacks;

@@ -283,6 +283,7 @@ export class KafkaEventLog implements EventLog {
       maxWaitTimeMs: 500,
       partitionsConsumedConcurrently: 8,
       commitIntervalMs: 1000,
+      holdAfterMs: 1000,
       ...options.consumer,
     };
   }

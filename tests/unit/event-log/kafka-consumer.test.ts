@@ -1,8 +1,9 @@
 /**
  * The Kafka consumer's batch handler over a fake kafkajs consumer, on mocked time: kafkajs has no
  * background heartbeat, so a member stays in its group only while its open batches call
- * `heartbeat()`; and a batch that waits long for its records keeps one drain waiter, not one per
- * poll.
+ * `heartbeat()`; a batch whose records take longer than `holdAfterMs` returns and its partition is
+ * held (paused, then committed and resumed once they are finished) so that kafkajs fetches the
+ * member's other partitions meanwhile; and a held partition keeps one drain waiter, not one per poll.
  */
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, mock, test } from 'node:test';
@@ -22,6 +23,7 @@ const settings: KafkaConsumerSettings = {
   maxWaitTimeMs: 500,
   partitionsConsumedConcurrently: 8,
   commitIntervalMs: 1000,
+  holdAfterMs: 1000,
 };
 
 const rebalancing = () =>
@@ -31,6 +33,9 @@ const rebalancing = () =>
 const fakeKafka = () => {
   const listeners = new Map<string, (event: { payload: unknown }) => void>();
   let eachBatch: ((payload: kafkajs.EachBatchPayload) => Promise<void>) | undefined;
+  /** What the member asked of kafkajs outside its batch handlers, in order. */
+  const calls: string[] = [];
+  const paused = new Set<number>();
   const consumer = {
     events: { GROUP_JOIN: 'consumer.group_join', FETCH: 'consumer.fetch', CRASH: 'consumer.crash' },
     on: (event: string, listener: (event: { payload: unknown }) => void) => listeners.set(event, listener),
@@ -40,9 +45,26 @@ const fakeKafka = () => {
       eachBatch = config.eachBatch;
     },
     disconnect: async () => undefined,
+    pause: (topics: kafkajs.TopicPartitions[]) => {
+      for (const p of topics.flatMap((t) => t.partitions)) {
+        paused.add(p);
+        calls.push(`pause ${p}`);
+      }
+    },
+    resume: (topics: kafkajs.TopicPartitions[]) => {
+      for (const p of topics.flatMap((t) => t.partitions)) {
+        paused.delete(p);
+        calls.push(`resume ${p}`);
+      }
+    },
+    commitOffsets: async (offsets: kafkajs.TopicPartitionOffsetAndMetadata[]) => {
+      for (const { partition, offset } of offsets) calls.push(`commit ${partition}@${offset}`);
+    },
   };
   return {
     kafka: { consumer: () => consumer } as unknown as kafkajs.Kafka,
+    calls,
+    paused,
     join: (memberAssignment: kafkajs.IMemberAssignment) =>
       listeners.get(consumer.events.GROUP_JOIN)?.({ payload: { memberAssignment } }),
     eachBatch: (payload: kafkajs.EachBatchPayload) => {
@@ -54,7 +76,7 @@ const fakeKafka = () => {
 
 /** A batch of `offsets` on `partition` whose `heartbeat` answers `beat` and counts its calls. */
 const batchOf = (partition: number, offsets: number[], beat: () => Promise<void> = async () => undefined) => {
-  const calls = { heartbeats: 0, commits: 0 };
+  const calls = { heartbeats: 0, commits: 0, resolved: [] as string[] };
   const payload = {
     batch: {
       topic: TOPIC,
@@ -68,7 +90,7 @@ const batchOf = (partition: number, offsets: number[], beat: () => Promise<void>
         attributes: 0,
       })),
     },
-    resolveOffset: () => undefined,
+    resolveOffset: (offset: string) => calls.resolved.push(offset),
     heartbeat: () => {
       calls.heartbeats++;
       return beat();
@@ -92,6 +114,20 @@ const heldHandler = () => {
       for (const resolve of held.values()) resolve();
       held.clear();
     },
+  };
+};
+
+/** A record handler that finishes every record at once but the one at `partition`/`offset`, which waits for `release()`. */
+const oneStuck = (partition: number, offset: number) => {
+  const stuck = deferred();
+  const handled: string[] = [];
+  return {
+    handler: async (record: LogRecord) => {
+      if (record.partition === partition && record.offset === BigInt(offset)) await stuck.promise;
+      handled.push(`${record.partition}/${record.offset}`);
+    },
+    handled,
+    release: () => stuck.resolve(),
   };
 };
 
@@ -167,7 +203,7 @@ describe('KafkaConsumer batch handler', () => {
     await member.stop();
   });
 
-  test('a batch whose record is retried for a long time keeps one drain waiter, however long it stays open', async (t) => {
+  test('a partition held by a record retried for a long time keeps one drain waiter, however long it is held', async (t) => {
     let live = 0;
     const drain = KeyedDispatcher.prototype.drain; // eslint-disable-line @typescript-eslint/unbound-method
     t.mock.method(
@@ -181,16 +217,105 @@ describe('KafkaConsumer batch handler', () => {
     const fake = fakeKafka();
     const records = heldHandler();
     const member = await start(fake.kafka, { handler: records.handler });
+    fake.join({ [TOPIC]: [0] });
     const { payload } = batchOf(0, [0]);
     const batch = fake.eachBatch(payload);
 
     await advance(200); // 100 s with record 0 retrying in place
-    assert.equal(live, 1, `${live} drain waiters for one open batch`);
+    await batch;
+    assert.equal(live, 1, `${live} drain waiters for one held partition`);
 
     records.releaseAll();
     await advance(2);
-    await batch;
     assert.equal(live, 0);
+    await member.stop();
+  });
+
+  test("a batch whose record is not finished after holdAfterMs returns, its partition paused: the member's other partitions are handled meanwhile; once it is finished its progress is committed and it is resumed", async () => {
+    const fake = fakeKafka();
+    const records = oneStuck(0, 1);
+    const member = await start(fake.kafka, { handler: records.handler });
+    fake.join({ [TOPIC]: [0, 1] });
+
+    const held = batchOf(0, [0, 1, 2]);
+    const batch = fake.eachBatch(held.payload);
+    await settled();
+    await advance(1);
+    assert.deepEqual(fake.calls, [], 'not held before holdAfterMs');
+    await advance(1);
+    await batch;
+    assert.deepEqual([...fake.paused], [0]);
+    assert.deepEqual(held.calls.resolved, ['0', '1', '2'], 'its records were taken: kafkajs must not fetch them again');
+    assert.deepEqual(records.handled, ['0/0', '0/2'], 'the records of other keys in the batch ran');
+
+    // kafkajs fetches again: the other partition's batch is handled and committed as usual.
+    const other = batchOf(1, [0, 1]);
+    await fake.eachBatch(other.payload);
+    assert.deepEqual(records.handled, ['0/0', '0/2', '1/0', '1/1']);
+    assert.equal(other.calls.commits, 1);
+
+    // What is finished was committed (offset 0, by the batch before it returned), never past the
+    // unfinished record, however long it is held.
+    assert.equal(held.calls.commits, 1);
+    await advance(20);
+    assert.deepEqual(fake.calls, ['pause 0']);
+
+    records.release();
+    await advance(2);
+    assert.deepEqual(fake.calls.slice(-2), ['commit 0@3', 'resume 0']);
+    assert.deepEqual([...fake.paused], []);
+    await member.stop();
+  });
+
+  test('a held partition stays paused through a join that keeps it; revoked, it is given up once its records are finished, and resumed then so that a later assignment is fetched', async () => {
+    const fake = fakeKafka();
+    const records = oneStuck(0, 0);
+    const revoked: number[] = [];
+    const member = await start(fake.kafka, {
+      handler: records.handler,
+      onRevoked: (partitions) => void revoked.push(...partitions.map((p) => p.partition)),
+    });
+    fake.join({ [TOPIC]: [0, 1] });
+    const batch = fake.eachBatch(batchOf(0, [0]).payload);
+    await settled();
+    await advance(2);
+    await batch;
+    assert.deepEqual(fake.calls, ['pause 0']);
+
+    // A new consumer group after a crash forgets pauses: the join pauses it again.
+    fake.paused.clear();
+    fake.join({ [TOPIC]: [0, 1] });
+    assert.deepEqual([...fake.paused], [0]);
+
+    fake.join({ [TOPIC]: [1] });
+    await advance(4);
+    assert.deepEqual(revoked, [], 'revoked only once its records are finished');
+    records.release();
+    await advance(2);
+    assert.deepEqual(revoked, [0]);
+    assert.deepEqual(fake.calls.at(-1), 'resume 0');
+    assert.ok(!fake.calls.some((c) => c.startsWith('commit 0@')), 'nothing committed for a partition given up');
+    await member.stop();
+  });
+
+  test('a batch of a held partition (fetched after kafkajs lost its pause) is left alone: nothing taken or resolved, the partition paused again', async () => {
+    const fake = fakeKafka();
+    const records = oneStuck(0, 0);
+    const member = await start(fake.kafka, { handler: records.handler });
+    fake.join({ [TOPIC]: [0] });
+    const first = fake.eachBatch(batchOf(0, [0]).payload);
+    await settled();
+    await advance(2);
+    await first;
+    fake.paused.clear();
+
+    const again = batchOf(0, [0, 1, 2]);
+    await fake.eachBatch(again.payload);
+    assert.deepEqual(again.calls.resolved, []);
+    assert.deepEqual([...fake.paused], [0]);
+    records.release();
+    await advance(2);
+    assert.deepEqual(records.handled, ['0/0'], 'no later record of the partition ran');
     await member.stop();
   });
 });

@@ -47,12 +47,15 @@ export interface ResilientHandlerOptions {
 
 /**
  * A record is set aside after `attempts` failures in a row that prove nothing, over `ms` at least
- * while other records were handled, or over `aloneMs` whether or not any was: on Kafka a record
- * retried in place holds every partition its broker serves this member (kafkajs fetches from a
- * broker again only once the batches of its last fetch are done), so no other record may be handled
- * meanwhile. Ten minutes of the same unexplained failure, which readiness names for 9.5 of them,
- * outlasts a blip; at worst an outage no classifier knows sets aside one record per held partition
- * every ten minutes, each of which a redrive puts back.
+ * while other records were handled, or over `aloneMs` whether or not any was. Nothing else handled
+ * meanwhile is no evidence against the record: a bug that fails every record, or an outage no
+ * classifier knows, looks the same. But a record may wait alone for other reasons too, and must get
+ * out all the same: on Kafka its partition is held (no later record of it is fetched until it is
+ * done, see kafka-consumer.ts), so a member that owns no other partition, or whose others are idle,
+ * handles nothing else. Ten minutes of the same unexplained failure, which readiness names for 9.5
+ * of them, outlasts a blip; at worst an outage no classifier knows sets aside one record per
+ * partition every ten minutes, each of which a redrive puts back
+ * (docs/decisions/0027-stuck-on-an-event.md).
  */
 export interface StuckRecordBounds {
   attempts: number;

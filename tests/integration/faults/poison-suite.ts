@@ -288,9 +288,10 @@ export const poisonSuite = (name: string, factory: () => Promise<PoisonBackends>
         const stuck = await submit({ transcript: `${TRANSCRIPT}\nRep: INTAKE-BUG` });
         await eventually(() => assert.ok(attempts >= 1, 'not tried yet'), { timeoutMs: 20_000, intervalMs: 20 });
         // The next record of its partition: on the SQL logs it is handled beside the stuck one (which
-        // is then set aside as others were handled); on Kafka it waits behind it, since a batch is
-        // done only once its records are, and the stuck one is set aside once it has failed alone
-        // for `aloneMs`.
+        // is then set aside as others were handled); on Kafka it waits behind it, the partition held
+        // (not fetched) until the stuck one is done, and the stuck one is set aside once records of
+        // the member's other partitions were handled (calls submitted here that landed elsewhere),
+        // or after `aloneMs` if none was.
         const partition = partitionForKey(stuck, PARTITIONS);
         const next = await submitOnPartition(partition);
 

@@ -1,6 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { PoisonRecordError, resilientHandler } from '../../../shared/adapters/event-log/resilient-handler.ts';
+import {
+  PoisonRecordError,
+  resilientHandler,
+  STUCK_RECORD_AFTER,
+  type StuckRecordBounds,
+} from '../../../shared/adapters/event-log/resilient-handler.ts';
 import { EventLogUnavailableError, type LogRecord, type OutgoingRecord } from '../../../shared/ports/event-log.ts';
 import { EventStoreUnavailableError } from '../../../shared/ports/event-store.ts';
 import { DataAtFaultError } from '../../../shared/ports/data-at-fault.ts';
@@ -19,7 +24,7 @@ const record = (offset: number): LogRecord => ({
 const setup = (
   handle: (r: LogRecord) => Promise<void>,
   publish: (topic: string, records: OutgoingRecord[]) => Promise<void> = async () => {},
-  stuckAfter?: { attempts: number; ms: number },
+  stuckAfter?: Partial<StuckRecordBounds>,
 ) => {
   const lines: { level: string; message: string }[] = [];
   const published: { topic: string; records: OutgoingRecord[] }[] = [];
@@ -209,6 +214,41 @@ describe('resilient record handler', () => {
       assert.match(published[0]!.records[0]!.headers!.dlq_reason!, /Last error: TypeError: bug$/);
     },
   );
+
+  test(
+    'a record that keeps failing with a bug while no other record is handled is set aside only after the longer bound, saying so',
+    { timeout: 10_000 },
+    async (t) => {
+      const failures: number[] = [];
+      const { resilient, published, controller } = setup(
+        async (r) => {
+          if (r.offset !== 11n) return;
+          failures.push(Date.now());
+          throw new TypeError('bug');
+        },
+        undefined,
+        { attempts: 3, ms: 30, aloneMs: 400 },
+      );
+      t.signal.addEventListener('abort', () => controller.abort(t.signal.reason));
+      const stuck = resilient.handler(record(11));
+      await eventually(() => assert.ok(Date.now() - failures[0]! >= 200 && failures.length >= 3), {
+        timeoutMs: 2000,
+        intervalMs: 5,
+      });
+      assert.equal(published.length, 0, 'not after `ms` while no other record is handled');
+      await stuck;
+      assert.ok(Date.now() - failures[0]! >= 400, 'set aside before `aloneMs`');
+      assert.equal(published.length, 1);
+      assert.match(
+        published[0]!.records[0]!.headers!.dlq_reason!,
+        /^failed \d+ times in a row over \d+ s with an error that does not prove it bad, while no other record was handled: set aside; redrive it once the cause is fixed\. Last error: TypeError: bug$/,
+      );
+    },
+  );
+
+  test("the service's bounds are decision 0027's: 10 attempts, over a minute while others are handled, ten minutes while none is", () => {
+    assert.deepEqual(STUCK_RECORD_AFTER, { attempts: 10, ms: 60_000, aloneMs: 600_000 });
+  });
 
   test('an outage, however long, is never set aside, whatever else is handled', async () => {
     let attempts = 0;

@@ -206,7 +206,13 @@ export const resilientHandler = (
               'record failed with an error that does not prove it bad; retrying in place until it succeeds',
             );
         }
-        await sleep(jitteredBackoff(attempt, baseMs, maxMs), signal);
+        try {
+          await sleep(jitteredBackoff(attempt, baseMs, maxMs), signal);
+        } catch (aborted) {
+          // Retried here no more: readiness must not go on reporting it.
+          retries.delete(record);
+          throw aborted;
+        }
       }
     }
   };

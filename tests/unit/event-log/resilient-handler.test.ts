@@ -296,5 +296,6 @@ describe('resilient record handler', () => {
     assert.ok(resilient.retrying().since instanceof Date);
     controller.abort(new Error('stopping'));
     await assert.rejects(running);
+    assert.equal(resilient.retrying().count, 0);
   });
 });

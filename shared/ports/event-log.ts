@@ -51,9 +51,12 @@ export interface ConsumeOptions {
    * Handles one record. Records with the same key run one at a time in log order; records with
    * different keys run concurrently. An offset is committed only once it and every record before
    * it in its partition are done. A thrown error stops the consumer (nothing after the failed
-   * record is committed, so it is redelivered); `Consumer.done` rejects with it.
+   * record is committed, so it is redelivered); `Consumer.done` rejects with it. `signal` is aborted
+   * when the member gives the record's partition up before the record is done (Kafka: a partition
+   * held by an unfinished record, then revoked): a handler retrying in place should stop and throw,
+   * which stops nothing; the record is not committed and goes to the partition's next owner.
    */
-  handler: (record: LogRecord) => Promise<void>;
+  handler: (record: LogRecord, signal: AbortSignal) => Promise<void>;
   /** Most records in flight at once across keys; default 64. */
   concurrency?: number;
   /** Called when this member receives partitions. */

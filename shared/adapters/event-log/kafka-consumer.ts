@@ -302,7 +302,19 @@ export class KafkaConsumer implements Consumer {
       .catch((error: unknown) => this.fail(error));
   }
 
+  /**
+   * Gives partitions up: records of theirs still unfinished (a held partition's) are abandoned, so a
+   * record retried in place stops at its next pause and goes uncommitted to the next owner, instead
+   * of keeping this member's every batch waiting for the revoke until it is set aside.
+   */
   private async release(refs: PartitionRef[]): Promise<void> {
+    const held = refs.filter((ref) => this.held.has(partitionKey(ref)));
+    if (held.length > 0)
+      this.options.log?.info(
+        { groupId: this.options.groupId, partitions: held },
+        'held partitions revoked: their unfinished records are left to their next owner',
+      );
+    this.dispatcher.abandon(refs);
     await this.dispatcher.drain(refs);
     this.dispatcher.drop(refs);
     for (const ref of refs) this.committed.delete(partitionKey(ref));

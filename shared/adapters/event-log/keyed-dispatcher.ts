@@ -6,6 +6,10 @@
  *
  * A handler error stops dispatch: records waiting behind any key are dropped, `push` rejects, and
  * the failed record (with everything after it in its partition) is never counted committable.
+ *
+ * Each record's handler gets its partition's abort signal, aborted by `abandon` when the member
+ * gives the partition up before its records are finished: a handler retrying in place then stops
+ * and throws, which counts as no failure, and the record goes uncommitted to the next owner.
  */
 import type { LogRecord, PartitionRef } from '../../ports/event-log.ts';
 
@@ -29,6 +33,8 @@ interface PartitionTrack {
   pending: Job[];
   committable?: bigint;
   lastPushed?: bigint;
+  /** Aborted once the partition is abandoned; its handlers get the signal. */
+  abandoned: AbortController;
 }
 
 interface Waiter {
@@ -58,7 +64,7 @@ export class KeyedDispatcher {
   readonly failure: Promise<unknown> = new Promise((resolve) => (this.markFailed = resolve));
 
   constructor(
-    private readonly handler: (record: LogRecord) => Promise<void>,
+    private readonly handler: (record: LogRecord, signal: AbortSignal) => Promise<void>,
     private readonly options: KeyedDispatcherOptions = {},
   ) {
     this.concurrency = Math.max(1, options.concurrency ?? 64);
@@ -122,6 +128,28 @@ export class KeyedDispatcher {
   }
 
   /**
+   * Gives the partitions' unfinished records up (their partition is revoked while some still run):
+   * those not started are dropped, and the handlers that run are told so by their signal; one that
+   * then throws is no failure. Nothing of them is counted committable; `drain` waits for the running
+   * ones to end, and `drop` forgets the partitions.
+   */
+  abandon(refs: PartitionRef[]): void {
+    const keys = new Set(refs.map(partitionKey));
+    for (const key of keys) {
+      const track = this.partitions.get(key);
+      if (!track) continue;
+      track.abandoned.abort(new Error('partition given up'));
+      for (const job of track.pending) if (job.state === 'queued') this.settle(job, 'dropped');
+    }
+    for (const [laneKey, lane] of this.lanes) {
+      const kept = lane.filter((job) => job.state === 'running' || job.state === 'queued');
+      if (kept.length === 0) this.lanes.delete(laneKey);
+      else this.lanes.set(laneKey, kept);
+    }
+    this.signal();
+  }
+
+  /**
    * Forgets the partitions (after a revoke): their records that have not started are dropped,
    * running ones finish unobserved, and a later push starts tracking afresh.
    */
@@ -150,7 +178,7 @@ export class KeyedDispatcher {
     const pKey = partitionKey(record);
     let track = this.partitions.get(pKey);
     if (!track) {
-      track = { pending: [] };
+      track = { pending: [], abandoned: new AbortController() };
       this.partitions.set(pKey, track);
     }
     if (track.lastPushed !== undefined && record.offset <= track.lastPushed) return;
@@ -169,11 +197,15 @@ export class KeyedDispatcher {
 
   private start(job: Job, laneKey: string): void {
     job.state = 'running';
-    const run = async () => this.handler(job.record);
+    const run = async () => this.handler(job.record, job.track.abandoned.signal);
     run().then(
       () => this.next(job, laneKey, 'done'),
       (error: unknown) => {
-        if (!this.failedWith && this.partitions.get(partitionKey(job.record)) === job.track) {
+        if (
+          !this.failedWith &&
+          !job.track.abandoned.signal.aborted &&
+          this.partitions.get(partitionKey(job.record)) === job.track
+        ) {
           this.failedWith = { error };
           this.markFailed(error);
         }

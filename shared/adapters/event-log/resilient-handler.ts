@@ -16,8 +16,9 @@
  *   fails every record, nor an outage no classifier knows), it is set aside in the dead-letter
  *   topic, saying so, instead of holding its partition; an operator redrives it once the bug is
  *   fixed (docs/decisions/0027-stuck-on-an-event.md).
- * Only the abort signal (the consumer is stopping) ends the retrying: the handler then throws, the
- * record is not committed, and the partition's next owner gets it again.
+ * Only an abort signal ends the retrying, the consumer's (it is stopping) or the record's (the member
+ * gave its partition up): the handler then throws, the record is not committed, and the partition's
+ * next owner gets it again.
  */
 import type { EventLog, LogRecord } from '../../ports/event-log.ts';
 import { isDataAtFault } from '../../ports/data-at-fault.ts';
@@ -82,7 +83,8 @@ export interface RetryingRecords {
 }
 
 export interface ResilientHandler {
-  handler: (record: LogRecord) => Promise<void>;
+  /** Handles the record; `signal`, when given, ends its retrying as the consumer's own does. */
+  handler: (record: LogRecord, signal?: AbortSignal) => Promise<void>;
   retrying(): RetryingRecords;
   /** Records sent to the dead-letter topic by this handler. */
   readonly deadLettered: number;
@@ -139,7 +141,7 @@ export const resilientHandler = (
   handle: (record: LogRecord) => Promise<void>,
   options: ResilientHandlerOptions,
 ): ResilientHandler => {
-  const { log, signal } = options;
+  const { log } = options;
   const baseMs = options.backoff?.baseMs ?? 100;
   const maxMs = options.backoff?.maxMs ?? 5000;
   const stuckAfter = { ...STUCK_RECORD_AFTER, ...options.stuckAfter };
@@ -158,6 +160,7 @@ export const resilientHandler = (
     record: LogRecord,
     work: () => Promise<void>,
     setAside: boolean,
+    signal: AbortSignal,
   ): Promise<{ failed: unknown; stuck?: { attempts: number; ms: number; alone: boolean } } | undefined> => {
     /** Failures in a row that prove nothing: how many, since when, and the records handled before them. */
     let unexplained: { attempts: number; since: number; handledBefore: number } | undefined;
@@ -217,8 +220,9 @@ export const resilientHandler = (
     }
   };
 
-  const handler = async (record: LogRecord): Promise<void> => {
-    const outcome = await untilDone(record, () => handle(record), true);
+  const handler = async (record: LogRecord, given?: AbortSignal): Promise<void> => {
+    const signal = given ? AbortSignal.any([options.signal, given]) : options.signal;
+    const outcome = await untilDone(record, () => handle(record), true, signal);
     if (!outcome) return;
     const { stuck } = outcome;
     const reason = stuck
@@ -240,6 +244,7 @@ export const resilientHandler = (
         await options.deadLetter.eventLog.publish(options.deadLetter.topic, [deadLetterRecord(record, reason)]);
       },
       false,
+      signal,
     );
     if (sent) {
       // The dead-letter topic refused it for what it is (too large for it): keep the record rather than lose it.

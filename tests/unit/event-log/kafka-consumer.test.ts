@@ -117,13 +117,22 @@ const heldHandler = () => {
   };
 };
 
-/** A record handler that finishes every record at once but the one at `partition`/`offset`, which waits for `release()`. */
+/**
+ * A record handler that finishes every record at once but the one at `partition`/`offset`, which
+ * waits for `release()`, or, as a handler retrying in place does, throws once its signal says its
+ * partition was given up.
+ */
 const oneStuck = (partition: number, offset: number) => {
   const stuck = deferred();
   const handled: string[] = [];
   return {
-    handler: async (record: LogRecord) => {
-      if (record.partition === partition && record.offset === BigInt(offset)) await stuck.promise;
+    handler: async (record: LogRecord, signal: AbortSignal) => {
+      if (record.partition === partition && record.offset === BigInt(offset)) {
+        const givenUp = new Promise<never>((_, reject) =>
+          signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true }),
+        );
+        await Promise.race([stuck.promise, givenUp]);
+      }
       handled.push(`${record.partition}/${record.offset}`);
     },
     handled,
@@ -267,7 +276,7 @@ describe('KafkaConsumer batch handler', () => {
     await member.stop();
   });
 
-  test('a held partition stays paused through a join that keeps it; revoked, it is given up once its records are finished, and resumed then so that a later assignment is fetched', async () => {
+  test('a held partition stays paused through a join that keeps it; revoked, its unfinished record is given up at once (left to the next owner, uncommitted) and it is resumed so that a later assignment is fetched', async () => {
     const fake = fakeKafka();
     const records = oneStuck(0, 0);
     const revoked: number[] = [];
@@ -288,14 +297,20 @@ describe('KafkaConsumer batch handler', () => {
     assert.deepEqual([...fake.paused], [0]);
 
     fake.join({ [TOPIC]: [1] });
-    await advance(4);
-    assert.deepEqual(revoked, [], 'revoked only once its records are finished');
-    records.release();
+    await settled(3);
+    assert.deepEqual(revoked, [0], 'revoked at once, not once the record retried in place is done');
+    assert.deepEqual(records.handled, []);
     await advance(2);
-    assert.deepEqual(revoked, [0]);
     assert.deepEqual(fake.calls.at(-1), 'resume 0');
     assert.ok(!fake.calls.some((c) => c.startsWith('commit 0@')), 'nothing committed for a partition given up');
+
+    // The member goes on with what it owns.
+    const other = batchOf(1, [0]);
+    await fake.eachBatch(other.payload);
+    assert.deepEqual(records.handled, ['1/0']);
+    assert.equal(other.calls.commits, 1);
     await member.stop();
+    await member.done;
   });
 
   test('a batch of a held partition (fetched after kafkajs lost its pause) is left alone: nothing taken or resolved, the partition paused again', async () => {

@@ -252,6 +252,52 @@ describe('KeyedDispatcher', () => {
     assert.equal(h.started.length, 2, 'the partition can be pushed again from an earlier offset');
   });
 
+  test("abandon tells a partition's running handlers by their signal and drops its queued records; a handler that then throws stops nothing, and nothing of it is committable", async () => {
+    const signals = new Map<string, AbortSignal>();
+    const h = controlledHandler();
+    const d = new KeyedDispatcher(
+      (r, signal) => {
+        signals.set(`${r.partition}/${r.offset}`, signal);
+        return h.handler(r);
+      },
+      { concurrency: 10 },
+    );
+    const given = { topic: 't', partition: 0 };
+    const kept = { topic: 't', partition: 1 };
+    await d.push(record(0, 'a'));
+    await d.push(record(1, 'a')); // queued behind 0
+    await d.push(record(2, 'b'));
+    await d.push(record(0, 'a', 1));
+    await settle();
+    await h.finish(2);
+
+    d.abandon([given]);
+    assert.equal(signals.get('0/0')?.aborted, true);
+    assert.equal(signals.get('0/2')?.aborted, true, 'one signal per partition');
+    assert.equal(signals.get('1/0')?.aborted, false, "another partition's");
+    let drained = false;
+    const draining = d.drain([given]).then(() => (drained = true));
+    await settle();
+    assert.equal(drained, false, 'drain waits for the record still running');
+    await h.fail(0, new Error('stopped retrying: its partition was given up'));
+    await draining;
+    assert.equal(d.failed, false, 'an abandoned record that throws is no handler failure');
+    assert.deepEqual(
+      h.started.filter((r) => r.partition === 0).map((r) => r.offset),
+      [0n, 2n],
+      'a queued record of an abandoned partition ran',
+    );
+    assert.equal(d.committable(given), undefined);
+
+    // The other partition is untouched.
+    await h.finish(0, 1);
+    assert.equal(d.committable(kept), 1n);
+    d.drop([given]);
+    await d.push(record(0, 'a'));
+    await settle();
+    assert.equal(h.started.at(-1)?.offset, 0n, 'the partition can be pushed again once dropped');
+  });
+
   test('random keys and completion order: per-key order holds and commits never pass open records', async () => {
     for (let round = 0; round < 20; round++) {
       const h = controlledHandler();

@@ -286,6 +286,20 @@ describe('resilient record handler', () => {
     assert.equal(published.length, 1);
   });
 
+  test("the record's own signal (its partition given up) ends its retrying too: the handler throws and no longer reports it; the others go on", async () => {
+    const { resilient, published } = setup(async (r) => {
+      if (r.offset === 12n) throw new TypeError('bug');
+    });
+    const givenUp = new AbortController();
+    const running = resilient.handler(record(12), givenUp.signal);
+    await eventually(() => assert.equal(resilient.retrying().count, 1), { timeoutMs: 2000, intervalMs: 5 });
+    givenUp.abort(new Error('partition given up'));
+    await assert.rejects(running);
+    assert.equal(resilient.retrying().count, 0);
+    assert.deepEqual(published, []);
+    await resilient.handler(record(13), new AbortController().signal);
+  });
+
   test('stopping ends the retrying: the handler throws, so the record is not committed and is redelivered', async () => {
     const { resilient, controller } = setup(async () => {
       throw new EventStoreUnavailableError('database down');

@@ -137,6 +137,11 @@ export const deadLetterRecord = (record: LogRecord, reason: string) => ({
   },
 });
 
+interface Stops {
+  readonly aborted: boolean;
+  signal(): AbortSignal;
+}
+
 export const resilientHandler = (
   handle: (record: LogRecord) => Promise<void>,
   options: ResilientHandlerOptions,
@@ -152,6 +157,20 @@ export const resilientHandler = (
   let handled = 0;
 
   /**
+   * What ends a record's retrying: the consumer's signal, or the record's own when given. The two
+   * are combined only for a record that fails and pauses (most never do).
+   */
+  const stops = (given: AbortSignal | undefined): Stops => {
+    let both: AbortSignal | undefined;
+    return {
+      get aborted() {
+        return options.signal.aborted || given?.aborted === true;
+      },
+      signal: () => (given ? (both ??= AbortSignal.any([options.signal, given])) : options.signal),
+    };
+  };
+
+  /**
    * Runs `work` until it succeeds, retrying every failure but one that proves the data bad, which is
    * returned; so is the last of a record's failures that prove nothing once it is stuck on them
    * (`setAside`: not for the dead letter's own publishing).
@@ -160,7 +179,7 @@ export const resilientHandler = (
     record: LogRecord,
     work: () => Promise<void>,
     setAside: boolean,
-    signal: AbortSignal,
+    signal: Stops,
   ): Promise<{ failed: unknown; stuck?: { attempts: number; ms: number; alone: boolean } } | undefined> => {
     /** Failures in a row that prove nothing: how many, since when, and the records handled before them. */
     let unexplained: { attempts: number; since: number; handledBefore: number } | undefined;
@@ -210,7 +229,7 @@ export const resilientHandler = (
             );
         }
         try {
-          await sleep(jitteredBackoff(attempt, baseMs, maxMs), signal);
+          await sleep(jitteredBackoff(attempt, baseMs, maxMs), signal.signal());
         } catch (aborted) {
           // Retried here no more: readiness must not go on reporting it.
           retries.delete(record);
@@ -221,7 +240,7 @@ export const resilientHandler = (
   };
 
   const handler = async (record: LogRecord, given?: AbortSignal): Promise<void> => {
-    const signal = given ? AbortSignal.any([options.signal, given]) : options.signal;
+    const signal = stops(given);
     const outcome = await untilDone(record, () => handle(record), true, signal);
     if (!outcome) return;
     const { stuck } = outcome;

@@ -16,7 +16,10 @@
  * dispatcher's, never past an unfinished record. Once they are all finished the partition's
  * progress is committed and it is resumed: no later record of it is fetched before. kafkajs keeps
  * a pause across a rejoin but not across the restart of its consumer after a crash, so every join
- * pauses the held partitions the member still owns again.
+ * pauses the held partitions the member still owns again. A held partition that is revoked is given
+ * up at once: its unfinished records are abandoned (a record retried in place stops, uncommitted)
+ * for the next owner to take up from the committed offset (`release`). A rebalance no longer waits
+ * for a held partition's records either, only for the others' batches: up to `holdAfterMs`.
  *
  * kafkajs has no pre-revoke hook: after each join, revoked = previous assignment − new one and
  * assigned = new − previous, then `onRevoked` / `onAssigned` run (before any record of the new

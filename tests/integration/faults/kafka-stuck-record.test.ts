@@ -18,7 +18,7 @@
  *   completes.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, before, beforeEach, describe, test } from 'node:test';
 import { createKafkaEventLog } from '../../../shared/adapters/event-log/kafka-event-log.ts';
 import { partitionForKey } from '../../../shared/adapters/event-log/partitioner.ts';
 import { createPostgresEventStore } from '../../../shared/adapters/event-store/postgres-event-store.ts';
@@ -67,6 +67,9 @@ describe(
         {},
         { retryThresholdMs: 1_000, stuckRecordAfter: STUCK_AFTER },
       );
+    });
+    // A team per test: its key is allowed 30 requests a minute.
+    beforeEach(async () => {
       team = await h.team();
     });
     after(async () => {

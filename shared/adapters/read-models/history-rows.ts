@@ -7,6 +7,7 @@ import {
   type CallHistoryRow,
   type CallHistoryStatus,
   evolveHistoryRow,
+  HISTORY_ROW_FOLDED_FIELDS,
   type RecordedCallEvent,
   searchText,
   tagKey,
@@ -56,6 +57,8 @@ export interface PendingRow<L extends LoadedRow> {
   current: CallHistoryRow | undefined;
   /** What a rebuild counts the row as holding (see RebuildBuffer); unset until counted. */
   bytes?: number;
+  /** The row `bytes` counted (undefined: no row, or not counted). */
+  counted?: CallHistoryRow;
 }
 
 /** A row to write: `before` is what storage holds (undefined: insert, or upsert guarded by position). */
@@ -66,11 +69,15 @@ export interface RowChange<L extends LoadedRow> {
   bytes?: number;
 }
 
-/** Folds a batch (grouped by call) into `pending`, starting calls not yet there from `loaded`. */
+/**
+ * Folds a batch (grouped by call) into `pending`, starting calls not yet there from `loaded`;
+ * `folded` is called with each entry as soon as it is folded (while its rows are still in cache).
+ */
 export const foldInto = <L extends LoadedRow>(
   pending: Map<string, PendingRow<L>>,
   byCall: Map<string, RecordedCallEvent[]>,
   loaded: Map<string, L>,
+  folded?: (entry: PendingRow<L>) => void,
 ): void => {
   for (const [callId, list] of byCall) {
     let entry = pending.get(callId);
@@ -80,6 +87,7 @@ export const foldInto = <L extends LoadedRow>(
       pending.set(callId, entry);
     }
     entry.current = foldRow(entry.current, list);
+    folded?.(entry);
   }
 };
 
@@ -87,6 +95,7 @@ export const foldInto = <L extends LoadedRow>(
  * About the bytes `value` takes as JSON held in UTF-16 (2 per code unit; quotes and separators
  * counted, escapes not), found by walking it instead of making the JSON. A row's metadata, notes
  * and tags can make ~100 KB of it, and its doc holds them twice (in the row and its submission).
+ * A property whose value is undefined is left out, as JSON leaves it out.
  */
 export const jsonBytes = (value: unknown): number => {
   if (typeof value === 'string') return 2 * (value.length + 2);
@@ -96,9 +105,47 @@ export const jsonBytes = (value: unknown): number => {
     for (const item of value as unknown[]) bytes += 2 + jsonBytes(item);
     return bytes;
   }
-  for (const key in value) bytes += 2 * (key.length + 4) + jsonBytes((value as Record<string, unknown>)[key]);
+  for (const key in value) bytes += propertyBytes(key, (value as Record<string, unknown>)[key]);
   return bytes;
 };
+
+/** What jsonBytes counts for property `key` of an object holding `value`. */
+const propertyBytes = (key: string, value: unknown): number =>
+  value === undefined ? 0 : 2 * (key.length + 4) + jsonBytes(value);
+
+/**
+ * jsonBytes(`next`), counted from `previousBytes`, what jsonBytes(`previous`) came to, where `next`
+ * is `previous` folded further (evolveHistoryRow) or as stored (docRow). Only the fields folding
+ * can change (HISTORY_ROW_FOLDED_FIELDS) are looked at, and only those not holding the same value
+ * as before are walked: an event costs the few fields it changed (status, steps, updatedAt, …),
+ * where walking the row would cost all of it (its submission, metadata and tags, twice).
+ */
+export const rowBytesAfter = (previous: CallHistoryRow, previousBytes: number, next: CallHistoryRow): number => {
+  if (next === previous) return previousBytes;
+  // Field by field rather than a loop over the list: read by name, a row's fields cost about half as much.
+  const p = previous;
+  const n = next;
+  return (
+    previousBytes +
+    changedBytes('title', p.title, n.title) +
+    changedBytes('status', p.status, n.status) +
+    changedBytes('stage', p.stage, n.stage) +
+    changedBytes('statusReason', p.statusReason, n.statusReason) +
+    changedBytes('processingError', p.processingError, n.processingError) +
+    changedBytes('durationSeconds', p.durationSeconds, n.durationSeconds) +
+    changedBytes('transcript', p.transcript, n.transcript) +
+    changedBytes('analysis', p.analysis, n.analysis) +
+    changedBytes('deal', p.deal, n.deal) +
+    changedBytes('score', p.score, n.score) +
+    changedBytes('updatedAt', p.updatedAt, n.updatedAt) +
+    changedBytes('lastPosition', p.lastPosition, n.lastPosition) +
+    changedBytes('steps', p.steps, n.steps)
+  );
+};
+
+/** What property `key` adds to jsonBytes holding `after` instead of `before`. */
+const changedBytes = (key: (typeof HISTORY_ROW_FOLDED_FIELDS)[number], before: unknown, after: unknown): number =>
+  after === before ? 0 : propertyBytes(key, after) - propertyBytes(key, before);
 
 /** The rows that changed. */
 export const changesOf = <L extends LoadedRow>(pending: Map<string, PendingRow<L>>): RowChange<L>[] => {

@@ -7,6 +7,7 @@ import {
   jsonBytes,
   type LoadedRow,
   type PendingRow,
+  rowBytesAfter,
   type RowChange,
   startsWithSubmission,
 } from './history-rows.ts';
@@ -39,11 +40,23 @@ const DEFAULT_REBUILD_LIMITS: RebuildLimits = { events: 50_000, bytes: 64 * 1024
 const ROW_OVERHEAD_BYTES = 1024;
 
 /**
- * What `entry` is counted as holding: its row's JSON (see jsonBytes), which is about what its
- * write makes, and at least what the row's own strings take in memory.
+ * Counts `entry` as holding its row's JSON (see jsonBytes), which is about what its write makes,
+ * and at least what the row's own strings take in memory. A row counted before is counted from
+ * that count and the fields folding changed since (rowBytesAfter), not walked again: each event
+ * would otherwise walk its whole row.
  */
-const heldBytes = (entry: PendingRow<LoadedRow>): number =>
-  ROW_OVERHEAD_BYTES + (entry.current === undefined ? 0 : jsonBytes(entry.current));
+const count = (entry: PendingRow<LoadedRow>): number => {
+  const { current, counted, bytes } = entry;
+  entry.bytes =
+    ROW_OVERHEAD_BYTES +
+    (current === undefined
+      ? 0
+      : counted !== undefined && bytes !== undefined
+        ? rowBytesAfter(counted, bytes - ROW_OVERHEAD_BYTES, current)
+        : jsonBytes(current));
+  entry.counted = current;
+  return entry.bytes;
+};
 
 /**
  * The write side of a rebuild: folds batches in memory and writes the rows they touched, with the
@@ -104,20 +117,16 @@ export class RebuildBuffer<L extends LoadedRow> {
         await this.written();
         loaded = await this.io.load(toLoad);
       }
-      foldInto(this.pending, byCall, loaded);
+      // Each row touched is counted again as it now is (the rows of calls at the size limits are ~200 KB of JSON).
+      foldInto(this.pending, byCall, loaded, (entry) => {
+        const counted = entry.bytes ?? 0;
+        this.bytes += count(entry) - counted;
+      });
       // An erased call is neither written nor held: its stored row (if any) is deleted at the next write.
       for (const callId of erasedCallIds(events)) {
         this.bytes -= this.pending.get(callId)?.bytes ?? 0;
         this.pending.delete(callId);
         this.erased.add(callId);
-      }
-      // Each row touched is counted again as it now is (the rows of calls at the size limits are ~200 KB of JSON).
-      for (const callId of byCall.keys()) {
-        const entry = this.pending.get(callId);
-        if (!entry) continue;
-        const bytes = heldBytes(entry);
-        this.bytes += bytes - (entry.bytes ?? 0);
-        entry.bytes = bytes;
       }
       for (const event of events) if (event.position > this.folded) this.folded = event.position;
       this.events += events.length;
@@ -144,13 +153,14 @@ export class RebuildBuffer<L extends LoadedRow> {
   private async handOff(): Promise<void> {
     await this.written();
     const changes: RowChange<L>[] = [];
-    /** Per held call: its stored row (untouched), the index of its change, or nothing. */
-    const held: Array<L | number> = [];
-    for (const { before, current, bytes } of this.pending.values()) {
+    /** Per held call: its entry (its stored row, untouched), the index of its change, or nothing. */
+    const held: Array<PendingRow<L> | number> = [];
+    for (const entry of this.pending.values()) {
+      const { before, current } = entry;
       if (current !== undefined && current !== before?.row) {
         held.push(changes.length);
-        changes.push({ before, after: current, ...(bytes === undefined ? {} : { bytes }) });
-      } else if (before) held.push(before);
+        changes.push({ before, after: current, bytes: entry.bytes ?? count(entry) });
+      } else if (before) held.push(entry);
     }
     let stored = (index: number): L => {
       throw new Error(`change ${index} was not written`);
@@ -166,20 +176,28 @@ export class RebuildBuffer<L extends LoadedRow> {
       this.handedCheckpoint = this.applied;
     }
     this.handedOff = this.folded;
-    const kept: L[] = [];
+    // The pending calls' rows as stored, each counted from what its entry or its change counted.
+    const kept: PendingRow<L>[] = [];
     for (const slot of held) {
       if (typeof slot !== 'number') {
-        if (slot.row.status === 'pending') kept.push(slot);
-      } else if (changes[slot]!.after.status === 'pending') kept.push(stored(slot));
+        const { before, current, counted, bytes } = slot;
+        if (before!.row.status === 'pending')
+          kept.push(current === before!.row ? slot : { before, current: before!.row, counted, bytes });
+      } else {
+        const { after, bytes } = changes[slot]!;
+        if (after.status !== 'pending') continue;
+        const row = stored(slot);
+        kept.push({ before: row, current: row.row, counted: after, bytes });
+      }
     }
     // The newest pending rows, within half the budget: the next window has the other half.
     const retained: PendingRow<L>[] = [];
     this.bytes = 0;
     for (let i = kept.length - 1; i >= 0; i--) {
-      const entry: PendingRow<L> = { before: kept[i]!, current: kept[i]!.row };
-      entry.bytes = heldBytes(entry);
-      if (this.bytes + entry.bytes > this.limits.bytes / 2) break;
-      this.bytes += entry.bytes;
+      const entry = kept[i]!;
+      const bytes = count(entry);
+      if (this.bytes + bytes > this.limits.bytes / 2) break;
+      this.bytes += bytes;
       retained.push(entry);
     }
     this.pending = new Map(retained.reverse().map((entry) => [entry.current!.callId, entry]));

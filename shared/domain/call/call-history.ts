@@ -279,6 +279,29 @@ const withDetails = (row: CallHistoryRow, event: CallEvent): CallHistoryRow => {
 };
 
 /**
+ * The fields of a row that an event after its CallSubmitted can change: what withDetails and
+ * atLifecycle set, and lastPosition. Every other field is set from CallSubmitted, and each later
+ * version of the row keeps its value (the same object). A rebuild counts a row's size from the
+ * fields listed here (history-rows.ts, rowBytesAfter): an event that changes another field must add
+ * it.
+ */
+export const HISTORY_ROW_FOLDED_FIELDS = [
+  'title',
+  'status',
+  'stage',
+  'statusReason',
+  'processingError',
+  'durationSeconds',
+  'transcript',
+  'analysis',
+  'deal',
+  'score',
+  'updatedAt',
+  'lastPosition',
+  'steps',
+] as const satisfies readonly (keyof CallHistoryRow)[];
+
+/**
  * The row after `event`. Pure. Events of other streams, events at or before `row.lastPosition`,
  * events the call's lifecycle does not take in its state (a late result never revives a failed
  * call; only an operator's CallRetried does) and events of a call without a row leave the input as

@@ -4,7 +4,6 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { pino } from 'pino';
 import { callEvents } from '../../../shared/domain/call/call-catalogue.ts';
@@ -353,14 +352,11 @@ export const processorSuite = (
 
     test('the sweep resumes an open call no actor works, once it has seen it so twice, and says so', async () => {
       const lines: string[] = [];
-      const sink = new Writable({
-        write(chunk: Buffer, _encoding, done) {
-          lines.push(...chunk.toString().split('\n').filter(Boolean));
-          done();
-        },
-      });
       await h.stopProcessor();
-      await h.startProcessor({ sweepIntervalMs: 150, logger: pino({ level: 'warn' }, sink) });
+      await h.startProcessor({
+        sweepIntervalMs: 150,
+        logger: pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) }),
+      });
       try {
         const callId = randomUUID();
         const { teamId } = await h.team();

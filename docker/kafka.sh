@@ -23,7 +23,7 @@
 #   KAFKA_HOME_DIR         config, data, log and pid file            (default ${TMPDIR:-/tmp}/kafka-local-$KAFKA_PORT)
 #   KAFKA_VERSION          Kafka version to fetch                    (default: kafka.version in docker/kafka/pom.xml, 4.3.1)
 #   KAFKA_HEAP_OPTS        broker JVM heap                           (default "-Xms256m -Xmx512m")
-#   KAFKA_START_TIMEOUT    seconds to wait for the broker to answer  (default 90)
+#   KAFKA_START_TIMEOUT    seconds to wait for the broker to answer  (default 180)
 #   KAFKA_STOP_TIMEOUT     seconds to wait before SIGKILL on stop    (default 30)
 #   KAFKA_AUTO_CREATE_TOPICS  auto.create.topics.enable              (default true, as in the apache/kafka image)
 #   KAFKA_NUM_PARTITIONS   num.partitions for auto-created topics    (default 1)
@@ -38,7 +38,7 @@ KAFKA_PORT="${KAFKA_PORT:-9092}"
 KAFKA_CONTROLLER_PORT="${KAFKA_CONTROLLER_PORT:-$((KAFKA_PORT + 1))}"
 KAFKA_HOME_DIR="${KAFKA_HOME_DIR:-${TMPDIR:-/tmp}/kafka-local-$KAFKA_PORT}"
 KAFKA_HEAP_OPTS="${KAFKA_HEAP_OPTS:--Xms256m -Xmx512m}"
-KAFKA_START_TIMEOUT="${KAFKA_START_TIMEOUT:-90}"
+KAFKA_START_TIMEOUT="${KAFKA_START_TIMEOUT:-180}"
 KAFKA_STOP_TIMEOUT="${KAFKA_STOP_TIMEOUT:-30}"
 KAFKA_AUTO_CREATE_TOPICS="${KAFKA_AUTO_CREATE_TOPICS:-true}"
 KAFKA_NUM_PARTITIONS="${KAFKA_NUM_PARTITIONS:-1}"

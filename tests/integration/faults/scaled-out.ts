@@ -417,6 +417,9 @@ export const ownBroker = async () => {
     KAFKA_CONTROLLER_PORT: String(port + 1),
     KAFKA_HOME_DIR: home,
     KAFKA_NUM_PARTITIONS: '6',
+    // A restart under this suite's load (processes, PostgreSQL, a second test file) has taken
+    // longer than the script's default wait on a machine of two cores: wait longer, not fail.
+    KAFKA_START_TIMEOUT: '240',
   };
   const run = (...args: string[]) =>
     new Promise<void>((resolve, reject) => {

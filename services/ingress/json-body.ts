@@ -44,6 +44,52 @@ export const poisonedKeyPath = (text: string): string => {
   }
 };
 
+/**
+ * A number literal a 64-bit double cannot hold: below the smallest subnormal (about 4.9e-324) a
+ * non-zero literal such as `1e-400` parses as 0, which every rule would then take for a real 0.
+ * Only a literal with a negative exponent of three digits or more, or a fraction beginning with
+ * hundreds of zeros, can underflow; a body with neither (nearly every body) is not looked at again.
+ */
+const MAY_UNDERFLOW = /[eE]-0*[1-9]\d{2}|\.0{300}/;
+const UNDERFLOWED = Symbol('underflowed');
+
+/**
+ * Where the first number literal sits that is not 0 but parses as 0 ("dealSize", "metadata.tiny",
+ * "items[2]"), or undefined. Reads the literal's own text (`JSON.parse`'s source text access).
+ */
+export const underflowedNumberPath = (text: string): string | undefined => {
+  if (!MAY_UNDERFLOW.test(text)) return undefined;
+  let any = false;
+  const marked = JSON.parse(text, (_key, value: unknown, context?: { source?: string }) => {
+    if (value !== 0 || context?.source === undefined) return value;
+    const mantissa = context.source.split(/[eE]/)[0] ?? '';
+    if (!/[1-9]/.test(mantissa)) return value;
+    any = true;
+    return UNDERFLOWED;
+  }) as unknown;
+  if (!any) return undefined;
+  const walk = (value: unknown, path: string): string | undefined => {
+    if (value === UNDERFLOWED) return path || 'body';
+    if (Array.isArray(value)) {
+      for (const [i, item] of value.entries()) {
+        const found = walk(item, `${path}[${i}]`);
+        if (found) return found;
+      }
+      return undefined;
+    }
+    if (!isObject(value)) return undefined;
+    for (const [key, child] of Object.entries(value)) {
+      const found = walk(child, path ? `${path}.${key}` : key);
+      if (found) return found;
+    }
+    return undefined;
+  };
+  return walk(marked, '');
+};
+
+const UNDERFLOW_RULE =
+  'is a number too small for a 64-bit double: it would read as 0; send 0 (in metadata, a string keeps it as sent)';
+
 /** Whether the request carries a body Fastify reads: not a GET or HEAD, and a length other than 0. */
 const sendsBody = (request: FastifyRequest): boolean => {
   if (request.method === 'GET' || request.method === 'HEAD') return false;
@@ -79,7 +125,15 @@ export const registerJsonBodyParser = (app: FastifyInstance): void => {
       return done(malformed('The body is empty; send a JSON object.', 'body', 'is empty; send a JSON object'));
     }
     try {
-      done(null, secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' }));
+      const parsed: unknown = secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
+      const underflowed = underflowedNumberPath(text);
+      if (underflowed !== undefined)
+        return done(
+          new ProblemError('VALIDATION_FAILED', `${underflowed} ${UNDERFLOW_RULE}.`, {
+            errors: [{ field: underflowed, message: UNDERFLOW_RULE }],
+          }),
+        );
+      done(null, parsed);
     } catch (error) {
       const reason = (error as Error).message;
       if (!/prototype/i.test(reason))

@@ -319,6 +319,26 @@ export const corpus = (): CorpusCase[] => [
     '{"transcript":"Rep: hi\\nDana: ok","deal":{"dealSize":1e-320,"revenueCollected":5e-324}}',
   ),
   invalid(
+    'deal amount 1e-400 (not 0, but below the smallest double: it would read as 0)',
+    '{"transcript":"Rep: hi\\nDana: ok","deal":{"dealSize":1e-400}}',
+    'deal.dealSize',
+  ),
+  invalid(
+    'a metadata number of 0.000…1 with 400 zeros (it would read as 0)',
+    `{"transcript":"Rep: hi\\nDana: ok","metadata":{"tiny":0.${'0'.repeat(400)}1}}`,
+    'metadata.tiny',
+  ),
+  invalid(
+    'duration -1e-999 (it would read as 0)',
+    '{"transcript":"Rep: hi\\nDana: ok","duration":-1e-999}',
+    'duration',
+  ),
+  keptAs(
+    'a zero written with a long exponent (0e-400), and "1e-400" as a string',
+    '{"transcript":"Rep: hi\\nDana: ok","dealSize":0e-400,"metadata":{"tiny":"1e-400"}}',
+    { submission: { deal: { dealSize: 0 }, metadata: { tiny: '1e-400' } } },
+  ),
+  invalid(
     'deal amount 1e999 (beyond double range)',
     '{"transcript":"Rep: hi\\nDana: ok","dealSize":1e999}',
     'dealSize',

@@ -72,8 +72,9 @@ test('a metadata integer beyond 2^53 − 1 is a 400 naming its key: it cannot be
   assert.deepEqual(accepted({ ...base, metadata }).submission.metadata, metadata);
 });
 
-test('a non-zero number too small for a double reads as 0 before the normaliser sees it (README, Numbers)', () => {
-  // The limit the README states: JSON.parse gives 0 for 1e-400, and 0 is a valid value everywhere.
+test('the normaliser takes a parsed 0 as 0: a literal such as 1e-400 is refused before it, by the body parser', () => {
+  // JSON.parse gives 0 for 1e-400; the HTTP body parser refuses such a literal (underflowedNumberPath
+  // in services/ingress/json-body.ts), so what reaches the rules as 0 was sent as 0.
   const body = JSON.parse(
     '{"transcript":"x","metadata":{"tiny":1e-400},"dealSize":1e-400,"duration":1e-400}',
   ) as unknown;

@@ -64,7 +64,7 @@ export const apiKeyAccess = ({ teams, limiter, rule, scope }: ApiKeyAccessOption
     const raw = apiKeyFromHeaders(request.headers);
     const owner = raw ? await teams.authenticate(raw) : undefined;
     if (!owner) {
-      // A refused client does not get to stream the rest of its body into this socket.
+      // Closed after the answer: what the client still sends of its body is dropped (lingering-close.ts).
       void reply.header('connection', 'close');
       const field = apiKeyField(request.headers);
       const refusal = raw

@@ -11,7 +11,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyReply } from 'fastify';
 import type { TypedApp } from './typed-app.ts';
 import { registerJsonBodyParser } from './json-body.ts';
 import { type BodyBudget, bodyBudgetFor, registerBodyBudget } from './body-budget.ts';
-import { lingerBeforeClosing } from './lingering-close.ts';
+import { lingeringClose } from './lingering-close.ts';
 import type { Logger } from 'pino';
 import type { EventLog } from '../../shared/ports/event-log.ts';
 import { TOPICS, type Topics } from '../../shared/topics.ts';
@@ -194,15 +194,17 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
   });
   app.server.maxConnections = HTTP_LIMITS.maxConnections;
 
-  // A refusal answered before the body was read reads the rest of it before closing (lingering-close.ts).
+  // A refusal answered before the body was read reads the rest of it before closing, and a
+  // shutdown cuts that short (lingering-close.ts).
+  const lingering = lingeringClose();
+  let closing = false;
   app.addHook('onSend', async (request, reply, payload) => {
-    if (reply.getHeader('connection') === 'close' && !request.raw.complete) lingerBeforeClosing(request.raw);
+    if (!closing && reply.getHeader('connection') === 'close' && !request.raw.complete) lingering.linger(request.raw);
     return payload;
   });
-
-  let closing = false;
   app.addHook('preClose', async () => {
     closing = true;
+    lingering.closeAll();
   });
   app.addHook('onRequest', async (_request, reply) => {
     if (!closing) return;

@@ -7,11 +7,11 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import { connect } from 'node:net';
 import { test } from 'node:test';
-import { lingerBeforeClosing } from '../../../services/ingress/lingering-close.ts';
+import { lingeringClose } from '../../../services/ingress/lingering-close.ts';
 
 test('a client that never stops sending gets its answer, and the connection is closed after the linger', async (t) => {
   const server = createServer((request, response) => {
-    lingerBeforeClosing(request, 300);
+    lingeringClose(300).linger(request);
     response.writeHead(413, { connection: 'close', 'content-length': '2' }).end('no');
   });
   const serverClosed = new Promise<number>((resolve) =>
@@ -40,7 +40,7 @@ test('a client that never stops sending gets its answer, and the connection is c
 
 test('a body that has all arrived closes the connection at once', async (t) => {
   const server = createServer((request, response) => {
-    lingerBeforeClosing(request, 60_000);
+    lingeringClose(60_000).linger(request);
     response.writeHead(413, { connection: 'close', 'content-length': '2' }).end('no');
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -21,6 +21,8 @@ import { problemResponses } from './problem-responses.ts';
 export interface AdminOpsDeps {
   eventLog: EventLog;
   eventStore: EventStore;
+  /** The events as stored (personal fields sealed): a skip names an event whose fields may not open. */
+  storedEvents?: EventStore;
   readModels?: ReadModels;
   /** This process's parts: a projection that runs here and stopped is known before its stop is recorded. */
   health?: Health;
@@ -189,7 +191,10 @@ export const registerAdminOpsRoutes = (app: TypedApp, deps: AdminOpsDeps): void 
           `No skippable projection ${projection}; skippable: ${SKIPPABLE.join(', ')}.`,
           { errors: [{ field: 'projection', message: `must be one of ${SKIPPABLE.join(', ')}` }] },
         );
-      const [event] = await deps.eventStore.readAll({ after: BigInt(request.body.position) - 1n, maxCount: 1 });
+      const [event] = await (deps.storedEvents ?? deps.eventStore).readAll({
+        after: BigInt(request.body.position) - 1n,
+        maxCount: 1,
+      });
       if (!event || event.position !== BigInt(request.body.position)) {
         throw new ProblemError('NOT_FOUND', `No event at position ${request.body.position}.`, {
           errors: [{ field: 'position', message: 'must be the position of an event in the event store' }],

@@ -53,6 +53,8 @@ export interface IngressDeps {
   /** A second bearer token accepted by GET /metrics. */
   metricsToken?: string;
   eventStore: EventStore;
+  /** The events as stored (personal fields sealed); default `eventStore`. */
+  storedEvents?: EventStore;
   /** Call history and deals; without them the read API is not served. */
   readModels?: ReadModels;
   topics?: Topics;
@@ -319,6 +321,7 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
   registerAdminOpsRoutes(app, {
     eventLog: deps.eventLog,
     eventStore: deps.eventStore,
+    storedEvents: deps.storedEvents,
     readModels: deps.readModels,
     health: deps.health,
     requireAdmin: adminGuard(deps.adminToken, deps.limiter),

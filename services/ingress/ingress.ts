@@ -107,6 +107,7 @@ export const createIngress = async (options: IngressOptions): Promise<Ingress> =
     adminToken: options.adminToken,
     metricsToken: options.metricsToken,
     eventStore: options.eventStore,
+    storedEvents: options.storedEvents,
     readModels: options.readModels,
     topics: options.topics,
     now: options.now,

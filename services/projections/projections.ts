@@ -18,7 +18,7 @@ import type { PersonalData } from '../../shared/adapters/crypto/personal-data.ts
 import { startErasedKeyShredder } from './erased-key-shredder.ts';
 import type { ProjectionWriter, ReadModels } from '../../shared/ports/read-models.ts';
 import type { Topics } from '../../shared/topics.ts';
-import { isDataAtFault } from '../../shared/ports/data-at-fault.ts';
+import { EventDataAtFaultError, isDataAtFault } from '../../shared/ports/data-at-fault.ts';
 import { isBackendUnavailable } from '../../shared/ports/unavailable.ts';
 import type { ComponentReport, Health } from '../runtime/health.ts';
 import { CALL_EVENTS_RELAY, startCallEventsRelay } from './call-events-relay.ts';
@@ -114,6 +114,7 @@ const followFromCheckpoint = (
       batchSize: 1000,
       after: checkpoint,
       categories,
+      skipped,
       onPassed: async (reached) => {
         await writer.apply([], reached, { expectedCheckpoint: position });
         position = reached;
@@ -156,7 +157,13 @@ const followFromCheckpoint = (
   ready.catch((error: unknown) => {
     if (!stopped) state = { state: 'failed', since: new Date(), error: (error as Error)?.message ?? String(error) };
   });
-  const done = ready.then((s) => s?.done);
+  // An event found bad before the handler was handed it (its sealed fields do not open) stops the
+  // projection on it, as one the handler proves bad does.
+  const done = ready
+    .then((s) => s?.done)
+    .catch((error: unknown) => {
+      throw error instanceof EventDataAtFaultError ? new ProjectionEventError(name, error.event, error) : error;
+    });
   done.catch(() => undefined);
   return {
     done,

@@ -10,6 +10,8 @@
  * readiness, since taking it for the data's fault would dead-letter or skip good records for as
  * long as it lasts. An error says it with `dataAtFault: true`, as `retriable` says the other way.
  */
+import type { RecordedEvent } from './event-store.ts';
+
 export class DataAtFaultError extends Error {
   readonly code = 'DATA_AT_FAULT';
   readonly retriable = false;
@@ -18,6 +20,20 @@ export class DataAtFaultError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'DataAtFaultError';
+  }
+}
+
+/**
+ * Data at fault in one stored event, found before any follower was handed it (its personal
+ * fields do not open): names the event, so a projection can stop on it and an operator skip it.
+ */
+export class EventDataAtFaultError extends DataAtFaultError {
+  constructor(
+    readonly event: RecordedEvent,
+    cause: unknown,
+  ) {
+    super((cause as Error)?.message ?? String(cause), { cause });
+    this.name = 'EventDataAtFaultError';
   }
 }
 

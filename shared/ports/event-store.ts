@@ -123,6 +123,12 @@ export interface SubscribeToAllOptions {
    */
   onPassed?: (position: bigint) => Promise<void>;
   /**
+   * Positions of events the handler leaves out (an operator skipped them): the handler is still
+   * handed them, but a store that decodes events (the sealed store opens personal fields) does
+   * not, so an event skipped because it cannot be decoded no longer stops the subscription.
+   */
+  skipped?: ReadonlySet<bigint>;
+  /**
    * Receives events in global order, each exactly once per subscription, never skipping one that
    * committed late. A `BackendUnavailableError` (an outage) hands the same batch again after a
    * backoff; any other thrown error stops the subscription and `Subscription.done` rejects with it.

@@ -65,6 +65,8 @@ export interface HarnessOptions {
   now?: () => Date;
   /** The event log and the event store share one embedded database (as `npm start` runs). */
   publishCoversStore?: boolean;
+  /** The events as stored (personal fields sealed), as `npm start` gives the ingress. */
+  storedEvents?: EventStore;
 }
 
 export const createHarness = async ({
@@ -78,6 +80,7 @@ export const createHarness = async ({
   personalData,
   now,
   publishCoversStore,
+  storedEvents,
 }: HarnessOptions): Promise<Harness> => {
   const logLines: string[] = [];
   const sink = new Writable({
@@ -100,6 +103,7 @@ export const createHarness = async ({
     personalData,
     now,
     publishCoversStore,
+    storedEvents,
   });
   const app = ingress.app;
 

@@ -8,6 +8,7 @@
  */
 import type { PersonalData } from '../crypto/personal-data.ts';
 import { callIdOfStream } from '../../domain/call/call-catalogue.ts';
+import { EventDataAtFaultError, isDataAtFault } from '../../ports/data-at-fault.ts';
 import type { EventStore, NewEvent, RecordedEvent } from '../../ports/event-store.ts';
 
 export type SealedEventStore = EventStore & { readonly stored: EventStore };
@@ -62,7 +63,27 @@ export const createSealedEventStore = (stored: EventStore, personal: PersonalDat
       return openAll(await stored.readAll(options));
     },
     subscribeToAll(options) {
-      return stored.subscribeToAll({ ...options, handler: async (events) => options.handler(await openAll(events)) });
+      return stored.subscribeToAll({
+        ...options,
+        handler: async (events) => {
+          const settled = await Promise.allSettled(
+            events.map((event) => Promise.resolve(options.skipped?.has(event.position) ? event : openOne(event))),
+          );
+          const bad = settled.findIndex((result) => result.status === 'rejected');
+          if (bad === -1) {
+            const out = settled.map((result) => (result as PromiseFulfilledResult<RecordedEvent>).value);
+            return options.handler(out.some((event, i) => event !== events[i]) ? out : events);
+          }
+          // The events before the first that does not open are handed on, so a follower stops on
+          // that one (its checkpoint just before it), not on the first of its batch.
+          const opened = settled.slice(0, bad).map((result) => (result as PromiseFulfilledResult<RecordedEvent>).value);
+          if (opened.length > 0) await options.handler(opened);
+          const error = (settled[bad] as PromiseRejectedResult).reason as unknown;
+          // Proven bad (its sealed fields do not open with its call's key): named, so a projection
+          // stops on it and an operator can skip it. Anything else (the key store down) is retried.
+          throw isDataAtFault(error) ? new EventDataAtFaultError(events[bad]!, error) : error;
+        },
+      });
     },
     headPosition: () => stored.headPosition(),
     readCheckpoint: (id) => stored.readCheckpoint(id),

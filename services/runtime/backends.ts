@@ -67,7 +67,15 @@ const postgresOf = (config: Config) => ({
 });
 
 export const openBackends = async (config: Config, log: Logger): Promise<Backends> => {
-  const sqlite = config.databaseUrl ? undefined : openSqlite(config.dataDir);
+  const sqlite = config.databaseUrl
+    ? undefined
+    : openSqlite(config.dataDir, {
+        onCheckpointerEnded: (error, restartInMs) =>
+          log.error(
+            { err: error, restartInMs },
+            `the embedded database's WAL checkpointer ended; it starts again in ${restartInMs} ms (until then the WAL grows and /readyz says so)`,
+          ),
+      });
   const closing: Array<() => Promise<void>> = [];
   try {
     // The server adapters (and their drivers) are loaded only when configured: the embedded

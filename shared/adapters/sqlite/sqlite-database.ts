@@ -2,7 +2,7 @@ import Database from 'better-sqlite3';
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
-import { startWalCheckpointer, WAL_RESTART_BYTES } from './wal-checkpointer.ts';
+import { startWalCheckpointer, type WalCheckpointer, WAL_RESTART_BYTES } from './wal-checkpointer.ts';
 import { attachWalSync, WalSync } from './wal-sync.ts';
 import { isSqliteBusy } from './sqlite-errors.ts';
 import { walRestartHold } from '../../observability/metrics.ts';
@@ -38,6 +38,11 @@ const scrubbers = new WeakMap<SqliteDb, () => void>();
  * A connection that openSqlite did not open (`:memory:`, a test's) has no WAL to empty.
  */
 export const requestWalScrub = (db: SqliteDb): void => scrubbers.get(db)?.();
+
+const checkpointers = new WeakMap<SqliteDb, WalCheckpointer>();
+
+/** Why the database's WAL is not being checkpointed now (its worker ended; see wal-checkpointer.ts), or undefined. */
+export const walCheckpointerFailure = (db: SqliteDb): Error | undefined => checkpointers.get(db)?.failure;
 
 /** How long after a request the WAL is emptied: the erasure's other writes (projections) land first. */
 export const WAL_SCRUB_DELAY_MS = 1_000;
@@ -172,6 +177,8 @@ export const openSqlite = (
     checkpointIntervalMs?: number;
     /** How long after `requestWalScrub` the WAL is emptied (WAL_SCRUB_DELAY_MS). */
     walScrubDelayMs?: number;
+    /** The checkpointer's worker ended without being asked to; it starts again in `restartInMs`. */
+    onCheckpointerEnded?: (error: Error, restartInMs: number) => void;
   } = {},
 ): OpenedSqlite => {
   const walRestartBytes = options.walRestartBytes ?? WAL_RESTART_BYTES;
@@ -204,6 +211,7 @@ export const openSqlite = (
     const checkpointer = startWalCheckpointer(file, {
       restartBytes: walRestartBytes,
       ...(options.checkpointIntervalMs === undefined ? {} : { intervalMs: options.checkpointIntervalMs }),
+      ...(options.onCheckpointerEnded ? { onWorkerEnded: options.onCheckpointerEnded } : {}),
       onRestartDue: () => {
         if (restarting) return;
         restarting = true;
@@ -234,6 +242,7 @@ export const openSqlite = (
       scrubTimer.unref();
     };
     scrubbers.set(db, scheduleScrub);
+    checkpointers.set(db, checkpointer);
     return {
       db,
       dataDir: dir,

@@ -39,7 +39,16 @@ export interface WalCheckpointer {
   truncate(): Promise<boolean>;
   /** Asks the worker to close its connection and end; returns at once. */
   stop(): void;
+  /**
+   * Why no checkpoint is being made: the worker ended, and the one started again in its place has
+   * not checkpointed yet. Undefined while checkpoints run.
+   */
+  readonly failure: Error | undefined;
 }
+
+/** The first pause before a worker that ended is started again; it doubles up to 30 s. */
+const RESPAWN_FIRST_MS = 1_000;
+const RESPAWN_MAX_MS = 30_000;
 
 /** How long `restart` waits for the worker's answer before the writer goes on anyway. */
 const RESTART_WAIT_MS = 5_000;
@@ -54,10 +63,14 @@ const WORKER = `
   db.pragma('cache_size = -512');
   // A WAL frame is a page and its 24-byte header.
   const frameBytes = db.pragma('page_size', { simple: true }) + 24;
+  let checkpointed = false;
   const timer = setInterval(() => {
     try {
       // Copies what the WAL holds beyond the last checkpoint; nothing to do costs a read of the WAL index.
       const [{ log }] = db.pragma('wal_checkpoint(PASSIVE)');
+      // The first one says the worker works (one that ended before it is then forgotten).
+      if (!checkpointed) parentPort.postMessage({ working: true });
+      checkpointed = true;
       if (log * frameBytes > workerData.restartBytes) parentPort.postMessage({ restartDue: true });
     } catch {
       // Busy or locked: the next tick tries again.
@@ -100,27 +113,75 @@ export const startWalCheckpointer = (
     intervalMs = 50,
     restartBytes = WAL_RESTART_BYTES,
     onRestartDue = () => {},
-  }: { intervalMs?: number; restartBytes?: number; onRestartDue?: () => void } = {},
+    onWorkerEnded = () => {},
+  }: {
+    intervalMs?: number;
+    restartBytes?: number;
+    onRestartDue?: () => void;
+    /** The worker ended without being asked to (an error in it, its heap limit): it starts again in `restartInMs`. */
+    onWorkerEnded?: (error: Error, restartInMs: number) => void;
+  } = {},
 ): WalCheckpointer => {
-  const worker = new Worker(WORKER, {
-    eval: true,
-    workerData: { driver: createRequire(import.meta.url).resolve('better-sqlite3'), path, intervalMs, restartBytes },
-    // It holds almost nothing: a small heap keeps the process's memory at rest low.
-    resourceLimits: { maxYoungGenerationSizeMb: 1, maxOldGenerationSizeMb: 12 },
-  });
-  // Never what keeps the process alive.
-  worker.unref();
-  worker.on('error', () => undefined);
   const checkpoints = new Map<number, (done: boolean) => void>();
   let nextCheckpoint = 0;
-  worker.on('message', (message: { restartDue?: boolean; checkpointed?: number; done?: boolean }) => {
-    if (message.restartDue) onRestartDue();
-    if (message.checkpointed !== undefined) checkpoints.get(message.checkpointed)?.(message.done === true);
-  });
   let stopped = false;
+  let failure: Error | undefined;
+  let failures = 0;
+  let respawn: NodeJS.Timeout | undefined;
+  /** A checkpoint under way ends with its worker: its caller's hold ends now, not at its timeout. */
+  const abandonCheckpoints = () => {
+    for (const finish of [...checkpoints.values()]) finish(false);
+  };
+
+  /** The worker now checkpointing, or undefined between one that ended and the next. */
+  let worker: Worker | undefined;
+  const spawn = () => {
+    const started = Date.now();
+    let lastError: Error | undefined;
+    const current = new Worker(WORKER, {
+      eval: true,
+      workerData: { driver: createRequire(import.meta.url).resolve('better-sqlite3'), path, intervalMs, restartBytes },
+      // It holds almost nothing: a small heap keeps the process's memory at rest low.
+      resourceLimits: { maxYoungGenerationSizeMb: 1, maxOldGenerationSizeMb: 12 },
+    });
+    // Never what keeps the process alive.
+    current.unref();
+    current.on('error', (error: Error) => {
+      lastError = error;
+    });
+    current.on(
+      'message',
+      (message: { working?: boolean; restartDue?: boolean; checkpointed?: number; done?: boolean }) => {
+        if (message.working) failure = undefined;
+        if (message.restartDue) onRestartDue();
+        if (message.checkpointed !== undefined) checkpoints.get(message.checkpointed)?.(message.done === true);
+      },
+    );
+    current.on('exit', (code) => {
+      if (worker === current) worker = undefined;
+      abandonCheckpoints();
+      if (stopped) return;
+      // Without checkpoints the WAL grows without end (the writer makes none): started again, with
+      // a growing pause while it keeps ending at once, and reported meanwhile (failure).
+      failure = lastError ?? new Error(`the WAL checkpointer's worker ended with exit code ${code}`);
+      failures = Date.now() - started > 60_000 ? 1 : failures + 1;
+      const delayMs = Math.min(RESPAWN_MAX_MS, RESPAWN_FIRST_MS * 2 ** (failures - 1));
+      onWorkerEnded(failure, delayMs);
+      respawn = setTimeout(() => {
+        respawn = undefined;
+        if (!stopped) spawn();
+      }, delayMs);
+      respawn.unref();
+    });
+    worker = current;
+  };
+  spawn();
+
   const checkpoint = (mode: 'RESTART' | 'TRUNCATE'): Promise<boolean> => {
-    if (stopped) return Promise.resolve(false);
+    // No worker (between one that ended and the next): nothing to wait for.
+    if (stopped || !worker) return Promise.resolve(false);
     const id = nextCheckpoint++;
+    const target = worker;
     return new Promise<boolean>((resolve) => {
       const finish = (done: boolean) => {
         clearTimeout(timer);
@@ -129,7 +190,7 @@ export const startWalCheckpointer = (
       };
       const timer = setTimeout(() => finish(false), RESTART_WAIT_MS);
       checkpoints.set(id, finish);
-      worker.postMessage({ checkpoint: id, mode });
+      target.postMessage({ checkpoint: id, mode });
     });
   };
   return {
@@ -140,9 +201,12 @@ export const startWalCheckpointer = (
     stop() {
       if (stopped) return;
       stopped = true;
-      worker.postMessage({ stop: true });
-      // A checkpoint under way ends with the worker: its caller's hold ends now, not at its timeout.
-      for (const finish of [...checkpoints.values()]) finish(false);
+      clearTimeout(respawn);
+      worker?.postMessage({ stop: true });
+      abandonCheckpoints();
+    },
+    get failure() {
+      return failure;
     },
   };
 };

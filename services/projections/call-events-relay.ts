@@ -14,6 +14,7 @@ import { relayedEventsLeftOut } from '../../shared/observability/metrics.ts';
 import type { Topics } from '../../shared/topics.ts';
 import { inSpansPerItem } from '../../shared/observability/tracing.ts';
 import { callEvents, callIdOfStream } from '../../shared/domain/call/call-catalogue.ts';
+import { EventDecodeError } from '../../shared/domain/event-catalogue.ts';
 
 export const CALL_EVENTS_RELAY = 'relay.call-events';
 
@@ -69,7 +70,12 @@ export const startCallEventsRelay = (deps: {
     categories: [callEvents.category],
     batchSize: 500,
     handler: async (events) => {
-      const relayed = events.flatMap((event) => {
+      // A type this version does not know (a newer version wrote it, during an upgrade) has no
+      // CloudEvents type here: the relay relays the events before it, then stops on it (restarted
+      // from its checkpoint, reported in readiness) and relays it once a version that knows it
+      // runs. Left out, it would be missing from the topic for good, the checkpoint past it.
+      const unknown = events.findIndex((event) => !isCallEventType(event.type) && callIdOfStream(event.streamId));
+      const relayed = (unknown === -1 ? events : events.slice(0, unknown)).flatMap((event) => {
         const callId = callIdOfStream(event.streamId);
         if (!callId || !isCallEventType(event.type)) return [];
         const { teamId, traceparent, tracestate } = event.metadata;
@@ -103,6 +109,17 @@ export const startCallEventsRelay = (deps: {
         );
       }
       deps.logger.debug({ relayed: relayed.length }, 'call events relayed');
+      if (unknown === -1) return;
+      const event = events[unknown]!;
+      // Past what was just relayed, so a restart does not publish it again before stopping here.
+      if (unknown > 0) await deps.eventStore.storeCheckpoint(CALL_EVENTS_RELAY, events[unknown - 1]!.position);
+      throw new EventDecodeError(
+        event.streamId,
+        event.revision,
+        event.type,
+        '',
+        `at position ${event.position}: not a call event type this version knows, so it cannot be relayed; run a version that knows it`,
+      );
     },
   });
 

@@ -41,8 +41,9 @@ Operations
   skip <projection> <position> --reason <text>      let a projection stopped or stuck on one event (see /readyz) go past it
   topic read <topic> [--from-offset <n>] [--limit <n>] [--partition <n>]
   projections                                       each projection's checkpoint, the head, lag, version and state
-  redrive --from-offset <n> --limit <n> [--partition <n>]
-                                                    send dead letters back to the topic they came from
+  redrive --limit <n> [--from-offset <n>] [--from-offsets <partition>=<offset>,…] [--partition <n>]
+                                                    send dead letters back to the topic they came from; page on
+                                                    with the answer's nextOffsets as --from-offsets
   retry-call <callId>                               retry a failed call from its last good step (retriable failures only)
 
 Environment: API_URL (default http://HOST:PORT, i.e. http://127.0.0.1:3000),
@@ -82,6 +83,7 @@ const options = {
   on: { type: 'boolean' },
   off: { type: 'boolean' },
   'from-offset': { type: 'string' },
+  'from-offsets': { type: 'string' },
   limit: { type: 'string' },
   partition: { type: 'string' },
   reason: { type: 'string' },
@@ -209,8 +211,18 @@ const main = async (argv: string[]): Promise<number> => {
       if (!Number.isSafeInteger(n) || n < 0) throw new UsageError(`--${name} must be a whole number ≥ 0`);
       return n;
     };
+    const fromOffsets = (values['from-offsets'] ?? '')
+      .split(',')
+      .filter(Boolean)
+      .map((pair) => {
+        const match = /^\s*(\d+)\s*=\s*(\d+)\s*$/.exec(pair);
+        if (!match)
+          throw new UsageError(`--from-offsets takes <partition>=<offset> pairs, e.g. 0=12,1=7; not "${pair}"`);
+        return [match[1]!, match[2]!] as const;
+      });
     const body = {
-      fromOffset: number('from-offset'),
+      ...(values['from-offset'] ? { fromOffset: number('from-offset') } : {}),
+      ...(fromOffsets.length > 0 ? { fromOffsets: Object.fromEntries(fromOffsets) } : {}),
       limit: number('limit'),
       ...(values.partition ? { partition: number('partition') } : {}),
     };

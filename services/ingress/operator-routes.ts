@@ -125,11 +125,20 @@ export const registerOperatorRoutes = (app: TypedApp, deps: OperatorDeps): void 
                 description: 'Only this partition of the dead-letter topic; default all.',
               }),
             ),
-            fromOffset: Type.Integer({
-              minimum: 0,
-              maximum: Number.MAX_SAFE_INTEGER,
-              description: 'First offset to redrive, in each partition read.',
-            }),
+            fromOffset: Type.Optional(
+              Type.Integer({
+                minimum: 0,
+                maximum: Number.MAX_SAFE_INTEGER,
+                description:
+                  'First offset to redrive, in each partition read that fromOffsets does not name; default 0.',
+              }),
+            ),
+            fromOffsets: Type.Optional(
+              AnyKeyRecord(Type.String({ pattern: '^[0-9]{1,16}$' }), {
+                description:
+                  'First offset to redrive per partition ({"0": "12", "1": "7"}): send back the nextOffsets of the last answer to page on; a partition it does not name starts at fromOffset.',
+              }),
+            ),
             limit: Type.Integer({ minimum: 1, maximum: 1000, description: 'Most dead letters to read.' }),
           },
           { additionalProperties: false },
@@ -151,7 +160,8 @@ export const registerOperatorRoutes = (app: TypedApp, deps: OperatorDeps): void 
               Type.Object({ partition: Type.Integer(), offset: Type.String(), reason: Type.String() }),
             ),
             nextOffsets: AnyKeyRecord(Type.String(), {
-              description: 'Per partition read: the offset after the last dead letter read.',
+              description:
+                'Where to continue, per partition: the offset after the last dead letter read, or where its read began. Without partition it names every partition: send it back as fromOffsets until nothing is redriven or skipped.',
             }),
             nextOffset: Type.Union([Type.String(), Type.Null()], {
               description: 'The same for the partition asked for; null without one.',
@@ -173,10 +183,19 @@ export const registerOperatorRoutes = (app: TypedApp, deps: OperatorDeps): void 
           ],
         });
       }
-      const { partition, fromOffset, limit } = request.body;
+      const { partition, fromOffset = 0, fromOffsets = {}, limit } = request.body;
+      const notPartitions = Object.keys(fromOffsets).filter((key) => !/^(0|[1-9][0-9]{0,6})$/.test(key));
+      if (notPartitions.length > 0)
+        throw new ProblemError('VALIDATION_FAILED', 'fromOffsets is keyed by partition numbers.', {
+          errors: notPartitions.map((key) => ({
+            field: `fromOffsets.${key}`,
+            message: 'must be keyed by a partition number (0, 1, …), as nextOffsets is',
+          })),
+        });
       const result = await redriveDeadLetters(deps.eventLog, topics, {
         partition,
         fromOffset: BigInt(fromOffset),
+        fromOffsets: new Map(Object.entries(fromOffsets).map(([key, offset]) => [Number(key), BigInt(offset)])),
         limit,
       });
       request.log.warn(

@@ -328,6 +328,45 @@ export const operatorSuite = (
       assert.match(problem.errors[0].message, /must be the dead-letter topic/);
     });
 
+    test('redrive without a partition pages on with nextOffsets as fromOffsets, reading every dead letter of every partition once', async () => {
+      // Eight dead letters over the topic's partitions, so more on one than a page (2) holds; from a
+      // source the service does not dead-letter from, so they are read and skipped, not sent anywhere.
+      const start = new Map((await h.eventLog.endOffsets(h.topics.deadLetter)).map((e) => [e.partition, e.offset]));
+      const marker = randomUUID();
+      const records = Array.from({ length: 8 }, (_, i) => ({
+        key: `${marker}-${i}`,
+        value: 'x',
+        headers: { dlq_source_topic: 'elsewhere' },
+      }));
+      const sent = await h.eventLog.publish(h.topics.deadLetter, records);
+      const wanted = new Set(sent.map((p) => `${p.partition}/${p.offset}`));
+      assert.ok(new Set(sent.map((p) => p.partition)).size > 1, 'the dead letters span partitions');
+
+      const seen: string[] = [];
+      let fromOffsets: Record<string, string> = Object.fromEntries(
+        [...start].map(([partition, offset]) => [String(partition), offset.toString()]),
+      );
+      for (let page = 0; page < 20; page++) {
+        const res = await redrive({ fromOffsets, limit: 2 });
+        assert.equal(res.statusCode, 200, res.body);
+        const body = res.json<{
+          redriven: number;
+          skipped: { partition: number; offset: string }[];
+          nextOffsets: Record<string, string>;
+        }>();
+        assert.equal(body.redriven, 0);
+        if (body.skipped.length === 0) break;
+        seen.push(...body.skipped.map((d) => `${d.partition}/${d.offset}`));
+        fromOffsets = body.nextOffsets;
+      }
+      assert.deepEqual(seen.filter((at) => wanted.has(at)).sort(), [...wanted].sort(), 'every dead letter read');
+      assert.equal(new Set(seen).size, seen.length, 'none read twice');
+
+      const refused = await redrive({ fromOffsets: { first: '0' }, limit: 1 });
+      assert.equal(refused.statusCode, 400, refused.body);
+      assert.equal(refused.json<Problem>().errors?.[0]?.field, 'fromOffsets.first');
+    });
+
     test('redrive: a dead letter goes back to its source topic with its key, value and headers plus dlq_redriven_from, and its call completes', async () => {
       // A valid submission that was dead-lettered (as an earlier fault would have): the copy the processor wrote.
       const template = await h.submitted(await submit());

@@ -336,6 +336,58 @@ export const eventLogConformance = (
     );
 
     test(
+      'a partition given up while its record is still being retried goes to the new member, which handles that record',
+      { timeout: testTimeout },
+      async (t) => {
+        const s = await session(t);
+        const other = await s.open();
+        const topic = await s.topic();
+        const group = s.group();
+        // One record per partition that member A never finishes: its handler retries in place
+        // until the partition is given up (its signal aborted).
+        const keys = Array.from({ length: PARTITIONS }, (_, partition) => {
+          for (let i = 0; ; i++) if (partitionForKey(`stuck-${i}`, PARTITIONS) === partition) return `stuck-${i}`;
+        });
+        const abandoned = recorder();
+        const a = await s.consume(s.log, {
+          groupId: group,
+          topics: [topic],
+          handler: (record, signal) =>
+            new Promise<void>((_resolve, reject) =>
+              signal.addEventListener('abort', () => {
+                abandoned.add(record);
+                reject(signal.reason as Error);
+              }),
+            ),
+        });
+        await eventually(() => a.assignment().length === PARTITIONS, 'member A owns every partition', rebalance);
+        const sent = await s.log.publish(
+          topic,
+          keys.map((key) => ({ key, value: key })),
+        );
+        await new Promise((resolve) => setTimeout(resolve, 1_500));
+        const seen = recorder();
+        const b = await s.consume(other, {
+          groupId: group,
+          topics: [topic],
+          handler: async (record) => void seen.add(record),
+        });
+        // A gives B its share though those records are unfinished: it does not wait for them.
+        await eventually(() => b.assignment().length > 0, 'member B is given partitions', rebalance);
+        const moved = sent.filter((p) => b.assignment().some((ref) => ref.partition === p.partition));
+        await eventually(
+          () => moved.every((p) => seen.has(p)),
+          'member B handles the records A gave up unfinished',
+          delivery,
+        );
+        assert.ok(
+          moved.every((p) => abandoned.has(p)),
+          'member A stopped retrying the records of the partitions it gave up',
+        );
+      },
+    );
+
+    test(
       'read filters by partition and offset and honours the limit; committedOffset is empty for a new group',
       { timeout: testTimeout },
       async (t) => {

@@ -336,13 +336,16 @@ export class KafkaConsumer implements Consumer {
 
   /**
    * Commits what held partitions finished, leaves the group (kafkajs waits for running batches,
-   * which finish and commit), then revokes.
+   * which finish and commit), then revokes. Records still unfinished (a held partition's) are
+   * abandoned first, as at a revoke: one retried in place stops at its next pause instead of
+   * keeping the stop waiting for it.
    */
   private shutdown(): Promise<void> {
     this.stopping ??= (async () => {
       let problem: unknown;
       for (const [key, ref] of this.held) if (this.owned.has(key)) await this.commitThroughConsumer(ref);
       await this.consumer.disconnect().catch((error: unknown) => (problem ??= this.toEventLogError(error)));
+      this.dispatcher.abandon([...this.owned.values()]);
       await this.dispatcher.drain();
       await this.callbacks;
       const refs = [...this.owned.values()];

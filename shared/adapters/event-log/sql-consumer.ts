@@ -235,10 +235,16 @@ export class SqlConsumer implements Consumer {
     await this.options.onAssigned?.(refs.map((ref) => ({ ...ref })));
   }
 
-  /** Stops fetching the partitions, finishes their in-flight records, commits, calls onRevoked. */
+  /**
+   * Stops fetching the partitions, commits what of them finished, calls onRevoked. Records of
+   * theirs still unfinished are abandoned (as the Kafka consumer does): a record retried in place
+   * stops at its next pause and goes uncommitted to the next owner, instead of keeping this
+   * member's loop, and so all its partitions, waiting until it is set aside.
+   */
   private async revoke(entries: Owned[], commit: boolean): Promise<void> {
     for (const entry of entries) this.owned.delete(partitionKey(entry.ref));
     const refs = entries.map((o) => o.ref);
+    this.dispatcher.abandon(refs);
     await this.dispatcher.drain(refs);
     if (commit) await this.commit(entries);
     this.dispatcher.drop(refs);
@@ -330,7 +336,11 @@ export class SqlConsumer implements Consumer {
     if (refused.size > 0) this.rebalanceDue = true;
   }
 
-  /** Finishes in-flight records, commits, gives every partition up and leaves the group. */
+  /**
+   * Finishes the records running (one retried in place stops at its next pause, as at a revoke;
+   * those waiting behind them are left to the next owner), commits, gives every partition up and
+   * leaves the group.
+   */
   private async shutdown(loopError: unknown): Promise<void> {
     const problems: unknown[] = [];
     const attempt = async (step: () => Promise<unknown>) => {
@@ -342,6 +352,7 @@ export class SqlConsumer implements Consumer {
     };
     const entries = [...this.owned.values()];
     this.owned.clear();
+    this.dispatcher.abandon(entries.map((entry) => entry.ref));
     await this.dispatcher.drain();
     await attempt(() => this.commit(entries));
     if (entries.length > 0) await attempt(async () => this.options.onRevoked?.(entries.map((o) => ({ ...o.ref }))));

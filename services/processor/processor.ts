@@ -221,7 +221,7 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
    * added since the start, or a producer partitioning otherwise), so calls may have no owner.
    */
   let misplaced: { callId: string; partition: number; expected: number; at: Date } | undefined;
-  const intake = (record: LogRecord) =>
+  const intake = (record: LogRecord, signal: AbortSignal) =>
     inSpan(
       `process ${topics.callsSubmitted}`,
       {
@@ -233,9 +233,10 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
           'call.id': record.key,
         },
       },
-      () => intakeRecord(record),
+      () => intakeRecord(record, signal),
     );
-  const intakeRecord = async (record: LogRecord) => {
+  /** `signal`: the processor stops, or the record's partition was given up (the next owner takes it up). */
+  const intakeRecord = async (record: LogRecord, signal: AbortSignal) => {
     const parsed = await readCallSubmitted(record, options.personalData);
     // The record of a call erased since: nothing to store or process. (Its data key is gone: a key
     // row lost otherwise, as from a key table restored from an older backup, looks the same; the
@@ -263,11 +264,7 @@ export const startProcessor = async (options: ProcessorOptions): Promise<Process
     // steps), in its team's turn for a processing slot; the record counts as handled once it is done.
     if (
       pipeline.runsWhollyHere(parsed.data) &&
-      (await slots.run(
-        parsed.data.teamId,
-        () => pipeline.runAtIntake(parsed.data, metadata, stopping.signal),
-        stopping.signal,
-      ))
+      (await slots.run(parsed.data.teamId, () => pipeline.runAtIntake(parsed.data, metadata, signal), signal))
     )
       return;
     await calls.handle(parsed.data.callId, { type: 'SubmitCall', data: parsed.data }, metadata, { expectNew: true });

@@ -143,7 +143,8 @@ interface Stops {
 }
 
 export const resilientHandler = (
-  handle: (record: LogRecord) => Promise<void>,
+  /** Handles one record; `signal` aborts when the consumer stops or gives the record's partition up. */
+  handle: (record: LogRecord, signal: AbortSignal) => Promise<void>,
   options: ResilientHandlerOptions,
 ): ResilientHandler => {
   const { log } = options;
@@ -241,7 +242,7 @@ export const resilientHandler = (
 
   const handler = async (record: LogRecord, given?: AbortSignal): Promise<void> => {
     const signal = stops(given);
-    const outcome = await untilDone(record, () => handle(record), true, signal);
+    const outcome = await untilDone(record, () => handle(record, signal.signal()), true, signal);
     if (!outcome) return;
     const { stuck } = outcome;
     const reason = stuck

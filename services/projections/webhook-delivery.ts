@@ -31,6 +31,7 @@ import { createWebhookSender, type SendWebhook } from '../../shared/adapters/web
 import { type WebhookCommand, webhookDecider, type WebhookState } from '../../shared/domain/webhook/webhook-decider.ts';
 import type { WebhookEvent } from '../../shared/domain/webhook/webhook-events.ts';
 import { webhookEvents } from '../../shared/domain/webhook/webhook-catalogue.ts';
+import { isDataAtFault } from '../../shared/ports/data-at-fault.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import type { AttemptOutcome, ClaimedDelivery, WebhookStore } from '../../shared/ports/webhook-store.ts';
 import { AggregateRepository } from '../runtime/aggregate-repository.ts';
@@ -189,6 +190,22 @@ export class WebhookDeliveryWorker {
     try {
       if (!(await this.mayBeSent(delivery))) return;
     } catch (error) {
+      if (isDataAtFault(error)) {
+        // Checked again it would fail the same way (a stored event of its call that does not
+        // decode, say): failed unsent, saying why, so the call's later deliveries are not held
+        // behind it for ever. A redelivery queues it again once the data is put right.
+        const reason = `it could not be checked before sending: ${(error as Error).message}`;
+        await this.store
+          .failUnsent(delivery.deliveryId, reason)
+          .then(() => log.error({ err: error }, `webhook delivery failed unsent: ${reason}`))
+          .catch((failing: unknown) =>
+            log.warn(
+              { err: failing },
+              'a webhook delivery that cannot be checked could not be failed; it will be tried again',
+            ),
+          );
+        return;
+      }
       // Not sent: the lease lapses and the delivery is claimed and checked again.
       log.warn({ err: error }, 'a webhook delivery could not be checked before sending; it will be tried again');
       return;

@@ -238,12 +238,21 @@ export class WebhookDeliveryWorker {
         outcome: outcome.kind === 'retry' && outcome.nextAttemptAt === null ? 'failed' : outcome.kind,
       });
       if (outcome.kind === 'gone') {
-        await this.webhooks.handle(delivery.webhookId, {
-          type: 'DisableWebhook',
-          reason: 'the receiver answered 410 Gone',
-          now: new Date().toISOString(),
-        });
-        log.warn('webhook disabled: its receiver answered 410 Gone');
+        await this.webhooks
+          .handle(delivery.webhookId, {
+            type: 'DisableWebhook',
+            reason: 'the receiver answered 410 Gone',
+            now: new Date().toISOString(),
+          })
+          .then(
+            () => log.warn('webhook disabled: its receiver answered 410 Gone'),
+            // The attempt is recorded (failed): it is not attempted again, so this is not either.
+            (error: unknown) =>
+              log.error(
+                { err: error },
+                'its receiver answered 410 Gone, but the webhook could not be disabled: it stays enabled until a delivery meets the 410 again, or an operator disables it',
+              ),
+          );
       } else if (outcome.kind === 'retry') {
         log.info(
           { error: outcome.error, nextAttemptAt: outcome.nextAttemptAt?.toISOString() ?? null },

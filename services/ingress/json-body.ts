@@ -14,31 +14,33 @@ const malformed = (detail: string, field: string, message: string): ProblemError
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null;
 
 /**
+ * The path of the first place in `value`, depth first and in order, whose value and key `found`
+ * takes ("metadata.__proto__", "items[2]"), or undefined.
+ */
+const pathWhere = (value: unknown, found: (child: unknown, key: string) => boolean, path = ''): string | undefined => {
+  const entries: Array<[string, unknown, string]> = Array.isArray(value)
+    ? value.map((item, i) => [String(i), item, `${path}[${i}]`])
+    : isObject(value)
+      ? Object.entries(value).map(([key, child]) => [key, child, path ? `${path}.${key}` : key])
+      : [];
+  for (const [key, child, here] of entries) {
+    if (found(child, key)) return here;
+    const deeper = pathWhere(child, found, here);
+    if (deeper) return deeper;
+  }
+  return undefined;
+};
+
+/**
  * Where the first key the parser refuses sits ("metadata.__proto__", "items[2].constructor"): a
  * "__proto__" key, or a "constructor" key holding an object with "prototype". Only read on a
  * refusal; `JSON.parse` keeps such keys as plain own properties, so the walk sees them.
  */
 export const poisonedKeyPath = (text: string): string => {
-  const walk = (value: unknown, path: string): string | undefined => {
-    if (Array.isArray(value)) {
-      for (const [i, item] of value.entries()) {
-        const found = walk(item, `${path}[${i}]`);
-        if (found) return found;
-      }
-      return undefined;
-    }
-    if (!isObject(value)) return undefined;
-    for (const [key, child] of Object.entries(value)) {
-      const here = path ? `${path}.${key}` : key;
-      if (key === '__proto__' || (key === 'constructor' && isObject(child) && Object.hasOwn(child, 'prototype')))
-        return here;
-      const found = walk(child, here);
-      if (found) return found;
-    }
-    return undefined;
-  };
+  const poisoned = (child: unknown, key: string) =>
+    key === '__proto__' || (key === 'constructor' && isObject(child) && Object.hasOwn(child, 'prototype'));
   try {
-    return walk(JSON.parse(text), '') ?? 'body';
+    return pathWhere(JSON.parse(text), poisoned) ?? 'body';
   } catch {
     return 'body';
   }
@@ -68,23 +70,7 @@ export const underflowedNumberPath = (text: string): string | undefined => {
     return UNDERFLOWED;
   }) as unknown;
   if (!any) return undefined;
-  const walk = (value: unknown, path: string): string | undefined => {
-    if (value === UNDERFLOWED) return path || 'body';
-    if (Array.isArray(value)) {
-      for (const [i, item] of value.entries()) {
-        const found = walk(item, `${path}[${i}]`);
-        if (found) return found;
-      }
-      return undefined;
-    }
-    if (!isObject(value)) return undefined;
-    for (const [key, child] of Object.entries(value)) {
-      const found = walk(child, path ? `${path}.${key}` : key);
-      if (found) return found;
-    }
-    return undefined;
-  };
-  return walk(marked, '');
+  return marked === UNDERFLOWED ? 'body' : pathWhere(marked, (child) => child === UNDERFLOWED);
 };
 
 const UNDERFLOW_RULE =

@@ -352,6 +352,36 @@ export const pushApiContract = (name: string, factory: () => Promise<Backends>, 
         assert.equal(anonymous.statusCode, 401);
       });
 
+      test('duration is read in the unit its platform sends (durationUnit, else metadata.source, else its size), and reserved as such', async () => {
+        const { key } = await h.team();
+        const cases: Array<[Json, number, string, string]> = [
+          // [body fields, seconds, unit, basis]
+          [{ duration: 45, metadata: { source: 'zoom' } }, 2700, 'minutes', 'source'],
+          [{ duration: 45, metadata: { source: 'aircall' } }, 45, 'seconds', 'source'],
+          [{ duration: 90000, metadata: { source: 'hubspot' } }, 90, 'milliseconds', 'source'],
+          [{ duration: 45, durationUnit: 'minutes', metadata: { source: 'aircall' } }, 2700, 'minutes', 'explicit'],
+          [{ duration: 1800 }, 1800, 'seconds', 'magnitude'],
+          [{ duration: 90000 }, 90, 'milliseconds', 'magnitude'],
+          [{ duration: 12.5 }, 750, 'minutes', 'magnitude'],
+        ];
+        for (const [fields, seconds, unit, basis] of cases) {
+          // Audio alone: with a transcript, its length would correct the reservation (capacity.ts).
+          const call = await accepted(key, {
+            audioUrl: 'https://recordings.example.com/call.mp3',
+            ...(fields as Record<string, Json>),
+          });
+          const duration = (call.submission as { duration?: { seconds: number; unit: string; basis: string } })
+            .duration;
+          assert.deepEqual(
+            [duration?.seconds, duration?.unit, duration?.basis],
+            [seconds, unit, basis],
+            JSON.stringify(fields),
+          );
+          // The reservation is the duration as read, in started minutes.
+          assert.equal(call.capacity.reservedMinutes, Math.ceil(seconds / 60), JSON.stringify(fields));
+        }
+      });
+
       test('415 when Content-Type is not JSON', async () => {
         const { key } = await h.team();
         const res = await h.ingest({ key, headers: { 'content-type': 'text/plain' }, payload: 'transcript=hello' });

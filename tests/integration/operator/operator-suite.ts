@@ -222,7 +222,12 @@ export const operatorSuite = (
           good.position,
           `${projection} is not stopped on position ${good.position}; it is running`,
         );
-      assert.equal((await history(callId))?.status, 'completed');
+      // The history goes on: the feed shows CallCompleted once its WAL sync is done, which
+      // `caughtUp` above may have come before (it follows what the feed shows).
+      await eventually(async () => assert.equal((await history(callId))?.status, 'completed'), {
+        timeoutMs: 10_000,
+        intervalMs: 50,
+      });
     });
 
     test('a projection stopped on an event is `stopped` with its error, also in a process that does not run it; running again after the skip', async () => {

@@ -158,18 +158,22 @@ export const resilientHandler = (
   let handled = 0;
 
   /**
-   * What ends a record's retrying: the consumer's signal, or the record's own when given. The two
-   * are combined only for a record that fails and pauses (most never do).
+   * The consumer's signal combined with a partition's (the record's own when given), made once per
+   * partition signal: every record of the partition is handed the same one.
    */
-  const stops = (given: AbortSignal | undefined): Stops => {
-    let both: AbortSignal | undefined;
-    return {
-      get aborted() {
-        return options.signal.aborted || given?.aborted === true;
-      },
-      signal: () => (given ? (both ??= AbortSignal.any([options.signal, given])) : options.signal),
-    };
+  const combined = new WeakMap<AbortSignal, AbortSignal>();
+  const both = (given: AbortSignal): AbortSignal => {
+    let signal = combined.get(given);
+    if (!signal) combined.set(given, (signal = AbortSignal.any([options.signal, given])));
+    return signal;
   };
+  /** What ends a record's retrying: the consumer's signal, or the record's own when given. */
+  const stops = (given: AbortSignal | undefined): Stops => ({
+    get aborted() {
+      return options.signal.aborted || given?.aborted === true;
+    },
+    signal: () => (given ? both(given) : options.signal),
+  });
 
   /**
    * Runs `work` until it succeeds, retrying every failure but one that proves the data bad, which is

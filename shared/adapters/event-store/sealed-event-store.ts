@@ -37,11 +37,28 @@ export const createSealedEventStore = (stored: EventStore, personal: PersonalDat
   /**
    * Every event of a batch is opened at once, not one after another: the keys of its calls that are
    * not cached yet are then looked up together (the key store's lookups share a query; one after
-   * another, a follower of the feed made about one round trip per call).
+   * another, a follower of the feed made about one round trip per call). Events at `skipped`
+   * positions are left as stored. When one does not open, the events before it come back opened,
+   * with its index and error.
    */
+  const openBatch = async (
+    events: RecordedEvent[],
+    skipped?: ReadonlySet<bigint>,
+  ): Promise<{ opened: RecordedEvent[]; failed?: { index: number; error: unknown } }> => {
+    const settled = await Promise.allSettled(
+      events.map((event) => Promise.resolve(skipped?.has(event.position) ? event : openOne(event))),
+    );
+    const bad = settled.findIndex((result) => result.status === 'rejected');
+    const opened = (bad === -1 ? settled : settled.slice(0, bad)).map(
+      (result) => (result as PromiseFulfilledResult<RecordedEvent>).value,
+    );
+    if (bad !== -1) return { opened, failed: { index: bad, error: (settled[bad] as PromiseRejectedResult).reason } };
+    return { opened: opened.some((event, i) => event !== events[i]) ? opened : events };
+  };
   const openAll = async (events: RecordedEvent[]): Promise<RecordedEvent[]> => {
-    const out = await Promise.all(events.map((event) => Promise.resolve(openOne(event))));
-    return out.some((event, i) => event !== events[i]) ? out : events;
+    const { opened, failed } = await openBatch(events);
+    if (failed) throw failed.error;
+    return opened;
   };
   const sealAll = async (streamId: string, events: NewEvent[]): Promise<NewEvent[]> => {
     const callId = callIdOfStream(streamId);
@@ -66,22 +83,16 @@ export const createSealedEventStore = (stored: EventStore, personal: PersonalDat
       return stored.subscribeToAll({
         ...options,
         handler: async (events) => {
-          const settled = await Promise.allSettled(
-            events.map((event) => Promise.resolve(options.skipped?.has(event.position) ? event : openOne(event))),
-          );
-          const bad = settled.findIndex((result) => result.status === 'rejected');
-          if (bad === -1) {
-            const out = settled.map((result) => (result as PromiseFulfilledResult<RecordedEvent>).value);
-            return options.handler(out.some((event, i) => event !== events[i]) ? out : events);
-          }
+          const { opened, failed } = await openBatch(events, options.skipped);
+          if (!failed) return options.handler(opened);
           // The events before the first that does not open are handed on, so a follower stops on
           // that one (its checkpoint just before it), not on the first of its batch.
-          const opened = settled.slice(0, bad).map((result) => (result as PromiseFulfilledResult<RecordedEvent>).value);
           if (opened.length > 0) await options.handler(opened);
-          const error = (settled[bad] as PromiseRejectedResult).reason as unknown;
           // Proven bad (its sealed fields do not open with its call's key): named, so a projection
           // stops on it and an operator can skip it. Anything else (the key store down) is retried.
-          throw isDataAtFault(error) ? new EventDataAtFaultError(events[bad]!, error) : error;
+          throw isDataAtFault(failed.error)
+            ? new EventDataAtFaultError(events[failed.index]!, failed.error)
+            : failed.error;
         },
       });
     },

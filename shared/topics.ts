@@ -26,3 +26,15 @@ export const TOPICS: Topics = topicNames();
 
 export const allTopics = (topics: Topics): string[] => Object.values<string>({ ...topics });
 export const ALL_TOPICS = allTopics(TOPICS);
+
+/**
+ * The topic of this deployment that `asked` names: its name as the log knows it, or, behind a
+ * TOPIC_PREFIX, its name without the prefix (as the README's topics table gives it). Undefined for
+ * any other name: on a shared Kafka cluster that is another deployment's topic, not ours to read.
+ */
+export const deploymentTopic = (topics: Topics, asked: string): string | undefined => {
+  const names = allTopics(topics);
+  if (names.includes(asked)) return asked;
+  const prefixed = `${topicPrefix(topics)}${asked}`;
+  return names.includes(prefixed) ? prefixed : undefined;
+};

@@ -325,6 +325,7 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
     readModels: deps.readModels,
     health: deps.health,
     requireAdmin: adminGuard(deps.adminToken, deps.limiter),
+    ...(deps.topics ? { topics: deps.topics } : {}),
   });
   registerOperatorRoutes(app, { ...deps, requireAdmin: adminGuard(deps.adminToken, deps.limiter) });
   if (deps.readModels) {

@@ -9,7 +9,7 @@ import { CallRetriedSchema } from '../../shared/domain/call/call-event-data.ts';
 import type { EventLog } from '../../shared/ports/event-log.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import type { ReadModels } from '../../shared/ports/read-models.ts';
-import { TOPICS, type Topics } from '../../shared/topics.ts';
+import { deploymentTopic, TOPICS, type Topics } from '../../shared/topics.ts';
 import { PROJECTION_STATUS_STREAM, projectionStatuses } from '../projections/projection-status.ts';
 import type { Health } from '../runtime/health.ts';
 import type { adminGuard } from './admin-routes.ts';
@@ -112,7 +112,7 @@ export const registerOperatorRoutes = (app: TypedApp, deps: OperatorDeps): void 
         tags: ['Admin'],
         summary: 'Send dead letters back to their source topic',
         description:
-          `Only the dead-letter topic (${topics.deadLetter}) can be redriven. Each record goes back to its dlq_source_topic with its original key, value and headers, ` +
+          `Only the dead-letter topic (${topics.deadLetter}, named with or without TOPIC_PREFIX) can be redriven. Each record goes back to its dlq_source_topic with its original key, value and headers, ` +
           `plus ${REDRIVEN_FROM_HEADER}: topic/partition/offset of the dead letter. A copy that fails again is dead-lettered again, once; nothing is redriven automatically.`,
         security,
         params: Type.Object({ topic: Type.String({ minLength: 1, maxLength: 249 }) }),
@@ -173,7 +173,8 @@ export const registerOperatorRoutes = (app: TypedApp, deps: OperatorDeps): void 
     },
     async (request) => {
       const { topic } = request.params;
-      if (topic !== topics.deadLetter) {
+      // Behind a TOPIC_PREFIX, named with it or without it, as the topic reader takes it.
+      if (deploymentTopic(topics, topic) !== topics.deadLetter) {
         throw new ProblemError('VALIDATION_FAILED', `Only the dead-letter topic can be redriven; ${topic} is not it.`, {
           errors: [
             {

@@ -15,6 +15,7 @@ import { idempotencyIdOf, newCallId } from '../../../services/ingress/ingest-rou
 import { AggregateRepository } from '../../../services/runtime/aggregate-repository.ts';
 import { idempotencyDecider, idempotencyEvents } from '../../../shared/domain/idempotency/idempotency-decider.ts';
 import { rateLimitRefusals } from '../../../shared/observability/metrics.ts';
+import { allTopics } from '../../../shared/topics.ts';
 import { type EmbeddedPipeline, openEmbeddedPipeline } from '../../support/embedded-pipeline.ts';
 import { ADMIN_TOKEN } from '../../support/ingress-harness.ts';
 
@@ -359,7 +360,7 @@ describe('every 4xx names the field and the rule', () => {
         '/api/admin/topics/no.such.topic/messages',
         admin,
         'topic',
-        'must name a topic of the event log',
+        `must be one of ${allTopics(embedded.h.topics).join(', ')}`,
       ],
       [
         'a projection',

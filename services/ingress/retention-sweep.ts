@@ -5,19 +5,23 @@
  * the team's stored period, so a process that restarts finds every call that fell due meanwhile.
  *
  * A call that cannot be erased (its stream holds an event this version does not decode) is logged
- * with its id, counted and passed over: it stays in the call history, so every pass tries it again,
- * and it no longer keeps the calls and teams after it from being erased. A backend outage still
- * ends the pass; the next one takes up where it stopped.
+ * with its id (once per process, then at debug), counted and passed over: it stays in the call
+ * history, so every pass tries it again, and it never keeps the calls and teams after it from being
+ * erased, however many such calls there are: a team's due calls are read in pages, each after the
+ * last call of the one before, until a page comes back short or BATCH of them were erased. A
+ * backend outage still ends the pass; the next one takes up where it stopped.
  */
 import type { Logger } from 'pino';
-import type { CallHistoryStore } from '../../shared/ports/read-models.ts';
+import type { CallHistoryStore, SubmittedCall } from '../../shared/ports/read-models.ts';
 import { isRetriableError } from '../../shared/ports/unavailable.ts';
 import type { CallEraser } from './call-eraser.ts';
 import type { TeamService } from './teams/team-service.ts';
 
 const DAY_MS = 86_400_000;
-/** Calls erased per team and pass; the next pass takes the rest. */
+/** Calls erased per team and pass (and calls read per page); the next pass takes the rest. */
 const BATCH = 500;
+/** Calls this process remembers it failed to erase, so that it warns of each once, not at every pass. */
+const REMEMBERED_FAILURES = 10_000;
 
 export const DEFAULT_RETENTION_SWEEP_MS = 60_000;
 
@@ -37,6 +41,7 @@ export const startRetentionSweep = (deps: {
   now?: () => Date;
 }) => {
   const now = deps.now ?? (() => new Date());
+  const failedBefore = new Set<string>();
   let running: Promise<void> | undefined;
   let stopped = false;
 
@@ -46,20 +51,30 @@ export const startRetentionSweep = (deps: {
       const days = team.retentionDays;
       if (days === undefined || days === null || stopped) continue;
       const cutoff = new Date(now().getTime() - days * DAY_MS).toISOString();
-      for (const callId of await deps.callHistory.submittedBefore(team.teamId, cutoff, BATCH)) {
-        try {
-          if ((await deps.erase(team.teamId, callId, 'retention')) === 'erased') result.erased++;
-        } catch (error) {
-          // An outage postpones the whole pass; anything else is this call's alone (a stream with an
-          // event that does not decode), and must not keep the calls after it from their erasure.
-          if (isRetriableError(error)) throw error;
-          result.failed++;
-          deps.log.warn(
-            { err: error, teamId: team.teamId, callId },
-            'retention sweep: this call cannot be erased; it stays, and the sweep goes on',
-          );
+      let after: SubmittedCall | undefined;
+      let erasedOfTeam = 0;
+      while (!stopped && erasedOfTeam < BATCH) {
+        const page = await deps.callHistory.submittedBefore(team.teamId, cutoff, BATCH, after);
+        for (const { callId } of page) {
+          try {
+            if ((await deps.erase(team.teamId, callId, 'retention')) === 'erased') erasedOfTeam++;
+          } catch (error) {
+            // An outage postpones the whole pass; anything else is this call's alone (a stream with an
+            // event that does not decode), and must not keep the calls after it from their erasure.
+            if (isRetriableError(error)) throw error;
+            result.failed++;
+            const first = !failedBefore.has(callId);
+            if (first && failedBefore.size < REMEMBERED_FAILURES) failedBefore.add(callId);
+            deps.log[first ? 'warn' : 'debug'](
+              { err: error, teamId: team.teamId, callId },
+              'retention sweep: this call cannot be erased; it stays, and the sweep goes on',
+            );
+          }
         }
+        if (page.length < BATCH) break;
+        after = page.at(-1);
       }
+      result.erased += erasedOfTeam;
     }
     if (result.erased > 0 || result.failed > 0) deps.log.info(result, 'calls past their team retention period erased');
     return result;

@@ -89,6 +89,13 @@ export interface CallHistoryPage {
 
 export const CALL_HISTORY_LIMITS = { defaultLimit: 25, maxLimit: 100 } as const;
 
+/** A call of `CallHistoryStore.submittedBefore`'s answer; pass the last one as `after` to page on. */
+export interface SubmittedCall {
+  callId: string;
+  /** Its submission instant in milliseconds since the epoch, as the history orders it. */
+  submittedAtMs: number;
+}
+
 export interface CallHistoryStore extends ProjectionWriter {
   /** The call, or undefined when it does not exist or belongs to another team. */
   get(teamId: string, callId: string): Promise<CallHistoryRow | undefined>;
@@ -99,8 +106,12 @@ export interface CallHistoryStore extends ProjectionWriter {
   list(teamId: string, query?: CallHistoryQuery): Promise<CallHistoryPage>;
   /** The version reads and live applies use: 1 until a rebuild is activated, then the rebuild's. */
   activeVersion(): Promise<number>;
-  /** Up to `limit` of the team's calls submitted before `before` (an ISO 8601 instant), oldest first: what a retention period erases. */
-  submittedBefore(teamId: string, before: string, limit: number): Promise<string[]>;
+  /**
+   * Up to `limit` of the team's calls submitted before `before` (an ISO 8601 instant), oldest first
+   * (by submission, then call id): what a retention period erases. `after`, the last call of the page
+   * before, pages on past it (so calls left in the history, which could not be erased, are passed).
+   */
+  submittedBefore(teamId: string, before: string, limit: number, after?: SubmittedCall): Promise<SubmittedCall[]>;
   /**
    * The team's calls whose rep e-mail or attributed member's e-mail is `email` (ASCII letters
    * compared case-insensitively): what an erasure request by e-mail erases.

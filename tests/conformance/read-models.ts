@@ -1158,7 +1158,10 @@ export const readModelsConformance = (
         assert.ok(
           !(await h.models.deals.unpublished(100)).some((e) => e.callId === done.callId || e.callId === brief.callId),
         );
-        assert.deepEqual(await h.models.callHistory.submittedBefore(teamId, at(100), 10), [kept.callId]);
+        assert.deepEqual(
+          (await h.models.callHistory.submittedBefore(teamId, at(100), 10)).map((c) => c.callId),
+          [kept.callId],
+        );
       });
 
       for (const window of [1, 1000]) {
@@ -1210,12 +1213,34 @@ export const readModelsConformance = (
           (await h.models.callHistory.callsOfEmail(teamId, 'DANA@acme.test')).sort(),
           [byRep.callId, byMember.callId].sort(),
         );
-        assert.deepEqual(await h.models.callHistory.submittedBefore(teamId, at(3), 10), [
-          byRep.callId,
-          byMember.callId,
-        ]);
-        assert.deepEqual(await h.models.callHistory.submittedBefore(teamId, at(4), 1), [byRep.callId]);
+        const due = async (before: string, limit: number) =>
+          (await h.models.callHistory.submittedBefore(teamId, before, limit)).map((c) => c.callId);
+        assert.deepEqual(await due(at(3), 10), [byRep.callId, byMember.callId]);
+        assert.deepEqual(await due(at(4), 1), [byRep.callId]);
         assert.ok(owner);
+      });
+
+      test('the calls submitted before an instant page on after the last call of a page, calls of one instant in call id order', async () => {
+        const h = await open();
+        const teamId = team();
+        const calls = [
+          await submitCall(h.store, { teamId, callId: `b-${randomUUID()}`, submittedAt: at(1) }),
+          await submitCall(h.store, { teamId, callId: `a-${randomUUID()}`, submittedAt: at(1) }),
+          await submitCall(h.store, { teamId, callId: `c-${randomUUID()}`, submittedAt: at(2) }),
+          await submitCall(h.store, { teamId, callId: `d-${randomUUID()}`, submittedAt: at(9) }),
+        ];
+        await submitCall(h.store, { teamId: team(), submittedAt: at(1) });
+        await sync(h);
+        const seen: string[] = [];
+        let page = await h.models.callHistory.submittedBefore(teamId, at(5), 1);
+        while (page.length > 0) {
+          seen.push(...page.map((c) => c.callId));
+          assert.ok(seen.length <= 3, `paged past the end: ${seen.join(', ')}`);
+          page = await h.models.callHistory.submittedBefore(teamId, at(5), 1, page.at(-1));
+        }
+        assert.deepEqual(seen, [calls[1]!.callId, calls[0]!.callId, calls[2]!.callId]);
+        const [first] = await h.models.callHistory.submittedBefore(teamId, at(5), 1);
+        assert.equal(first!.submittedAtMs, Date.parse(at(1)));
       });
     });
 

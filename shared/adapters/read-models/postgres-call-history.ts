@@ -451,14 +451,16 @@ export const createPostgresCallHistory = async (
         return rows[0]?.version ?? 1;
       }),
 
-    submittedBefore: (teamId, before, limit) =>
+    submittedBefore: (teamId, before, limit, after) =>
       onActive(async (v) =>
         (
-          await pool.query<{ call_id: string }>(
-            `SELECT call_id FROM call_history_v${v} WHERE team_id = $1 AND created_at < $2 ORDER BY created_at, call_id LIMIT $3`,
-            [teamId, Date.parse(before), limit],
+          await pool.query<{ call_id: string; created_at: string }>(
+            `SELECT call_id, created_at FROM call_history_v${v}
+              WHERE team_id = $1 AND created_at < $2 AND (created_at, call_id) > ($3, $4)
+              ORDER BY created_at, call_id LIMIT $5`,
+            [teamId, Date.parse(before), after?.submittedAtMs ?? Number.MIN_SAFE_INTEGER, after?.callId ?? '', limit],
           )
-        ).rows.map((r) => r.call_id),
+        ).rows.map((r) => ({ callId: r.call_id, submittedAtMs: Number(r.created_at) })),
       ),
     callsOfEmail: (teamId, email) =>
       onActive(async (v) =>

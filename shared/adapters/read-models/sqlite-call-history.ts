@@ -201,8 +201,8 @@ export const createSqliteCallHistory = (
     ftsCount: db.prepare<[string, number], { n: number }>(
       `SELECT count(*) AS n FROM (SELECT 1 FROM call_search_v${v} WHERE call_search_v${v} MATCH ? LIMIT ?)`,
     ),
-    submittedBefore: db.prepare<[string, number, number], { call_id: string }>(
-      `SELECT call_id FROM call_history_v${v} WHERE team_id = ? AND created_at < ? ORDER BY created_at, call_id LIMIT ?`,
+    submittedBefore: db.prepare<[string, number, number, string, number], { call_id: string; created_at: number }>(
+      `SELECT call_id, created_at FROM call_history_v${v} WHERE team_id = ? AND created_at < ? AND (created_at, call_id) > (?, ?) ORDER BY created_at, call_id LIMIT ?`,
     ),
     ofEmail: db.prepare<[string, string, string], { call_id: string }>(
       `SELECT call_id FROM call_history_v${v} WHERE team_id = ? AND (lower(json_extract(doc, '$.repEmail')) = ? OR (json_extract(doc, '$.attributedTo.kind') = 'member' AND lower(json_extract(doc, '$.attributedTo.email')) = ?))`,
@@ -474,10 +474,16 @@ export const createSqliteCallHistory = (
       return versions.active(HISTORY).version;
     },
 
-    async submittedBefore(teamId, before, limit) {
+    async submittedBefore(teamId, before, limit, after) {
       return statements(versions.active(HISTORY).version)
-        .submittedBefore.all(teamId, Date.parse(before), limit)
-        .map((r) => r.call_id);
+        .submittedBefore.all(
+          teamId,
+          Date.parse(before),
+          after?.submittedAtMs ?? Number.MIN_SAFE_INTEGER,
+          after?.callId ?? '',
+          limit,
+        )
+        .map((r) => ({ callId: r.call_id, submittedAtMs: Number(r.created_at) }));
     },
     async callsOfEmail(teamId, email) {
       const key = asciiLower(email.trim());

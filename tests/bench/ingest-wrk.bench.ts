@@ -36,11 +36,15 @@
  *
  * Needs the Debian package `wrk` on PATH (`apt-get install -y wrk`).
  *
- *   npx tsx tests/bench/ingest-wrk.bench.ts [--rounds 3] [--seconds 10] [--connections 50] [--teams 40] [--keys 12000] [--mode all-in-one,ingress] [--drain-seconds 120] [--think-time exponential|fixed|exponential,fixed] [--cpu-prof DIR] [--baseline-root DIR] [--idempotency-keys] [--rest-seconds 30]
+ *   npx tsx tests/bench/ingest-wrk.bench.ts [--rounds 3] [--seconds 10] [--connections 50] [--teams 40] [--keys 12000] [--mode all-in-one,ingress] [--drain-seconds 120] [--think-time exponential|fixed|exponential,fixed] [--cpu-prof DIR] [--baseline-root DIR] [--idempotency-keys] [--rest-seconds 30] [--paced-rates 20,50]
  *
  * `--baseline-root DIR` also runs the service built in DIR (another checkout, `npm run build` done
  * there, its node_modules linked) in the same alternating rounds: an earlier version measured
  * beside this one under the same load on the machine, with the ratio of the two.
+ *
+ * `--paced-rates 20,50,100` adds paced rounds at those rates (calls/s asked), after the one at half
+ * the accept rate: POST → 201 p50/p99 and the main thread's CPU per 201 at lighter loads, where the
+ * pipeline's followers read smaller batches and so cost more per call (docs/performance.md).
  *
  * `--idempotency-keys` adds a paced round at the same half rate in which every request carries an
  * Idempotency-Key of its own (a new call each): what a keyed request's 201 costs beside a plain one.
@@ -97,8 +101,18 @@ const { values } = parseArgs({
     'baseline-root': { type: 'string' },
     'idempotency-keys': { type: 'boolean', default: false },
     'rest-seconds': { type: 'string', default: '30' },
+    'paced-rates': { type: 'string', default: '' },
   },
 });
+/** More paced rounds, at these rates (calls/s asked), after the one at half the accept rate: what a 201 and a call cost at lighter loads. */
+const PACED_RATES = values['paced-rates']
+  .split(',')
+  .filter((rate) => rate.trim() !== '')
+  .map((rate) => {
+    const perSecond = Number(rate);
+    if (!(perSecond > 0)) throw new Error(`--paced-rates takes calls per second above 0, comma-separated, not ${rate}`);
+    return perSecond;
+  });
 /** One more paced round, at the same rate, in which every request has an Idempotency-Key of its own. */
 const IDEMPOTENCY_KEYS = values['idempotency-keys'];
 const ROUNDS = Number(values.rounds);
@@ -357,6 +371,8 @@ const measure = async (MODE: Mode) => {
     );
     const busy = (mainThreadCpuSeconds(service.child.pid!) - mainThreadCpu) / SECONDS;
     const rate = (round.requests - round.non2xx) / SECONDS;
+    // The main thread's CPU per call accepted in the round (all-in-one: the pipeline's work included, as far as it kept up).
+    const perCall = rate > 0 ? `, ${((busy * 1000) / rate).toFixed(2)} ms of it per 201` : '';
     const walAfter = await walHistograms(service.url);
     const syncs = histogramBetween(walBefore.syncs, walAfter.syncs);
     const holds = histogramBetween(walBefore.holds, walAfter.holds);
@@ -369,7 +385,7 @@ const measure = async (MODE: Mode) => {
         ? 'no WAL restart'
         : `${holds.count} WAL restarts holding the writes, p99 ≤ ${holds.p99! * 1000} ms`;
     console.log(
-      `[${MODE}] at ${what} (${Math.round(perSecond)}/s asked, ${Math.round(rate)}/s answered 201; ${thinkTime} think time${keyed ? '; every request with an Idempotency-Key' : ''}): p50 ${round.p50}, p99 ${round.p99}; the main thread ${busy.toFixed(2)} busy; ${fsyncs}; ${restarts}`,
+      `[${MODE}] at ${what} (${Math.round(perSecond)}/s asked, ${Math.round(rate)}/s answered 201; ${thinkTime} think time${keyed ? '; every request with an Idempotency-Key' : ''}): p50 ${round.p50}, p99 ${round.p99}; the main thread ${busy.toFixed(2)} busy${perCall}; ${fsyncs}; ${restarts}`,
     );
     return { round, rate };
   };
@@ -378,6 +394,7 @@ const measure = async (MODE: Mode) => {
   const pacedRounds: Awaited<ReturnType<typeof pacedRound>>[] = [];
   for (const thinkTime of THINK_TIMES) pacedRounds.push(await pacedRound(half, thinkTime, 'half the accept rate'));
   if (IDEMPOTENCY_KEYS) await pacedRound(half, THINK_TIME, 'half the accept rate', true);
+  for (const rate of PACED_RATES) await pacedRound(rate, THINK_TIME, `${rate} calls/s`);
   const { round: paced, rate: pacedRate } = pacedRounds[0]!;
   if (MODE === 'all-in-one') allInOneHalf = half;
   else if (allInOneHalf !== undefined) {

@@ -6,6 +6,7 @@ import { backend } from '../support/backends.ts';
 import { freshSchema } from '../support/postgres.ts';
 import { eventLogConformance } from './event-log.ts';
 import { sqlLogPruning } from './sql-event-log-pruning.ts';
+import { sqlLogReadSized } from './sql-event-log-read.ts';
 
 const b = await backend('postgres');
 const schema = b.url ? freshSchema(b.url) : undefined;
@@ -26,6 +27,12 @@ void sqlLogPruning(
   'postgres',
   async (retentionMs) =>
     createPostgresEventLog({ connectionString: b.url!, schema: schema!.schema, sessionTimeoutMs: 1000, retentionMs }),
+  { skip: b.skip },
+);
+
+void sqlLogReadSized(
+  'postgres',
+  async () => createPostgresEventLog({ connectionString: b.url!, schema: schema!.schema, sessionTimeoutMs: 1000 }),
   { skip: b.skip },
 );
 

@@ -11,6 +11,7 @@ import { openSqlite } from '../../shared/adapters/sqlite/sqlite-database.ts';
 import { eventLogConformance } from './event-log.ts';
 import { eventually } from './event-log-support.ts';
 import { sqlLogPruning } from './sql-event-log-pruning.ts';
+import { sqlLogReadSized } from './sql-event-log-read.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'event-log-sqlite-'));
 const sqlite = openSqlite(dir);
@@ -25,6 +26,8 @@ eventLogConformance('sqlite', async () => ({ log: createSqliteEventLog(sqlite.db
 void sqlLogPruning('sqlite', async (retentionMs) =>
   createSqliteEventLog(sqlite.db, { sessionTimeoutMs: 1000, retentionMs }),
 );
+
+void sqlLogReadSized('sqlite', async () => createSqliteEventLog(sqlite.db, { sessionTimeoutMs: 1000 }));
 
 describe('SQL event log: partition leases', () => {
   test(

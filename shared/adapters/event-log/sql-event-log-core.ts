@@ -191,9 +191,9 @@ class SqlTableEventLog implements SqlEventLog, SqlConsumerHost {
     const where = `WHERE topic = ? AND record_offset >= ? ${byPartition ? 'AND partition = ?' : ''}`;
     const params = [topic, options.fromOffset ?? 0n, ...(byPartition ? [options.partition] : [])];
     // The records' sizes first, so that no more of them is fetched than the read may hold.
-    const sizes = await this.driver.query<{ bytes: unknown }>(
-      `SELECT octet_length(key) + octet_length(value) + octet_length(headers) AS bytes FROM log_records ${where}
-       ORDER BY partition, record_offset LIMIT ?`,
+    const sizes = await this.driver.query<{ partition: unknown; record_offset: unknown; bytes: unknown }>(
+      `SELECT partition, record_offset, octet_length(key) + octet_length(value) + octet_length(headers) AS bytes
+         FROM log_records ${where} ORDER BY partition, record_offset LIMIT ?`,
       [...params, options.limit ?? 100],
     );
     const maxBytes = options.maxBytes ?? READ_MAX_BYTES;
@@ -203,9 +203,22 @@ class SqlTableEventLog implements SqlEventLog, SqlConsumerHost {
       if (count > 0 && bytes > maxBytes) break;
     }
     if (count === 0) return [];
+    // Then exactly the records sized, by each partition's run of offsets: records published since
+    // (or pruned) must not change which ones are fetched. By count alone, records appended meanwhile
+    // to an earlier partition would take the places of sized ones, unmeasured (each as large as a call).
+    const runs = new Map<number, { from: bigint; to: bigint }>();
+    for (const row of sizes.slice(0, count)) {
+      const partition = Number(row.partition);
+      const offset = toBigInt(row.record_offset);
+      const run = runs.get(partition);
+      if (run) run.to = offset;
+      else runs.set(partition, { from: offset, to: offset });
+    }
     const rows = await this.driver.query<RecordRow>(
-      `SELECT ${RECORD_COLUMNS} FROM log_records ${where} ORDER BY partition, record_offset LIMIT ?`,
-      [...params, count],
+      `SELECT ${RECORD_COLUMNS} FROM log_records
+        WHERE topic = ? AND (${[...runs.keys()].map(() => '(partition = ? AND record_offset BETWEEN ? AND ?)').join(' OR ')})
+        ORDER BY partition, record_offset`,
+      [topic, ...[...runs].flatMap(([partition, { from, to }]) => [partition, from, to])],
     );
     return rows.map((row) => rowToRecord(topic, row));
   }

@@ -13,11 +13,12 @@
  */
 import type { PersonalData } from '../../shared/adapters/crypto/personal-data.ts';
 import { callDecider } from '../../shared/domain/call/call-decider.ts';
+import type { CallState } from '../../shared/domain/call/call-state.ts';
 import type { ErasureCause } from '../../shared/domain/call/call-events.ts';
 import { callEvents } from '../../shared/domain/call/call-catalogue.ts';
 import { isDomainError } from '../../shared/domain/decider.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
-import { AggregateRepository } from '../runtime/aggregate-repository.ts';
+import { AggregateRepository, type Versioned } from '../runtime/aggregate-repository.ts';
 import type { TeamService } from './teams/team-service.ts';
 
 /** Longest wait for the CallSubmitted of a call accepted but not yet stored. */
@@ -72,33 +73,53 @@ export const createCallEraser = (deps: CallEraserDeps): CallEraser => {
     const deadline = Date.now() + (deps.submissionWaitMs ?? SUBMISSION_WAIT_MS);
     for (;;) {
       const loaded = await calls.load(callId);
-      if (loaded.state.status !== 'absent') return loaded.state;
+      if (loaded.state.status !== 'absent') return loaded;
       const team = await deps.teams.load(teamId);
       // No reservation: the call landed since the read above (and was settled, or released at a
       // failure, at once), or it never was accepted. Read again, so a fast call is not missed.
-      if (!team?.reservations.has(callId)) return (await calls.load(callId)).state;
+      if (!team?.reservations.has(callId)) return calls.load(callId);
       if (Date.now() > deadline) throw new CallNotYetStoredError(callId);
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   };
 
+  /**
+   * Whether the call was pending just before its CallErased (at `erasedAt`): read again when
+   * anything was appended between the eraser's read and its erasure (an operator's retry of a failed
+   * call reserves capacity again), so that the reservation such a call holds is not left behind.
+   */
+  const pendingBefore = async (callId: string, read: Versioned<CallState>, erasedAt: number): Promise<boolean> => {
+    if (erasedAt === read.version + 1) return read.state.status === 'pending';
+    let state = callDecider.initialState;
+    for (const event of await deps.eventStore.readStream(callEvents.streamId(callId)))
+      if (event.revision < erasedAt) state = callDecider.evolve(state, callEvents.decode(event));
+    return state.status === 'pending';
+  };
+
   return async (teamId, callId, cause, erasureId) => {
-    const state = await loadSubmitted(teamId, callId);
+    const read = await loadSubmitted(teamId, callId);
+    const { state } = read;
     if (state.status === 'absent' || state.status === 'erased' || state.submitted.teamId !== teamId) return 'absent';
+    let erasedAt: number;
     try {
-      await calls.handle(
-        callId,
-        { type: 'EraseCall', cause, ...(erasureId ? { erasureId } : {}), now: now().toISOString() },
-        { teamId },
-      );
+      erasedAt = (
+        await calls.handle(
+          callId,
+          { type: 'EraseCall', cause, ...(erasureId ? { erasureId } : {}), now: now().toISOString() },
+          { teamId },
+        )
+      ).version;
     } catch (error) {
       // Erased meanwhile by another request: the second one finds nothing to erase.
       if (isDomainError(error, 'CALL_ERASED')) return 'absent';
       throw error;
     }
+    // Before the key goes: the events before the erasure may have to be read again.
+    const wasPending = await pendingBefore(callId, read, erasedAt);
     await deps.personalData.erase(callId);
-    // Nothing settles an erased call: its reservation is released here, or by the orphan sweep.
-    if (state.status === 'pending') await deps.teams.release(teamId, callId);
+    // Nothing settles an erased call: the reservation of a call erased while pending is released
+    // here, or by the orphan sweep.
+    if (wasPending) await deps.teams.release(teamId, callId);
     return 'erased';
   };
 };

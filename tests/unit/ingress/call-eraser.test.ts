@@ -12,6 +12,7 @@ import type { PersonalData } from '../../../shared/adapters/crypto/personal-data
 import { callEvents } from '../../../shared/domain/call/call-catalogue.ts';
 import { type EventStore, EventStoreUnavailableError } from '../../../shared/ports/event-store.ts';
 import { CallNotYetStoredError, createCallEraser } from '../../../services/ingress/call-eraser.ts';
+import { createCallRetry } from '../../../services/ingress/call-retry.ts';
 import { isRetriableError } from '../../../shared/ports/unavailable.ts';
 import { startOrphanSweep } from '../../../services/ingress/teams/orphan-reservations.ts';
 import type { TeamService } from '../../../services/ingress/teams/team-service.ts';
@@ -50,6 +51,39 @@ describe('the call eraser and capacity reservations', () => {
     assert.equal(await lastEvent('erased-whole'), 'CallErased');
     assert.deepEqual(await reserved(teamId), []);
     assert.ok(destroyed.includes('erased-whole'));
+  });
+
+  test("an operator's retry that lands between the eraser's read and its erasure leaves no reservation behind", async () => {
+    const { h, eventStore } = embedded;
+    const { teamId } = await h.team();
+    const callId = 'erase-vs-retry';
+    await eventStore.append(callEvents.streamId(callId), [
+      callEvents.encode({ type: 'CallSubmitted', data: submittedData({ callId, teamId }) }),
+      callEvents.encode({
+        type: 'CallFailed',
+        data: { code: 'processing_timeout', reason: 'timed out', at: new Date().toISOString() },
+      }),
+    ]);
+    const retry = createCallRetry({ eventStore, teams: h.ingress.teams });
+    let raced = false;
+    const racing = overriding<EventStore>(eventStore, {
+      append: async (...args: Parameters<EventStore['append']>) => {
+        // The eraser read the call failed; the retry reserves capacity again and makes it pending first.
+        if (!raced && args[1].some((e) => e.type === 'CallErased')) {
+          raced = true;
+          await retry(callId, { warn() {}, error() {}, info() {} } as never);
+        }
+        return eventStore.append(...args);
+      },
+    });
+    const erase = createCallEraser({ eventStore: racing, teams: h.ingress.teams, personalData });
+    assert.equal(await erase(teamId, callId, 'deleted'), 'erased');
+    assert.ok(raced);
+    assert.deepEqual(
+      (await eventStore.readStream(callEvents.streamId(callId))).map((e) => e.type),
+      ['CallSubmitted', 'CallFailed', 'CallRetried', 'CallErased'],
+    );
+    assert.deepEqual(await reserved(teamId), []);
   });
 
   test('an append of CallErased that fails leaves the call pending with its reservation', async () => {

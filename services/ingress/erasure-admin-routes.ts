@@ -10,6 +10,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import { MAX_RETENTION_DAYS } from '../../shared/domain/team/team-decider.ts';
+import { readEmail } from '../../shared/domain/submission/field-readers.ts';
 import { ProblemSchema } from '../../shared/domain/submission/submission-schema.ts';
 import type { adminGuard } from './admin-routes.ts';
 import type { ErasureRequests } from './erasure-requests.ts';
@@ -90,6 +91,25 @@ export const registerErasureAdminRoutes = (app: TypedApp, deps: ErasureAdminDeps
     '/api/admin/teams/:teamId/erasures',
     {
       onRequest: deps.requireAdmin,
+      // Checked as sent (before the schema's coercion would read 42 as "42"), by the rule the ingest
+      // checks a rep e-mail with: every address a call may carry can be named here, trimmed the same way.
+      preValidation: async (request) => {
+        const body = request.body as { email?: unknown } | null;
+        const read = readEmail(body?.email, 'email');
+        if (read.kind !== 'ok')
+          throw new ProblemError('VALIDATION_FAILED', 'The body breaks one or more rules; see errors.', {
+            errors: [
+              {
+                field: 'email',
+                message:
+                  read.kind === 'absent'
+                    ? 'is required: the e-mail address whose calls are to be erased'
+                    : "must be an e-mail address (as a call's repEmail is checked), as a string",
+              },
+            ],
+          });
+        (body as { email: string }).email = read.value;
+      },
       schema: {
         tags,
         security,
@@ -98,7 +118,14 @@ export const registerErasureAdminRoutes = (app: TypedApp, deps: ErasureAdminDeps
           'The calls are fixed when the request is made; the address is not stored. Follow the request with GET …/erasures/:erasureId.',
         params: TeamParams,
         body: Type.Object(
-          { email: Type.String({ format: 'email', minLength: 3, maxLength: 320 }) },
+          {
+            email: Type.String({
+              minLength: 3,
+              maxLength: 320,
+              description:
+                "An e-mail address as a call's repEmail takes it (trimmed; ASCII letters matched case-insensitively).",
+            }),
+          },
           { additionalProperties: false },
         ),
         response: { 202: Type.Object({ erasureId: Type.String() }), ...problems(400, 401, 404) },

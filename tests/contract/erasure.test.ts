@@ -340,6 +340,46 @@ const erasureContract = (
         404,
       );
     });
+
+    test('every rep e-mail a call may carry can be named in an erasure request, trimmed as the ingest trims it', async () => {
+      const { key, teamId } = await h.team();
+      // Addresses the ingest takes (the WHATWG rule browsers use) that a stricter format refused.
+      const addresses = ['dana@localhost', 'j..doe@acme.test', '.lee@acme.test'];
+      const calls = new Map<string, string>();
+      for (const email of addresses) calls.set(email, await submit(key, { transcript: TRANSCRIPT, repEmail: email }));
+      for (const callId of calls.values()) await shown(key, callId);
+      for (const email of addresses) {
+        const accepted = await h.admin('POST', `/api/admin/teams/${teamId}/erasures`, {
+          email: ` ${email.toUpperCase()} `,
+        });
+        assert.equal(accepted.statusCode, 202, `${email}: ${accepted.body}`);
+        const { erasureId } = accepted.json<{ erasureId: string }>();
+        const done = await eventually(
+          async () => {
+            const body = (await h.admin('GET', `/api/admin/teams/${teamId}/erasures/${erasureId}`)).json<{
+              status: string;
+              calls: string[];
+            }>();
+            if (body.status !== 'completed') throw new Error(`erasure ${body.status}`);
+            return body;
+          },
+          { timeoutMs: 15_000, intervalMs: 50 },
+        );
+        assert.deepEqual(done.calls, [calls.get(email)], email);
+        await gone(key, calls.get(email)!);
+      }
+      for (const [email, message] of [
+        [42, 'must be an e-mail address'],
+        ['not an address', 'must be an e-mail address'],
+        ['   ', 'is required'],
+      ] as const) {
+        const refused = await h.admin('POST', `/api/admin/teams/${teamId}/erasures`, { email });
+        assert.equal(refused.statusCode, 400, refused.body);
+        const [error] = refused.json<{ errors: Array<{ field: string; message: string }> }>().errors;
+        assert.equal(error!.field, 'email');
+        assert.ok(error!.message.startsWith(message), `${JSON.stringify(email)}: ${error!.message}`);
+      }
+    });
   });
 
 void erasureContract('embedded default (SQLite)', (options) => openEmbeddedPipeline({}, options));

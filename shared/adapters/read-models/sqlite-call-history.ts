@@ -86,6 +86,15 @@ const UPDATED_AT = "json_extract(h.doc, '$.updatedAt')";
  */
 const LIST_ROW = `json_object(${CALL_LIST_ROW_FIELDS.map((field) => `'${field}', h.doc -> '$.${field}'`).join(', ')})`;
 
+/**
+ * FTS5's secure-delete for a version's search table, a setting the table keeps: a delete (an erased
+ * call, a title or rep changed) takes the row's trigrams out of the index's blocks. Without it a
+ * delete only adds a marker, and an erased call's title and rep stayed in the database file until
+ * the index's segments merged (docs/decisions/0014-erasure-crypto-shredding.md).
+ */
+const secureSearchDeletes = (v: number) =>
+  `INSERT INTO call_search_v${v} (call_search_v${v}, rank) VALUES ('secure-delete', 1);`;
+
 /** Tables of version v with what a write needs (the call id's unique index); see historyIndexes. */
 const historyTables = (v: number) => `
   CREATE TABLE IF NOT EXISTS call_history_v${v} (
@@ -114,6 +123,7 @@ const historyTables = (v: number) => `
   CREATE VIRTUAL TABLE IF NOT EXISTS call_search_v${v} USING fts5(
     title_folded, rep_folded, content='', tokenize='trigram case_sensitive 1'
   );
+  ${secureSearchDeletes(v)}
 `;
 
 /** The indexes only reads use: a rebuild creates them once its rows are in, at activation (one sort instead of a B-tree insert per row). */
@@ -187,8 +197,17 @@ export const createSqliteCallHistory = (
     db.exec(historyTables(v) + historyIndexes(v));
     markFolded.run(v, SEARCH_FOLD_REVISION);
   });
-  // A database made before an index was added gets it now (a no-op when it is there).
+  // A database made before an index was added gets it now (a no-op when it is there); and every
+  // search table made before secure-delete, the setting.
   db.exec(historyIndexes(versions.active(HISTORY).version));
+  for (const { name } of db
+    .prepare<[], { name: string }>(
+      "SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB 'call_search_v[0-9]*'",
+    )
+    .all()) {
+    const version = /^call_search_v([0-9]+)$/.exec(name)?.[1];
+    if (version !== undefined) db.exec(secureSearchDeletes(Number(version)));
+  }
 
   type Statement = Database.Statement<unknown[], { item: string }>;
   /** Prepared statements of one version, dropped with it. */

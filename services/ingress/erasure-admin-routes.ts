@@ -13,7 +13,8 @@ import { MAX_RETENTION_DAYS } from '../../shared/domain/team/team-decider.ts';
 import { readEmail } from '../../shared/domain/submission/field-readers.ts';
 import { ProblemSchema } from '../../shared/domain/submission/submission-schema.ts';
 import type { adminGuard } from './admin-routes.ts';
-import type { ErasureRequests } from './erasure-requests.ts';
+import { CallsNotInHistoryError, type ErasureRequests } from './erasure-requests.ts';
+import { RETRY_AFTER_SECONDS } from './error-handler.ts';
 import { ProblemError } from './errors.ts';
 import type { TeamService } from './teams/team-service.ts';
 import type { TypedApp } from './typed-app.ts';
@@ -115,7 +116,9 @@ export const registerErasureAdminRoutes = (app: TypedApp, deps: ErasureAdminDeps
         security,
         summary: 'Erase every call of the team whose rep e-mail or attributed member is this address',
         description:
-          'The calls are fixed when the request is made; the address is not stored. Follow the request with GET …/erasures/:erasureId.',
+          'The calls are fixed when the request is made; the address is not stored. Follow the request with GET …/erasures/:erasureId. ' +
+          'The request first waits (5 s at most) until the call history holds every call the team has accepted and not finished; ' +
+          'calls still not stored then (the processors down or behind) make it a 503 with Retry-After, nothing requested.',
         params: TeamParams,
         body: Type.Object(
           {
@@ -128,12 +131,26 @@ export const registerErasureAdminRoutes = (app: TypedApp, deps: ErasureAdminDeps
           },
           { additionalProperties: false },
         ),
-        response: { 202: Type.Object({ erasureId: Type.String() }), ...problems(400, 401, 404) },
+        response: { 202: Type.Object({ erasureId: Type.String() }), ...problems(400, 401, 404, 503) },
       },
     },
     async (request, reply) => {
       await existing(request.params.teamId);
-      const erasureId = await deps.requests.request(request.params.teamId, request.body.email);
+      let erasureId: string;
+      try {
+        erasureId = await deps.requests.request(request.params.teamId, request.body.email);
+      } catch (error) {
+        if (!(error instanceof CallsNotInHistoryError)) throw error;
+        request.log.warn(
+          { teamId: request.params.teamId, missing: error.missing },
+          'erasure request refused for a retry: calls the team accepted are not in the call history yet',
+        );
+        throw new ProblemError(
+          'SERVICE_UNAVAILABLE',
+          `${error.missing} call(s) this team sent were accepted but are not stored yet, so a request now could miss some of this address's calls; nothing was requested. Retry after the Retry-After delay.`,
+          { headers: { 'retry-after': String(RETRY_AFTER_SECONDS.unavailable) } },
+        );
+      }
       return reply.code(202).send({ erasureId });
     },
   );

@@ -4,6 +4,13 @@
  * A request this process is not working on and that has not completed (its process stopped, or a
  * backend was down) is taken up again when it is read: erasing a call twice is harmless.
  *
+ * The calls are found in the call history, so a request waits (SUBMISSION_WAIT_MS at most) until
+ * the history holds every call the team has accepted and not yet finished (each call the team holds
+ * a reservation for): a call accepted while the processors are down or behind is on the log, not
+ * yet in its stream or the history, and a request made then would have missed it and completed
+ * with the call kept. Still missing after the wait, the request is refused as retriable
+ * (CallsNotInHistoryError, a 503): nothing is requested, and a retry covers them once stored.
+ *
  * A call that cannot be erased for a reason of its own (its stream holds an event this version does
  * not decode) would fail again at every attempt: it is logged by its id, the work goes on to the
  * calls after it, and the request completes naming it in `failed` with the error's code, so the
@@ -21,11 +28,26 @@ import type { EventStore } from '../../shared/ports/event-store.ts';
 import type { CallHistoryStore } from '../../shared/ports/read-models.ts';
 import { isRetriableError } from '../../shared/ports/unavailable.ts';
 import { AggregateRepository } from '../runtime/aggregate-repository.ts';
-import type { CallEraser } from './call-eraser.ts';
+import { type CallEraser, SUBMISSION_WAIT_MS } from './call-eraser.ts';
+import type { TeamService } from './teams/team-service.ts';
+
+/** The team has accepted calls the call history does not hold yet: a request now would miss them. */
+export class CallsNotInHistoryError extends Error {
+  override readonly name = 'CallsNotInHistoryError';
+  readonly code = 'CALLS_NOT_YET_STORED';
+  readonly retriable = true;
+  constructor(readonly missing: number) {
+    super(`${missing} call(s) of this team were accepted but are not in the call history yet`);
+  }
+}
 
 export interface ErasureRequestsDeps {
   eventStore: EventStore;
   callHistory: CallHistoryStore;
+  /** The teams' reservations: the calls accepted and not yet finished, which the history must hold first. */
+  teams: Pick<TeamService, 'load'>;
+  /** How long a request waits for the history to hold them (default SUBMISSION_WAIT_MS). */
+  historyWaitMs?: number;
   erase: CallEraser;
   log: Pick<FastifyBaseLogger, 'info' | 'warn' | 'error'>;
   now?: () => Date;
@@ -90,9 +112,30 @@ export const createErasureRequests = (deps: ErasureRequestsDeps) => {
     working.set(request.erasureId, run);
   };
 
+  /** Resolves once the history holds every call the team holds a reservation for; see CallsNotInHistoryError. */
+  const historyHoldsAccepted = async (teamId: string): Promise<void> => {
+    const deadline = Date.now() + (deps.historyWaitMs ?? SUBMISSION_WAIT_MS);
+    let waiting = [...((await deps.teams.load(teamId))?.reservations.entries() ?? [])].map(([callId]) => callId);
+    for (;;) {
+      const missing: string[] = [];
+      for (const callId of waiting) if (!(await deps.callHistory.get(teamId, callId))) missing.push(callId);
+      if (missing.length === 0) return;
+      // A reservation let go meanwhile is a call finished (its row written first) or never stored (released).
+      const reserved = (await deps.teams.load(teamId))?.reservations;
+      waiting = missing.filter((callId) => reserved?.has(callId));
+      if (waiting.length === 0) return;
+      if (Date.now() > deadline) throw new CallsNotInHistoryError(waiting.length);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  };
+
   return {
-    /** Stores the request (its calls fixed now) and starts erasing them; returns its id. */
+    /**
+     * Stores the request (its calls fixed now) and starts erasing them; returns its id.
+     * @throws CallsNotInHistoryError when calls the team accepted are still not in the history.
+     */
     async request(teamId: string, email: string): Promise<string> {
+      await historyHoldsAccepted(teamId);
       const calls = await deps.callHistory.callsOfEmail(teamId, email);
       const erasureId = randomUUID();
       const { state } = await requests.handle(erasureId, {

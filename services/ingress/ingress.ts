@@ -92,6 +92,7 @@ export const createIngress = async (options: IngressOptions): Promise<Ingress> =
           requests: createErasureRequests({
             eventStore: options.eventStore,
             callHistory: readModels.callHistory,
+            teams,
             erase,
             log: options.logger,
             now: options.now,

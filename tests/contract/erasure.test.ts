@@ -341,6 +341,45 @@ const erasureContract = (
       );
     });
 
+    test('an erasure request made while the processors are down misses no call accepted before it: 503 to retry, then it covers them', async () => {
+      const { key, teamId } = await h.team();
+      const email = `late-${teamId}@acme.test`;
+      await h.stopProcessor();
+      let restarted: Promise<unknown> | undefined;
+      try {
+        // Accepted (on the log, its reservation held) but not stored: nothing processes it.
+        const callId = await submit(key, { transcript: TRANSCRIPT, repEmail: email });
+        const refused = await h.admin('POST', `/api/admin/teams/${teamId}/erasures`, { email });
+        assert.equal(refused.statusCode, 503, refused.body);
+        assert.ok(refused.headers['retry-after']);
+        assert.match(
+          refused.json<{ detail: string }>().detail,
+          /1 call\(s\) this team sent were accepted but are not stored yet/,
+        );
+
+        // The processors come back while the retry waits: the call is stored, and the request covers it.
+        restarted = new Promise((resolve) => setTimeout(resolve, 500)).then(() => h.startProcessor());
+        const accepted = await h.admin('POST', `/api/admin/teams/${teamId}/erasures`, { email });
+        assert.equal(accepted.statusCode, 202, accepted.body);
+        const { erasureId } = accepted.json<{ erasureId: string }>();
+        const done = await eventually(
+          async () => {
+            const body = (await h.admin('GET', `/api/admin/teams/${teamId}/erasures/${erasureId}`)).json<{
+              status: string;
+              calls: string[];
+            }>();
+            if (body.status !== 'completed') throw new Error(`erasure ${body.status}`);
+            return body;
+          },
+          { timeoutMs: 15_000, intervalMs: 50 },
+        );
+        assert.deepEqual(done.calls, [callId]);
+        await gone(key, callId);
+      } finally {
+        await (restarted ?? h.startProcessor());
+      }
+    });
+
     test('every rep e-mail a call may carry can be named in an erasure request, trimmed as the ingest trims it', async () => {
       const { key, teamId } = await h.team();
       // Addresses the ingest takes (the WHATWG rule browsers use) that a stricter format refused.

@@ -13,9 +13,24 @@ import { EventDecodeError } from '../../../shared/domain/event-catalogue.ts';
 import { EventStoreUnavailableError } from '../../../shared/ports/event-store.ts';
 import type { CallHistoryStore } from '../../../shared/ports/read-models.ts';
 import type { CallEraser } from '../../../services/ingress/call-eraser.ts';
-import { createErasureRequests } from '../../../services/ingress/erasure-requests.ts';
+import { CallsNotInHistoryError, createErasureRequests } from '../../../services/ingress/erasure-requests.ts';
+import type { TeamService } from '../../../services/ingress/teams/team-service.ts';
 import { eventually } from '../../support/eventually.ts';
 import { tempDir } from '../../support/temp-dir.ts';
+
+/** Teams that hold no reservation: every call they accepted is finished. */
+const noReservations = { load: async () => ({ reservations: new Map() }) } as unknown as Pick<TeamService, 'load'>;
+
+/** Teams holding reservations for the calls in `reserved` (accepted, not finished). */
+const reserving = (reserved: Set<string>) =>
+  ({
+    load: async () => ({
+      reservations: {
+        entries: () => [...reserved].map((callId) => [callId, { minutes: 1 }]).values(),
+        has: (callId: string) => reserved.has(callId),
+      },
+    }),
+  }) as unknown as Pick<TeamService, 'load'>;
 
 test('an erasure request erases its calls and completes; a failed one is taken up again when read', async (t) => {
   const dir = tempDir();
@@ -45,6 +60,7 @@ test('an erasure request erases its calls and completes; a failed one is taken u
   const requests = createErasureRequests({
     eventStore: store,
     callHistory,
+    teams: noReservations,
     erase,
     log: { info() {}, warn() {}, error() {} },
   });
@@ -103,7 +119,13 @@ test('a call that cannot be erased is named as failed with its code; the others 
     warn: (fields: Record<string, unknown>, message: string) => void warnings.push({ fields, message }),
     error() {},
   };
-  const requests = createErasureRequests({ eventStore: store, callHistory, erase, log: log as never });
+  const requests = createErasureRequests({
+    eventStore: store,
+    callHistory,
+    teams: noReservations,
+    erase,
+    log: log as never,
+  });
 
   const erasureId = await requests.request('t1', 'dana@acme.test');
   await requests.close();
@@ -126,4 +148,59 @@ test('a call that cannot be erased is named as failed with its code; the others 
     stored.map((e) => e.type),
     ['ErasureRequested', 'ErasureCompleted'],
   );
+});
+
+test('a request waits until the call history holds every call the team accepted and has not finished, so it misses none', async (t) => {
+  const dir = tempDir();
+  const opened = openSqlite(dir.path);
+  const store = createSqliteEventStore(opened.db);
+  t.after(async () => {
+    await store.close();
+    opened.close();
+    dir.remove();
+  });
+  // c3 was accepted (its reservation held) while the processors were down: not in the history yet.
+  const inHistory = new Set(['c1']);
+  const callHistory = {
+    get: async (_teamId: string, callId: string) => (inHistory.has(callId) ? { callId } : undefined),
+    callsOfEmail: async () => [...inHistory].sort(),
+  } as unknown as CallHistoryStore;
+  const erased: string[] = [];
+  const erase: CallEraser = async (_teamId, callId) => {
+    erased.push(callId);
+    return 'erased';
+  };
+  const log = { info() {}, warn() {}, error() {} };
+  const reserved = new Set(['c1', 'c3']);
+
+  // Never stored within the wait: refused as retriable, nothing requested.
+  const refusing = createErasureRequests({
+    eventStore: store,
+    callHistory,
+    teams: reserving(reserved),
+    erase,
+    log,
+    historyWaitMs: 100,
+  });
+  await assert.rejects(refusing.request('t1', 'dana@acme.test'), (error) => {
+    assert.ok(error instanceof CallsNotInHistoryError);
+    assert.equal(error.missing, 1);
+    assert.equal(error.retriable, true);
+    return true;
+  });
+  assert.deepEqual(erased, []);
+
+  // Stored and projected while the request waits: it is among the request's calls.
+  const requests = createErasureRequests({ eventStore: store, callHistory, teams: reserving(reserved), erase, log });
+  setTimeout(() => inHistory.add('c3'), 200);
+  const erasureId = await requests.request('t1', 'dana@acme.test');
+  await requests.close();
+  assert.deepEqual((await requests.get('t1', erasureId))?.calls, ['c1', 'c3']);
+  assert.deepEqual(erased.sort(), ['c1', 'c3']);
+
+  // A reservation let go while waiting (the call never landed, or finished): nothing more to wait for.
+  reserved.add('c4');
+  setTimeout(() => reserved.delete('c4'), 200);
+  await requests.request('t1', 'dana@acme.test');
+  await requests.close();
 });

@@ -2,7 +2,9 @@
  * Erasure requests by e-mail (docs/decisions/0014-erasure-crypto-shredding.md): the request fixes
  * its calls and is stored, then its calls are erased one by one in the background and it completes.
  * A request this process is not working on and that has not completed (its process stopped, or a
- * backend was down) is taken up again when it is read: erasing a call twice is harmless.
+ * backend was down) is taken up again when it is read, and by every ingress process at start and
+ * every minute after (`startResuming`), so that a request nobody reads again is still finished:
+ * erasing a call twice is harmless.
  *
  * The calls are found in the call history, so a request waits (SUBMISSION_WAIT_MS at most) until
  * the history holds every call the team has accepted and not yet finished (each call the team holds
@@ -53,6 +55,10 @@ export interface ErasureRequestsDeps {
   now?: () => Date;
 }
 
+/** How often every ingress process looks for pending erasure requests nobody works on. */
+export const RESUME_INTERVAL_MS = 60_000;
+const ERASURE_CATEGORY = 'erasure';
+
 export type ErasureView = Extract<ErasureState, { status: 'pending' | 'completed' }>;
 
 /**
@@ -68,6 +74,8 @@ export const createErasureRequests = (deps: ErasureRequestsDeps) => {
   const requests = new AggregateRepository(deps.eventStore, erasureDecider, erasureEvents);
   const now = deps.now ?? (() => new Date());
   const working = new Map<string, Promise<void>>();
+  /** Where the next scan for pending requests starts (see `resumePending`). */
+  let scanAfter = 0n;
 
   const work = (request: ErasureView): void => {
     if (working.has(request.erasureId)) return;
@@ -129,7 +137,7 @@ export const createErasureRequests = (deps: ErasureRequestsDeps) => {
     }
   };
 
-  return {
+  const api = {
     /**
      * Stores the request (its calls fixed now) and starts erasing them; returns its id.
      * @throws CallsNotInHistoryError when calls the team accepted are still not in the history.
@@ -155,11 +163,59 @@ export const createErasureRequests = (deps: ErasureRequestsDeps) => {
       if (state.status === 'pending') work(state);
       return state;
     },
+    /**
+     * Takes up every pending request this process is not working on; resolves with how many it found.
+     * Reads the `erasure` category from the earliest request a scan left pending onwards.
+     */
+    async resumePending(): Promise<number> {
+      const pending = new Map<string, bigint>();
+      let after = scanAfter;
+      for (;;) {
+        const events = await deps.eventStore.readAll({ after, maxCount: 500, categories: [ERASURE_CATEGORY] });
+        if (events.length === 0) break;
+        for (const event of events) {
+          const erasureId = event.streamId.slice(ERASURE_CATEGORY.length + 1);
+          if (event.type === 'ErasureRequested') pending.set(erasureId, event.position);
+          else if (event.type === 'ErasureCompleted') pending.delete(erasureId);
+        }
+        after = events[events.length - 1]!.position;
+      }
+      // The next scan starts at the earliest request still pending, or where this one ended.
+      scanAfter = pending.size > 0 ? [...pending.values()].reduce((x, y) => (x < y ? x : y)) - 1n : after;
+      for (const erasureId of pending.keys()) {
+        if (working.has(erasureId)) continue;
+        const { state } = await requests.load(erasureId);
+        if (state.status === 'pending') work(state);
+      }
+      return pending.size;
+    },
+    /** Runs `resumePending` now and every `intervalMs` until stopped; a failure is logged and tried at the next. */
+    startResuming(intervalMs = RESUME_INTERVAL_MS): { stop(): Promise<void> } {
+      let running: Promise<unknown> | undefined;
+      const tick = () => {
+        running ??= api
+          .resumePending()
+          .catch((error: unknown) =>
+            deps.log.warn({ err: error }, 'pending erasure requests could not be read; trying again at the next scan'),
+          )
+          .finally(() => (running = undefined));
+      };
+      const timer = setInterval(tick, intervalMs);
+      timer.unref();
+      tick();
+      return {
+        async stop() {
+          clearInterval(timer);
+          await running;
+        },
+      };
+    },
     /** Waits for the requests this process is working on. */
     async close(): Promise<void> {
       await Promise.all(working.values());
     },
   };
+  return api;
 };
 
 export type ErasureRequests = ReturnType<typeof createErasureRequests>;

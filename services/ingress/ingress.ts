@@ -129,6 +129,8 @@ export const createIngress = async (options: IngressOptions): Promise<Ingress> =
         now: options.now,
       })
     : undefined;
+  // Erasure requests nobody reads again are finished all the same (their process stopped, or a backend was down).
+  const resuming = erasure?.requests.startResuming(options.retentionSweepMs);
   const orphans = startOrphanSweep({
     teams,
     eventStore: options.eventStore,
@@ -144,6 +146,7 @@ export const createIngress = async (options: IngressOptions): Promise<Ingress> =
       unregister?.();
       await orphans.stop();
       await retention?.stop();
+      await resuming?.stop();
       await app.close();
       await erasure?.requests.close();
       await directory.stop();

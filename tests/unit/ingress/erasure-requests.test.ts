@@ -204,3 +204,43 @@ test('a request waits until the call history holds every call the team accepted 
   await requests.request('t1', 'dana@acme.test');
   await requests.close();
 });
+
+test('a pending request nobody reads again is taken up by a scan, in this process or another', async (t) => {
+  const dir = tempDir();
+  const opened = openSqlite(dir.path);
+  const store = createSqliteEventStore(opened.db);
+  t.after(async () => {
+    await store.close();
+    opened.close();
+    dir.remove();
+  });
+  const callHistory = {
+    callsOfEmail: async (_teamId: string, email: string) => (email === 'dana@acme.test' ? ['c1'] : ['c9']),
+  } as unknown as CallHistoryStore;
+  const erased: string[] = [];
+  let down = true;
+  const erase: CallEraser = async (_teamId, callId) => {
+    if (down) throw new EventStoreUnavailableError('backend down (test)');
+    erased.push(callId);
+    return 'erased';
+  };
+  const log = { info() {}, warn() {}, error() {} };
+  const first = createErasureRequests({ eventStore: store, callHistory, teams: noReservations, erase, log });
+  const stalled = await first.request('t1', 'dana@acme.test');
+  await first.close();
+  assert.equal((await first.get('t1', stalled))?.status, 'pending');
+  await first.close();
+  down = false;
+  // One more request, completed at once: the scan passes over it.
+  const done = await first.request('t1', 'sam@acme.test');
+  await first.close();
+
+  // Another process (a restart): it finds the pending request without anyone reading it.
+  const second = createErasureRequests({ eventStore: store, callHistory, teams: noReservations, erase, log });
+  assert.equal(await second.resumePending(), 1);
+  await second.close();
+  assert.equal((await second.get('t1', stalled))?.status, 'completed');
+  assert.equal((await second.get('t1', done))?.status, 'completed');
+  assert.deepEqual(erased.sort(), ['c1', 'c9']);
+  assert.equal(await second.resumePending(), 0, 'nothing pending is left');
+});

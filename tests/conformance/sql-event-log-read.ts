@@ -14,7 +14,30 @@ const keyOn = (partition: number, partitions: number): string => {
   for (let n = 0; ; n++) if (partitionForKey(`k${n}`, partitions) === partition) return `k${n}`;
 };
 
-export const sqlLogReadSized = (name: string, open: () => Promise<SqlEventLog>, options: { skip?: string } = {}) =>
+export const sqlLogReadSized = (name: string, open: () => Promise<SqlEventLog>, options: { skip?: string } = {}) => {
+  test(
+    `SQL event log read (${name}): one read takes a record of each of 1,000 partitions`,
+    { skip: options.skip, timeout: 60_000 },
+    async (t) => {
+      const log = await open();
+      t.after(() => log.close());
+      const topic = `t-${randomUUID()}`;
+      const partitions = 1_000;
+      await log.ensureTopics([{ name: topic, partitions }]);
+      await log.publish(
+        topic,
+        Array.from({ length: partitions }, (_, partition) => ({
+          key: keyOn(partition, partitions),
+          value: `p${partition}`,
+        })),
+      );
+      const read = await log.read(topic, { limit: 1_000 });
+      assert.deepEqual(
+        read.map((r) => r.value),
+        Array.from({ length: partitions }, (_, partition) => `p${partition}`),
+      );
+    },
+  );
   test(
     `SQL event log read (${name}): records published while it reads do not take the places of the records it sized`,
     { skip: options.skip, timeout: 30_000 },
@@ -60,3 +83,4 @@ export const sqlLogReadSized = (name: string, open: () => Promise<SqlEventLog>, 
       );
     },
   );
+};

@@ -69,6 +69,9 @@ interface PublishRequest {
 
 const INSERT_CHUNK = 200;
 /** Records a prune removes per transaction (exported for its test). */
+/** Partitions' runs of offsets one query of a read fetches (see `read`). */
+const READ_RUNS_PER_QUERY = 100;
+
 export const PRUNE_BATCH = 5000;
 
 class SqlTableEventLog implements SqlEventLog, SqlConsumerHost {
@@ -214,12 +217,21 @@ class SqlTableEventLog implements SqlEventLog, SqlConsumerHost {
       if (run) run.to = offset;
       else runs.set(partition, { from: offset, to: offset });
     }
-    const rows = await this.driver.query<RecordRow>(
-      `SELECT ${RECORD_COLUMNS} FROM log_records
-        WHERE topic = ? AND (${[...runs.keys()].map(() => '(partition = ? AND record_offset BETWEEN ? AND ?)').join(' OR ')})
-        ORDER BY partition, record_offset`,
-      [topic, ...[...runs].flatMap(([partition, { from, to }]) => [partition, from, to])],
-    );
+    // In groups of runs: SQLite parses a chain of ORs one level deeper per term, and refuses one
+    // of 1,000 (its expression depth); a topic may have that many partitions.
+    const rows: RecordRow[] = [];
+    const all = [...runs];
+    for (let i = 0; i < all.length; i += READ_RUNS_PER_QUERY) {
+      const group = all.slice(i, i + READ_RUNS_PER_QUERY);
+      rows.push(
+        ...(await this.driver.query<RecordRow>(
+          `SELECT ${RECORD_COLUMNS} FROM log_records
+            WHERE topic = ? AND (${group.map(() => '(partition = ? AND record_offset BETWEEN ? AND ?)').join(' OR ')})
+            ORDER BY partition, record_offset`,
+          [topic, ...group.flatMap(([partition, { from, to }]) => [partition, from, to])],
+        )),
+      );
+    }
     return rows.map((row) => rowToRecord(topic, row));
   }
 

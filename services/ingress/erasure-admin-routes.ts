@@ -147,7 +147,7 @@ export const registerErasureAdminRoutes = (app: TypedApp, deps: ErasureAdminDeps
         );
         throw new ProblemError(
           'SERVICE_UNAVAILABLE',
-          `${error.missing} call(s) this team sent were accepted but are not stored yet, so a request now could miss some of this address's calls; nothing was requested. Retry after the Retry-After delay.`,
+          `${error.missing} call(s) this team sent were accepted but are not in the call history yet (not stored, or the history behind), so a request now could miss some of this address's calls; nothing was requested. Retry after the Retry-After delay. (A call whose publish never reached the log holds this until the orphan sweep releases its reservation.)`,
           { headers: { 'retry-after': String(RETRY_AFTER_SECONDS.unavailable) } },
         );
       }

@@ -26,6 +26,7 @@ import {
   type ErasureFailure,
   type ErasureState,
 } from '../../shared/domain/erasure/erasure-request.ts';
+import { callEvents } from '../../shared/domain/call/call-catalogue.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import type { CallHistoryStore } from '../../shared/ports/read-models.ts';
 import { isRetriableError } from '../../shared/ports/unavailable.ts';
@@ -120,6 +121,16 @@ export const createErasureRequests = (deps: ErasureRequestsDeps) => {
     working.set(request.erasureId, run);
   };
 
+  /**
+   * A call whose reservation was let go while the request waited: one stored and not erased
+   * (finished; its history row may still be on its way) is waited for like the reserved ones; one
+   * never stored (its reservation released, nothing to find) is not.
+   */
+  const storedNotErased = async (callId: string): Promise<boolean> => {
+    const events = await deps.eventStore.readStream(callEvents.streamId(callId));
+    return events.length > 0 && events.at(-1)!.type !== 'CallErased';
+  };
+
   /** Resolves once the history holds every call the team holds a reservation for; see CallsNotInHistoryError. */
   const historyHoldsAccepted = async (teamId: string): Promise<void> => {
     const deadline = Date.now() + (deps.historyWaitMs ?? SUBMISSION_WAIT_MS);
@@ -128,9 +139,9 @@ export const createErasureRequests = (deps: ErasureRequestsDeps) => {
       const missing: string[] = [];
       for (const callId of waiting) if (!(await deps.callHistory.get(teamId, callId))) missing.push(callId);
       if (missing.length === 0) return;
-      // A reservation let go meanwhile is a call finished (its row written first) or never stored (released).
       const reserved = (await deps.teams.load(teamId))?.reservations;
-      waiting = missing.filter((callId) => reserved?.has(callId));
+      waiting = [];
+      for (const callId of missing) if (reserved?.has(callId) || (await storedNotErased(callId))) waiting.push(callId);
       if (waiting.length === 0) return;
       if (Date.now() > deadline) throw new CallsNotInHistoryError(waiting.length);
       await new Promise((resolve) => setTimeout(resolve, 50));
@@ -168,6 +179,8 @@ export const createErasureRequests = (deps: ErasureRequestsDeps) => {
      * Reads the `erasure` category from the earliest request a scan left pending onwards.
      */
     async resumePending(): Promise<number> {
+      // Each pending request with the position read just before it (a position the store gave, so
+      // a valid place to read after on every store, KurrentDB's included).
       const pending = new Map<string, bigint>();
       let after = scanAfter;
       for (;;) {
@@ -175,13 +188,13 @@ export const createErasureRequests = (deps: ErasureRequestsDeps) => {
         if (events.length === 0) break;
         for (const event of events) {
           const erasureId = event.streamId.slice(ERASURE_CATEGORY.length + 1);
-          if (event.type === 'ErasureRequested') pending.set(erasureId, event.position);
+          if (event.type === 'ErasureRequested') pending.set(erasureId, after);
           else if (event.type === 'ErasureCompleted') pending.delete(erasureId);
+          after = event.position;
         }
-        after = events[events.length - 1]!.position;
       }
       // The next scan starts at the earliest request still pending, or where this one ended.
-      scanAfter = pending.size > 0 ? [...pending.values()].reduce((x, y) => (x < y ? x : y)) - 1n : after;
+      scanAfter = pending.size > 0 ? [...pending.values()].reduce((x, y) => (x < y ? x : y)) : after;
       for (const erasureId of pending.keys()) {
         if (working.has(erasureId)) continue;
         const { state } = await requests.load(erasureId);

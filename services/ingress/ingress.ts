@@ -130,7 +130,7 @@ export const createIngress = async (options: IngressOptions): Promise<Ingress> =
       })
     : undefined;
   // Erasure requests nobody reads again are finished all the same (their process stopped, or a backend was down).
-  const resuming = erasure?.requests.startResuming(options.retentionSweepMs);
+  const resuming = erasure?.requests.startResuming();
   const orphans = startOrphanSweep({
     teams,
     eventStore: options.eventStore,

@@ -354,7 +354,7 @@ const erasureContract = (
         assert.ok(refused.headers['retry-after']);
         assert.match(
           refused.json<{ detail: string }>().detail,
-          /1 call\(s\) this team sent were accepted but are not stored yet/,
+          /1 call\(s\) this team sent were accepted but are not in the call history yet/,
         );
 
         // The processors come back while the retry waits: the call is stored, and the request covers it.

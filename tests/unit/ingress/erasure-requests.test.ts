@@ -15,6 +15,8 @@ import type { CallHistoryStore } from '../../../shared/ports/read-models.ts';
 import type { CallEraser } from '../../../services/ingress/call-eraser.ts';
 import { CallsNotInHistoryError, createErasureRequests } from '../../../services/ingress/erasure-requests.ts';
 import type { TeamService } from '../../../services/ingress/teams/team-service.ts';
+import { callEvents } from '../../../shared/domain/call/call-catalogue.ts';
+import { submittedData } from '../../conformance/read-models-fixtures.ts';
 import { eventually } from '../../support/eventually.ts';
 import { tempDir } from '../../support/temp-dir.ts';
 
@@ -198,11 +200,22 @@ test('a request waits until the call history holds every call the team accepted 
   assert.deepEqual((await requests.get('t1', erasureId))?.calls, ['c1', 'c3']);
   assert.deepEqual(erased.sort(), ['c1', 'c3']);
 
-  // A reservation let go while waiting (the call never landed, or finished): nothing more to wait for.
+  // A reservation let go while waiting with nothing stored (the call never landed): nothing to wait for.
   reserved.add('c4');
   setTimeout(() => reserved.delete('c4'), 200);
   await requests.request('t1', 'dana@acme.test');
   await requests.close();
+
+  // One let go because the call finished (settled) before the history, behind, wrote its row: waited for.
+  await store.append(callEvents.streamId('c5'), [
+    callEvents.encode({ type: 'CallSubmitted', data: submittedData({ callId: 'c5', teamId: 't1' }) }),
+  ]);
+  reserved.add('c5');
+  setTimeout(() => reserved.delete('c5'), 100);
+  setTimeout(() => inHistory.add('c5'), 400);
+  const covering = await requests.request('t1', 'dana@acme.test');
+  await requests.close();
+  assert.deepEqual((await requests.get('t1', covering))?.calls, ['c1', 'c3', 'c5']);
 });
 
 test('a pending request nobody reads again is taken up by a scan, in this process or another', async (t) => {

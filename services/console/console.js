@@ -208,14 +208,19 @@ const renderList = async () => {
 
 // ---- one call --------------------------------------------------------------------------------
 
-/** Speaker turns of a transcript: `Name: text` lines; other lines continue the previous turn. */
+/**
+ * Speaker turns of a transcript: `Name: text` lines; other lines continue the previous turn. Lines
+ * end at LF, CRLF or a lone CR. The text is kept as sent (white space and line breaks included).
+ * The pattern cannot backtrack over a long line: the name is at most 60 characters, and once the
+ * blanks after its colon are taken the rest of the line always matches (`s`: any character).
+ */
 const turnsOf = (text) => {
   const turns = [];
-  for (const line of text.split(/\r?\n/)) {
-    const match = /^([^:\n]{1,60}):\s+(.*)$/.exec(line);
+  for (const line of text.split(/\r\n|\r|\n/)) {
+    const match = /^([^:]{1,60}):[ \t]+(.*)$/s.exec(line);
     if (match) turns.push({ speaker: match[1], text: match[2] });
-    else if (line.trim() && turns.length > 0) turns[turns.length - 1].text += ` ${line.trim()}`;
-    else if (line.trim()) turns.push({ speaker: null, text: line.trim() });
+    else if (turns.length > 0) turns[turns.length - 1].text += `\n${line}`;
+    else if (line.trim()) turns.push({ speaker: null, text: line });
   }
   return turns;
 };

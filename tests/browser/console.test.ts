@@ -62,6 +62,26 @@ describe('call console in Chromium', { skip: missing, timeout: 180_000 }, () => 
   };
   const rowOf = (text: string) => page.locator('#calls li.call', { hasText: text });
 
+  /** A tab of its own with the key already pasted (the suite's tab goes on unharmed if it breaks). */
+  const tab = async (viewport = { width: 1280, height: 900 }) => {
+    const opened = await browser.newPage({ viewport });
+    opened.setDefaultTimeout(15_000);
+    await opened.addInitScript(`sessionStorage.setItem('console.apiKey', ${JSON.stringify(key)})`);
+    return opened;
+  };
+  /** Submits a call through the API and waits until the read API shows it finished. */
+  const settledCall = async (body: Record<string, unknown>) => {
+    const answer = await h.ingest({ key, body });
+    assert.equal(answer.statusCode, 201, answer.body);
+    const { callId } = answer.json<{ callId: string }>();
+    for (let tries = 0; tries < 200; tries++) {
+      const read = await h.ingress.app.inject({ url: `/api/calls/${callId}`, headers: { 'x-api-key': key } });
+      if (read.statusCode === 200 && read.json<{ status: string }>().status !== 'pending') return callId;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    throw new Error(`call ${callId} did not finish`);
+  };
+
   before(async () => {
     mkdirSync(shots, { recursive: true });
     pipeline = await openEmbeddedPipeline({ analyser: gated.analyser });
@@ -231,6 +251,32 @@ describe('call console in Chromium', { skip: missing, timeout: 180_000 }, () => 
     );
     await shot('list-phone');
     await page.setViewportSize({ width: 1280, height: 900 });
+  });
+
+  test('a transcript line that is not a speaker turn, however long, is read in linear time; a lone CR ends a line', async () => {
+    // "A: ", 200,000 blanks, "x", CR, "y": a pattern that backtracks its blanks took minutes here.
+    const callId = await settledCall({
+      transcript: `A: ${' '.repeat(200_000)}x\ry\rB: z`,
+      callTitle: 'Long blank run',
+      disableAiTitleGeneration: true,
+    });
+    const own = await tab();
+    try {
+      const started = Date.now();
+      await own.goto(`${base}/console#/calls/${encodeURIComponent(callId)}`);
+      await own.locator('#transcript').waitFor();
+      assert.ok(Date.now() - started < 10_000, `the call page took ${Date.now() - started} ms`);
+      assert.deepEqual(await own.locator('#transcript .speaker').allInnerTexts(), ['A:', 'B:']);
+      assert.equal(
+        await own
+          .locator('#transcript li')
+          .first()
+          .evaluate((li) => li.lastChild?.textContent),
+        'x\ny',
+      );
+    } finally {
+      await own.close();
+    }
   });
 
   test('the operator page shows each projection with the admin token', async () => {

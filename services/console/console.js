@@ -348,8 +348,8 @@ const renderCall = async (callId) => {
             'p',
             { id: 'deal' },
             `Size ${d.dealSize ?? '—'} · collected ${d.revenueCollected ?? '—'} · date ${d.dealDate ?? '—'}`,
-            d.notes ? ` · ${d.notes}` : '',
           ),
+          d.notes ? h('p', { id: 'deal-notes', class: 'verbatim' }, d.notes) : null,
         ),
       );
     }
@@ -365,7 +365,12 @@ const renderCall = async (callId) => {
           : h('p', { class: 'muted' }, 'None.'),
       ),
     );
-    parts.push(section('Notes', h('p', {}, call.notes ?? '—')));
+    parts.push(
+      section(
+        'Notes',
+        call.notes ? h('p', { id: 'notes', class: 'verbatim' }, call.notes) : h('p', { class: 'muted' }, '—'),
+      ),
+    );
     parts.push(
       section(
         'Attribution',

@@ -279,6 +279,44 @@ describe('call console in Chromium', { skip: missing, timeout: 180_000 }, () => 
     }
   });
 
+  test('long unbroken texts wrap at phone width; transcript, notes and deal notes keep their white space and line breaks', async () => {
+    const long = await settledCall({
+      transcript: `Rep: ${'x'.repeat(3000)}`,
+      repName: 'N'.repeat(200),
+      repEmail: `${'e'.repeat(60)}@example.test`,
+      tags: ['z'.repeat(50)],
+      notes: 'W'.repeat(2000),
+      dealSize: 9007199254740991,
+      dealNotes: 'D'.repeat(2000),
+    });
+    const verbatim = await settledCall({
+      transcript: 'Rep: one  two\n    indented\n\nthree\nDana: four',
+      notes: 'a  b\n  c',
+      dealSize: 1,
+      dealNotes: 'd  e\n\tf',
+    });
+    const own = await tab({ width: 375, height: 812 });
+    try {
+      await own.goto(`${base}/console#/calls/${encodeURIComponent(long)}`);
+      await own.locator('#timeline').waitFor();
+      const overflow = await own.evaluate<number>(
+        'document.documentElement.scrollWidth - document.documentElement.clientWidth',
+      );
+      assert.ok(overflow <= 0, `the call page scrolls sideways by ${overflow} px at 375 px`);
+
+      await own.goto(`${base}/console#/calls/${encodeURIComponent(verbatim)}`);
+      await own.locator('#timeline').waitFor();
+      assert.deepEqual(
+        await own.locator('#transcript li').evaluateAll((items) => items.map((li) => (li as HTMLElement).innerText)),
+        ['Rep:one  two\n    indented\n\nthree', 'Dana:four'],
+      );
+      assert.equal(await own.locator('#notes').innerText(), 'a  b\n  c');
+      assert.equal(await own.locator('#deal-notes').innerText(), 'd  e\n\tf');
+    } finally {
+      await own.close();
+    }
+  });
+
   test('the operator page shows each projection with the admin token', async () => {
     await page.getByRole('link', { name: 'Operator' }).click();
     await page.getByLabel('Admin token').fill(ADMIN_TOKEN);

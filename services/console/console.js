@@ -25,6 +25,9 @@ const h = (tag, attrs = {}, ...children) => {
   return el;
 };
 
+/** A value from the API, isolated: its bidirectional controls cannot reorder the text around it. */
+const iso = (value) => h('bdi', {}, value);
+
 const apiKey = () => sessionStorage.getItem(KEY);
 
 /** Calls the API; resolves with the status and the parsed body (null for an empty one). */
@@ -254,7 +257,9 @@ const renderCall = async (callId) => {
         h(
           'span',
           { class: 'muted' },
-          `${dateText(call.callDate)} · ${call.repName ?? 'no rep'}${call.repEmail ? ` <${call.repEmail}>` : ''}`,
+          `${dateText(call.callDate)} · `,
+          call.repName ? iso(call.repName) : 'no rep',
+          call.repEmail ? [' <', iso(call.repEmail), '>'] : null,
         ),
       ),
     ];
@@ -263,7 +268,10 @@ const renderCall = async (callId) => {
         h(
           'p',
           { class: 'error', role: 'alert', id: 'failure' },
-          `Failed: ${call.processingError} — ${call.statusReason}`,
+          'Failed: ',
+          iso(call.processingError),
+          ' — ',
+          iso(call.statusReason),
         ),
       );
     if (a) {
@@ -317,7 +325,7 @@ const renderCall = async (callId) => {
                     'li',
                     {},
                     h('strong', {}, `${i.kind}: `),
-                    i.message,
+                    iso(i.message),
                     i.evidence ? h('blockquote', { class: 'evidence' }, i.evidence) : null,
                   ),
                 ),
@@ -333,7 +341,7 @@ const renderCall = async (callId) => {
               'ol',
               { class: 'turns', id: 'transcript' },
               turnsOf(call.transcript.text).map((t) =>
-                h('li', {}, t.speaker ? h('span', { class: 'speaker' }, `${t.speaker}:`) : null, t.text),
+                h('li', {}, t.speaker ? h('bdi', { class: 'speaker' }, `${t.speaker}:`) : null, iso(t.text)),
               ),
             )
           : h('p', { class: 'muted' }, 'Not transcribed yet.'),
@@ -374,7 +382,7 @@ const renderCall = async (callId) => {
     parts.push(
       section(
         'Attribution',
-        h('p', {}, `${call.attributedTo.name} <${call.attributedTo.email}> (${call.attributedTo.kind})`),
+        h('p', {}, iso(call.attributedTo.name), ' <', iso(call.attributedTo.email), `> (${call.attributedTo.kind})`),
       ),
     );
     if (timeline.status === 200) {
@@ -536,7 +544,7 @@ const renderOperator = async () => {
               'tr',
               {},
               h('td', {}, p.name),
-              h('td', {}, p.state + (p.stoppedOn ? ` (${p.stoppedOn.error ?? ''})` : '')),
+              h('td', {}, p.state, p.stoppedOn ? [' (', iso(p.stoppedOn.error ?? ''), ')'] : null),
               h('td', {}, String(p.checkpoint)),
               h('td', {}, String(p.head)),
               h('td', {}, String(p.lag)),

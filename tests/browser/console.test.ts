@@ -317,6 +317,41 @@ describe('call console in Chromium', { skip: missing, timeout: 180_000 }, () => 
     }
   });
 
+  test('a bidirectional control in one value does not reorder the values drawn after it', async () => {
+    const callId = await settledCall({
+      transcript: 'Sam\u202eR: hello there\nDana: ok',
+      repName: 'x\u202ey',
+      repEmail: 'dana@bidi.test',
+    });
+    const own = await tab();
+    try {
+      await own.goto(`${base}/console#/calls/${encodeURIComponent(callId)}`);
+      await own.locator('#timeline').waitFor();
+      // Left edges of the first and the last character of `text` where it is drawn in `selector`.
+      const edges = (selector: string, text: string) =>
+        own.locator(selector).evaluate((root, wanted) => {
+          const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+          for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+            const at = node.textContent!.indexOf(wanted);
+            if (at < 0) continue;
+            return [at, at + wanted.length - 1].map((i) => {
+              const range = document.createRange();
+              range.setStart(node, i);
+              range.setEnd(node, i + 1);
+              return range.getBoundingClientRect().left;
+            });
+          }
+          throw new Error(`${wanted} is not drawn`);
+        }, text);
+      const [emailFirst, emailLast] = await edges('article.detail > p:nth-of-type(2)', 'dana@bidi.test');
+      assert.ok(emailFirst! < emailLast!, 'the e-mail after the rep name reads left to right');
+      const [turnFirst, turnLast] = await edges('#transcript li:first-child', 'hello there');
+      assert.ok(turnFirst! < turnLast!, "the turn's text after the speaker reads left to right");
+    } finally {
+      await own.close();
+    }
+  });
+
   test('the operator page shows each projection with the admin token', async () => {
     await page.getByRole('link', { name: 'Operator' }).click();
     await page.getByLabel('Admin token').fill(ADMIN_TOKEN);

@@ -30,14 +30,38 @@ const iso = (value) => h('bdi', {}, value);
 
 const apiKey = () => sessionStorage.getItem(KEY);
 
-/** Calls the API; resolves with the status and the parsed body (null for an empty one). */
-const api = async (path, { method = 'GET', body, admin = false } = {}) => {
-  const headers = { accept: 'application/json' };
+/** Why a key or token cannot travel in a header (which carries visible ASCII only), or undefined. */
+const unsendable = (value) => {
+  const bad = [...value].find((c) => c < '!' || c > '~');
+  if (bad === undefined) return undefined;
+  const code = bad.codePointAt(0).toString(16).toUpperCase().padStart(4, '0');
+  return `it holds ${JSON.stringify(bad)} (U+${code}), and only visible ASCII characters can be sent in a header`;
+};
+
+/**
+ * Calls the API; resolves with the status and the parsed body (null for an empty one). A request
+ * that gets no answer (no connection, or a header that cannot be sent) resolves with status 0 and
+ * a `detail` saying why; one aborted by `signal` resolves with status 0 and no body.
+ */
+const api = async (path, { method = 'GET', body, admin = false, signal, headers: extra = {} } = {}) => {
+  const headers = { accept: 'application/json', ...extra };
   if (admin) headers.authorization = `Bearer ${sessionStorage.getItem(ADMIN) ?? ''}`;
   else headers['x-api-key'] = apiKey() ?? '';
   if (body !== undefined) headers['content-type'] = 'application/json';
-  const response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  const text = await response.text();
+  let response;
+  let text;
+  try {
+    response = await fetch(path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal,
+    });
+    text = await response.text();
+  } catch (error) {
+    if (signal?.aborted) return { status: 0, body: null };
+    return { status: 0, body: { detail: `The service could not be reached: ${error.message}` } };
+  }
   let parsed;
   try {
     parsed = text ? JSON.parse(text) : null;
@@ -55,10 +79,37 @@ const statusBadge = (call) =>
     call.status === 'pending' && call.stage ? `pending · ${call.stage.replaceAll('_', ' ')}` : call.status,
   );
 
+/** No answer, 429 and 5xx may pass: the view asks again, waiting longer after each failure. */
+const transient = (status) => status === 0 || status === 429 || status >= 500;
+const backoff = (failures) => Math.min(POLL_MS * 2 ** (failures - 1), 30_000);
+
 let timer;
 const stopPolling = () => {
   clearTimeout(timer);
   timer = undefined;
+};
+
+let current = new AbortController();
+/**
+ * Starts a view: the previous view's requests are aborted and its timer stopped. A render checks
+ * its `signal` after each await and stops once it is aborted, so a late answer never draws over
+ * the view that replaced it.
+ */
+const newView = () => {
+  current.abort();
+  stopPolling();
+  current = new AbortController();
+  return current.signal;
+};
+
+/** Puts `children` in `parent`, leaving in place each child equal to the one already there (focus stays). */
+const patch = (parent, children) => {
+  children.forEach((child, i) => {
+    const held = parent.children[i];
+    if (!held) parent.append(child);
+    else if (!held.isEqualNode(child)) held.replaceWith(child);
+  });
+  while (parent.children.length > children.length) parent.lastElementChild.remove();
 };
 
 /** When the API refuses the key: back to the key form, saying why. */
@@ -68,7 +119,7 @@ const keyRefused = (problem) => {
 };
 
 const showKeyPanel = (message = '') => {
-  stopPolling();
+  newView();
   $('key-panel').hidden = false;
   $('forget-key').hidden = true;
   $('key-error').textContent = message;
@@ -107,7 +158,7 @@ const callRow = (call) =>
   );
 
 const renderList = async () => {
-  stopPolling();
+  const signal = newView();
   const indicator = h('span', { id: 'live', class: 'live', role: 'status' }, 'Up to date');
   const list = h('ul', { class: 'calls', id: 'calls', 'aria-label': 'Calls' });
   const message = h('p', { id: 'list-message', class: 'muted' });
@@ -178,13 +229,20 @@ const renderList = async () => {
     void renderList();
   });
 
+  let failures = 0;
   const load = async () => {
-    const { status, body } = await api(listQuery());
+    const { status, body } = await api(listQuery(), { signal });
+    if (signal.aborted) return;
     if (status === 401) return keyRefused(body);
     if (status !== 200) {
       message.textContent = body?.detail ?? `The list could not be read (${status}).`;
+      const retry = transient(status);
+      indicator.textContent = retry ? 'Live: retrying after an error…' : 'Not updating';
+      indicator.classList.toggle('on', retry);
+      if (retry) timer = setTimeout(() => void load(), backoff(++failures));
       return;
     }
+    failures = 0;
     // Rows are updated in place: a row that did not change is not touched.
     const rows = new Map([...list.children].map((li) => [li.dataset.callId, li]));
     const fresh = body.calls.map((call) => {
@@ -231,23 +289,34 @@ const turnsOf = (text) => {
 const section = (title, ...content) => h('section', { 'aria-label': title }, h('h3', {}, title), ...content);
 
 const renderCall = async (callId) => {
-  stopPolling();
+  const signal = newView();
+  let article;
+  let failures = 0;
   const load = async () => {
     const [{ status, body: call }, timeline] = await Promise.all([
-      api(`/api/calls/${encodeURIComponent(callId)}`),
-      api(`/api/calls/${encodeURIComponent(callId)}/events`),
+      api(`/api/calls/${encodeURIComponent(callId)}`, { signal }),
+      api(`/api/calls/${encodeURIComponent(callId)}/events`, { signal }),
     ]);
+    if (signal.aborted) return;
     if (status === 401) return keyRefused(call);
     if (status !== 200) {
-      view().replaceChildren(
-        h('p', { class: 'error', role: 'alert' }, call?.detail ?? `The call could not be read (${status}).`),
-        h('a', { href: '#/' }, 'Back to the list'),
-      );
+      const retry = transient(status);
+      const problem = `${call?.detail ?? `The call could not be read (${status}).`}${retry ? ' Trying again…' : ''}`;
+      if (retry) timer = setTimeout(() => void load(), backoff(++failures));
+      // A call already drawn stays, with the reason it is not up to date.
+      if (article?.isConnected) article.querySelector('#call-problem').textContent = problem;
+      else
+        view().replaceChildren(
+          h('p', { class: 'error', role: 'alert' }, problem),
+          h('a', { href: '#/' }, 'Back to the list'),
+        );
       return;
     }
+    failures = 0;
     const a = call.analysis;
     const parts = [
       h('p', {}, h('a', { href: '#/' }, '← All calls')),
+      h('p', { class: 'error', role: 'alert', id: 'call-problem' }),
       h('h2', { id: 'call-title' }, call.title),
       h(
         'p',
@@ -397,7 +466,12 @@ const renderCall = async (callId) => {
         ),
       );
     }
-    view().replaceChildren(h('article', { class: 'detail' }, ...parts));
+    // A refresh changes only the parts that changed: focus and reading position stay.
+    if (article?.isConnected) patch(article, parts);
+    else {
+      article = h('article', { class: 'detail' }, ...parts);
+      view().replaceChildren(article);
+    }
     if (call.status === 'pending') timer = setTimeout(() => void load(), POLL_MS);
   };
   await load();
@@ -416,7 +490,7 @@ const FIELDS = [
 ];
 
 const renderSubmit = () => {
-  stopPolling();
+  const signal = newView();
   const result = h('div', { id: 'submit-result', role: 'status' });
   const form = h(
     'form',
@@ -458,6 +532,7 @@ const renderSubmit = () => {
           : value;
     }
     const { status, body: answer } = await api(INGEST, { method: 'POST', body });
+    if (signal.aborted) return;
     if (status === 401) return keyRefused(answer);
     const unplaced = [];
     for (const error of answer?.errors ?? []) {
@@ -499,7 +574,8 @@ const renderSubmit = () => {
 // ---- operator --------------------------------------------------------------------------------
 
 const renderOperator = async () => {
-  stopPolling();
+  const signal = newView();
+  let loads = 0;
   const table = h('div', { id: 'projections' });
   const form = h(
     'form',
@@ -517,12 +593,17 @@ const renderOperator = async () => {
     ),
     h('button', { type: 'submit' }, 'Show projections'),
   );
+  let failures = 0;
   const load = async () => {
-    const { status, body } = await api('/api/admin/projections', { admin: true });
+    const mine = ++loads;
+    const { status, body } = await api('/api/admin/projections', { admin: true, signal });
+    if (signal.aborted || mine !== loads) return;
     if (status !== 200) {
       table.replaceChildren(h('p', { class: 'error', role: 'alert' }, body?.detail ?? `Refused (${status}).`));
+      if (transient(status)) timer = setTimeout(() => void load(), backoff(++failures));
       return;
     }
+    failures = 0;
     table.replaceChildren(
       h(
         'table',
@@ -558,8 +639,15 @@ const renderOperator = async () => {
   };
   form.addEventListener('submit', (event) => {
     event.preventDefault();
-    sessionStorage.setItem(ADMIN, $('admin-token').value.trim());
+    const token = $('admin-token').value.trim();
+    const problem = unsendable(token);
     stopPolling();
+    if (problem) {
+      loads++;
+      table.replaceChildren(h('p', { class: 'error', role: 'alert' }, `The token cannot be used: ${problem}.`));
+      return;
+    }
+    sessionStorage.setItem(ADMIN, token);
     void load();
   });
   view().replaceChildren(
@@ -584,10 +672,28 @@ const route = async () => {
     return renderOperator();
   }
   if (!apiKey()) return showKeyPanel();
+  const problem = unsendable(apiKey());
+  if (problem) {
+    sessionStorage.removeItem(KEY);
+    return showKeyPanel(`The key cannot be sent: ${problem}. Paste it again.`);
+  }
   $('key-panel').hidden = true;
   $('forget-key').hidden = false;
   const call = /^#\/calls\/(.+)$/.exec(hash);
-  if (call) return renderCall(decodeURIComponent(call[1]));
+  if (call) {
+    let callId;
+    try {
+      callId = decodeURIComponent(call[1]);
+    } catch {
+      newView();
+      view().replaceChildren(
+        h('p', { class: 'error', role: 'alert' }, 'This address does not name a call: its escapes are malformed.'),
+        h('a', { href: '#/' }, 'Back to the list'),
+      );
+      return;
+    }
+    return renderCall(callId);
+  }
   if (hash.startsWith('#/submit')) return renderSubmit();
   return renderList();
 };
@@ -597,6 +703,12 @@ document.addEventListener('DOMContentLoaded', () => {
     event.preventDefault();
     const key = $('key-input').value.trim();
     if (!key) return;
+    const problem = unsendable(key);
+    if (problem) {
+      $('key-error').textContent = `The key cannot be sent: ${problem}. Paste it again.`;
+      $('key-input').focus();
+      return;
+    }
     sessionStorage.setItem(KEY, key);
     $('key-input').value = '';
     void route();

@@ -13,7 +13,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import { type Browser, chromium, type Page, type Route } from 'playwright-core';
 import { createConversationAnalyser } from '../../shared/adapters/analysis/conversation-analyser.ts';
 import type { Analyser } from '../../shared/ports/analyser.ts';
 import { ADMIN_TOKEN } from '../support/ingress-harness.ts';
@@ -68,6 +68,25 @@ describe('call console in Chromium', { skip: missing, timeout: 180_000 }, () => 
     opened.setDefaultTimeout(15_000);
     await opened.addInitScript(`sessionStorage.setItem('console.apiKey', ${JSON.stringify(key)})`);
     return opened;
+  };
+  /** Answers the call's own reads as if the call were still being analysed (so the page refreshes). */
+  const asPending = async (route: Route, delayMs = 0) => {
+    await new Promise((resolve) => setTimeout(resolve, delayMs));
+    try {
+      const response = await route.fetch();
+      const call = (await response.json()) as Record<string, unknown>;
+      await route.fulfill({ response, json: { ...call, status: 'pending', stage: 'analysing', analysis: null } });
+    } catch {
+      // The page gave the request up (it left the call).
+    }
+  };
+  /** Waits until `count()` reaches `target`. */
+  const until = async (count: () => number, target: number, timeoutMs = 15_000) => {
+    const deadline = Date.now() + timeoutMs;
+    while (count() < target) {
+      assert.ok(Date.now() < deadline, `still ${count()} of ${target} after ${timeoutMs} ms`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
   };
   /** Submits a call through the API and waits until the read API shows it finished. */
   const settledCall = async (body: Record<string, unknown>) => {
@@ -343,10 +362,126 @@ describe('call console in Chromium', { skip: missing, timeout: 180_000 }, () => 
           }
           throw new Error(`${wanted} is not drawn`);
         }, text);
-      const [emailFirst, emailLast] = await edges('article.detail > p:nth-of-type(2)', 'dana@bidi.test');
+      const [emailFirst, emailLast] = await edges('article.detail > p:has(.status)', 'dana@bidi.test');
       assert.ok(emailFirst! < emailLast!, 'the e-mail after the rep name reads left to right');
       const [turnFirst, turnLast] = await edges('#transcript li:first-child', 'hello there');
       assert.ok(turnFirst! < turnLast!, "the turn's text after the speaker reads left to right");
+    } finally {
+      await own.close();
+    }
+  });
+
+  test("a late answer never draws over the view that replaced it, and a left call's refresh stops", async () => {
+    const own = await tab();
+    const detail = /\/api\/calls\/[^/?]+(\/events)?$/;
+    try {
+      await own.goto(`${base}/console#/`);
+      const callId = (await own.locator('#calls li.call').first().getAttribute('data-call-id'))!;
+      const callHash = `#/calls/${encodeURIComponent(callId)}`;
+      await own.route(detail, async (route) => {
+        await new Promise((resolve) => setTimeout(resolve, 1500));
+        await route.continue().catch(() => undefined);
+      });
+      await own.evaluate((hash) => (location.hash = hash), callHash);
+      await own.waitForTimeout(300);
+      await own.evaluate(() => (location.hash = '#/'));
+      await own.locator('#calls li.call').first().waitFor();
+      await own.waitForTimeout(2000);
+      assert.equal(await own.locator('article.detail').count(), 0, 'the slow call page is not drawn over the list');
+      assert.equal(await own.locator('#calls').count(), 1);
+      await own.unroute(detail);
+
+      let asked = 0;
+      await own.route(/\/api\/calls\/[^/?]+$/, (route) => {
+        asked++;
+        return asPending(route, 800);
+      });
+      await own.evaluate((hash) => (location.hash = hash), callHash);
+      await own.locator('article.detail').waitFor();
+      await until(() => asked, 2); // a refresh is in flight
+      await own.evaluate(() => (location.hash = '#/submit'));
+      const left = asked;
+      await own.waitForTimeout(4500);
+      assert.equal(asked, left, 'the call is not asked for again once left');
+      assert.equal(await own.locator('article.detail').count(), 0);
+      assert.equal(await own.locator('#submit-form').count(), 1);
+    } finally {
+      await own.close();
+    }
+  });
+
+  test("a pending call's refresh keeps keyboard focus where it was", async () => {
+    const own = await tab();
+    try {
+      await own.goto(`${base}/console#/`);
+      const callId = (await own.locator('#calls li.call').first().getAttribute('data-call-id'))!;
+      let asked = 0;
+      await own.route(/\/api\/calls\/[^/?]+$/, (route) => {
+        asked++;
+        return asPending(route);
+      });
+      await own.evaluate((id) => (location.hash = `#/calls/${encodeURIComponent(id)}`), callId);
+      await own.locator('article.detail').waitFor();
+      await own.locator('article.detail a[href="#/"]').focus();
+      await until(() => asked, 3, 10_000); // two refreshes
+      await own.waitForTimeout(300);
+      assert.equal(
+        await own.evaluate(() => document.activeElement?.closest('article') && document.activeElement.textContent),
+        '← All calls',
+      );
+    } finally {
+      await own.close();
+    }
+  });
+
+  test('a key that cannot be sent, a dropped connection, a 503 while live and a malformed call address are shown', async () => {
+    const fresh = await browser.newPage();
+    try {
+      await fresh.goto(`${base}/console`);
+      await fresh.getByLabel('API key', { exact: true }).fill('pk_…');
+      await fresh.getByRole('button', { name: 'Use this key' }).click();
+      await fresh.locator('#key-error', { hasText: 'cannot be sent' }).waitFor();
+      assert.match(await fresh.locator('#key-error').innerText(), /U\+2026/);
+      assert.equal(await fresh.evaluate("sessionStorage.getItem('console.apiKey')"), null);
+      assert.ok(await fresh.locator('#key-panel').isVisible());
+    } finally {
+      await fresh.close();
+    }
+
+    const own = await tab();
+    try {
+      await own.goto(`${base}/console#/`);
+      const callId = (await own.locator('#calls li.call').first().getAttribute('data-call-id'))!;
+      await own.route(/\/api\/calls\//, (route) => route.abort('connectionreset'));
+      await own.evaluate((id) => (location.hash = `#/calls/${encodeURIComponent(id)}`), callId);
+      await own.locator('.error[role="alert"]', { hasText: 'could not be reached' }).waitFor();
+      assert.equal(await own.locator('#calls').count(), 0, 'the list is no longer shown');
+      await own.unrouteAll({ behavior: 'ignoreErrors' });
+
+      await own.evaluate(() => (location.hash = '#/calls/abc%E0%A4%A'));
+      await own.locator('.error[role="alert"]', { hasText: 'malformed' }).waitFor();
+      assert.equal(await own.locator('article.detail').count(), 0);
+
+      let reads = 0;
+      await own.route(/\/api\/calls\?/, async (route) => {
+        reads++;
+        if (reads === 2)
+          return route.fulfill({
+            status: 503,
+            contentType: 'application/problem+json',
+            headers: { 'retry-after': '1' },
+            body: JSON.stringify({ status: 503, code: 'SERVICE_UNAVAILABLE', detail: 'The service is busy.' }),
+          });
+        const response = await route.fetch();
+        const list = (await response.json()) as { calls: Record<string, unknown>[] };
+        list.calls[0] = { ...list.calls[0], status: 'pending', stage: 'analysing' };
+        return route.fulfill({ response, json: list });
+      });
+      await own.evaluate(() => (location.hash = '#/'));
+      await own.locator('#list-message', { hasText: 'The service is busy.' }).waitFor();
+      await until(() => reads, 4, 12_000);
+      await own.locator('#live', { hasText: 'updating' }).waitFor();
+      assert.equal(await own.locator('#list-message').innerText(), '');
     } finally {
       await own.close();
     }

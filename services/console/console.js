@@ -718,6 +718,11 @@ document.addEventListener('DOMContentLoaded', () => {
     sessionStorage.removeItem(ADMIN);
     showKeyPanel('The key is forgotten.');
   });
+  // The skip link moves focus to the content; as a #main address it would be routed as the list.
+  $('skip').addEventListener('click', (event) => {
+    event.preventDefault();
+    $('main').focus();
+  });
   window.addEventListener('hashchange', () => void route());
   void route();
 });

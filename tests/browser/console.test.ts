@@ -487,6 +487,22 @@ describe('call console in Chromium', { skip: missing, timeout: 180_000 }, () => 
     }
   });
 
+  test('the skip link moves focus to the content without leaving the page', async () => {
+    const own = await tab();
+    try {
+      await own.goto(`${base}/console#/submit`);
+      await own.getByLabel('Title').fill('Half-written title');
+      await own.locator('#skip').focus();
+      await own.keyboard.press('Enter');
+      await own.waitForTimeout(300);
+      assert.equal(await own.evaluate(() => document.activeElement?.id), 'main');
+      assert.equal(await own.evaluate(() => location.hash), '#/submit');
+      assert.equal(await own.getByLabel('Title').inputValue(), 'Half-written title');
+    } finally {
+      await own.close();
+    }
+  });
+
   test('the operator page shows each projection with the admin token', async () => {
     await page.getByRole('link', { name: 'Operator' }).click();
     await page.getByLabel('Admin token').fill(ADMIN_TOKEN);

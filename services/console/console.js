@@ -71,6 +71,16 @@ const api = async (path, { method = 'GET', body, admin = false, signal, headers:
   return { status: response.status, body: parsed };
 };
 
+// White space as the service trims it: what trim() removes except U+FEFF, which is kept.
+const WHITE = /[\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]/;
+const trimWhite = (text) => {
+  let start = 0;
+  let end = text.length;
+  while (start < end && WHITE.test(text[start])) start++;
+  while (end > start && WHITE.test(text[end - 1])) end--;
+  return text.slice(start, end);
+};
+
 const dateText = (iso) => (iso ? new Date(iso).toLocaleString() : '—');
 const statusBadge = (call) =>
   h(
@@ -175,13 +185,13 @@ const renderList = async () => {
       'div',
       { class: 'field' },
       h('label', { for: 'search' }, 'Search title or rep'),
-      h('input', { id: 'search', name: 'search', type: 'search', value: listState.search, maxlength: 200 }),
+      h('input', { id: 'search', name: 'search', type: 'search', value: listState.search }),
     ),
     h(
       'div',
       { class: 'field' },
       h('label', { for: 'tag' }, 'Tag'),
-      h('input', { id: 'tag', name: 'tag', value: listState.tag, maxlength: 50 }),
+      h('input', { id: 'tag', name: 'tag', value: listState.tag }),
     ),
     h(
       'div',
@@ -200,7 +210,7 @@ const renderList = async () => {
   filters.addEventListener('submit', (event) => {
     event.preventDefault();
     listState.search = $('search').value;
-    listState.tag = $('tag').value.trim();
+    listState.tag = trimWhite($('tag').value);
     listState.status = $('status').value;
     listState.cursor = undefined;
     listState.previous = [];
@@ -522,14 +532,8 @@ const renderSubmit = () => {
     const body = {};
     for (const [name] of FIELDS) {
       const value = $(`f-${name}`).value;
-      if (value.trim() === '') continue;
-      body[name] =
-        name === 'tags'
-          ? value
-              .split(',')
-              .map((t) => t.trim())
-              .filter(Boolean)
-          : value;
+      if (trimWhite(value) === '') continue;
+      body[name] = name === 'tags' ? value.split(',').map(trimWhite).filter(Boolean) : value;
     }
     const { status, body: answer } = await api(INGEST, { method: 'POST', body });
     if (signal.aborted) return;

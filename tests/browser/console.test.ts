@@ -503,6 +503,26 @@ describe('call console in Chromium', { skip: missing, timeout: 180_000 }, () => 
     }
   });
 
+  test('the tag filter takes a 50-character tag of emoji and keeps a leading U+FEFF', async () => {
+    const emoji = '😀'.repeat(50);
+    const callId = await settledCall({ transcript: 'Rep: tags', tags: [emoji, '\ufeffvip'] });
+    const own = await tab();
+    try {
+      await own.goto(`${base}/console#/`);
+      for (const tag of [emoji, '\ufeffvip']) {
+        await own.getByLabel('Tag').fill(tag);
+        await own.getByRole('button', { name: 'Apply' }).click();
+        await own
+          .locator(`#calls li.call[data-call-id="${callId}"], #list-message:text("No calls match.")`)
+          .first()
+          .waitFor();
+        assert.equal(await own.locator(`#calls li.call[data-call-id="${callId}"]`).count(), 1, JSON.stringify(tag));
+      }
+    } finally {
+      await own.close();
+    }
+  });
+
   test('the operator page shows each projection with the admin token', async () => {
     await page.getByRole('link', { name: 'Operator' }).click();
     await page.getByLabel('Admin token').fill(ADMIN_TOKEN);

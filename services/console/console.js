@@ -499,8 +499,14 @@ const FIELDS = [
   ['notes', 'Notes', 'text'],
 ];
 
+/** An Idempotency-Key for one filling of the form (32 hex digits): sending it again is safe. */
+const idempotencyKey = () =>
+  [...crypto.getRandomValues(new Uint8Array(16))].map((byte) => byte.toString(16).padStart(2, '0')).join('');
+
 const renderSubmit = () => {
   const signal = newView();
+  let fill = idempotencyKey();
+  const send = h('button', { type: 'submit' }, 'Submit the call');
   const result = h('div', { id: 'submit-result', role: 'status' });
   const form = h(
     'form',
@@ -521,8 +527,10 @@ const renderSubmit = () => {
         h('p', { class: 'field-error', id: `e-${name}` }),
       ),
     ),
-    h('p', {}, h('button', { type: 'submit' }, 'Submit the call')),
+    h('p', {}, send),
   );
+  // Any edit makes another call: it gets a key of its own.
+  form.addEventListener('input', () => (fill = idempotencyKey()));
   form.addEventListener('submit', async (event) => {
     event.preventDefault();
     for (const [name] of FIELDS) {
@@ -535,7 +543,10 @@ const renderSubmit = () => {
       if (trimWhite(value) === '') continue;
       body[name] = name === 'tags' ? value.split(',').map(trimWhite).filter(Boolean) : value;
     }
-    const { status, body: answer } = await api(INGEST, { method: 'POST', body });
+    // One request at a time: a double click does not send the call twice.
+    send.disabled = true;
+    const { status, body: answer } = await api(INGEST, { method: 'POST', body, headers: { 'idempotency-key': fill } });
+    send.disabled = false;
     if (signal.aborted) return;
     if (status === 401) return keyRefused(answer);
     const unplaced = [];
@@ -548,6 +559,7 @@ const renderSubmit = () => {
       } else unplaced.push(`${error.field}: ${error.message}`);
     }
     const ok = status === 201;
+    if (ok) fill = idempotencyKey();
     result.replaceChildren(
       h(
         'p',

@@ -523,6 +523,25 @@ describe('call console in Chromium', { skip: missing, timeout: 180_000 }, () => 
     }
   });
 
+  test('a double click on "Submit the call" sends one request, with an Idempotency-Key', async () => {
+    const own = await tab();
+    try {
+      const posts: (string | undefined)[] = [];
+      own.on('request', (request) => {
+        if (request.method() === 'POST') posts.push(request.headers()['idempotency-key']);
+      });
+      await own.goto(`${base}/console#/submit`);
+      await own.getByLabel('Transcript (Speaker: text lines)').fill('Rep: sent once');
+      await own.getByRole('button', { name: 'Submit the call' }).dblclick();
+      await own.locator('#submit-answer').waitFor();
+      await own.waitForTimeout(500);
+      assert.equal(posts.length, 1, `${posts.length} requests`);
+      assert.match(posts[0] ?? '', /^[!-~]{1,255}$/);
+    } finally {
+      await own.close();
+    }
+  });
+
   test('the operator page shows each projection with the admin token', async () => {
     await page.getByRole('link', { name: 'Operator' }).click();
     await page.getByLabel('Admin token').fill(ADMIN_TOKEN);

@@ -542,6 +542,26 @@ describe('call console in Chromium', { skip: missing, timeout: 180_000 }, () => 
     }
   });
 
+  test('the live indicator keeps its size whatever it says', async () => {
+    const own = await tab();
+    try {
+      await own.goto(`${base}/console#/`);
+      await own.locator('#live', { hasText: 'Up to date' }).waitFor();
+      const idle = await own.locator('#live').evaluate((live) => live.getBoundingClientRect().width);
+      await own.route(/\/api\/calls\?/, async (route) => {
+        const response = await route.fetch();
+        const list = (await response.json()) as { calls: Record<string, unknown>[] };
+        list.calls[0] = { ...list.calls[0], status: 'pending', stage: 'analysing' };
+        await route.fulfill({ response, json: list });
+      });
+      await own.getByRole('button', { name: 'Apply' }).click();
+      await own.locator('#live', { hasText: 'updating' }).waitFor();
+      assert.equal(await own.locator('#live').evaluate((live) => live.getBoundingClientRect().width), idle);
+    } finally {
+      await own.close();
+    }
+  });
+
   test('the operator page shows each projection with the admin token', async () => {
     await page.getByRole('link', { name: 'Operator' }).click();
     await page.getByLabel('Admin token').fill(ADMIN_TOKEN);

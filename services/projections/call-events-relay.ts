@@ -8,11 +8,12 @@
 import type { Logger } from 'pino';
 import { toRecord } from '../../shared/cloudevents.ts';
 import { CLOUD_EVENT_TYPES, isCallEventType } from '../../shared/domain/call/call-event-types.ts';
+import type { CallEventType } from '../../shared/domain/call/call-events.ts';
 import { type EventLog, type OutgoingRecord, RecordRefusedError } from '../../shared/ports/event-log.ts';
 import type { EventStore, RecordedEvent, Subscription } from '../../shared/ports/event-store.ts';
 import { relayedEventsLeftOut } from '../../shared/observability/metrics.ts';
 import type { Topics } from '../../shared/topics.ts';
-import { inSpansPerItem } from '../../shared/observability/tracing.ts';
+import { inSpansPerItem, SpanKind } from '../../shared/observability/tracing.ts';
 import { callEvents, callIdOfStream } from '../../shared/domain/call/call-catalogue.ts';
 import { EventDecodeError } from '../../shared/domain/event-catalogue.ts';
 
@@ -75,40 +76,46 @@ export const startCallEventsRelay = (deps: {
       // from its checkpoint, reported in readiness) and relays it once a version that knows it
       // runs. Left out, it would be missing from the topic for good, the checkpoint past it.
       const unknown = events.findIndex((event) => !isCallEventType(event.type) && callIdOfStream(event.streamId));
-      const relayed = (unknown === -1 ? events : events.slice(0, unknown)).flatMap((event) => {
-        const callId = callIdOfStream(event.streamId);
-        if (!callId || !isCallEventType(event.type)) return [];
-        const { teamId, traceparent, tracestate } = event.metadata;
-        const record = toRecord({
+      const relayable = (unknown === -1 ? events : events.slice(0, unknown)).filter(
+        (event) => callIdOfStream(event.streamId) && isCallEventType(event.type),
+      );
+      /**
+       * The event as its CloudEvent record. `trace`: the headers of its publish span (none with
+       * tracing off): the call's trace continues downstream (CloudEvents distributed-tracing
+       * extension), a consumer's span a child of this publish.
+       */
+      const recordOf = (event: RecordedEvent, trace: Record<string, string>) => {
+        const { teamId } = event.metadata;
+        return toRecord({
           id: event.id,
-          type: CLOUD_EVENT_TYPES[event.type],
+          type: CLOUD_EVENT_TYPES[event.type as CallEventType],
           source: '/calls',
-          subject: callId,
+          subject: callIdOfStream(event.streamId)!,
           time: event.recordedAt.toISOString(),
           data: event.data,
           extensions: {
             sequence: ceSequence(event.revision),
             ...(typeof teamId === 'string' ? { teamid: teamId } : {}),
-            // The call's trace continues downstream (CloudEvents distributed-tracing extension).
-            ...(typeof traceparent === 'string' ? { traceparent } : {}),
-            ...(typeof tracestate === 'string' ? { tracestate } : {}),
+            ...(trace.traceparent ? { traceparent: trace.traceparent } : {}),
+            ...(trace.tracestate ? { tracestate: trace.tracestate } : {}),
           },
         });
-        return [{ event, record }];
-      });
-      if (relayed.length > 0) {
+      };
+      if (relayable.length > 0) {
         await inSpansPerItem(
           `publish ${deps.topics.callEvents}`,
-          events,
+          relayable,
           (event) => event.metadata,
           (event) => ({ 'event.type': event.type, 'event.stream': event.streamId }),
-          async () => {
+          async (traceOf) => {
+            const relayed = relayable.map((event) => ({ event, record: recordOf(event, traceOf(event)) }));
             // In order, one part after the other; the checkpoint moves once all are written.
             for (const part of inParts(relayed, RELAY_PUBLISH_MAX_CHARS)) await publishAll(deps, part);
           },
+          SpanKind.PRODUCER,
         );
       }
-      deps.logger.debug({ relayed: relayed.length }, 'call events relayed');
+      deps.logger.debug({ relayed: relayable.length }, 'call events relayed');
       if (unknown === -1) return;
       const event = events[unknown]!;
       // Past what was just relayed, so a restart does not publish it again before stopping here.

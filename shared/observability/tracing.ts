@@ -140,28 +140,36 @@ export const inSpan = async <T>(name: string, options: SpanOptions, work: (span:
 /**
  * Runs `work` (which handles a batch of items) under one span per item that carries a trace
  * context, each a child of its own item's trace: a batch of events from many calls shows in each
- * call's trace.
+ * call's trace. `work` is given each item's trace headers (its span's context; none with tracing
+ * off, or for an item without a trace), for records it sends on: a producer's records name their
+ * publish span, so a consumer's span is its child. `kind` defaults to CONSUMER.
  */
 export const inSpansPerItem = async <I, T>(
   name: string,
   items: readonly I[],
   carrierOf: (item: I) => Record<string, unknown> | undefined,
   attributesOf: (item: I) => Attributes,
-  work: () => Promise<T>,
+  work: (headersOf: (item: I) => Record<string, string>) => Promise<T>,
+  kind: SpanKind = SpanKind.CONSUMER,
 ): Promise<T> => {
-  if (!enabled) return work();
-  const spans = items.flatMap((item) => {
+  if (!enabled) return work(() => ({}));
+  const spans = new Map<I, Span>();
+  for (const item of items) {
     const parent = traceContextFrom(carrierOf(item));
-    return trace.getSpanContext(parent)
-      ? [tracer().startSpan(name, { kind: SpanKind.CONSUMER, attributes: attributesOf(item) }, parent)]
-      : [];
-  });
+    if (trace.getSpanContext(parent))
+      spans.set(item, tracer().startSpan(name, { kind, attributes: attributesOf(item) }, parent));
+  }
+  const headersOf = (item: I) => {
+    const span = spans.get(item);
+    return span ? traceHeaders(trace.setSpan(ROOT_CONTEXT, span)) : {};
+  };
   try {
-    return await work();
+    return await work(headersOf);
   } catch (error) {
-    for (const span of spans) span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+    for (const span of spans.values())
+      span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
     throw error;
   } finally {
-    for (const span of spans) span.end();
+    for (const span of spans.values()) span.end();
   }
 };

@@ -20,6 +20,13 @@ import { ADMIN_TOKEN } from '../support/ingress-harness.ts';
 import type { PipelineHarness } from '../support/pipeline-harness.ts';
 import { type EmbeddedPipeline, openEmbeddedPipeline } from '../support/embedded-pipeline.ts';
 
+// The page's globals, for functions that run in the browser (page.evaluate): this project is
+// typechecked without the DOM library, which the service's code must not use.
+declare const document: any;
+declare const location: any;
+declare const NodeFilter: { SHOW_TEXT: number };
+type HTMLElement = { innerText: string };
+
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const browserRequired = process.env.REQUIRE_BROWSER === '1' || Boolean(process.env.REQUIRE_BACKENDS);
 const missing = existsSync(CHROMIUM)

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { installTracing, type Tracing } from '../../../shared/observability/tracing.ts';
+import { installTracing, SpanKind, type Tracing } from '../../../shared/observability/tracing.ts';
 import { eventually } from '../../support/eventually.ts';
 import type { PipelineHarness } from '../../support/pipeline-harness.ts';
 import { type EmbeddedPipeline, openEmbeddedPipeline } from '../../support/embedded-pipeline.ts';
@@ -118,6 +118,17 @@ describe('traces: one call, one trace', () => {
     );
     for (const r of relayed)
       assert.equal(traceIdOf(r.headers.ce_traceparent), traceId, `${r.headers.ce_type} carries the call's trace`);
+    // Each record names its own publish span, a producer, so a consumer's span is that span's child.
+    const publishes = (await spansOf(traceId, [`publish ${h.topics.callEvents}`])).filter(
+      (s) => s.name === `publish ${h.topics.callEvents}`,
+    );
+    for (const r of relayed) {
+      const spanId = r.headers.traceparent?.split('-')[2];
+      const own = publishes.find((s) => s.spanContext().spanId === spanId);
+      assert.ok(own, `${r.headers.ce_type}'s traceparent names a publish span of its own`);
+      assert.equal(own.kind, SpanKind.PRODUCER, 'the relay publishes as a producer');
+      assert.equal(r.headers.ce_traceparent, r.headers.traceparent);
+    }
   });
 
   test("a caller's traceparent makes the call part of the caller's trace", async () => {

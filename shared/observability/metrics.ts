@@ -134,9 +134,29 @@ export interface GaugeSample {
 }
 type GaugeSource = () => GaugeSample[] | Promise<GaugeSample[]>;
 
+/**
+ * How long a scrape waits for one gauge source (a lag read from the database, say). A backend that
+ * stops answering without refusing would otherwise hold /metrics for its whole statement timeout,
+ * longer than a scraper waits, and every series of the process would be lost with the scrape.
+ */
+export const GAUGE_SOURCE_DEADLINE_MS = 2_000;
+
 /** A gauge whose samples come from the parts that registered a source; read at every scrape. */
 const sourcedGauge = (name: string, help: string, labelNames: readonly string[]) => {
   const sources = new Set<GaugeSource>();
+  /** A source's read still under way: the next scrape waits for it instead of starting another. */
+  const reading = new Map<GaugeSource, Promise<GaugeSample[]>>();
+  const read = (source: GaugeSource): Promise<GaugeSample[]> => {
+    let pending = reading.get(source);
+    if (!pending) {
+      pending = Promise.resolve()
+        .then(source)
+        .catch(() => [])
+        .finally(() => reading.delete(source));
+      reading.set(source, pending);
+    }
+    return pending;
+  };
   new Gauge({
     name,
     help,
@@ -144,13 +164,19 @@ const sourcedGauge = (name: string, help: string, labelNames: readonly string[])
     registers: [registry],
     async collect() {
       this.reset();
-      for (const source of sources) {
-        // A source whose backend does not answer leaves its series out of this scrape.
-        const samples = await Promise.resolve()
-          .then(source)
-          .catch(() => []);
-        for (const sample of samples) this.set(sample.labels, sample.value);
-      }
+      // A source whose backend fails, or does not answer within the deadline, leaves its series
+      // out of this scrape; the sources are read side by side.
+      const reads = await Promise.all(
+        [...sources].map((source) => {
+          let timer: NodeJS.Timeout | undefined;
+          const late = new Promise<GaugeSample[]>((resolve) => {
+            timer = setTimeout(() => resolve([]), GAUGE_SOURCE_DEADLINE_MS);
+            timer.unref();
+          });
+          return Promise.race([read(source), late]).finally(() => clearTimeout(timer));
+        }),
+      );
+      for (const samples of reads) for (const sample of samples) this.set(sample.labels, sample.value);
     },
   });
   return {

@@ -10,6 +10,8 @@ import { ConfigError, invalidField, invalidVariable } from './config-error.ts';
 export { ConfigError };
 
 const Integer = (description: string, minimum = 0) => Type.Integer({ description, minimum });
+/** Milliseconds a timer waits: at most what Node.js timers hold (2^31 − 1 ms, about 24.8 days). */
+const Millis = (description: string, minimum = 0) => Type.Integer({ description, minimum, maximum: 2_147_483_647 });
 const Port = (description: string) => Type.Integer({ description, minimum: 0, maximum: 65_535 });
 
 export const ConfigSchema = Type.Object({
@@ -21,7 +23,7 @@ export const ConfigSchema = Type.Object({
       'HEALTH_PORT: port of /healthz and /readyz of a standalone processor or projections process (default: not served)',
     ),
   ),
-  readyRetryThresholdMs: Integer(
+  readyRetryThresholdMs: Millis(
     'READY_RETRY_THRESHOLD_MS: how long a part may retry an unavailable backend before /readyz answers 503 (default 30000)',
     1,
   ),
@@ -78,7 +80,7 @@ export const ConfigSchema = Type.Object({
     1,
   ),
   /** A call still pending this long after submission fails with `processing_timeout`. */
-  processingTimeoutMs: Integer('PROCESSING_TIMEOUT_MS: processing deadline per call (default 3600000 = 60 min)', 1),
+  processingTimeoutMs: Millis('PROCESSING_TIMEOUT_MS: processing deadline per call (default 3600000 = 60 min)', 1),
   /** PostgreSQL server for the event store (and the event log when Kafka is not configured). */
   databaseUrl: Type.Optional(
     Type.String({
@@ -88,13 +90,17 @@ export const ConfigSchema = Type.Object({
     }),
   ),
   /** A statement on PostgreSQL not answered within this time fails (503 for a request; retried by the pipeline). */
-  databaseQueryTimeoutMs: Integer(
+  databaseQueryTimeoutMs: Millis(
     'DATABASE_QUERY_TIMEOUT_MS: deadline of one statement on PostgreSQL before it fails as unavailable (default 30000)',
     1,
   ),
   /** KurrentDB server for the event store (the event log and the read models stay where they are). */
   kurrentDbUrl: Type.Optional(
-    Type.String({ description: 'KURRENTDB_URL: kurrentdb://… — event store on KurrentDB', minLength: 1 }),
+    Type.String({
+      description: 'KURRENTDB_URL: kurrentdb://… — event store on KurrentDB',
+      pattern: '^(kurrentdb|esdb|kdb)(\\+discover)?://',
+      expected: 'a KurrentDB connection string, kurrentdb://host:2113?tls=false (or kurrentdb+discover://…)',
+    }),
   ),
   /** Schema holding the service's PostgreSQL tables. */
   databaseSchema: Type.String({
@@ -103,26 +109,31 @@ export const ConfigSchema = Type.Object({
     expected: 'a schema name of at most 63 lower-case letters, digits and _, not starting with a digit',
   }),
   /** Kafka bootstrap brokers, comma-separated. */
-  kafkaBrokers: Type.Array(Type.String({ minLength: 1 }), {
+  kafkaBrokers: Type.Array(Type.String({ pattern: '^(\\[[0-9A-Fa-f:.]+\\]|[^\\s:,\\[\\]]+):[0-9]{1,5}$' }), {
     description: 'KAFKA_BROKERS: host:port,… — event log on Apache Kafka',
+    expected: 'host:port entries, comma-separated, none blank (kafka-1:9092,kafka-2:9092)',
   }),
   /** API keys are answered 503 when this process has not read team events for this long. */
-  keyDirectoryMaxLagMs: Integer(
+  keyDirectoryMaxLagMs: Millis(
     'KEY_DIRECTORY_MAX_LAG_MS: how stale the API key directory may be before keys are answered 503 (default 10000)',
     1,
   ),
   /** A capacity reservation whose call never reached the pipeline is released after this long. */
-  orphanReservationMs: Integer(
+  orphanReservationMs: Millis(
     'ORPHAN_RESERVATION_MS: age after which a capacity reservation with no call is released (default 900000 = 15 min)',
     1,
   ),
   /** A publish to Kafka not confirmed within this time answers 503 (the call may have been written). */
-  kafkaPublishTimeoutMs: Integer(
+  kafkaPublishTimeoutMs: Millis(
     'KAFKA_PUBLISH_TIMEOUT_MS: deadline of one publish to Kafka before ingest answers 503 (default 10000)',
     1,
   ),
   /** Partitions of each topic the service creates. */
-  topicPartitions: Integer('TOPIC_PARTITIONS: partitions per created topic (default 6)', 1),
+  topicPartitions: Type.Integer({
+    description: 'TOPIC_PARTITIONS: partitions per created topic (default 6)',
+    minimum: 1,
+    maximum: 1_000,
+  }),
   /** Prefix of every topic name, so several deployments can share one Kafka cluster. */
   topicPrefix: Type.String({
     description: 'TOPIC_PREFIX: prefix of every topic name (default none)',
@@ -130,7 +141,21 @@ export const ConfigSchema = Type.Object({
     expected: 'at most 100 letters, digits, ., _ and -',
   }),
   /** Redis for rate-limit counters shared by every ingress process. */
-  redisUrl: Type.Optional(Type.String({ description: 'REDIS_URL: redis://… — shared rate limits', minLength: 1 })),
+  redisUrl: Type.Optional(
+    Type.String({
+      description: 'REDIS_URL: redis://… — shared rate limits',
+      pattern: '^rediss?://',
+      expected: 'a Redis URL, redis://host:6379 (or rediss:// for TLS)',
+    }),
+  ),
+  /** Read by `npm start` (node --max-old-space-size); checked here, since node only warns of a bad one and runs uncapped. */
+  heapMaxMb: Type.Optional(
+    Type.Integer({
+      description: 'HEAP_MAX_MB: cap of the JavaScript heap in MB, read by npm start (default 256)',
+      minimum: 64,
+      maximum: 1_048_576,
+    }),
+  ),
   /** Base URL of a running service, for the admin CLI. */
   apiUrl: Type.String({
     description: 'API_URL: base URL the admin CLI talks to (default http://HOST:PORT)',
@@ -169,12 +194,12 @@ export const ConfigSchema = Type.Object({
     description: 'AUDIO_FETCH_ALLOW_PRIVATE: true lets audioUrl point at private/loopback addresses (development only)',
   }),
   audioMaxBytes: Integer('AUDIO_MAX_BYTES: largest recording downloaded (default 524288000 = 500 MiB)', 1),
-  audioFetchTimeoutMs: Integer(
+  audioFetchTimeoutMs: Millis(
     'AUDIO_FETCH_TIMEOUT_MS: deadline of one recording download (default 600000 = 10 min)',
     1,
   ),
   /** Time one call may spend downloading its recording over all attempts; keep it well under PROCESSING_TIMEOUT_MS. */
-  audioFetchBudgetMs: Integer(
+  audioFetchBudgetMs: Millis(
     'AUDIO_FETCH_BUDGET_MS: time one call may spend downloading its recording over all attempts (default 900000 = 15 min)',
     1,
   ),
@@ -211,11 +236,14 @@ export type Config = Readonly<Static<typeof ConfigSchema>>;
 
 type Env = Record<string, string | undefined>;
 
-/** The number a variable holds; one that is not a whole number is refused by the schema, naming the text. */
+/**
+ * The number a variable holds, written in decimal digits (blanks around them allowed); anything else
+ * (`0x50`, `1e3`, ` `) is NaN, which the schema refuses, naming the text.
+ */
 const integer = (env: Env, name: string, fallback: number): number => {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
-  return Number(raw);
+  return /^\s*[0-9]+\s*$/.test(raw) ? Number(raw) : Number.NaN;
 };
 
 const boolean = (env: Env, name: string, fallback: boolean): boolean => {
@@ -239,6 +267,16 @@ const durations = (text: string): number[] =>
     return match ? Number(match[1]) * DURATION_UNITS[match[2]!]! : Number.NaN;
   });
 
+/**
+ * The host as a URL holds it: an IPv6 literal in brackets, and a wildcard bind address (every
+ * interface) as the loopback address a client on this host reaches it by.
+ */
+const hostOfUrl = (host: string): string => {
+  if (host === '0.0.0.0') return '127.0.0.1';
+  if (host === '::' || host === '[::]') return '[::1]';
+  return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+};
+
 /** Builds the configuration from an environment (default `process.env`); throws ConfigError naming the variable. */
 export const loadConfig = (env: Env = process.env): Config => {
   const config = {
@@ -259,16 +297,16 @@ export const loadConfig = (env: Env = process.env): Config => {
     databaseSchema: optional(env, 'DATABASE_SCHEMA') ?? 'public',
     databaseQueryTimeoutMs: integer(env, 'DATABASE_QUERY_TIMEOUT_MS', 30_000),
     kurrentDbUrl: optional(env, 'KURRENTDB_URL'),
-    kafkaBrokers: (optional(env, 'KAFKA_BROKERS') ?? '')
-      .split(',')
-      .map((b) => b.trim())
-      .filter(Boolean),
+    // Unset or blank: no Kafka. Set: every entry must be one (a blank entry is refused, not dropped).
+    kafkaBrokers:
+      optional(env, 'KAFKA_BROKERS') === undefined ? [] : env.KAFKA_BROKERS!.split(',').map((b) => b.trim()),
     orphanReservationMs: integer(env, 'ORPHAN_RESERVATION_MS', 15 * 60_000),
     keyDirectoryMaxLagMs: integer(env, 'KEY_DIRECTORY_MAX_LAG_MS', 10_000),
     kafkaPublishTimeoutMs: integer(env, 'KAFKA_PUBLISH_TIMEOUT_MS', 10_000),
     topicPartitions: integer(env, 'TOPIC_PARTITIONS', 6),
     topicPrefix: optional(env, 'TOPIC_PREFIX') ?? '',
     redisUrl: optional(env, 'REDIS_URL'),
+    heapMaxMb: optional(env, 'HEAP_MAX_MB') === undefined ? undefined : integer(env, 'HEAP_MAX_MB', 256),
     logLevel: optional(env, 'LOG_LEVEL') ?? 'info',
     transcribeUrl: optional(env, 'TRANSCRIBE_URL'),
     transcribeApiKey: optional(env, 'TRANSCRIBE_API_KEY'),
@@ -290,12 +328,24 @@ export const loadConfig = (env: Env = process.env): Config => {
     transcribeConcurrency: integer(env, 'TRANSCRIBE_CONCURRENCY', 1),
     apiUrl: '',
   };
-  config.apiUrl = (optional(env, 'API_URL') ?? `http://${config.host}:${config.port}`).replace(/\/+$/, '');
+  config.apiUrl = (optional(env, 'API_URL') ?? `http://${hostOfUrl(config.host)}:${config.port}`).replace(/\/+$/, '');
   for (const key of Object.keys(config) as (keyof typeof config)[]) if (config[key] === undefined) delete config[key];
   const error = Value.Errors(ConfigSchema, config).First();
   if (error) {
     // The text the variable held, not the value parsed from it (a malformed duration is NaN, shown as null).
     throw invalidField((ConfigSchema.properties as Record<string, TSchema>)[error.path.split('/')[1] ?? '']!, env);
+  }
+  if (config.databaseUrl !== undefined) {
+    try {
+      new URL(config.databaseUrl);
+    } catch {
+      throw invalidVariable(
+        'DATABASE_URL',
+        env.DATABASE_URL,
+        'a PostgreSQL connection URL, postgres://user:password@host:5432/database',
+        'it does not parse as a URL',
+      );
+    }
   }
   // The same rule the adapters apply, at start rather than at the first call (a blocked port fails every call).
   for (const [variable, url, what, path] of [

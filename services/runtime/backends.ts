@@ -11,7 +11,7 @@ import { createSqliteEventLog } from '../../shared/adapters/event-log/sql-event-
 import { createSqliteEventStore } from '../../shared/adapters/event-store/sqlite-event-store.ts';
 import { openSqlite, type OpenedSqlite } from '../../shared/adapters/sqlite/sqlite-database.ts';
 import type { Config } from '../../shared/config.ts';
-import { maskPassword } from '../../shared/config-error.ts';
+import { invalidVariable, maskPassword } from '../../shared/config-error.ts';
 import type { EventLog } from '../../shared/ports/event-log.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import type { ReadModels } from '../../shared/ports/read-models.ts';
@@ -66,16 +66,33 @@ const postgresOf = (config: Config) => ({
   queryTimeoutMs: config.databaseQueryTimeoutMs,
 });
 
+/** Errors of the file system that say DATA_DIR is not a directory this process can use. */
+const DATA_DIR_REFUSALS = new Set(['EEXIST', 'ENOTDIR', 'EACCES', 'EPERM', 'EROFS', 'ENOENT']);
+
+/** The embedded database in DATA_DIR; a DATA_DIR that is a file, or not writable, is told as its variable. */
+const openDataDir = (config: Config, log: Logger) => {
+  try {
+    return openSqlite(config.dataDir, {
+      onCheckpointerEnded: (error, restartInMs) =>
+        log.error(
+          { err: error, restartInMs },
+          `the embedded database's WAL checkpointer ended; it starts again in ${restartInMs} ms (until then the WAL grows and /readyz says so)`,
+        ),
+    });
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    if (typeof code !== 'string' || !DATA_DIR_REFUSALS.has(code)) throw error;
+    throw invalidVariable(
+      'DATA_DIR',
+      config.dataDir,
+      'a directory this user can create, read and write',
+      (error as Error).message,
+    );
+  }
+};
+
 export const openBackends = async (config: Config, log: Logger): Promise<Backends> => {
-  const sqlite = config.databaseUrl
-    ? undefined
-    : openSqlite(config.dataDir, {
-        onCheckpointerEnded: (error, restartInMs) =>
-          log.error(
-            { err: error, restartInMs },
-            `the embedded database's WAL checkpointer ended; it starts again in ${restartInMs} ms (until then the WAL grows and /readyz says so)`,
-          ),
-      });
+  const sqlite = config.databaseUrl ? undefined : openDataDir(config, log);
   const closing: Array<() => Promise<void>> = [];
   try {
     // The server adapters (and their drivers) are loaded only when configured: the embedded

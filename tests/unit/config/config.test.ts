@@ -131,3 +131,49 @@ test("DATABASE_URL is a postgres:// or postgresql:// URL, told with its password
       `invalid configuration: ${variable} (its value not shown) is not valid: expected at least 32 characters`,
     );
 });
+
+test('values that read as something else are refused, naming the variable and the rule', () => {
+  // A whole number is decimal digits: blanks, hex and exponents are not one (PORT=" " listened on a random port).
+  assert.equal(
+    refusal({ PORT: ' ' }),
+    'invalid configuration: PORT=" " is not valid: expected a whole number from 0 to 65535',
+  );
+  rejects({ PORT: '0x50' }, 'PORT');
+  rejects({ AUDIO_MAX_BYTES: '1e20' }, 'AUDIO_MAX_BYTES');
+  // Timers hold at most 2^31 − 1 ms; past it Node.js fires them at once.
+  rejects({ DATABASE_QUERY_TIMEOUT_MS: '3000000000' }, 'DATABASE_QUERY_TIMEOUT_MS');
+  rejects({ AUDIO_FETCH_TIMEOUT_MS: '3000000000' }, 'AUDIO_FETCH_TIMEOUT_MS');
+  assert.equal(loadConfig({ KAFKA_PUBLISH_TIMEOUT_MS: '2147483647' }).kafkaPublishTimeoutMs, 2_147_483_647);
+  rejects({ TOPIC_PARTITIONS: '100000' }, 'TOPIC_PARTITIONS');
+  // A blank broker entry is an error, not "no Kafka"; an entry is host:port.
+  assert.match(
+    refusal({ KAFKA_BROKERS: ',,' }),
+    /^invalid configuration: KAFKA_BROKERS=",," is not valid: expected host:port/,
+  );
+  rejects({ KAFKA_BROKERS: 'kafka-1:9092,' }, 'KAFKA_BROKERS');
+  rejects({ KAFKA_BROKERS: 'kafka://h:9092' }, 'KAFKA_BROKERS');
+  rejects({ KAFKA_BROKERS: 'h' }, 'KAFKA_BROKERS');
+  assert.deepEqual(loadConfig({ KAFKA_BROKERS: '[::1]:9092, kafka-2:9092' }).kafkaBrokers, [
+    '[::1]:9092',
+    'kafka-2:9092',
+  ]);
+  assert.deepEqual(loadConfig({ KAFKA_BROKERS: '  ' }).kafkaBrokers, []);
+  rejects({ REDIS_URL: 'htp://x' }, 'REDIS_URL');
+  assert.equal(loadConfig({ REDIS_URL: 'rediss://cache:6380' }).redisUrl, 'rediss://cache:6380');
+  rejects({ KURRENTDB_URL: 'localhost:2113' }, 'KURRENTDB_URL');
+  assert.match(
+    refusal({ DATABASE_URL: 'postgres://127.0.0.1:notaport/postgres' }),
+    /DATABASE_URL=.* it does not parse as a URL/,
+  );
+  rejects({ HEAP_MAX_MB: '-5' }, 'HEAP_MAX_MB');
+  rejects({ HEAP_MAX_MB: '0' }, 'HEAP_MAX_MB');
+  assert.equal(loadConfig({ HEAP_MAX_MB: '512' }).heapMaxMb, 512);
+});
+
+test('the admin CLI reaches an IPv6 or wildcard bind address at a URL that parses', () => {
+  assert.equal(loadConfig({ HOST: '::1', PORT: '3100' }).apiUrl, 'http://[::1]:3100');
+  assert.equal(loadConfig({ HOST: '::', PORT: '3100' }).apiUrl, 'http://[::1]:3100');
+  assert.equal(loadConfig({ HOST: '0.0.0.0', PORT: '3100' }).apiUrl, 'http://127.0.0.1:3100');
+  assert.equal(loadConfig({ HOST: '10.0.0.5', PORT: '3100' }).apiUrl, 'http://10.0.0.5:3100');
+  for (const host of ['::1', '::', '0.0.0.0']) new URL(loadConfig({ HOST: host }).apiUrl);
+});

@@ -92,6 +92,12 @@ const cases: { entry: string; env: Record<string, string>; line: RegExp }[] = [
     env: { HOST: '999.1.1.1', HEALTH_PORT: '0' },
     line: /^processor failed to start: invalid configuration: HOST="999\.1\.1\.1" is not valid: this machine cannot listen on it/,
   },
+  {
+    // A file where the directory should be (a raw EEXIST with a stack, before).
+    entry: 'services/main.ts',
+    env: { DATA_DIR: join(root, 'package.json') },
+    line: /^call ingestion service failed to start: invalid configuration: DATA_DIR=".*package\.json" is not valid: .*; expected a directory this user can create, read and write$/,
+  },
 ];
 
 for (const { entry, env, line } of cases) {

@@ -50,7 +50,10 @@ Environment: API_URL (default http://HOST:PORT, i.e. http://127.0.0.1:3000),
 ADMIN_TOKEN (default: the file DATA_DIR/admin-token written by the service).
 `;
 
+/** The command line is wrong: exit 2, with the hint to --help. */
 class UsageError extends Error {}
+/** The service refused the request or could not be reached: exit 1, no hint (the command was right). */
+class ServiceError extends Error {}
 
 interface ProjectionLine {
   name: string;
@@ -137,16 +140,23 @@ const main = async (argv: string[]): Promise<number> => {
         body: body === undefined ? undefined : JSON.stringify(body),
       });
     } catch (error) {
-      throw new UsageError(
+      throw new ServiceError(
         `cannot reach the service at ${base} (${describeCause(error)}); is it running? set API_URL otherwise`,
       );
     }
     const text = await res.text();
-    const parsed: unknown = text ? JSON.parse(text) : null;
+    let parsed: unknown;
+    try {
+      parsed = text ? JSON.parse(text) : null;
+    } catch {
+      throw new ServiceError(
+        `${base} answered ${res.status} with a body that is not JSON; is API_URL the service's address?`,
+      );
+    }
     if (!res.ok) {
       const problem = parsed as { detail?: string; errors?: { field: string; message: string }[] } | null;
       const details = problem?.errors?.map((e) => `\n  ${e.field}: ${e.message}`).join('') ?? '';
-      throw new UsageError(`${res.status} ${problem?.detail ?? res.statusText}${details}`);
+      throw new ServiceError(`${res.status} ${problem?.detail ?? res.statusText}${details}`);
     }
     return parsed as Record<string, unknown>;
   };
@@ -158,10 +168,10 @@ const main = async (argv: string[]): Promise<number> => {
       method: 'POST',
       headers: { authorization: `Bearer ${token}` },
     }).catch((error: unknown) => {
-      throw new UsageError(`cannot reach the service at ${base} (${(error as Error).message}); is it running?`);
+      throw new ServiceError(`cannot reach the service at ${base} (${(error as Error).message}); is it running?`);
     });
     if (!res.ok || !res.body)
-      throw new UsageError(
+      throw new ServiceError(
         `${res.status} ${((await res.json().catch(() => ({}))) as { detail?: string }).detail ?? res.statusText}`,
       );
     let buffer = '';

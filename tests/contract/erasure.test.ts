@@ -63,6 +63,23 @@ const erasureContract = (
         { timeoutMs: 15_000, intervalMs: 20 },
       );
 
+    /** An erasure request made now for `email`, once completed (its view). */
+    const erasureCompleted = async (teamId: string, email: string) => {
+      const accepted = await h.admin('POST', `/api/admin/teams/${teamId}/erasures`, { email });
+      assert.equal(accepted.statusCode, 202, `${email}: ${accepted.body}`);
+      const { erasureId } = accepted.json<{ erasureId: string }>();
+      return eventually(
+        async () => {
+          const res = await h.admin('GET', `/api/admin/teams/${teamId}/erasures/${erasureId}`);
+          assert.equal(res.statusCode, 200, res.body);
+          const body = res.json<{ erasureId: string; status: string; calls: string[]; failed: unknown[] }>();
+          if (body.status !== 'completed') throw new Error(`erasure ${body.status}`);
+          return body;
+        },
+        { timeoutMs: 15_000, intervalMs: 50 },
+      );
+    };
+
     test('DELETE: 202 erased, then 404 for GET, the list and a second DELETE; only the call team may; the events are sealed and call.erased is published', async () => {
       const { key } = await h.team();
       const other = await h.team();
@@ -313,19 +330,8 @@ const erasureContract = (
         (await h.admin('POST', `/api/admin/teams/${teamId}/erasures`, { email: 'not an address' })).statusCode,
         400,
       );
-      const accepted = await h.admin('POST', `/api/admin/teams/${teamId}/erasures`, { email: 'dana@acme.test' });
-      assert.equal(accepted.statusCode, 202, accepted.body);
-      const { erasureId } = accepted.json<{ erasureId: string }>();
-      const done = await eventually(
-        async () => {
-          const res = await h.admin('GET', `/api/admin/teams/${teamId}/erasures/${erasureId}`);
-          assert.equal(res.statusCode, 200, res.body);
-          const body = res.json<{ status: string; calls: string[]; failed: unknown[] }>();
-          if (body.status !== 'completed') throw new Error(`erasure ${body.status}`);
-          return body;
-        },
-        { timeoutMs: 15_000, intervalMs: 50 },
-      );
+      const done = await erasureCompleted(teamId, 'dana@acme.test');
+      const { erasureId } = done;
       assert.deepEqual(done.calls, [byRep]);
       assert.deepEqual(done.failed, []);
       await gone(key, byRep);
@@ -359,20 +365,7 @@ const erasureContract = (
 
         // The processors come back while the retry waits: the call is stored, and the request covers it.
         restarted = new Promise((resolve) => setTimeout(resolve, 500)).then(() => h.startProcessor());
-        const accepted = await h.admin('POST', `/api/admin/teams/${teamId}/erasures`, { email });
-        assert.equal(accepted.statusCode, 202, accepted.body);
-        const { erasureId } = accepted.json<{ erasureId: string }>();
-        const done = await eventually(
-          async () => {
-            const body = (await h.admin('GET', `/api/admin/teams/${teamId}/erasures/${erasureId}`)).json<{
-              status: string;
-              calls: string[];
-            }>();
-            if (body.status !== 'completed') throw new Error(`erasure ${body.status}`);
-            return body;
-          },
-          { timeoutMs: 15_000, intervalMs: 50 },
-        );
+        const done = await erasureCompleted(teamId, email);
         assert.deepEqual(done.calls, [callId]);
         await gone(key, callId);
       } finally {
@@ -388,22 +381,7 @@ const erasureContract = (
       for (const email of addresses) calls.set(email, await submit(key, { transcript: TRANSCRIPT, repEmail: email }));
       for (const callId of calls.values()) await shown(key, callId);
       for (const email of addresses) {
-        const accepted = await h.admin('POST', `/api/admin/teams/${teamId}/erasures`, {
-          email: ` ${email.toUpperCase()} `,
-        });
-        assert.equal(accepted.statusCode, 202, `${email}: ${accepted.body}`);
-        const { erasureId } = accepted.json<{ erasureId: string }>();
-        const done = await eventually(
-          async () => {
-            const body = (await h.admin('GET', `/api/admin/teams/${teamId}/erasures/${erasureId}`)).json<{
-              status: string;
-              calls: string[];
-            }>();
-            if (body.status !== 'completed') throw new Error(`erasure ${body.status}`);
-            return body;
-          },
-          { timeoutMs: 15_000, intervalMs: 50 },
-        );
+        const done = await erasureCompleted(teamId, ` ${email.toUpperCase()} `);
         assert.deepEqual(done.calls, [calls.get(email)], email);
         await gone(key, calls.get(email)!);
       }

@@ -20,6 +20,19 @@ import { submittedData } from '../../conformance/read-models-fixtures.ts';
 import { eventually } from '../../support/eventually.ts';
 import { tempDir } from '../../support/temp-dir.ts';
 
+/** An embedded event store for one test, closed and removed after it. */
+const openStore = (t: TestContext) => {
+  const dir = tempDir();
+  const opened = openSqlite(dir.path);
+  const store = createSqliteEventStore(opened.db);
+  t.after(async () => {
+    await store.close();
+    opened.close();
+    dir.remove();
+  });
+  return store;
+};
+
 /** Teams that hold no reservation: every call they accepted is finished. */
 const noReservations = { load: async () => ({ reservations: new Map() }) } as unknown as Pick<TeamService, 'load'>;
 
@@ -35,14 +48,7 @@ const reserving = (reserved: Set<string>) =>
   }) as unknown as Pick<TeamService, 'load'>;
 
 test('an erasure request erases its calls and completes; a failed one is taken up again when read', async (t) => {
-  const dir = tempDir();
-  const opened = openSqlite(dir.path);
-  const store = createSqliteEventStore(opened.db);
-  t.after(async () => {
-    await store.close();
-    opened.close();
-    dir.remove();
-  });
+  const store = openStore(t);
   const callHistory = {
     callsOfEmail: async (teamId: string, email: string) =>
       teamId === 't1' && email === 'dana@acme.test' ? ['c1', 'c2'] : [],
@@ -91,14 +97,7 @@ test('an erasure request erases its calls and completes; a failed one is taken u
 
 /** An embedded event store for one test, closed after it. */
 const embeddedStore = (t: TestContext) => {
-  const dir = tempDir();
-  const opened = openSqlite(dir.path);
-  const store = createSqliteEventStore(opened.db);
-  t.after(async () => {
-    await store.close();
-    opened.close();
-    dir.remove();
-  });
+  const store = openStore(t);
   return store;
 };
 
@@ -153,14 +152,7 @@ test('a call that cannot be erased is named as failed with its code; the others 
 });
 
 test('a request waits until the call history holds every call the team accepted and has not finished, so it misses none', async (t) => {
-  const dir = tempDir();
-  const opened = openSqlite(dir.path);
-  const store = createSqliteEventStore(opened.db);
-  t.after(async () => {
-    await store.close();
-    opened.close();
-    dir.remove();
-  });
+  const store = openStore(t);
   // c3 was accepted (its reservation held) while the processors were down: not in the history yet.
   const inHistory = new Set(['c1']);
   const callHistory = {
@@ -219,14 +211,7 @@ test('a request waits until the call history holds every call the team accepted 
 });
 
 test('a pending request nobody reads again is taken up by a scan, in this process or another', async (t) => {
-  const dir = tempDir();
-  const opened = openSqlite(dir.path);
-  const store = createSqliteEventStore(opened.db);
-  t.after(async () => {
-    await store.close();
-    opened.close();
-    dir.remove();
-  });
+  const store = openStore(t);
   const callHistory = {
     callsOfEmail: async (_teamId: string, email: string) => (email === 'dana@acme.test' ? ['c1'] : ['c9']),
   } as unknown as CallHistoryStore;

@@ -45,9 +45,9 @@ test('every file the image copies from the repository exists', () => {
 test("the image runs npm start's command, on the project's Node.js", () => {
   const start = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts
     .start;
-  const expected = start.replace('${HEAP_MAX_MB:-256}', '256').split(/\s+/);
-  assert.deepEqual(cmd, ['node_modules/.bin/node', ...expected.slice(1)]);
-  assert.equal(expected[0], 'node');
+  const expected = start.replace('"${HEAP_MAX_MB:-256}"', '256').split(/\s+/);
+  assert.deepEqual(cmd, ['node_modules/.bin/node', ...expected.slice(2)]);
+  assert.deepEqual(expected.slice(0, 2), ['exec', 'node']);
 });
 
 test("the image's command and environment start the service, listening on every address", async () => {

@@ -58,7 +58,6 @@ export interface ErasureRequestsDeps {
 
 /** How often every ingress process looks for pending erasure requests nobody works on. */
 export const RESUME_INTERVAL_MS = 60_000;
-const ERASURE_CATEGORY = 'erasure';
 
 export type ErasureView = Extract<ErasureState, { status: 'pending' | 'completed' }>;
 
@@ -184,13 +183,15 @@ export const createErasureRequests = (deps: ErasureRequestsDeps) => {
       const pending = new Map<string, bigint>();
       let after = scanAfter;
       for (;;) {
-        const events = await deps.eventStore.readAll({ after, maxCount: 500, categories: [ERASURE_CATEGORY] });
+        const events = await deps.eventStore.readAll({ after, maxCount: 500, categories: [erasureEvents.category] });
         if (events.length === 0) break;
         for (const event of events) {
-          const erasureId = event.streamId.slice(ERASURE_CATEGORY.length + 1);
-          if (event.type === 'ErasureRequested') pending.set(erasureId, after);
-          else if (event.type === 'ErasureCompleted') pending.delete(erasureId);
+          const before = after;
           after = event.position;
+          const erasureId = erasureEvents.idOf(event.streamId);
+          if (erasureId === undefined) continue;
+          if (event.type === 'ErasureRequested') pending.set(erasureId, before);
+          else if (event.type === 'ErasureCompleted') pending.delete(erasureId);
         }
       }
       // The next scan starts at the earliest request still pending, or where this one ended.

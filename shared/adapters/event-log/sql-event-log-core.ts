@@ -68,10 +68,9 @@ interface PublishRequest {
 }
 
 const INSERT_CHUNK = 200;
-/** Records a prune removes per transaction (exported for its test). */
 /** Partitions' runs of offsets one query of a read fetches (see `read`). */
 const READ_RUNS_PER_QUERY = 100;
-
+/** Records a prune removes per transaction (exported for its test). */
 export const PRUNE_BATCH = 5000;
 
 class SqlTableEventLog implements SqlEventLog, SqlConsumerHost {

@@ -8,6 +8,8 @@
  * starting another, so probes of a hanging backend never pile up however often /readyz is asked.
  */
 
+import { sharedReads, withinDeadline } from '../../shared/bounded-reads.ts';
+
 /** How long a probe may take before its backend counts as not answering. */
 export const READINESS_PROBE_DEADLINE_MS = 2000;
 
@@ -27,31 +29,16 @@ export const backendProbes = <Name extends string>(
   probes: Record<Name, () => Promise<unknown>>,
   { deadlineMs = READINESS_PROBE_DEADLINE_MS }: { deadlineMs?: number } = {},
 ): (() => Promise<Record<Name, BackendProbe>>) => {
-  const running = new Map<Name, Promise<BackendProbe>>();
-  const probe = (name: Name): Promise<BackendProbe> => {
-    const shared = running.get(name);
-    if (shared) return shared;
-    const started = Promise.resolve()
+  const probe = sharedReads((name: Name): Promise<BackendProbe> =>
+    Promise.resolve()
       .then(() => probes[name]())
       .then(
         (): BackendProbe => ({ up: true }),
         (): BackendProbe => ({ up: false, reason: 'does not answer' }),
-      )
-      .finally(() => running.delete(name));
-    running.set(name, started);
-    return started;
-  };
+      ),
+  );
   const bounded = (answer: Promise<BackendProbe>): Promise<BackendProbe> =>
-    new Promise((resolve) => {
-      const timer = setTimeout(
-        () => resolve({ up: false, reason: `did not answer within ${seconds(deadlineMs)}` }),
-        deadlineMs,
-      );
-      void answer.then((probed) => {
-        clearTimeout(timer);
-        resolve(probed);
-      });
-    });
+    withinDeadline(answer, deadlineMs, () => ({ up: false, reason: `did not answer within ${seconds(deadlineMs)}` }));
   const names = Object.keys(probes) as Name[];
   return async () => {
     const answers = await Promise.all(names.map((name) => bounded(probe(name))));

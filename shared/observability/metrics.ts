@@ -8,6 +8,7 @@
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { CallEvent } from '../domain/call/call-events.ts';
+import { sharedReads, withinDeadline } from '../bounded-reads.ts';
 
 export const registry = new Registry();
 collectDefaultMetrics({ register: registry });
@@ -145,18 +146,11 @@ export const GAUGE_SOURCE_DEADLINE_MS = 2_000;
 const sourcedGauge = (name: string, help: string, labelNames: readonly string[]) => {
   const sources = new Set<GaugeSource>();
   /** A source's read still under way: the next scrape waits for it instead of starting another. */
-  const reading = new Map<GaugeSource, Promise<GaugeSample[]>>();
-  const read = (source: GaugeSource): Promise<GaugeSample[]> => {
-    let pending = reading.get(source);
-    if (!pending) {
-      pending = Promise.resolve()
-        .then(source)
-        .catch(() => [])
-        .finally(() => reading.delete(source));
-      reading.set(source, pending);
-    }
-    return pending;
-  };
+  const read = sharedReads((source: GaugeSource): Promise<GaugeSample[]> =>
+    Promise.resolve()
+      .then(source)
+      .catch(() => []),
+  );
   new Gauge({
     name,
     help,
@@ -167,14 +161,7 @@ const sourcedGauge = (name: string, help: string, labelNames: readonly string[])
       // A source whose backend fails, or does not answer within the deadline, leaves its series
       // out of this scrape; the sources are read side by side.
       const reads = await Promise.all(
-        [...sources].map((source) => {
-          let timer: NodeJS.Timeout | undefined;
-          const late = new Promise<GaugeSample[]>((resolve) => {
-            timer = setTimeout(() => resolve([]), GAUGE_SOURCE_DEADLINE_MS);
-            timer.unref();
-          });
-          return Promise.race([read(source), late]).finally(() => clearTimeout(timer));
-        }),
+        [...sources].map((source) => withinDeadline(read(source), GAUGE_SOURCE_DEADLINE_MS, () => [])),
       );
       for (const samples of reads) for (const sample of samples) this.set(sample.labels, sample.value);
     },

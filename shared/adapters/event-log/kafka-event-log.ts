@@ -32,7 +32,7 @@ import { EventLogUnavailableError, RecordRefusedError, UnknownTopicError } from 
 import { GroupCommit } from '../group-commit.ts';
 import { KafkaConsumer, type KafkaConsumerSettings } from './kafka-consumer.ts';
 import { fixKafkajsRequestQueue } from './kafkajs-request-queue.ts';
-import { readTopic } from './kafka-read.ts';
+import { fetchTopicOffsets, readTopic } from './kafka-read.ts';
 import { recordBytes, recordBytesAtMost, runsOf } from './kafka-request-size.ts';
 import { partitionForKey } from './partitioner.ts';
 
@@ -374,7 +374,7 @@ export class KafkaEventLog implements EventLog {
     this.assertOpen();
     await this.partitionCount(topic);
     try {
-      const offsets = await this.admin.fetchTopicOffsets(topic);
+      const offsets = await fetchTopicOffsets(this.admin, topic, RETRY);
       return offsets
         .map((p) => ({ partition: p.partition, offset: BigInt(p.high) }))
         .sort((a, b) => a.partition - b.partition);

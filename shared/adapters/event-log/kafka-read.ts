@@ -43,6 +43,46 @@ const messageBytes = (message: kafkajs.KafkaMessage): number => {
   return bytes;
 };
 
+/**
+ * Broker answers that a partition's leader moved or is not elected yet: right after a topic is
+ * made, or while a broker restarts. kafkajs's `fetchTopicOffsets` gives up on them at once (it
+ * retries only an unknown topic), with the stale leaders still in its metadata.
+ */
+const LEADER_MOVED = new Set([
+  'NOT_LEADER_FOR_PARTITION',
+  'LEADER_NOT_AVAILABLE',
+  'REPLICA_NOT_AVAILABLE',
+  'UNKNOWN_LEADER_EPOCH',
+  'FENCED_LEADER_EPOCH',
+]);
+
+/**
+ * `admin.fetchTopicOffsets(topic)`, asked again after a fresh read of the topic's metadata while a
+ * partition's leader has moved (`retry.retries` times, `retry`'s back-off between); any other
+ * failure, and the last one, is passed on.
+ */
+export const fetchTopicOffsets = async (
+  admin: kafkajs.Admin,
+  topic: string,
+  retry: kafkajs.RetryOptions,
+): Promise<Array<kafkajs.SeekEntry & { high: string; low: string }>> => {
+  const retries = retry.retries ?? 5;
+  let wait = retry.initialRetryTime ?? 300;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await admin.fetchTopicOffsets(topic);
+    } catch (error) {
+      const type = String((error as { type?: unknown }).type);
+      if (!LEADER_MOVED.has(type) || attempt >= retries) throw error;
+      await new Promise((resolve) => setTimeout(resolve, wait));
+      wait = Math.min(wait * (retry.multiplier ?? 2), retry.maxRetryTime ?? 30_000);
+      // The one admin call that re-reads the cluster's metadata (leaders included) before it asks:
+      // `fetchTopicMetadata` answers from a broker without replacing what the admin client holds.
+      await admin.listGroups().catch(() => undefined);
+    }
+  }
+};
+
 /** Records of `topic` in (partition, offset) order; `admin` must be connected. */
 export const readTopic = async (
   kafka: kafkajs.Kafka,
@@ -55,7 +95,7 @@ export const readTopic = async (
   const maxBytes = options.maxBytes ?? READ_MAX_BYTES;
   const from = options.fromOffset ?? 0n;
   const ranges = new Map<number, Range>();
-  for (const p of await admin.fetchTopicOffsets(topic)) {
+  for (const p of await fetchTopicOffsets(admin, topic, retry)) {
     if (options.partition !== undefined && p.partition !== options.partition) continue;
     const start = from > BigInt(p.low) ? from : BigInt(p.low);
     const high = BigInt(p.high);

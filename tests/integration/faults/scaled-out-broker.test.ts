@@ -107,7 +107,7 @@ describe('scaled out: the Kafka broker hangs and restarts under load', { skip, t
     assert.deepEqual(unexpected.map((a) => `${a.status} ${a.detail ?? ''}`).slice(0, 5), []);
     const slow = answers.filter((a) => a.ms > SLOWEST_ANSWER_MS);
     assert.deepEqual(
-      slow.map((a) => `${a.status} after ${a.ms} ms`).slice(0, 5),
+      slow.map((a) => `${a.status} after ${a.ms} ms from ${a.ingress}: ${a.detail ?? ''}`).slice(0, 5),
       [],
       `answers slower than the publish deadline (${PUBLISH_DEADLINE_MS} ms) allows`,
     );

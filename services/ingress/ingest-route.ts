@@ -346,6 +346,8 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
           kind: SpanKind.SERVER,
           parent: traceContextFrom(request.headers),
           attributes: { 'http.route': INGEST_PATH, 'request.id': request.id },
+          // A refusal of the request (4xx) is the caller's mistake, not the server's failure.
+          failed: (error) => !(error instanceof ProblemError && error.status < 500),
         },
         async () => {
           const owner = request.apiKey!;

@@ -110,11 +110,17 @@ export interface SpanOptions {
   attributes?: Attributes;
   /** Parent context; default the active one. */
   parent?: Context;
+  /**
+   * Whether an error thrown by the work is the span's failure (status ERROR); default: every error.
+   * A server span answering a client's mistake (a 4xx) is not failed: OpenTelemetry's HTTP
+   * conventions leave its status unset, so error rates count the server's failures only.
+   */
+  failed?: (error: unknown) => boolean;
 }
 
 /**
  * Runs `work` inside a new active span and ends it; an error thrown is recorded on the span (status
- * ERROR) and thrown on.
+ * ERROR, unless `options.failed` says it is not the span's failure) and thrown on.
  */
 export const inSpan = async <T>(name: string, options: SpanOptions, work: (span: Span) => Promise<T>): Promise<T> => {
   if (!enabled) return work(trace.wrapSpanContext(INVALID_SPAN_CONTEXT));
@@ -127,8 +133,10 @@ export const inSpan = async <T>(name: string, options: SpanOptions, work: (span:
       try {
         return await work(span);
       } catch (error) {
-        span.recordException(error as Error);
-        span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+        if (options.failed?.(error) ?? true) {
+          span.recordException(error as Error);
+          span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+        }
         throw error;
       } finally {
         span.end();

@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { SpanStatusCode } from '@opentelemetry/api';
 import { InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { installTracing, SpanKind, type Tracing } from '../../../shared/observability/tracing.ts';
 import { eventually } from '../../support/eventually.ts';
@@ -146,6 +147,20 @@ describe('traces: one call, one trace', () => {
       spans.find((s) => s.name === 'POST /api/integrations/push-api/ingest')!.parentSpanContext?.spanId,
       '00f067aa0ba902b7',
     );
+  });
+
+  test("a refused request's span is not failed: a 4xx is the caller's mistake (OpenTelemetry's HTTP conventions)", async () => {
+    const team = await h.team();
+    const callerTrace = '5cf92f3577b34da6a3ce929d0e0e4737';
+    const refused = await h.ingest({
+      key: team.key,
+      body: { transcript: 'Rep: hi', callTitle: 42 },
+      headers: { traceparent: `00-${callerTrace}-00f067aa0ba902b8-01` },
+    });
+    assert.equal(refused.statusCode, 400, refused.body);
+    const [span] = await spansOf(callerTrace, ['POST /api/integrations/push-api/ingest']);
+    assert.equal(span!.status.code, SpanStatusCode.UNSET, JSON.stringify(span!.status));
+    assert.deepEqual(span!.events, [], 'no exception recorded');
   });
 
   test('two calls are two traces', async () => {

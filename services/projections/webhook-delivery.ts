@@ -182,10 +182,15 @@ export class WebhookDeliveryWorker {
   }
 
   private async attempt(delivery: ClaimedDelivery): Promise<void> {
+    // Every line of the attempt names what it delivers: the event, its type and its call (the
+    // subject: a call id, or the webhook's own id for a test delivery).
     const log = this.log.child({
       webhookId: delivery.webhookId,
       deliveryId: delivery.deliveryId,
       teamId: delivery.teamId,
+      eventId: delivery.eventId,
+      type: delivery.type,
+      subject: delivery.subject,
     });
     try {
       if (!(await this.mayBeSent(delivery))) return;

@@ -50,6 +50,8 @@ export interface PipelineOptions {
   now?: () => Date;
   /** The store and the log are one embedded database, wired as `npm start` does (decision 0015). */
   sharedDatabase?: boolean;
+  /** Where the projections (the webhook delivery worker among them) log (silent otherwise). */
+  projectionsLogger?: Logger;
   /** When the processor sets aside a record that keeps failing with a bug (default the service's). */
   stuckRecordAfter?: ProcessorOptions['stuckRecordAfter'];
 }
@@ -109,7 +111,7 @@ export const createPipelineHarness = async (
         eventLog: backends.eventLog,
         readModels: backends.readModels,
         topics,
-        logger: pino({ level: 'silent' }),
+        logger: options.projectionsLogger ?? pino({ level: 'silent' }),
         health,
         personalData: backends.personalData,
         storedEvents: backends.storedEvents,

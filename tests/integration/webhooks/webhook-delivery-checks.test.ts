@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
+import { pino } from 'pino';
 import { createPersonalData } from '../../../shared/adapters/crypto/personal-data.ts';
 import { createSqliteDataKeys } from '../../../shared/adapters/data-keys/sqlite-data-keys.ts';
 import { createSqliteEventLog } from '../../../shared/adapters/event-log/sql-event-log.ts';
@@ -78,12 +79,16 @@ const openPipeline = async (
 
 test('a pending retry of an erased call is not sent while the webhook projection has not applied CallErased', async (t) => {
   let webhooksHold: { release: () => void } | undefined;
+  const logs: Record<string, unknown>[] = [];
   const { h, close } = await openPipeline(
     (readModels) => {
       webhooksHold = holdBatches(readModels.webhooks, 'CallErased');
     },
     // The first retry comes after the DELETE below.
-    { webhookDelivery: { retryScheduleMs: [1_500, 100, 100], timeoutMs: 3_000 } },
+    {
+      webhookDelivery: { retryScheduleMs: [1_500, 100, 100], timeoutMs: 3_000 },
+      projectionsLogger: pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line)) }),
+    },
   );
   const receiver = await startWebhookReceiver();
   after(async () => {
@@ -112,6 +117,16 @@ test('a pending retry of an erased call is not sent while the webhook projection
   const { callId } = accepted.json<{ callId: string }>();
   const [first] = await receiver.waitFor(1, (r) => r.json.type === 'deal.outcome.updated', 10_000);
   assert.ok(first!.body.includes(personal), 'the first attempt carried the deal notes');
+  // The failed attempt's line names what it delivered: an operator finds the call from it.
+  const retried = await eventually(() => {
+    const line = logs.find((l) => l.msg === 'webhook delivery will be retried');
+    assert.ok(line, 'the failed attempt is logged');
+    return line;
+  });
+  assert.deepEqual(
+    [retried.subject, retried.type, retried.eventId, retried.webhookId],
+    [callId, 'deal.outcome.updated', first!.headers['webhook-id'], webhookId],
+  );
 
   const erased = await h.ingress.app.inject({
     method: 'DELETE',

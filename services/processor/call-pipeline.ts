@@ -116,6 +116,14 @@ export const createCallPipeline = (deps: PipelineDeps) => {
     ...traceHeaders(),
   });
 
+  /** The call's trace, begun at its ingest request: the context its CallSubmitted carries. */
+  const traceOf = async (callId: string) =>
+    tracingEnabled()
+      ? traceContextFrom(
+          (await deps.store.readStream(callStreamId(callId), { maxCount: 1 }).catch(() => []))[0]?.metadata,
+        )
+      : undefined;
+
   /** Appends a step's outcome; a step that lost a race changes nothing. */
   const record = (call: { callId: string; submitted: { teamId: string } }, command: CallCommand) =>
     recordAll(call.callId, [{ command, metadata: stepMetadata(call) }]);
@@ -441,11 +449,7 @@ export const createCallPipeline = (deps: PipelineDeps) => {
       const pause = (ms: number) => actor.outsideSlot(() => sleep(ms, signal));
       const progress = freshProgress();
       // Each step is a span of the call's trace, which began at the ingest request.
-      const trace = tracingEnabled()
-        ? traceContextFrom(
-            (await deps.store.readStream(callStreamId(callId), { maxCount: 1 }).catch(() => []))[0]?.metadata,
-          )
-        : undefined;
+      const trace = await traceOf(callId);
       // The actor reads the stream when it starts (another process may have written since this one
       // last did: a retry, an erasure, a partition taken over); between its own steps it goes on from
       // the state its last step left, and a write of another process shows at its next step.
@@ -581,23 +585,27 @@ export const createCallPipeline = (deps: PipelineDeps) => {
      * between finds its call completed, never failed.
      */
     async timeOut(callId: string): Promise<CallState> {
-      const { state } = await calls.load(callId);
-      if (pastDeadline(state) && nextStep(state) !== 'complete') await releaseCapacity(state, true);
-      const metadata =
-        state.status === 'absent'
-          ? undefined
-          : { teamId: state.status === 'erased' ? state.teamId : state.submitted.teamId };
-      const result = await calls.handle(
-        callId,
-        { type: 'TimeOut', now: now(), timeoutMs: deps.processingTimeoutMs },
-        metadata,
-      );
-      countFinishedCalls(result.events);
-      const after = result.state;
-      if (!pastDeadline(after) || nextStep(after) !== 'complete') return after;
-      await settleCapacity(after, after.transcript?.durationSeconds ?? null);
-      await record(after, { type: 'CompleteCall', now: now() });
-      return (await calls.load(callId)).state;
+      // A span of the call's trace, as its steps are: the CallFailed it appends continues the trace.
+      const trace = await traceOf(callId);
+      return inSpan('time out', { parent: trace, attributes: { 'call.id': callId } }, async () => {
+        const { state } = await calls.load(callId);
+        if (pastDeadline(state) && nextStep(state) !== 'complete') await releaseCapacity(state, true);
+        const metadata =
+          state.status === 'absent'
+            ? undefined
+            : { teamId: state.status === 'erased' ? state.teamId : state.submitted.teamId, ...traceHeaders() };
+        const result = await calls.handle(
+          callId,
+          { type: 'TimeOut', now: now(), timeoutMs: deps.processingTimeoutMs },
+          metadata,
+        );
+        countFinishedCalls(result.events);
+        const after = result.state;
+        if (!pastDeadline(after) || nextStep(after) !== 'complete') return after;
+        await settleCapacity(after, after.transcript?.durationSeconds ?? null);
+        await record(after, { type: 'CompleteCall', now: now() });
+        return (await calls.load(callId)).state;
+      });
     },
   };
 };

@@ -9,6 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import { SpanStatusCode } from '@opentelemetry/api';
 import { InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { installTracing, SpanKind, type Tracing } from '../../../shared/observability/tracing.ts';
+import type { AudioSource } from '../../../shared/ports/audio-source.ts';
 import { eventually } from '../../support/eventually.ts';
 import type { PipelineHarness } from '../../support/pipeline-harness.ts';
 import { type EmbeddedPipeline, openEmbeddedPipeline } from '../../support/embedded-pipeline.ts';
@@ -173,5 +174,57 @@ describe('traces: one call, one trace', () => {
     const traces = await Promise.all(ids.map(async (id) => traceIdOf((await h.submitted(id)).headers.traceparent)));
     assert.ok(traces[0] && traces[1]);
     assert.notEqual(traces[0], traces[1]);
+  });
+});
+
+describe('traces: a call that times out', () => {
+  const exporter = new InMemorySpanExporter();
+  let tracing: Tracing;
+  let pipeline: EmbeddedPipeline;
+
+  /** A recording whose download never ends until the actor is stopped: the deadline ends the call. */
+  const hanging: AudioSource = {
+    fetch: (_url, options) =>
+      new Promise((_resolve, reject) =>
+        options?.signal?.addEventListener('abort', () => reject(options.signal!.reason), { once: true }),
+      ),
+  };
+
+  before(async () => {
+    tracing = await installTracing([new SimpleSpanProcessor(exporter)]);
+    pipeline = await openEmbeddedPipeline({ processingTimeoutMs: 500, audio: hanging });
+  });
+  after(async () => {
+    await pipeline?.close();
+    await tracing.shutdown();
+  });
+
+  test("the timeout is a span of the call's trace, and its CallFailed carries the trace on", async () => {
+    const { h } = pipeline;
+    const team = await h.team();
+    const accepted = await h.ingest({ key: team.key, body: { audioUrl: 'https://example.com/hangs.wav' } });
+    assert.equal(accepted.statusCode, 201, accepted.body);
+    const { callId } = accepted.json<{ callId: string }>();
+    const events = await h.callEvents(callId);
+    const failed = events.find((e) => e.type === 'CallFailed');
+    assert.ok(failed, `the call failed: ${events.map((e) => e.type).join(', ')}`);
+    const traceId = traceIdOf((await h.submitted(callId)).headers.traceparent);
+    assert.ok(traceId);
+    assert.equal(
+      traceIdOf(failed.metadata?.traceparent as string | undefined),
+      traceId,
+      'CallFailed continues the trace',
+    );
+    const timeOut = await eventually(
+      () => {
+        const span = exporter
+          .getFinishedSpans()
+          .find((s) => s.name === 'time out' && s.attributes['call.id'] === callId);
+        assert.ok(span, 'a time out span for the call');
+        return span;
+      },
+      { timeoutMs: 10_000, intervalMs: 50 },
+    );
+    assert.equal(timeOut.spanContext().traceId, traceId);
   });
 });

@@ -76,6 +76,53 @@ export const underflowedNumberPath = (text: string): string | undefined => {
 const UNDERFLOW_RULE =
   'is a number too small for a 64-bit double: it would read as 0; send 0 (in metadata, a string keeps it as sent)';
 
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * The body's text, or undefined when its bytes are not UTF-8 (RFC 8259: JSON exchanged between
+ * systems is UTF-8). Decoded leniently, a stray byte became U+FFFD and the call was stored with a
+ * character its sender never wrote; a leading byte order mark is dropped, as RFC 8259 allows.
+ */
+const utf8Text = (bytes: Buffer): string | undefined => {
+  try {
+    return UTF8.decode(bytes);
+  } catch {
+    return undefined;
+  }
+};
+
+/**
+ * The offset of the first byte of `bytes` that is not part of a UTF-8 character. Lenient decoding
+ * puts one U+FFFD where it meets one; every U+FFFD before it stands for the three bytes that encode
+ * U+FFFD itself, so the text before it is as many bytes long as the body before that byte.
+ */
+export const firstNonUtf8Byte = (bytes: Buffer): number => {
+  const text = bytes.toString('utf8');
+  let bytesBefore = 0;
+  let from = 0;
+  for (let at = text.indexOf('\uFFFD'); at !== -1; at = text.indexOf('\uFFFD', at + 1)) {
+    bytesBefore += Buffer.byteLength(text.slice(from, at));
+    from = at;
+    if (!(bytes[bytesBefore] === 0xef && bytes[bytesBefore + 1] === 0xbf && bytes[bytesBefore + 2] === 0xbd))
+      return bytesBefore;
+  }
+  return -1;
+};
+
+/** The charset a Content-Type names ("utf-8" from `application/json; Charset="UTF-8"`), or undefined. */
+export const charsetOf = (contentType: string): string | undefined => {
+  for (const parameter of contentType.split(';').slice(1)) {
+    const [name, ...value] = parameter.split('=');
+    if (name?.trim().toLowerCase() === 'charset')
+      return value
+        .join('=')
+        .trim()
+        .replace(/^"(.*)"$/, '$1')
+        .toLowerCase();
+  }
+  return undefined;
+};
+
 /** Whether the request carries a body Fastify reads: not a GET or HEAD, and a length other than 0. */
 const sendsBody = (request: FastifyRequest): boolean => {
   if (request.method === 'GET' || request.method === 'HEAD') return false;
@@ -88,8 +135,19 @@ export const registerJsonBodyParser = (app: FastifyInstance): void => {
   // its bytes back. Refused before it is read, after the key's checks (401 → 429 → 415 → 413,
   // docs/decisions/0001-answer-order-and-limits.md), and before it waits for the body budget.
   app.addHook('preParsing', async (request, _reply, payload) => {
+    if (!sendsBody(request)) return payload;
+    // UTF-8 only (RFC 8259): a body in another charset would be read as UTF-8 and its text changed.
+    const contentType = request.headers['content-type'] ?? '';
+    const charset = charsetOf(contentType);
+    const json = contentType.split(';')[0]!.trim().toLowerCase() === 'application/json';
+    if (json && charset !== undefined && charset !== 'utf-8' && charset !== 'utf8')
+      throw new ProblemError(
+        'UNSUPPORTED_MEDIA_TYPE',
+        `Content-Type charset "${charset}" is not accepted: send the body as UTF-8 (charset=utf-8, or no charset).`,
+        { errors: [{ field: 'Content-Type', message: 'charset must be utf-8: JSON bodies are UTF-8' }] },
+      );
     const encoding = request.headers['content-encoding'];
-    if (encoding === undefined || !sendsBody(request)) return payload;
+    if (encoding === undefined) return payload;
     const codings = encoding.split(',').map((coding) => coding.trim().toLowerCase());
     if (codings.every((coding) => coding === 'identity' || coding === '')) return payload;
     throw new ProblemError(
@@ -101,8 +159,19 @@ export const registerJsonBodyParser = (app: FastifyInstance): void => {
   // JSON only: anything else is a 415, not a string body the rules would then reject as a 400.
   app.removeContentTypeParser('text/plain');
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    const text = body as string;
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    const bytes = body as Buffer;
+    const text = utf8Text(bytes);
+    if (text === undefined) {
+      const at = firstNonUtf8Byte(bytes);
+      return done(
+        malformed(
+          `The body is not UTF-8: the byte at offset ${at} is not part of a UTF-8 character. Send JSON encoded as UTF-8.`,
+          'body',
+          `is not UTF-8: the byte at offset ${at} is not part of a UTF-8 character`,
+        ),
+      );
+    }
     // The Idempotency-Key compares bodies by their bytes (raw-body.ts).
     if (request.headers['idempotency-key'] !== undefined) rememberRawBody(request, text);
     if (text.trim() === '') {

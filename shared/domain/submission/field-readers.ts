@@ -103,7 +103,12 @@ export const readHttpUrl: Reader<string> = (value, field) => {
     return invalid(field, `${field} must be an absolute http(s) URL`);
   }
   const web = (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
-  return web ? read : invalid(field, `${field} must be an absolute http(s) URL`);
+  if (!web) return invalid(field, `${field} must be an absolute http(s) URL`);
+  // The fetcher refuses such a URL (credentials in a URL leak into logs and the call's page): the
+  // call would be accepted only to fail, with the password stored in its submission.
+  if (url.username !== '' || url.password !== '')
+    return invalid(field, `${field} must not carry a user name or password`);
+  return read;
 };
 
 // The WHATWG "valid e-mail address" (what browsers accept in <input type=email>), at most 254 characters.

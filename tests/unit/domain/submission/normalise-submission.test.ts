@@ -154,6 +154,19 @@ test('audioUrl must be an absolute http(s) URL', () => {
   accepted({ audioUrl: 'http://10.0.0.1:8080/rec.wav?sig=abc' }); // SSRF is the fetcher's job, not the validator's
 });
 
+test('audioUrl must not carry a user name or password (the fetcher refuses it; the call would only fail)', () => {
+  for (const url of [
+    'https://user:secret@recordings.example.com/1.wav',
+    'https://user@x.example/a.mp3',
+    'http://:pw@x.example/',
+  ]) {
+    refusedWith({ audioUrl: url, transcript: 'x' }, [
+      { field: 'audioUrl', message: 'audioUrl must not carry a user name or password' },
+    ]);
+  }
+  accepted({ audioUrl: 'https://x.example/a.mp3?user=a&password=b' });
+});
+
 test('repEmail must be an e-mail address', () => {
   for (const email of ['dana', 'dana@', '@acme.io', 'dana acme@acme.io', 'dana@acme..io']) {
     refusedWith({ ...base, rep_email: email }, [

@@ -8,6 +8,7 @@ import {
   CallDetailSchema as CallDetail,
   CallListItemSchema as CallListItem,
 } from '../../shared/domain/call/call-view-schema.ts';
+import { SUBMISSION_LIMITS } from '../../shared/domain/submission/submission-schema.ts';
 import { isStorable } from '../../shared/domain/submission/storable-text.ts';
 import type { RateLimiter } from '../../shared/ports/rate-limiter.ts';
 import { CALL_HISTORY_LIMITS, type CallHistoryStore, InvalidQueryError } from '../../shared/ports/read-models.ts';
@@ -56,7 +57,8 @@ export const registerCallsRoutes = (app: TypedApp, deps: CallsDeps): void => {
           'Cursor pagination: pass nextCursor back as cursor, with the same order.',
         security,
         querystring: Type.Object({
-          search: Type.Optional(Type.String({ maxLength: 200 })),
+          // As long as the longest title a call can carry: any displayed title can be searched for.
+          search: Type.Optional(Type.String({ maxLength: SUBMISSION_LIMITS.maxCallTitleChars })),
           // Repeatable: one tag=… arrives as an array of one (the app coerces query values to arrays).
           tag: Type.Optional(Type.Array(Type.String({ maxLength: 50 }), { maxItems: 20 })),
           status: Type.Optional(

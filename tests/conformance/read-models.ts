@@ -11,6 +11,7 @@ import { after, describe, test } from 'node:test';
 import { type CallHistoryRow, historySubmission, matchesSearch } from '../../shared/domain/call/call-history.ts';
 import { CALL_LIST_ROW_FIELDS, callListItemView, type CallListRow } from '../../shared/domain/call/call-view.ts';
 import { dealEventId } from '../../shared/domain/call/deal-record.ts';
+import { SUBMISSION_LIMITS } from '../../shared/domain/submission/submission-schema.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import {
   CheckpointMismatchError,
@@ -512,6 +513,17 @@ export const readModelsConformance = (
           h.models.callHistory.list(teamId, { from: '\ufeff2026-03-01' }),
           (e: unknown) => e instanceof InvalidQueryError && e.field === 'from',
         );
+      });
+
+      test('a title of the longest length a call can carry is found by the whole of it, in any case', async () => {
+        const h = await open();
+        const teamId = team();
+        const title = `Renewal ${'éxÅ'.repeat(200)}`.slice(0, SUBMISSION_LIMITS.maxCallTitleChars);
+        const long = await submitCall(h.store, { teamId, submission: { aiTitleEnabled: false, callTitle: title } });
+        await submitCall(h.store, { teamId, submission: { aiTitleEnabled: false, callTitle: title.slice(0, -1) } });
+        await sync(h);
+        assert.deepEqual(await found(h.models, teamId, title), [long.callId]);
+        assert.deepEqual(await found(h.models, teamId, title.toUpperCase()), [long.callId]);
       });
 
       test('%, _ and \\ in a search are literal characters', async () => {

@@ -38,7 +38,7 @@ describe('GET /api/calls: a query it refuses is one 400 entry naming the paramet
       [`tag=${long}`, [{ field: 'tag[0]', message: 'at most 50 characters' }]],
       [`tag=demo&tag=${long}`, [{ field: 'tag[1]', message: 'at most 50 characters' }]],
       [Array.from({ length: 21 }, (_, i) => `tag=t${i}`).join('&'), [{ field: 'tag', message: 'at most 20 values' }]],
-      [`search=${'a'.repeat(201)}`, [{ field: 'search', message: 'at most 200 characters' }]],
+      [`search=${'a'.repeat(501)}`, [{ field: 'search', message: 'at most 500 characters' }]],
       ['limit=0', [{ field: 'limit', message: 'at least 1' }]],
       ['limit=101', [{ field: 'limit', message: 'at most 100' }]],
       ['limit=abc', [{ field: 'limit', message: 'must be an integer' }]],

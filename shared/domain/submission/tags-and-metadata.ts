@@ -19,7 +19,8 @@ const limited = (errors: FieldError[]): FieldError[] => errors.slice(0, MAX_ELEM
 /**
  * Tags: an array of non-blank strings, each trimmed of white space (U+FEFF is kept and is not
  * blank: ../white-space.ts). Tags equal once trimmed are one tag, kept where it first appears:
- * tags filter call history as a set. The length limit applies to the trimmed tag. A blank value
+ * tags filter call history as a set. The count limit applies to those tags, the length limit to
+ * the trimmed tag. A blank value
  * (`""`, white space only) is not sent, as for every field (field-readers.ts): a template fills
  * an empty list with "".
  */
@@ -29,7 +30,9 @@ export const readTags: Reader<string[]> = (value, field) => {
     return { kind: 'invalid', errors: [{ field, message: `${field} must be an array of strings` }] };
   const { maxTags, maxTagChars } = SUBMISSION_LIMITS;
   const errors: FieldError[] = [];
-  if (value.length > maxTags) errors.push({ field, message: `at most ${maxTags} tags (got ${value.length})` });
+  // Counted as the call keeps them: entries equal once trimmed are one tag.
+  const distinct = new Set(value.map((tag: unknown) => (typeof tag === 'string' ? trimWhiteSpace(tag) : tag))).size;
+  if (distinct > maxTags) errors.push({ field, message: `at most ${maxTags} tags (got ${distinct})` });
   const elementErrors: FieldError[] = [];
   value.forEach((tag: unknown, i) => {
     const at = `${field}[${i}]`;

@@ -12,6 +12,12 @@ test('at most 20 tags: 21 are a 400', () => {
   refusedWith({ ...base, call_tags: tags(21) }, [{ field: 'call_tags', message: 'at most 20 tags (got 21)' }]);
 });
 
+test('at most 20 tags, counted as kept: 22 entries that are 20 tags once trimmed and merged are accepted', () => {
+  const sent = [...tags(20), ' tag-3 ', 'tag-7'];
+  assert.deepEqual(accepted({ ...base, tags: sent }).submission.tags, tags(20));
+  refusedWith({ ...base, tags: [...tags(21), 'tag-0'] }, [{ field: 'tags', message: 'at most 20 tags (got 21)' }]);
+});
+
 test('each tag at most 50 characters: 50 are accepted, 51 are a 400 naming the tag', () => {
   accepted({ ...base, tags: ['x'.repeat(50)] });
   refusedWith({ ...base, call_tags: ['ok', 'a', 'b', 'x'.repeat(51)] }, [

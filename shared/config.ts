@@ -13,6 +13,18 @@ const Integer = (description: string, minimum = 0) => Type.Integer({ description
 /** Milliseconds a timer waits: at most what Node.js timers hold (2^31 − 1 ms, about 24.8 days). */
 const Millis = (description: string, minimum = 0) => Type.Integer({ description, minimum, maximum: 2_147_483_647 });
 const Port = (description: string) => Type.Integer({ description, minimum: 0, maximum: 65_535 });
+/**
+ * A token sent in an `Authorization: Bearer` header: printable ASCII, no space. HTTP carries header
+ * values as Latin-1 bytes, so a token with other characters (or a space) could never be sent as it
+ * is configured, and every request would be refused.
+ */
+const BearerToken = (description: string) =>
+  Type.String({
+    description,
+    minLength: 32,
+    pattern: '^[\\x21-\\x7E]{32,}$',
+    expected: 'at least 32 printable ASCII characters, no spaces (it is sent in an HTTP header)',
+  });
 
 export const ConfigSchema = Type.Object({
   /** HTTP port. */
@@ -32,9 +44,7 @@ export const ConfigSchema = Type.Object({
   /** Embedded database directory (default backend). */
   dataDir: Type.String({ description: 'DATA_DIR: embedded database directory (default ./data)', minLength: 1 }),
   /** Bearer token of the admin API; generated into DATA_DIR/admin-token when unset on the embedded default. */
-  adminToken: Type.Optional(
-    Type.String({ description: 'ADMIN_TOKEN: bearer token of the admin API (at least 32 characters)', minLength: 32 }),
-  ),
+  adminToken: Type.Optional(BearerToken('ADMIN_TOKEN: bearer token of the admin API (at least 32 characters)')),
   /** OTLP/HTTP collector of traces (its base URL); unset: tracing is off. */
   otelExporterOtlpEndpoint: Type.Optional(
     Type.String({
@@ -53,11 +63,9 @@ export const ConfigSchema = Type.Object({
   ),
   /** A bearer token for GET /metrics only, so a scraper need not hold the admin token. */
   metricsToken: Type.Optional(
-    Type.String({
-      description:
-        'METRICS_TOKEN: bearer token of GET /metrics on every process, besides the admin token (at least 32 characters)',
-      minLength: 32,
-    }),
+    BearerToken(
+      'METRICS_TOKEN: bearer token of GET /metrics on every process, besides the admin token (at least 32 characters)',
+    ),
   ),
   /** Secret of the keyed hash under which API keys are stored; generated into DATA_DIR/api-key-secret when unset on the embedded default. */
   apiKeySecret: Type.Optional(

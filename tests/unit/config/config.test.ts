@@ -125,11 +125,20 @@ test("DATABASE_URL is a postgres:// or postgresql:// URL, told with its password
     refusal({ ANALYSE_URL: 'https://app:s3cret@llm.example/v1' }),
     'invalid configuration: ANALYSE_URL="https://app:***@llm.example/v1" is not valid: analysis URL must not carry credentials; pass the key as apiKey; expected the http(s) base URL of an OpenAI-compatible /v1/chat/completions endpoint',
   );
-  for (const variable of ['ADMIN_TOKEN', 'METRICS_TOKEN', 'API_KEY_SECRET', 'DATA_KEY_SECRET'])
+  for (const variable of ['API_KEY_SECRET', 'DATA_KEY_SECRET'])
     assert.equal(
       refusal({ [variable]: 's3cret-but-short' }),
       `invalid configuration: ${variable} (its value not shown) is not valid: expected at least 32 characters`,
     );
+  // Tokens travel in an HTTP header: one a client cannot send as configured is refused at start.
+  for (const variable of ['ADMIN_TOKEN', 'METRICS_TOKEN'])
+    for (const token of ['s3cret-but-short', `${'x'.repeat(32)} y`, `${'x'.repeat(32)}é`, `${'x'.repeat(32)}\u{1F600}`])
+      assert.equal(
+        refusal({ [variable]: token }),
+        `invalid configuration: ${variable} (its value not shown) is not valid: expected at least 32 printable ASCII characters, no spaces (it is sent in an HTTP header)`,
+        JSON.stringify(token),
+      );
+  assert.equal(loadConfig({ ADMIN_TOKEN: `${'x'.repeat(30)}!~` }).adminToken, `${'x'.repeat(30)}!~`);
 });
 
 test('values that read as something else are refused, naming the variable and the rule', () => {

@@ -84,7 +84,7 @@ export const ConfigSchema = Type.Object({
   ),
   /** SQL event log: records below every group's committed offset are deleted after this many hours. */
   logRetentionHours: Integer(
-    'LOG_RETENTION_HOURS: hours a record of the SQL event log is kept once every consumer group is past it (default 168)',
+    'LOG_RETENTION_HOURS: hours a record of the SQL event log is kept once every consumer group is past it (default 168); dead letters are never deleted by age',
     1,
   ),
   /** A call still pending this long after submission fails with `processing_timeout`. */

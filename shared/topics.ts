@@ -1,3 +1,5 @@
+import type { TopicSpec } from './ports/event-log.ts';
+
 /** Topics of the event log. Keys are call ids; values are JSON; headers follow the CloudEvents Kafka binding. */
 export interface Topics {
   /** One record per accepted submission (CallSubmitted), written by the ingress before it answers 201. */
@@ -25,6 +27,13 @@ export const topicPrefix = (topics: Topics): string => topics.callsSubmitted.sli
 export const TOPICS: Topics = topicNames();
 
 export const allTopics = (topics: Topics): string[] => Object.values<string>({ ...topics });
+
+/**
+ * Every topic as `ensureTopics` makes it: `partitions` each, the dead-letter topic's records kept
+ * whatever the log's retention (a dead letter is a call answered 201, waiting for a redrive).
+ */
+export const topicSpecs = (topics: Topics, partitions: number): TopicSpec[] =>
+  allTopics(topics).map((name) => ({ name, partitions, ...(name === topics.deadLetter ? { keepRecords: true } : {}) }));
 export const ALL_TOPICS = allTopics(TOPICS);
 
 /**

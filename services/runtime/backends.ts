@@ -22,7 +22,7 @@ import { createPersonalData, type PersonalData } from '../../shared/adapters/cry
 import { createSqliteDataKeys } from '../../shared/adapters/data-keys/sqlite-data-keys.ts';
 import { createSealedEventStore } from '../../shared/adapters/event-store/sealed-event-store.ts';
 import { resolveDataKeySecret } from './secrets.ts';
-import { allTopics, type Topics, topicNames } from '../../shared/topics.ts';
+import { allTopics, type Topics, topicNames, topicSpecs } from '../../shared/topics.ts';
 import { type BackendProbe, backendProbes } from './backend-probes.ts';
 
 export interface Backends {
@@ -138,7 +138,7 @@ export const openBackends = async (config: Config, log: Logger): Promise<Backend
         ).createPostgresReadModels(postgresOf(config))
       : createSqliteReadModels(sqlite!.db);
     const topics = topicNames(config.topicPrefix);
-    await eventLog.ensureTopics(allTopics(topics).map((name) => ({ name, partitions: config.topicPartitions })));
+    await eventLog.ensureTopics(topicSpecs(topics, config.topicPartitions));
     // A topic made before keeps its count; the services go by the topic's own (the processors own
     // calls by it), so a different setting is only reported.
     for (const name of allTopics(topics)) {

@@ -9,6 +9,12 @@ export interface TopicSpec {
   name: string;
   /** Number of partitions; fixed once the topic exists. */
   partitions: number;
+  /**
+   * Its records are never removed by the log's retention: they wait for an operator (the
+   * dead-letter topic's records are calls answered 201, kept until redriven). On Kafka, set as
+   * `retention.ms=-1` on a topic `ensureTopics` creates.
+   */
+  keepRecords?: boolean;
 }
 
 /** A record to publish. */

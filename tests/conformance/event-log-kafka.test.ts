@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
+import kafkajs from 'kafkajs';
 import { createKafkaEventLog, TOPIC_MAX_MESSAGE_BYTES } from '../../shared/adapters/event-log/kafka-event-log.ts';
 import { partitionForKey } from '../../shared/adapters/event-log/partitioner.ts';
 import { EventLogUnavailableError, RecordRefusedError } from '../../shared/ports/event-log.ts';
@@ -17,6 +18,43 @@ eventLogConformance(
   }),
   { skip: b.skip, deliveryTimeoutMs: 30_000, rebalanceTimeoutMs: 30_000 },
 );
+
+describe('Kafka event log: a topic that keeps its records', { skip: b.skip }, () => {
+  test('is made with retention.ms=-1, whatever the broker retains; another topic keeps the broker default', async () => {
+    const log = await createKafkaEventLog({
+      brokers: b.url!.split(','),
+      clientId: 'event-log-kept',
+      logLevel: 'nothing',
+    });
+    const kafka = new kafkajs.Kafka({ brokers: b.url!.split(','), logLevel: kafkajs.logLevel.NOTHING });
+    const admin = kafka.admin();
+    try {
+      const kept = `kept-${randomUUID()}`;
+      const plain = `plain-${randomUUID()}`;
+      await log.ensureTopics([
+        { name: kept, partitions: 1, keepRecords: true },
+        { name: plain, partitions: 1 },
+      ]);
+      await admin.connect();
+      const { resources } = await admin.describeConfigs({
+        includeSynonyms: false,
+        resources: [kept, plain].map((name) => ({
+          type: kafkajs.ConfigResourceTypes.TOPIC,
+          name,
+          configNames: ['retention.ms'],
+        })),
+      });
+      const retention = (name: string) =>
+        resources.find((r) => r.resourceName === name)?.configEntries.find((e) => e.configName === 'retention.ms');
+      assert.equal(retention(kept)?.configValue, '-1');
+      assert.equal(retention(kept)?.isDefault, false);
+      assert.notEqual(retention(plain)?.configValue, '-1');
+    } finally {
+      await admin.disconnect();
+      await log.close();
+    }
+  });
+});
 
 describe('Kafka event log: one record too large for the topic', { skip: b.skip }, () => {
   test(

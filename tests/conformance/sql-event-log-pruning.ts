@@ -1,7 +1,8 @@
 /**
  * Pruning of the SQL event log (docs/decisions/0014-erasure-crypto-shredding.md): a record goes
  * once it is older than the retention and every consumer group of its partition committed past it;
- * a partition no group consumes loses its records by age alone; the end offsets never move back.
+ * a partition no group consumes loses its records by age alone, unless its topic keeps its records
+ * (the dead-letter topic); the end offsets never move back.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -25,11 +26,15 @@ export const sqlLogPruning = (
       t.after(() => log.close());
       const consumed = `t-${randomUUID()}`;
       const unconsumed = `t-${randomUUID()}`;
+      // As the dead-letter topic: no group consumes it, and its records wait for an operator.
+      const kept = `t-${randomUUID()}`;
       const group = `g-${randomUUID()}`;
       await log.ensureTopics([
         { name: consumed, partitions: 1 },
         { name: unconsumed, partitions: 1 },
+        { name: kept, partitions: 1, keepRecords: true },
       ]);
+      await log.publish(kept, [{ key: 'k', value: 'set aside' }]);
       await log.publish(
         consumed,
         Array.from({ length: 5 }, (_, i) => ({ key: 'k', value: `early ${i}` })),
@@ -59,6 +64,11 @@ export const sqlLogPruning = (
         ],
       );
       assert.deepEqual(await log.read(unconsumed, { limit: 100 }), []);
+      assert.deepEqual(
+        (await log.read(kept, { limit: 100 })).map((r) => r.value),
+        ['set aside'],
+        'a topic made with keepRecords keeps its records whatever their age',
+      );
       assert.deepEqual(await log.endOffsets(consumed), [{ partition: 0, offset: 7n }]);
       assert.deepEqual(await log.endOffsets(unconsumed), [{ partition: 0, offset: 1n }]);
       assert.equal(handled, 5);

@@ -300,8 +300,12 @@ export class KafkaEventLog implements EventLog {
           topic: t.name,
           numPartitions: t.partitions,
           replicationFactor: this.options.topicDefaults?.replicationFactor ?? -1,
-          configEntries: this.options.topicDefaults?.configEntries ?? [
-            { name: 'max.message.bytes', value: String(TOPIC_MAX_MESSAGE_BYTES) },
+          configEntries: [
+            ...(this.options.topicDefaults?.configEntries ?? [
+              { name: 'max.message.bytes', value: String(TOPIC_MAX_MESSAGE_BYTES) },
+            ]),
+            // Kept until an operator removes them, whatever the broker's retention.
+            ...(t.keepRecords ? [{ name: 'retention.ms', value: '-1' }] : []),
           ],
         })),
       });

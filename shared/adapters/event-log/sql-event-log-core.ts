@@ -56,8 +56,9 @@ export interface SqlEventLogOptions {
 export interface SqlEventLog extends EventLog {
   /**
    * Deletes records older than `retentionMs` that every consumer group of their partition has
-   * committed past (a partition no group consumes: age alone, as a Kafka retention). Returns how
-   * many went. Nothing without a retention.
+   * committed past (a partition no group consumes: age alone, as a Kafka retention), but none of a
+   * topic `ensureTopics` was given with `keepRecords` (the dead-letter topic, which no group
+   * consumes: its records wait for a redrive). Returns how many went. Nothing without a retention.
    */
   prune(now?: Date): Promise<number>;
 }
@@ -76,6 +77,8 @@ export const PRUNE_BATCH = 5000;
 class SqlTableEventLog implements SqlEventLog, SqlConsumerHost {
   readonly timing: SqlConsumerTiming;
   private readonly partitionCounts = new Map<string, number>();
+  /** Topics whose records retention never removes (`TopicSpec.keepRecords`, as `ensureTopics` was given them). */
+  private readonly keptTopics = new Set<string>();
   private readonly consumers = new Set<SqlConsumer>();
   private readonly publisher: GroupCommit<PublishRequest, RecordPosition[]>;
   private closed = false;
@@ -115,18 +118,20 @@ class SqlTableEventLog implements SqlEventLog, SqlConsumerHost {
     if (this.options.retentionMs === undefined) return 0;
     if (this.pruning) return this.pruning;
     const cutoff = now.getTime() - this.options.retentionMs;
+    const kept = [...this.keptTopics];
+    const notKept = kept.length > 0 ? `AND r.topic NOT IN (${kept.map(() => '?').join(', ')})` : '';
     const batch = () =>
       this.driver.transaction(async (tx) => {
         const gone = await tx.query<{ n: unknown }>(
           `DELETE FROM log_records
             WHERE (topic, partition, record_offset) IN (
               SELECT r.topic, r.partition, r.record_offset FROM log_records r
-               WHERE r.timestamp_ms < ?
+               WHERE r.timestamp_ms < ? ${notKept}
                  AND NOT EXISTS (SELECT 1 FROM log_offsets o
                                   WHERE o.topic = r.topic AND o.partition = r.partition AND o.next_offset <= r.record_offset)
                LIMIT ${PRUNE_BATCH})
            RETURNING 1 AS n`,
-          [cutoff],
+          [cutoff, ...kept],
         );
         return gone.length;
       });
@@ -150,6 +155,7 @@ class SqlTableEventLog implements SqlEventLog, SqlConsumerHost {
       if (!Number.isInteger(partitions) || partitions < 1)
         throw new RangeError(`topic ${name}: partitions must be a positive integer`);
     }
+    for (const { name, keepRecords } of topics) if (keepRecords) this.keptTopics.add(name);
     await this.driver.transaction(async (tx) => {
       for (const { name, partitions } of topics) {
         await tx.query('INSERT INTO log_topics (name, partitions) VALUES (?, ?) ON CONFLICT (name) DO NOTHING', [

@@ -9,11 +9,12 @@ import type { Logger } from 'pino';
 import { toRecord } from '../../shared/cloudevents.ts';
 import { CLOUD_EVENT_TYPES, isCallEventType } from '../../shared/domain/call/call-event-types.ts';
 import type { CallEventType } from '../../shared/domain/call/call-events.ts';
-import { type EventLog, type OutgoingRecord, RecordRefusedError } from '../../shared/ports/event-log.ts';
+import type { EventLog, OutgoingRecord } from '../../shared/ports/event-log.ts';
 import type { EventStore, RecordedEvent, Subscription } from '../../shared/ports/event-store.ts';
 import { relayedEventsLeftOut } from '../../shared/observability/metrics.ts';
 import type { Topics } from '../../shared/topics.ts';
 import { inSpansPerItem, SpanKind } from '../../shared/observability/tracing.ts';
+import { publishOrLeaveOut } from './publish-or-leave-out.ts';
 import { callEvents, callIdOfStream } from '../../shared/domain/call/call-catalogue.ts';
 import { EventDecodeError } from '../../shared/domain/event-catalogue.ts';
 
@@ -135,39 +136,18 @@ export const startCallEventsRelay = (deps: {
  * `RecordRefusedError` says so: any other failure, retriable or not (a Kafka server error, a
  * missing authorization), may pass, and an event left out for it would be lost for good.
  */
-const refusesThem = (error: unknown): boolean => error instanceof RecordRefusedError;
-
-/**
- * Publishes the batch. When the log refuses it for something in its records (a record too large
- * for the topic, say), each record is sent alone, and one the log refuses alone is left out and
- * logged (its event id, call and position): at every retry the same record would be refused again,
- * and the topic would stop for every call. Records before it may have been written twice; a
- * consumer deduplicates them by `ce_id`. Any other failure is thrown: an outage is retried in place,
- * and anything else (a missing topic, a server error, not authorized) fails the subscription, which
- * is restarted from its checkpoint and reported in readiness until the failure passes.
- */
-const publishAll = async (
+/** Publishes the batch; a record the log refuses on its own is left out (publish-or-leave-out.ts). */
+const publishAll = (
   deps: { eventLog: EventLog; topics: Topics; logger: Logger },
   relayed: ReadonlyArray<{ event: RecordedEvent; record: OutgoingRecord }>,
-): Promise<void> => {
-  try {
-    await deps.eventLog.publish(
-      deps.topics.callEvents,
-      relayed.map(({ record }) => record),
-    );
-    return;
-  } catch (error) {
-    if (!refusesThem(error)) throw error;
-  }
-  for (const { event, record } of relayed) {
-    try {
-      await deps.eventLog.publish(deps.topics.callEvents, [record]);
-    } catch (error) {
-      if (!refusesThem(error)) throw error;
-      leftOut(deps, event, error);
-    }
-  }
-};
+): Promise<void> =>
+  publishOrLeaveOut(
+    deps.eventLog,
+    deps.topics.callEvents,
+    relayed,
+    ({ record }) => record,
+    ({ event }, refusal) => leftOut(deps, event, refusal),
+  );
 
 const leftOut = (deps: { topics: Topics; logger: Logger }, event: RecordedEvent, error: unknown): void => {
   relayedEventsLeftOut.inc();

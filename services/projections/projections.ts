@@ -22,7 +22,8 @@ import { EventDataAtFaultError, isDataAtFault } from '../../shared/ports/data-at
 import { isBackendUnavailable } from '../../shared/ports/unavailable.ts';
 import type { ComponentReport, Health } from '../runtime/health.ts';
 import { CALL_EVENTS_RELAY, startCallEventsRelay } from './call-events-relay.ts';
-import { projectionBatchEvents, projectionLagGauge } from '../../shared/observability/metrics.ts';
+import { dealOutcomesLeftOut, projectionBatchEvents, projectionLagGauge } from '../../shared/observability/metrics.ts';
+import { publishOrLeaveOut } from './publish-or-leave-out.ts';
 import { inSpansPerItem } from '../../shared/observability/tracing.ts';
 import { type SkippableProjection, skippedPositions } from './skipped-events.ts';
 import { recordStopped, recordStuck } from './projection-status.ts';
@@ -402,19 +403,29 @@ class DealOutcomePublisher {
             entries.map((entry) => personalData.seal(entry.callId, DEAL_OUTCOME_UPDATED, entry.payload)),
           )
         : entries.map((entry) => entry.payload);
-      await this.eventLog.publish(
+      // A deal the log refuses on its own is left out (and marked published with the rest): sent
+      // again it would be refused again, and every deal after it would wait behind it for ever.
+      await publishOrLeaveOut(
+        this.eventLog,
         this.topics.dealOutcomeUpdated,
-        entries.map((entry, i) =>
+        entries.map((entry, i) => ({ entry, data: sealed[i] })),
+        ({ entry, data }) =>
           toRecord({
             id: entry.eventId,
             type: DEAL_OUTCOME_UPDATED,
             source: '/deals',
             subject: entry.callId,
             time: entry.createdAt,
-            data: sealed[i],
+            data,
             extensions: { teamid: entry.payload.teamId },
           }),
-        ),
+        ({ entry }, refusal) => {
+          dealOutcomesLeftOut.inc();
+          this.log.error(
+            { err: refusal, eventId: entry.eventId, callId: entry.callId, teamId: entry.payload.teamId },
+            `deal.outcome.updated left out of ${this.topics.dealOutcomeUpdated}: the log refuses it (the publisher goes on with the next)`,
+          );
+        },
       );
       await this.readModels.deals.markPublished(
         entries.map((e) => e.eventId),

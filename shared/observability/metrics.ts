@@ -42,6 +42,12 @@ export const ingestAnswers = new Counter({
   registers: [registry],
 });
 
+export const dealOutcomesLeftOut = new Counter({
+  name: 'deal_outcomes_left_out_total',
+  help: 'deal.outcome.updated messages left out of deals.outcome-updated.v1 because the log refused them on their own (logged, each).',
+  registers: [registry],
+});
+
 export const relayedEventsLeftOut = new Counter({
   name: 'call_events_relay_left_out_total',
   help: 'Call events the relay left out of calls.events.v1 because the log refused them on their own (logged, each).',

@@ -5,6 +5,7 @@
 import { createSqliteEventLog } from '../../shared/adapters/event-log/sql-event-log.ts';
 import { createSqliteEventStore } from '../../shared/adapters/event-store/sqlite-event-store.ts';
 import { createSqliteReadModels } from '../../shared/adapters/read-models/sqlite-read-models.ts';
+import type { EventLog } from '../../shared/ports/event-log.ts';
 import type { EventStore } from '../../shared/ports/event-store.ts';
 import { openSqlite, type OpenedSqlite } from '../../shared/adapters/sqlite/sqlite-database.ts';
 import {
@@ -38,6 +39,8 @@ export const openEmbeddedPipeline = async (
   options: PipelineOptions & {
     /** What every service is given instead of the event store (one that fails on demand); default as is. */
     wrapEventStore?: (store: EventStore) => EventStore;
+    /** What every service is given instead of the event log; default as is. */
+    wrapEventLog?: (log: EventLog) => EventLog;
   } = {},
 ): Promise<EmbeddedPipeline> => {
   const dir = tempDir();
@@ -50,10 +53,15 @@ export const openEmbeddedPipeline = async (
   const eventStore = options.wrapEventStore?.(unwrapped) ?? unwrapped;
   const eventLog = createSqliteEventLog(opened.db);
   const readModels = createSqliteReadModels(opened.db);
-  const h = await createPipelineHarness({ eventStore, eventLog, readModels, personalData, storedEvents }, overrides, {
-    ...options,
-    sharedDatabase: true,
-  });
+  const servicesLog = options.wrapEventLog?.(eventLog) ?? eventLog;
+  const h = await createPipelineHarness(
+    { eventStore, eventLog: servicesLog, readModels, personalData, storedEvents },
+    overrides,
+    {
+      ...options,
+      sharedDatabase: true,
+    },
+  );
   return {
     h,
     storedEvents,

@@ -18,6 +18,8 @@ export interface TopicMessages {
   ceSource: string | undefined;
   /** What the headers that differ from topic to topic hold. */
   headers: Readonly<Record<string, string>>;
+  /** Whether its messages carry the call's trace context (`traceparent`) when it is traced. */
+  traced: boolean;
 }
 
 /**
@@ -34,8 +36,12 @@ export const messageHeaders = (published: TopicMessages): Record<string, string>
   ce_time: published.headers.ce_time!,
   ...published.headers,
   ce_teamid: 'the team of the call',
-  traceparent:
-    'the W3C trace context of the call when it is traced, also as ce_traceparent (and tracestate, ce_tracestate)',
+  ...(published.traced
+    ? {
+        traceparent:
+          'the W3C trace context of the call when it is traced, also as ce_traceparent (and tracestate, ce_tracestate)',
+      }
+    : {}),
 });
 
 export const TOPIC_MESSAGES: Readonly<Record<keyof Topics, TopicMessages>> = {
@@ -46,6 +52,7 @@ export const TOPIC_MESSAGES: Readonly<Record<keyof Topics, TopicMessages>> = {
     ceTypes: [CALL_SUBMITTED_TYPE],
     ceSource: '/api/integrations/push-api/ingest',
     headers: { ce_id: 'the call id', ce_time: 'when the call was accepted (submittedAt)' },
+    traced: true,
   },
   callEvents: {
     description: "Every event of every call, in the order of the call's stream, its personal fields sealed.",
@@ -58,12 +65,15 @@ export const TOPIC_MESSAGES: Readonly<Record<keyof Topics, TopicMessages>> = {
         "the event's revision in its call's stream, zero-padded to 16 digits so the strings sort in order; bare in " +
         'records relayed before the padding: compare it as an integer where a topic holds both',
     },
+    traced: true,
   },
   dealOutcomeUpdated: {
     description: 'A deal record was written: after valid deal data in a submission, its personal fields sealed.',
     ceTypes: [DEAL_OUTCOME_UPDATED_TYPE],
     ceSource: '/deals',
     headers: { ce_id: 'eventId, the id of the deal write', ce_time: 'recordedAt, when the deal record was written' },
+    // Published from the deals outbox, which keeps no trace context (README "Traces").
+    traced: false,
   },
   deadLetter: {
     description:
@@ -77,5 +87,7 @@ export const TOPIC_MESSAGES: Readonly<Record<keyof Topics, TopicMessages>> = {
       dlq_source_partition: 'its partition there',
       dlq_source_offset: 'its offset there',
     },
+    // As received: the trace context is the source record's, when it had one.
+    traced: false,
   },
 };

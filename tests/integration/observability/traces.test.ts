@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { SpanStatusCode } from '@opentelemetry/api';
 import { InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { messageHeaders, TOPIC_MESSAGES } from '../../../shared/domain/call/topic-messages.ts';
 import { installTracing, SpanKind, type Tracing } from '../../../shared/observability/tracing.ts';
 import type { AudioSource } from '../../../shared/ports/audio-source.ts';
 import { eventually } from '../../support/eventually.ts';
@@ -162,6 +163,35 @@ describe('traces: one call, one trace', () => {
     const [span] = await spansOf(callerTrace, ['POST /api/integrations/push-api/ingest']);
     assert.equal(span!.status.code, SpanStatusCode.UNSET, JSON.stringify(span!.status));
     assert.deepEqual(span!.events, [], 'no exception recorded');
+  });
+
+  test("each topic's messages carry the trace context exactly where the served index says they do", async () => {
+    const team = await h.team();
+    const accepted = await h.ingest({
+      key: team.key,
+      body: { transcript: 'Rep: hello\nDana: we will sign by Friday', dealSize: 1200 },
+      headers: { traceparent: '00-6cf92f3577b34da6a3ce929d0e0e4738-00f067aa0ba902b9-01' },
+    });
+    assert.equal(accepted.statusCode, 201, accepted.body);
+    const { callId } = accepted.json<{ callId: string }>();
+    for (const [name, topic] of Object.entries(h.topics) as [keyof typeof TOPIC_MESSAGES, string][]) {
+      if (name === 'deadLetter') continue;
+      const records = await eventually(
+        async () => {
+          const found = (await h.eventLog.read(topic, { limit: 10_000 })).filter((r) => r.key === callId);
+          assert.ok(found.length > 0, `${topic} has the call's messages`);
+          return found;
+        },
+        { timeoutMs: 15_000 },
+      );
+      const documented = 'traceparent' in messageHeaders(TOPIC_MESSAGES[name]);
+      for (const record of records)
+        assert.equal(
+          record.headers.traceparent !== undefined,
+          documented,
+          `${topic} ${record.headers.ce_type}: traceparent ${documented ? 'documented but missing' : 'sent but not documented'}`,
+        );
+    }
   });
 
   test('two calls are two traces', async () => {

@@ -32,12 +32,19 @@ export interface AdminOpsDeps {
   topics?: Topics;
 }
 
-const parseValue = (value: string): unknown => {
+/**
+ * A record's value as shown: parsed when it is JSON that writes back to the very same text (every
+ * value the service writes), otherwise the text as stored. A dead letter is shown as received, not
+ * as a parse rewrites it (a 20-digit number rounded, a repeated key dropped, -0 made 0).
+ */
+const shownValue = (text: string): { value: unknown; valueFormat: 'json' | 'text' } => {
   try {
-    return JSON.parse(value);
+    const parsed: unknown = JSON.parse(text);
+    if (JSON.stringify(parsed) === text) return { value: parsed, valueFormat: 'json' };
   } catch {
-    return value;
+    // Not JSON: shown as the text it is.
   }
+  return { value: text, valueFormat: 'text' };
 };
 
 export const registerAdminOpsRoutes = (app: TypedApp, deps: AdminOpsDeps): void => {
@@ -81,7 +88,11 @@ export const registerAdminOpsRoutes = (app: TypedApp, deps: AdminOpsDeps): void 
                 offset: Type.String({ description: 'Offsets are 64-bit: a decimal string.' }),
                 key: Type.String(),
                 headers: AnyKeyRecord(Type.String()),
-                value: Type.Unknown({ description: 'Parsed when it is JSON, else the text.' }),
+                value: Type.Unknown({
+                  description:
+                    'Parsed when the stored value is JSON that writes back to the same text (valueFormat json), else the text exactly as stored (valueFormat text).',
+                }),
+                valueFormat: Type.Union([Type.Literal('json'), Type.Literal('text')]),
                 timestamp: Type.String(),
               }),
             ),
@@ -110,7 +121,7 @@ export const registerAdminOpsRoutes = (app: TypedApp, deps: AdminOpsDeps): void 
             offset: r.offset.toString(),
             key: r.key,
             headers: r.headers,
-            value: parseValue(r.value),
+            ...shownValue(r.value),
             timestamp: r.timestamp.toISOString(),
           })),
         };

@@ -35,6 +35,12 @@ before(async () => {
   );
   await eventLog.publish(ours.callsSubmitted, [{ key: 'our-call', value: '{"ours":true}' }]);
   await eventLog.publish(theirs.callsSubmitted, [{ key: 'their-call', value: '{"theirs":true}' }]);
+  await eventLog.publish(ours.deadLetter, [
+    { key: 'as-received', value: '{"dealSize":12345678901234567890,"x":1,"x":2,"z":-0,"f":1.50}' },
+    { key: 'a-string', value: '"quoted"' },
+    { key: 'text', value: 'not json' },
+    { key: 'ours', value: '{"dealSize":1200,"notes":"\\ud800 é"}' },
+  ]);
   h = await createHarness({ eventStore, eventLog, topics: ours });
 });
 
@@ -52,6 +58,22 @@ test("a topic named without the prefix is this deployment's, not the unprefixed 
   assert.deepEqual(
     res.json<Messages>().messages.map((m) => [m.key, m.value]),
     [['our-call', { ours: true }]],
+  );
+});
+
+test('a value is shown parsed only when it writes back to the same text; otherwise exactly as stored', async () => {
+  const res = await h.admin('GET', '/api/admin/topics/calls.dead-letter.v1/messages');
+  assert.equal(res.statusCode, 200, res.body);
+  assert.deepEqual(
+    res
+      .json<{ messages: Array<{ key: string; value: unknown; valueFormat: string }> }>()
+      .messages.map((m) => [m.key, m.valueFormat, m.value]),
+    [
+      ['as-received', 'text', '{"dealSize":12345678901234567890,"x":1,"x":2,"z":-0,"f":1.50}'],
+      ['a-string', 'json', 'quoted'],
+      ['text', 'text', 'not json'],
+      ['ours', 'json', { dealSize: 1200, notes: '\ud800 é' }],
+    ],
   );
 });
 

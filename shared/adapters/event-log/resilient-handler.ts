@@ -20,7 +20,7 @@
  * gave its partition up): the handler then throws, the record is not committed, and the partition's
  * next owner gets it again.
  */
-import type { EventLog, LogRecord } from '../../ports/event-log.ts';
+import { type EventLog, type LogRecord, RecordRefusedError } from '../../ports/event-log.ts';
 import { isDataAtFault } from '../../ports/data-at-fault.ts';
 import { isRetriableError } from '../../ports/unavailable.ts';
 import { toStorable } from '../../domain/submission/storable-text.ts';
@@ -88,6 +88,11 @@ export interface ResilientHandler {
   retrying(): RetryingRecords;
   /** Records sent to the dead-letter topic by this handler. */
   readonly deadLettered: number;
+}
+
+/** The dead-letter topic refused a record's dead letter: retried in place, never the record's fault. */
+export class DeadLetterRefusedError extends Error {
+  override readonly name = 'DeadLetterRefusedError';
 }
 
 /** A record that can never be handled (unparseable, invalid): thrown by a handler, it goes to the dead-letter topic. */
@@ -265,15 +270,28 @@ export const resilientHandler = (
     const sent = await untilDone(
       record,
       async () => {
-        await options.deadLetter.eventLog.publish(options.deadLetter.topic, [deadLetterRecord(record, reason)]);
+        try {
+          await options.deadLetter.eventLog.publish(options.deadLetter.topic, [deadLetterRecord(record, reason)]);
+        } catch (error) {
+          // The dead-letter topic refuses the dead letter itself (a topic made with a smaller limit
+          // than the record's): not the record's fault, so it is retried in place like any failure
+          // that proves nothing, holding this record's partition alone and named in readiness, until
+          // an operator raises the topic's limit. It was thrown, and the whole consumer started
+          // again and again, every partition handled again from its commit.
+          if (error instanceof RecordRefusedError)
+            throw new DeadLetterRefusedError(
+              `the dead-letter topic ${options.deadLetter.topic} refuses the dead letter of this record (${error.message}); raise that topic's max.message.bytes`,
+              { cause: error },
+            );
+          throw error;
+        }
       },
       false,
       signal,
     );
-    if (sent) {
-      // The dead-letter topic refused it for what it is (too large for it): keep the record rather than lose it.
-      throw sent.failed;
-    }
+    // Anything else the dead letter's publish is refused for that proves the data bad: the record
+    // is kept (not committed) rather than lost.
+    if (sent) throw sent.failed;
     deadLettered++;
     deadLetters.inc({ source_topic: record.topic });
   };

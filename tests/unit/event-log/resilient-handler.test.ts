@@ -6,7 +6,12 @@ import {
   STUCK_RECORD_AFTER,
   type StuckRecordBounds,
 } from '../../../shared/adapters/event-log/resilient-handler.ts';
-import { EventLogUnavailableError, type LogRecord, type OutgoingRecord } from '../../../shared/ports/event-log.ts';
+import {
+  EventLogUnavailableError,
+  type LogRecord,
+  type OutgoingRecord,
+  RecordRefusedError,
+} from '../../../shared/ports/event-log.ts';
 import { EventStoreUnavailableError } from '../../../shared/ports/event-store.ts';
 import { DataAtFaultError } from '../../../shared/ports/data-at-fault.ts';
 import { eventually } from '../../support/eventually.ts';
@@ -284,6 +289,36 @@ describe('resilient record handler', () => {
     await resilient.handler(record(3));
     assert.equal(attempts, 3);
     assert.equal(published.length, 1);
+  });
+
+  test("a dead letter the dead-letter topic refuses (its limit below the record's) is retried in place, named in readiness, until the topic takes it: the handler never throws", async () => {
+    let refusing = true;
+    let attempts = 0;
+    const { resilient, published, lines } = setup(
+      async () => {
+        throw new PoisonRecordError('bad');
+      },
+      async () => {
+        attempts++;
+        if (refusing) throw new RecordRefusedError('MESSAGE_TOO_LARGE (test)');
+      },
+    );
+    const running = resilient.handler(record(4));
+    await eventually(() => {
+      assert.ok(attempts >= 3, 'tried again and again');
+      assert.equal(resilient.retrying().count, 1);
+      assert.match(
+        String(resilient.retrying().lastError),
+        /dead-letter topic calls\.dead-letter\.v1 refuses the dead letter/,
+      );
+    });
+    assert.equal(published.length, 0);
+    refusing = false;
+    await running;
+    assert.equal(published.length, 1);
+    assert.equal(resilient.retrying().count, 0);
+    assert.equal(resilient.deadLettered, 1);
+    assert.ok(lines.some((l) => l.level === 'info' && /handled after retrying/.test(l.message)));
   });
 
   test("the record's own signal (its partition given up) ends its retrying too: the handler throws and no longer reports it; the others go on", async () => {

@@ -49,6 +49,22 @@ describe('Kafka event log: a topic that keeps its records', { skip: b.skip }, ()
       assert.equal(retention(kept)?.configValue, '-1');
       assert.equal(retention(kept)?.isDefault, false);
       assert.notEqual(retention(plain)?.configValue, '-1');
+
+      // A topic made before with a retention is not changed (its settings are the operator's), but
+      // the start says so, with the command that mends it.
+      const warnings: string[] = [];
+      const write = process.stderr.write.bind(process.stderr);
+      process.stderr.write = ((chunk: string | Uint8Array, ...rest: never[]) => {
+        if (String(chunk).includes(plain)) warnings.push(String(chunk));
+        return write(chunk, ...rest);
+      });
+      try {
+        await log.ensureTopics([{ name: plain, partitions: 1, keepRecords: true }]);
+      } finally {
+        process.stderr.write = write;
+      }
+      assert.equal(warnings.length, 1, warnings.join(''));
+      assert.match(warnings[0]!, /deletes its records after retention\.ms=\d+.*--add-config retention\.ms=-1/);
     } finally {
       await admin.disconnect();
       await log.close();

@@ -292,6 +292,7 @@ export class KafkaEventLog implements EventLog {
     this.assertOpen();
     try {
       const existing = new Set(await this.admin.listTopics());
+      await this.warnOfRetention(topics.filter((t) => t.keepRecords && existing.has(t.name)));
       const missing = topics.filter((t) => !existing.has(t.name));
       if (missing.length === 0) return;
       await this.admin.createTopics({
@@ -311,6 +312,36 @@ export class KafkaEventLog implements EventLog {
       });
     } catch (error) {
       throw toEventLogError(error);
+    }
+  }
+
+  /**
+   * Says so (a warning on stderr, with the command that mends it) when a topic that should keep its
+   * records was made before with a retention: its records would be deleted by age. The topic's
+   * settings are the operator's, so they are not changed here.
+   */
+  private async warnOfRetention(kept: TopicSpec[]): Promise<void> {
+    if (kept.length === 0) return;
+    const { resources } = await this.admin.describeConfigs({
+      includeSynonyms: false,
+      resources: kept.map((t) => ({
+        type: kafkajs.ConfigResourceTypes.TOPIC,
+        name: t.name,
+        configNames: ['retention.ms'],
+      })),
+    });
+    for (const resource of resources) {
+      const retention = resource.configEntries.find((e) => e.configName === 'retention.ms')?.configValue;
+      if (retention === undefined || retention === '-1') continue;
+      process.stderr.write(
+        `${JSON.stringify({
+          level: 'WARN',
+          logger: 'event-log',
+          topic: resource.resourceName,
+          retentionMs: retention,
+          message: `topic ${resource.resourceName} deletes its records after retention.ms=${retention}, but its records are kept until an operator removes them (dead letters wait for a redrive); set it with: kafka-configs.sh --bootstrap-server <broker> --alter --entity-type topics --entity-name ${resource.resourceName} --add-config retention.ms=-1`,
+        })}\n`,
+      );
     }
   }
 

@@ -292,7 +292,8 @@ export class KafkaEventLog implements EventLog {
     this.assertOpen();
     try {
       const existing = new Set(await this.admin.listTopics());
-      await this.warnOfRetention(topics.filter((t) => t.keepRecords && existing.has(t.name)));
+      // Best effort: a cluster that does not let this client read topic settings still starts.
+      await this.warnOfRetention(topics.filter((t) => t.keepRecords && existing.has(t.name))).catch(() => undefined);
       const missing = topics.filter((t) => !existing.has(t.name));
       if (missing.length === 0) return;
       await this.admin.createTopics({

@@ -325,6 +325,32 @@ export const webhookStoreConformance = (name: string, factory: WebhookStoreFacto
       assert.deepEqual([again?.deliveryId, again?.attempts], [first!.deliveryId, 0]);
     });
 
+    test("an erasure while its call's delivery is being sent: call.erased waits for that delivery's lease, then goes", async () => {
+      feed.position = await store.checkpoint();
+      feed.register('x1', 't8', ['call.completed', 'call.erased']).notify('t8', 'gone', 'call.completed');
+      await feed.applyTo(store);
+      const others = { inFlight: { t1: 10, t2: 10, t3: 10, t4: 10, t5: 10 } };
+      const now = Date.now();
+      const [sending] = await claim(new Date(now), { ...others, leaseMs: 30_000 });
+      assert.equal(sending?.type, 'call.completed');
+      // The projection applies CallErased while that attempt is in flight: the delivery goes (its
+      // body holds the personal data), and the notice is queued.
+      feed.notify('t8', 'gone', 'call.erased');
+      await feed.applyTo(store);
+      assert.deepEqual(
+        (await store.deliveries('x1', { limit: 10 })).deliveries.map((d) => d.type),
+        ['call.erased'],
+      );
+      assert.deepEqual(
+        await claim(new Date(now + 1_000), others),
+        [],
+        'not while the removed delivery may still be on its way to the receiver',
+      );
+      const [notice] = await claim(new Date(now + 30_001), others);
+      assert.equal(notice?.type, 'call.erased', 'once its lease has ended');
+      await store.recordAttempt(notice.deliveryId, { kind: 'delivered', statusCode: 200 }, new Date(now + 30_001));
+    });
+
     test('postponed: due again at its time with no attempt counted; a note is kept as its last error', async () => {
       feed.position = await store.checkpoint();
       feed.register('p1', 't5', ['deal.outcome.updated']).notify('t5', 'z1', 'deal.outcome.updated');

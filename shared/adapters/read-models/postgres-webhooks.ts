@@ -88,10 +88,17 @@ export const createPostgresWebhooks = async (pool: pg.Pool): Promise<WebhookStor
             if (step.kind === 'notify') {
               const n = step.notification;
               // An erased call's earlier deliveries go: their bodies hold the personal data it destroys.
-              if (n.type === 'call.erased')
-                await client.query("DELETE FROM webhook_deliveries WHERE subject = $1 AND type <> 'call.erased'", [
-                  n.subject,
-                ]);
+              // One being sent now (leased) keeps the notice back until its lease ends: per call, one
+              // delivery after the other, so a receiver never has call.erased before what it erases.
+              let notBefore = now;
+              if (n.type === 'call.erased') {
+                const { rows: gone } = await client.query<{ lease_until: string | null }>(
+                  "DELETE FROM webhook_deliveries WHERE subject = $1 AND type <> 'call.erased' RETURNING lease_until",
+                  [n.subject],
+                );
+                for (const { lease_until } of gone)
+                  if (lease_until !== null) notBefore = Math.max(notBefore, Number(lease_until));
+              }
               const { rows } =
                 n.webhookId !== undefined
                   ? await client.query<WebhookRow>(
@@ -119,7 +126,7 @@ export const createPostgresWebhooks = async (pool: pg.Pool): Promise<WebhookStor
                   n.subject,
                   n.type,
                   n.body,
-                  now,
+                  notBefore,
                 ],
               );
               continue;

@@ -68,6 +68,9 @@ export const createSqliteWebhooks = (db: SqliteDb, versions: SqliteVersions): We
 
   const q = {
     forgetSubject: db.prepare("DELETE FROM webhook_deliveries WHERE subject = ? AND type <> 'call.erased'"),
+    forgetSubjectLeases: db.prepare<[string], { lease_until: number | null }>(
+      "DELETE FROM webhook_deliveries WHERE subject = ? AND type <> 'call.erased' RETURNING lease_until",
+    ),
     register: db.prepare(
       `INSERT OR IGNORE INTO webhooks (webhook_id, team_id, url, events, status, created_at, secret, last_position) VALUES (?, ?, ?, ?, 'active', ?, ?, ?)`,
     ),
@@ -120,7 +123,8 @@ export const createSqliteWebhooks = (db: SqliteDb, versions: SqliteVersions): We
     ),
   };
 
-  const queueFor = (notification: WebhookNotification, now: number) => {
+  /** `notBefore`: when its deliveries may be first attempted (ms since the epoch). */
+  const queueFor = (notification: WebhookNotification, notBefore: number) => {
     const rows =
       notification.webhookId !== undefined
         ? [q.oneWebhook.get(notification.webhookId)].filter((r) => r?.status === 'active')
@@ -136,7 +140,7 @@ export const createSqliteWebhooks = (db: SqliteDb, versions: SqliteVersions): We
         subject,
         type,
         body,
-        now,
+        notBefore,
       );
     }
   };
@@ -154,11 +158,15 @@ export const createSqliteWebhooks = (db: SqliteDb, versions: SqliteVersions): We
       for (const step of batchSteps(events, notifications, BigInt(applied))) {
         if (step.kind === 'notify') {
           // An erased call's earlier deliveries go: their bodies hold the personal data it destroys.
+          // One being sent now (leased) keeps the notice back until its lease ends: per call, one
+          // delivery after the other, so a receiver never has call.erased before what it erases.
+          let notBefore = now;
           if (step.notification.type === 'call.erased') {
-            q.forgetSubject.run(step.notification.subject);
+            for (const { lease_until } of q.forgetSubjectLeases.all(step.notification.subject))
+              if (lease_until !== null) notBefore = Math.max(notBefore, lease_until);
             requestWalScrub(db);
           }
-          queueFor(step.notification, now);
+          queueFor(step.notification, notBefore);
           continue;
         }
         const { webhookId, event } = step;

@@ -12,7 +12,10 @@ import { classifyAddress } from '../audio/address-policy.ts';
 import { guardedLookup, type ResolveHost, systemResolveHost } from '../audio/guarded-lookup.ts';
 
 export interface WebhookSenderOptions {
-  /** Deadline of one attempt (connect, answer, body), ms; 10 s in the service. */
+  /**
+   * Deadline of one attempt (connect, answer, body), ms; 10 s in the service. An answer's status
+   * within it is the outcome, however its body ends.
+   */
   timeoutMs: number;
   /** Most of an answer's body read, bytes; 64 KB in the service. */
   maxResponseBytes: number;
@@ -62,7 +65,10 @@ export const createWebhookSender = (options: WebhookSenderOptions): SendWebhook 
     const deadline = AbortSignal.timeout(options.timeoutMs);
     const signal = abort ? AbortSignal.any([deadline, abort]) : deadline;
     return new Promise<WebhookAnswer>((resolve, reject) => {
+      /** Set once the status line came: the receiver answered, whatever becomes of its body. */
+      let answered: (() => void) | undefined;
       const fail = (error: Error & { code?: string }) => {
+        if (answered) return answered();
         if (error instanceof WebhookSendError) return reject(error);
         if (deadline.aborted) return reject(new WebhookSendError(`no answer within ${options.timeoutMs / 1000} s`));
         if (signal.aborted) return reject(new WebhookSendError('the attempt was abandoned: the process is stopping'));
@@ -81,10 +87,13 @@ export const createWebhookSender = (options: WebhookSenderOptions): SendWebhook 
         (response) => {
           const chunks: Buffer[] = [];
           let bytes = 0;
+          // The outcome is the status: a body that breaks off or outlasts the deadline (a 200 whose
+          // body never ends) is read as far as it came; the attempt was not "no answer".
           const done = () => {
             response.destroy();
             resolve({ statusCode: response.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') });
           };
+          answered = done;
           response.on('data', (chunk: Buffer) => {
             const room = options.maxResponseBytes - bytes;
             chunks.push(chunk.subarray(0, Math.max(0, room)));
@@ -92,7 +101,8 @@ export const createWebhookSender = (options: WebhookSenderOptions): SendWebhook 
             if (bytes >= options.maxResponseBytes) done();
           });
           response.on('end', done);
-          response.on('error', fail);
+          response.on('error', done);
+          response.on('close', done);
         },
       );
       request.on('error', fail);

@@ -22,6 +22,12 @@ const server = createServer((request, response) => {
     return; // never ends: only the cap ends the read
   }
   if (request.url === '/hang') return;
+  // An answer whose body never ends (a receiver that acknowledged, then streamed or stalled).
+  if (request.url === '/unfinished-200' || request.url === '/unfinished-410') {
+    response.writeHead(request.url.endsWith('200') ? 200 : 410, { 'content-type': 'text/plain' });
+    response.write('o');
+    return;
+  }
   response.writeHead(204).end();
 });
 before(async () => {
@@ -73,6 +79,18 @@ test('a redirect is an answer, never followed; at most 64 KB of a body is read; 
   const abandoned = send(`${base}/hang`, {}, '{}', stopping.signal);
   stopping.abort();
   await assert.rejects(abandoned, /abandoned/);
+});
+
+test("an answer whose body does not end within the deadline is the answer its status says, not 'no answer'", async () => {
+  for (const [path, status] of [
+    ['/unfinished-200', 200],
+    ['/unfinished-410', 410],
+  ] as const) {
+    const started = Date.now();
+    const answer = await send(`${base}${path}`, {}, '{}');
+    assert.deepEqual([answer.statusCode, answer.body], [status, 'o'], path);
+    assert.ok(Date.now() - started >= 900, 'read until the deadline');
+  }
 });
 
 test('signatures verify with standardwebhooks, each of a rotation alone', () => {

@@ -264,6 +264,9 @@ export const webhookStoreConformance = (name: string, factory: WebhookStoreFacto
       assert.equal(page2.deliveries[0]?.type, 'call.completed');
       assert.equal(page2.nextCursor, null);
       await assert.rejects(store.deliveries('r1', { limit: 1, cursor: 'bogus' }), InvalidQueryError);
+      // 19 digits past a 64-bit sequence number: no cursor this API issued (PostgreSQL answered 500).
+      const tooFar = Buffer.from('d:9999999999999999999').toString('base64url');
+      await assert.rejects(store.deliveries('r1', { limit: 1, cursor: tooFar }), InvalidQueryError);
 
       await store.recordAttempt(page2.deliveries[0].deliveryId, { kind: 'gone', statusCode: 410, error: 'gone' }, now);
       assert.equal((await store.deliveries('r1', { limit: 10, status: 'failed' })).deliveries.length, 1);
@@ -289,6 +292,34 @@ export const webhookStoreConformance = (name: string, factory: WebhookStoreFacto
         (await claim(new Date(Date.parse(future) + 600_000), { inFlight: { t1: 10, t2: 10 } })).length,
         0,
         'nothing is sent to a deleted webhook',
+      );
+    });
+
+    test('a webhook disabled (410) or deleted with deliveries pending: they end failed, saying why, not pending for ever', async () => {
+      feed.position = await store.checkpoint();
+      feed
+        .register('d1', 't6', ['call.completed'])
+        .register('d2', 't6', ['call.completed'])
+        .notify('t6', 'v1')
+        .notify('t6', 'v2')
+        .webhook('d1', { type: 'WebhookDisabled', data: { reason: 'the receiver answered 410 Gone', at: AT } })
+        .webhook('d2', { type: 'WebhookDeleted', data: { at: AT } });
+      await feed.applyTo(store);
+      const listed = await store.deliveries('d1', { limit: 10 });
+      assert.deepEqual(
+        listed.deliveries.map((d) => [d.status, d.lastError, d.nextAttemptAt]),
+        [
+          ['failed', 'not sent: the webhook was disabled (the receiver answered 410 Gone)', null],
+          ['failed', 'not sent: the webhook was disabled (the receiver answered 410 Gone)', null],
+        ],
+      );
+      assert.deepEqual((await store.deliveries('d1', { limit: 10, status: 'pending' })).deliveries, []);
+      assert.deepEqual(
+        (await store.deliveries('d2', { limit: 10 })).deliveries.map((d) => [d.status, d.lastError]),
+        [
+          ['failed', 'not sent: the webhook was deleted'],
+          ['failed', 'not sent: the webhook was deleted'],
+        ],
       );
     });
 

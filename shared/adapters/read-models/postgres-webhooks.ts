@@ -18,6 +18,7 @@ import {
   deliveryView,
   encodeCursor,
   MODEL,
+  notSentAfter,
   outcomeColumns,
   subscribed,
   type WebhookRow,
@@ -159,6 +160,11 @@ export const createPostgresWebhooks = async (pool: pg.Pool): Promise<WebhookStor
                 await client.query(
                   'UPDATE webhooks SET status = $1, last_position = $2 WHERE webhook_id = $3 AND last_position < $2',
                   [event.type === 'WebhookDisabled' ? 'disabled' : 'deleted', position, webhookId],
+                );
+                // Nothing attempts them any more: they end failed, saying why, not pending for ever.
+                await client.query(
+                  "UPDATE webhook_deliveries SET status = 'failed', last_error = $1, next_attempt_at = NULL, lease_until = NULL WHERE webhook_id = $2 AND status = 'pending'",
+                  [notSentAfter(event), webhookId],
                 );
                 break;
               case 'WebhookTestRequested':

@@ -21,6 +21,7 @@ import {
   deliveryView,
   encodeCursor,
   MODEL,
+  notSentAfter,
   outcomeColumns,
   subscribed,
   type WebhookRow,
@@ -111,6 +112,10 @@ export const createSqliteWebhooks = (db: SqliteDb, versions: SqliteVersions): We
     postpone: db.prepare(
       "UPDATE webhook_deliveries SET next_attempt_at = ?, last_error = coalesce(?, last_error), lease_until = NULL WHERE delivery_id = ? AND status = 'pending'",
     ),
+    // Nothing attempts them any more: they end failed, saying why, not pending for ever.
+    failPending: db.prepare(
+      "UPDATE webhook_deliveries SET status = 'failed', last_error = ?, next_attempt_at = NULL, lease_until = NULL WHERE webhook_id = ? AND status = 'pending'",
+    ),
     failUnsent: db.prepare(
       "UPDATE webhook_deliveries SET status = 'failed', last_status_code = NULL, last_error = ?, next_attempt_at = NULL, lease_until = NULL WHERE delivery_id = ? AND status = 'pending'",
     ),
@@ -189,9 +194,11 @@ export const createSqliteWebhooks = (db: SqliteDb, versions: SqliteVersions): We
             break;
           case 'WebhookDisabled':
             q.status.run('disabled', position, webhookId, position);
+            q.failPending.run(notSentAfter(event), webhookId);
             break;
           case 'WebhookDeleted':
             q.status.run('deleted', position, webhookId, position);
+            q.failPending.run(notSentAfter(event), webhookId);
             break;
           case 'WebhookTestRequested':
             break; // its notification is queued above

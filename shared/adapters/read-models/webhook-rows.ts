@@ -134,12 +134,22 @@ export const outcomeColumns = (outcome: AttemptOutcome, at: Date) => {
 };
 
 export const encodeCursor = (seq: string | number): string => Buffer.from(`d:${seq}`).toString('base64url');
+const MAX_SEQ = 2n ** 63n - 1n;
 export const decodeCursor = (cursor: string | undefined): bigint | undefined => {
   if (cursor === undefined) return undefined;
   const match = /^d:([0-9]{1,19})$/.exec(Buffer.from(cursor, 'base64url').toString());
-  if (!match) throw new InvalidQueryError('cursor', 'cursor is not one this API issued');
+  // Past a 64-bit sequence number it is no cursor this API issued (PostgreSQL refused it with a 500).
+  if (!match || BigInt(match[1]!) > MAX_SEQ) throw new InvalidQueryError('cursor', 'cursor is not one this API issued');
   return BigInt(match[1]!);
 };
+
+/** Why a webhook's pending deliveries end failed when it is disabled or deleted: nothing attempts them any more. */
+export const notSentAfter = (
+  event: { type: 'WebhookDisabled'; data: { reason: string } } | { type: 'WebhookDeleted' },
+) =>
+  event.type === 'WebhookDisabled'
+    ? `not sent: the webhook was disabled (${event.data.reason})`
+    : 'not sent: the webhook was deleted';
 
 /**
  * A webhook event of the feed, decoded through the webhook catalogue, with its webhook id; undefined

@@ -180,9 +180,10 @@ export const installErrorHandler = (app: FastifyInstance): void => {
     }
     if (error instanceof DomainError && error.code in DOMAIN_ERROR_CODES) {
       const code = DOMAIN_ERROR_CODES[error.code as keyof typeof DOMAIN_ERROR_CODES];
-      // Every 4xx names the field and the rule; a rule of the domain that no route checked first names the body.
+      // Every 4xx names the field and the rule: the field the domain names, else the code's; a rule of
+      // the domain that no route checked first names the body.
       const named = DOMAIN_ERROR_FIELDS[error.code as keyof typeof DOMAIN_ERROR_FIELDS];
-      const errors = named ? [{ field: named.field, message: named.rule ?? error.message }] : undefined;
+      const errors = named ? [{ field: error.field ?? named.field, message: named.rule ?? error.message }] : undefined;
       return reply
         .code(ERROR_STATUS[code])
         .type(PROBLEM_JSON)

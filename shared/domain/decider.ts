@@ -29,10 +29,13 @@ export class DomainError<Code extends string = string> extends Error {
   override readonly name = 'DomainError';
   /** Stable, machine-readable reason, e.g. `CAPACITY_EXHAUSTED`. */
   readonly code: Code;
+  /** The command's field the refusal is about, when one is (`url` of a webhook, say). */
+  readonly field: string | undefined;
 
-  constructor(code: Code, message: string) {
+  constructor(code: Code, message: string, options: { field?: string } = {}) {
     super(message);
     this.code = code;
+    this.field = options.field;
   }
 }
 

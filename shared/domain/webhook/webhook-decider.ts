@@ -59,8 +59,8 @@ export const WEBHOOK_URL_MAX_LENGTH = 2048;
 /** `whsec_` + base64 of 32 bytes. */
 const SECRET = /^whsec_[A-Za-z0-9+/]{43}=$/;
 
-const refuse = (code: WebhookErrorCode, message: string): never => {
-  throw new DomainError(code, message);
+const refuse = (code: WebhookErrorCode, message: string, field?: string): never => {
+  throw new DomainError(code, message, field === undefined ? {} : { field });
 };
 
 /** Why `url` cannot be a webhook URL, or undefined when it can. */
@@ -79,15 +79,18 @@ export const webhookUrlProblem = (url: string): string | undefined => {
 
 const register = (command: RegisterWebhook): WebhookEvent[] => {
   const problem = webhookUrlProblem(command.url);
-  if (problem) refuse('INVALID_WEBHOOK_INPUT', problem);
-  if (command.events.length === 0) refuse('INVALID_WEBHOOK_INPUT', 'events must name at least one event type');
+  if (problem) refuse('INVALID_WEBHOOK_INPUT', problem, 'url');
+  if (command.events.length === 0)
+    refuse('INVALID_WEBHOOK_INPUT', 'events must name at least one event type', 'events');
   const unknown = command.events.filter((e) => !(WEBHOOK_EVENT_TYPES as readonly string[]).includes(e));
   if (unknown.length > 0)
     refuse(
       'INVALID_WEBHOOK_INPUT',
       `unknown event type ${unknown.join(', ')}; known: ${WEBHOOK_EVENT_TYPES.join(', ')}`,
+      'events',
     );
-  if (!SECRET.test(command.secret)) refuse('INVALID_WEBHOOK_INPUT', 'secret must be whsec_ + base64 of 32 bytes');
+  if (!SECRET.test(command.secret))
+    refuse('INVALID_WEBHOOK_INPUT', 'secret must be whsec_ + base64 of 32 bytes', 'secret');
   const events = [...new Set(command.events)] as WebhookEventType[];
   return [
     {
@@ -112,7 +115,8 @@ export const decideWebhook = (command: WebhookCommand, state: WebhookState): Web
   if (state.status === 'absent' || state.status === 'deleted') return refuse('WEBHOOK_NOT_FOUND', 'no such webhook');
   switch (command.type) {
     case 'RotateWebhookSecret': {
-      if (!SECRET.test(command.secret)) refuse('INVALID_WEBHOOK_INPUT', 'secret must be whsec_ + base64 of 32 bytes');
+      if (!SECRET.test(command.secret))
+        refuse('INVALID_WEBHOOK_INPUT', 'secret must be whsec_ + base64 of 32 bytes', 'secret');
       // Rows keep one previous secret: a second rotation within the overlap would stop the first
       // secret signing at once, though receivers were promised it for 24 hours. So it is refused.
       const open = state.secrets.previous;

@@ -294,6 +294,19 @@ describe('every 4xx names the field and the rule', () => {
     ]);
   });
 
+  test('a webhook the domain refuses names the field it refuses, not the body', async () => {
+    const { h } = embedded;
+    const { teamId } = await h.team();
+    for (const [body, field, message] of [
+      [{ url: 'ftp://x.example/', events: ['call.completed'] }, 'url', 'url must be http or https'],
+      [{ url: 'http://u:p@x.example/', events: ['call.completed'] }, 'url', 'url must not carry credentials'],
+    ] as const) {
+      const answer = await h.admin('POST', `/api/admin/teams/${teamId}/webhooks`, body);
+      const problem = problemOf(answer, 400, 'VALIDATION_FAILED');
+      assert.deepEqual(problem.errors, [{ field, message }], JSON.stringify(body));
+    }
+  });
+
   test('404 names the path parameter that names nothing, or url for a route that does not exist', async () => {
     const { h } = embedded;
     const { teamId, key } = await h.team();

@@ -219,11 +219,12 @@ export const ConfigSchema = Type.Object({
   /** Longest recording transcribed; longer ones fail with audio_too_long before they are decoded. */
   audioMaxSeconds: Integer('AUDIO_MAX_SECONDS: longest recording transcribed, in seconds (default 14400 = 4 h)', 1),
   /** Pause before each retry of a webhook delivery (ms); after the last the delivery is failed. */
-  webhookRetryScheduleMs: Type.Array(Type.Integer({ minimum: 1 }), {
+  // Each pause at most 30 days: a longer one (200000000d) made the next attempt's date NaN.
+  webhookRetryScheduleMs: Type.Array(Type.Integer({ minimum: 1, maximum: 30 * 86_400_000 }), {
     description:
       'WEBHOOK_RETRY_SCHEDULE: pauses before each retry of a webhook delivery, comma-separated durations like 500ms, 5s, 2m, 1h (default 5s,30s,2m,10m,30m,1h,3h,6h,12h,24h)',
     expected:
-      'a comma-separated list of durations such as 5s,1m,10m: each a whole number of ms, s, m, h or d, at least 1 ms',
+      'a comma-separated list of durations such as 5s,1m,10m: each a whole number of ms, s, m, h or d, from 1 ms to 30d',
   }),
   /** Lifts the address policy of webhook deliveries (local development and tests only). */
   webhookAllowPrivate: Type.Boolean({

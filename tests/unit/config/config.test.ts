@@ -71,7 +71,8 @@ test('WEBHOOK_RETRY_SCHEDULE: durations in ms, s, m, h or d; the default is the 
   );
   assert.equal(loadConfig({}).webhookAllowPrivate, false);
   assert.equal(loadConfig({ WEBHOOK_ALLOW_PRIVATE: 'true' }).webhookAllowPrivate, true);
-  for (const schedule of ['5s,,2m', 'soon', '5 seconds', '0s', '-5s'])
+  assert.deepEqual(loadConfig({ WEBHOOK_RETRY_SCHEDULE: '30d' }).webhookRetryScheduleMs, [30 * 86_400_000]);
+  for (const schedule of ['5s,,2m', 'soon', '5 seconds', '0s', '-5s', '31d', '200000000d'])
     rejects({ WEBHOOK_RETRY_SCHEDULE: schedule }, 'WEBHOOK_RETRY_SCHEDULE');
   rejects({ WEBHOOK_ALLOW_PRIVATE: 'perhaps' }, 'WEBHOOK_ALLOW_PRIVATE');
 });
@@ -91,7 +92,7 @@ test('a bad value is told with the text the variable held and what it must hold'
   // The text, not the value parsed from it: a malformed duration or port was told as "got null".
   assert.equal(
     refusal({ WEBHOOK_RETRY_SCHEDULE: 'bogus' }),
-    'invalid configuration: WEBHOOK_RETRY_SCHEDULE="bogus" is not valid: expected a comma-separated list of durations such as 5s,1m,10m: each a whole number of ms, s, m, h or d, at least 1 ms',
+    'invalid configuration: WEBHOOK_RETRY_SCHEDULE="bogus" is not valid: expected a comma-separated list of durations such as 5s,1m,10m: each a whole number of ms, s, m, h or d, from 1 ms to 30d',
   );
   assert.equal(
     refusal({ AUDIO_ALLOWED_PORTS: '80,abc' }),

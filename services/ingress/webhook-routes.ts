@@ -100,7 +100,10 @@ export const registerWebhookRoutes = (app: TypedApp, deps: WebhookRoutesDeps): v
   /** The webhook's state, when it is this team's and not deleted. */
   const webhookOf = async (teamId: string, webhookId: string) => {
     const { state } = await repository.load(webhookId);
-    if ((state.status !== 'active' && state.status !== 'disabled') || state.teamId !== teamId)
+    const found = (state.status === 'active' || state.status === 'disabled') && state.teamId === teamId;
+    // A team that does not exist is named as such, not its webhook.
+    if (!found) await requireTeam(teamId);
+    if (!found)
       throw new ProblemError('NOT_FOUND', `No webhook ${webhookId} in team ${teamId}.`, {
         errors: [{ field: 'webhookId', message: 'must name a webhook of this team' }],
       });

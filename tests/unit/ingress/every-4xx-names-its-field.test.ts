@@ -336,6 +336,14 @@ describe('every 4xx names the field and the rule', () => {
       ['a team', 'POST', `/api/admin/teams/${unknown}/keys`, admin, 'teamId', 'must name an existing team'],
       ['a team', 'GET', `/api/admin/teams/${unknown}/webhooks`, admin, 'teamId', 'must name an existing team'],
       [
+        'a team',
+        'GET',
+        `/api/admin/teams/${unknown}/webhooks/${webhookId}/deliveries`,
+        admin,
+        'teamId',
+        'must name an existing team',
+      ],
+      [
         'a key',
         'DELETE',
         `/api/admin/teams/${teamId}/keys/${unknown}`,

@@ -124,21 +124,27 @@ export const createCallPipeline = (deps: PipelineDeps) => {
         )
       : undefined;
 
-  /** Appends a step's outcome; a step that lost a race changes nothing. */
+  /** Appends a step's outcome; a step that lost a race changes nothing. Whether it was appended. */
   const record = (call: { callId: string; submitted: { teamId: string } }, command: CallCommand) =>
     recordAll(call.callId, [{ command, metadata: stepMetadata(call) }]);
 
-  /** Appends the outcomes of several steps together (one transaction); those that lost a race change nothing. */
+  /**
+   * Appends the outcomes of several steps together (one transaction); those that lost a race change
+   * nothing. Whether every one was appended.
+   */
   const recordAll = async (
     callId: string,
     commands: Array<{ command: CallCommand; metadata: Record<string, Json> }>,
-  ) => {
+  ): Promise<boolean> => {
     const outcomes = await calls.handleMany(callId, commands);
+    let all = true;
     for (const outcome of outcomes) {
       if ('error' in outcome) {
         if (!lostRace(outcome.error)) throw outcome.error;
+        all = false;
       } else countFinishedCalls(outcome.events);
     }
+    return all;
   };
 
   /**
@@ -358,9 +364,17 @@ export const createCallPipeline = (deps: PipelineDeps) => {
     state.status === 'pending' && Date.parse(deadlineOf(state, deps.processingTimeoutMs)) <= Date.parse(now());
 
   /** Ends the call as failed; the capacity goes back first (idempotent, see `complete`). */
+  /**
+   * Fails the call, then gives its reservation back: the release comes after CallFailed is stored,
+   * never before. Released first, a CallFailed that was not stored (an outage, a crash between the
+   * two writes) left the call pending with no reservation; woken again, it completed and its
+   * settlement found nothing to charge. The other way round, a process that stops after the append
+   * leaves the reservation of a call no longer pending, which the orphan sweep releases (as the
+   * eraser does). A call that moved on meanwhile (a lost race) keeps its reservation.
+   */
   const fail = async (call: PendingCall, code: string, reason: string) => {
-    await releaseCapacity(call);
-    await record(call, { type: 'FailCall', code, reason: storable(reason), now: now() });
+    if (await record(call, { type: 'FailCall', code, reason: storable(reason), now: now() }))
+      await releaseCapacity(call);
   };
 
   /** Whether every step of a newly submitted call runs here: no recording, the built-in analyser. */
@@ -543,10 +557,12 @@ export const createCallPipeline = (deps: PipelineDeps) => {
           );
         } catch (error) {
           if (signal.aborted) return;
-          if (progress.settled) {
-            // Charged: failing the call now would leave a failed call charged. It stays at
-            // `completing`, for the actor's next wake-up (the sweep) or the deadline's timer.
-            log.warn({ step, err: loggable(error) }, 'completing failed after settling; the call is completed later');
+          if (progress.settled || step === 'complete') {
+            // Every step is recorded and the capacity may be settled (by this run, or by an earlier
+            // one whose settlement was stored though it seemed to fail): failing the call could leave
+            // a failed call charged, and a retry would charge it again. It stays at `completing`, for
+            // the actor's next wake-up (the sweep) or the deadline's timer, which completes it.
+            log.warn({ step, err: loggable(error) }, 'completing failed; the call is completed later');
             return;
           }
           const terminal =

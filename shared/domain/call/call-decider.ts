@@ -164,11 +164,17 @@ export const decideCall = (command: CallCommand, state: CallState): CallEvent[] 
         { type: 'CallCompleted', data: { durationSeconds: call.transcript?.durationSeconds ?? null, at: command.now } },
       ];
     }
-    case 'FailCall':
+    case 'FailCall': {
+      // Every step recorded: the capacity may be settled already (settling comes before
+      // CallCompleted), and a failed call would stay charged. It is completed, never failed (as a
+      // timeout does not fail it either).
+      const call = pendingCall(state, 'fail');
+      if (call.stage === 'completing') refuse('CALL_STEP_OUT_OF_ORDER', 'fail: the call is at stage completing');
       return [
-        ...dealBeforeFailing(pendingCall(state, 'fail'), command.now),
+        ...dealBeforeFailing(call, command.now),
         { type: 'CallFailed', data: { code: command.code, reason: command.reason, at: command.now } },
       ];
+    }
     case 'TimeOut': {
       // A timeout after the call finished does nothing: timers are at-least-once too.
       if (state.status !== 'pending') return [];

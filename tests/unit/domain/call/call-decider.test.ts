@@ -273,6 +273,12 @@ describe('Call decider', () => {
       .thenNothing();
   });
 
+  test('a call with every step recorded is not failed either (its capacity may be settled): it is completed', () => {
+    given([callSubmitted(), started(), inlineTranscript, analysed])
+      .when({ type: 'FailCall', code: 'internal_error', reason: 'completing failed', now: '2026-11-20T10:30:00.000Z' })
+      .thenThrows('CALL_STEP_OUT_OF_ORDER');
+  });
+
   test('a timeout after completion does nothing', () => {
     given([callSubmitted(), started(), inlineTranscript, analysed, completed])
       .when({ type: 'TimeOut', now: '2026-11-21T00:00:00.000Z', timeoutMs: HOUR })

@@ -18,8 +18,7 @@ import type { CallEvent } from '../../shared/domain/call/call-events.ts';
 import type { CallState, PendingCall } from '../../shared/domain/call/call-state.ts';
 import { callEvents, callStreamId } from '../../shared/domain/call/call-catalogue.ts';
 import { isDomainError } from '../../shared/domain/decider.ts';
-import { correctDuration, countWords, estimateSpokenSeconds } from '../../shared/domain/submission/duration.ts';
-import { minutesForSeconds } from '../../shared/domain/team/capacity.ts';
+import { minutesForSeconds, submittedSeconds } from '../../shared/domain/team/capacity.ts';
 import type { TeamCommand } from '../../shared/domain/team/team-commands.ts';
 import { toStorable } from '../../shared/domain/submission/storable-text.ts';
 import { segmentsFromText } from '../../shared/domain/transcript/transcript-segments.ts';
@@ -200,12 +199,13 @@ export const createCallPipeline = (deps: PipelineDeps) => {
       ...(callMayStillRun ? { callMayStillRun } : {}),
     });
 
-  /** Length of an inline-transcript call: its duration corrected by the transcript, else the transcript estimate. */
+  /**
+   * Length of an inline-transcript call, whole seconds: as its submission tells it (the estimate it
+   * was reserved at), rounded up, so a started minute is charged as the estimate counted it.
+   */
   const inlineSeconds = (call: PendingCall): number | null => {
-    const { duration, transcript } = call.submitted.submission;
-    const words = transcript ? countWords(transcript.text) : 0;
-    if (duration) return Math.round((words ? correctDuration(duration, { transcriptWords: words }) : duration).seconds);
-    return words ? Math.round(estimateSpokenSeconds(words)) : null;
+    const seconds = submittedSeconds(call.submitted.submission);
+    return seconds === undefined ? null : Math.ceil(seconds);
   };
 
   const seconds = (ms: number) => `${Math.round(ms / 1000)} s`;

@@ -88,8 +88,8 @@ const pipelineWith = (analyser: Analyser = createConversationAnalyser()) =>
     teams,
   } as unknown as Parameters<typeof createCallPipeline>[0]);
 
-/** A team of 100 minutes and one transcript-only call of 1,500 words (10 minutes) reserved on it. */
-const submitted = async () => {
+/** A team of 100 minutes and one transcript-only call of `words` words reserved on it. */
+const submitted = async (words = 1500) => {
   const teamId = randomUUID();
   const now = new Date().toISOString();
   await teams.handle(teamId, {
@@ -101,7 +101,7 @@ const submitted = async () => {
     now,
   } as never);
   const callId = randomUUID();
-  const text = `Rep: ${Array.from({ length: 1500 }, (_, i) => `w${i}`).join(' ')}`;
+  const text = `Rep: ${Array.from({ length: words - 1 }, (_, i) => `w${i}`).join(' ')}`;
   const submission = {
     aiTitleEnabled: true,
     tags: [],
@@ -176,4 +176,12 @@ test('a later run of a call already settled never fails it, though its settlemen
   await pipeline.run(actor); // the store is back: the next wake-up completes it
   assert.equal((await calls.load(callId)).state.status, 'completed');
   assert.deepEqual(await team(), settled, 'charged once');
+});
+
+test('an inline-transcript call is settled at the minutes it was reserved at: 151 words (60.4 s) are two started minutes', async () => {
+  const { callId, actor, team, minutes } = await submitted(151);
+  assert.equal(minutes, 2);
+  await pipelineWith().run(actor);
+  assert.equal((await calls.load(callId)).state.status, 'completed');
+  assert.deepEqual(await team(), { remaining: 98, used: 2, reserved: false });
 });

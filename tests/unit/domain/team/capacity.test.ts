@@ -5,6 +5,7 @@ import {
   estimateCallMinutes,
   hoursToMinutes,
   minutesForSeconds,
+  submittedSeconds,
 } from '../../../../shared/domain/team/capacity.ts';
 import { normaliseDuration } from '../../../../shared/domain/submission/duration.ts';
 
@@ -37,5 +38,15 @@ test('the estimate without a duration: the transcript at 150 words/minute, else 
   assert.equal(estimateCallMinutes({ transcript: transcript(1500) }), 10);
   assert.equal(estimateCallMinutes({ transcript: transcript(3) }), 1);
   assert.equal(estimateCallMinutes({}), DEFAULT_ESTIMATE_MINUTES);
-  assert.equal(estimateCallMinutes({ duration: duration(0) }), 1);
+  // A duration of 0 tells no length (systems send 0 for "unknown"): read as not sent.
+  assert.equal(estimateCallMinutes({ duration: duration(0) }), DEFAULT_ESTIMATE_MINUTES);
+  assert.equal(estimateCallMinutes({ duration: duration(0), transcript: transcript(30_000) }), 200);
+});
+
+test('the length an inline-transcript call is settled at is the one it was reserved at, a started minute counted', () => {
+  // 151 words are 60.4 s: two started minutes, reserved and settled alike.
+  assert.equal(submittedSeconds({ transcript: transcript(151) }), 60.4);
+  assert.equal(minutesForSeconds(Math.ceil(submittedSeconds({ transcript: transcript(151) })!)), 2);
+  assert.equal(estimateCallMinutes({ transcript: transcript(151) }), 2);
+  assert.equal(submittedSeconds({ duration: duration(0) }), undefined);
 });

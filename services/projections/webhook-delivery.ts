@@ -41,6 +41,9 @@ import { DealRecordWaits } from './deal-record-waits.ts';
 import type { DealWrite, DealWriteState } from './deal-write.ts';
 import { OutboxLoop } from './outbox-loop.ts';
 
+/** The longest a receiver's Retry-After puts the next attempt off: a day. */
+const RETRY_AFTER_MAX_MS = 24 * 3_600_000;
+
 /** The Standard Webhooks retry schedule of the issue: 5s,30s,2m,10m,30m,1h,3h,6h,12h,24h. */
 export const DEFAULT_WEBHOOK_RETRY_SCHEDULE_MS = [
   5e3,
@@ -231,7 +234,14 @@ export class WebhookDeliveryWorker {
         outcome = { kind: 'delivered', statusCode: answer.statusCode };
       else if (answer.statusCode === 410)
         outcome = { kind: 'gone', statusCode: 410, error: 'the receiver answered 410 Gone: webhook disabled' };
-      else outcome = this.retry(delivery, answer.statusCode, `the receiver answered ${answer.statusCode}`);
+      else
+        outcome = this.retry(
+          delivery,
+          answer.statusCode,
+          `the receiver answered ${answer.statusCode}`,
+          // A receiver that is rate-limited or down for a while says how long to leave it alone.
+          answer.statusCode === 429 || answer.statusCode === 503 ? answer.retryAfterMs : undefined,
+        );
     } catch (error) {
       outcome = this.retry(delivery, null, (error as Error).message);
     }
@@ -316,8 +326,19 @@ export class WebhookDeliveryWorker {
     return false;
   }
 
-  private retry(delivery: ClaimedDelivery, statusCode: number | null, error: string): AttemptOutcome {
-    const pause = this.schedule[delivery.attempts];
+  /**
+   * The next attempt after the schedule's pause, or after the receiver's Retry-After when that is
+   * longer (at most RETRY_AFTER_MAX_MS: a day, the schedule's longest step); none once the schedule
+   * is spent.
+   */
+  private retry(
+    delivery: ClaimedDelivery,
+    statusCode: number | null,
+    error: string,
+    retryAfterMs?: number,
+  ): AttemptOutcome {
+    const step = this.schedule[delivery.attempts];
+    const pause = step === undefined ? undefined : Math.max(step, Math.min(retryAfterMs ?? 0, RETRY_AFTER_MAX_MS));
     return {
       kind: 'retry',
       statusCode,

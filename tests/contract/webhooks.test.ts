@@ -386,6 +386,23 @@ const webhooksContract = (
       receiver.respondWith(() => 200);
     });
 
+    test("a 429 or 503 with Retry-After puts the next attempt off that long when it is longer than the schedule's pause (at most a day)", async () => {
+      const { teamId } = await h.team();
+      const limited = await register(teamId, receiver.url('/limited'), ['call.completed']);
+      await visible(teamId, limited.webhookId);
+      receiver.respondWith((r) => (r.path === '/limited' ? { status: 429, headers: { 'retry-after': '3600' } } : 200));
+      const sent = Date.now();
+      assert.equal((await h.admin('POST', `${base(teamId)}/${limited.webhookId}/test`)).statusCode, 202);
+      const pending = await eventually(async () => {
+        const [d] = (await deliveries(teamId, limited.webhookId)).deliveries;
+        assert.deepEqual([d?.status, d?.attempts, d?.lastStatusCode], ['pending', 1, 429]);
+        return d!;
+      });
+      const next = Date.parse(String(pending.nextAttemptAt)) - sent;
+      assert.ok(next >= 3_590_000 && next <= 3_700_000, `the next attempt an hour on, not the schedule's: ${next} ms`);
+      receiver.respondWith(() => 200);
+    });
+
     test('410 Gone disables the webhook: listed as disabled, no test accepted, nothing more sent', async () => {
       const { teamId } = await h.team();
       const hook = await register(teamId, receiver.url('/gone'), ['call.completed']);

@@ -16,7 +16,11 @@ export interface ReceivedWebhook {
   receivedAt: number;
 }
 
-export type Respond = (request: ReceivedWebhook, index: number) => number | 'hang';
+/** A status, a status with headers, or 'hang' to never answer. */
+export type Respond = (
+  request: ReceivedWebhook,
+  index: number,
+) => number | { status: number; headers: Record<string, string> } | 'hang';
 
 export interface WebhookReceiver {
   /** URL of a path on the receiver (default '/hook'). */
@@ -46,12 +50,15 @@ export const startWebhookReceiver = async (respond: Respond = () => 200): Promis
       }
       const entry = { path: request.url ?? '', headers: request.headers, body, json, receivedAt: Date.now() };
       received.push(entry);
-      const status = answer(entry, received.length - 1);
-      if (status === 'hang') {
+      const answered = answer(entry, received.length - 1);
+      if (answered === 'hang') {
         hanging.add(response);
         return;
       }
-      response.writeHead(status, { 'content-type': 'text/plain' }).end(status >= 300 && status < 400 ? '' : 'ok');
+      const { status, headers } = typeof answered === 'number' ? { status: answered, headers: {} } : answered;
+      response
+        .writeHead(status, { 'content-type': 'text/plain', ...headers })
+        .end(status >= 300 && status < 400 ? '' : 'ok');
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

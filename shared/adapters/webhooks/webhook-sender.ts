@@ -29,7 +29,18 @@ export interface WebhookAnswer {
   statusCode: number;
   /** The start of the answer's body (at most maxResponseBytes), as text. */
   body: string;
+  /** How long the receiver asks to be left alone (its Retry-After, seconds or a date), ms; absent when it says nothing usable. */
+  retryAfterMs?: number;
 }
+
+/** A Retry-After header as milliseconds from `now`: delta-seconds or an HTTP date in the future; else undefined. */
+export const retryAfterMs = (header: string | undefined, now = Date.now()): number | undefined => {
+  const value = header?.trim();
+  if (!value) return undefined;
+  if (/^[0-9]{1,10}$/.test(value)) return Number(value) * 1000;
+  const at = Date.parse(value);
+  return Number.isFinite(at) && at > now ? at - now : undefined;
+};
 
 /** An attempt that got no answer; `message` is safe to show the team (no address classes). */
 export class WebhookSendError extends Error {
@@ -91,7 +102,12 @@ export const createWebhookSender = (options: WebhookSenderOptions): SendWebhook 
           // body never ends) is read as far as it came; the attempt was not "no answer".
           const done = () => {
             response.destroy();
-            resolve({ statusCode: response.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') });
+            const after = retryAfterMs(response.headers['retry-after']);
+            resolve({
+              statusCode: response.statusCode ?? 0,
+              body: Buffer.concat(chunks).toString('utf8'),
+              ...(after === undefined ? {} : { retryAfterMs: after }),
+            });
           };
           answered = done;
           response.on('data', (chunk: Buffer) => {

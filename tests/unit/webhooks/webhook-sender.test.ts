@@ -8,7 +8,11 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
-import { createWebhookSender, WebhookSendError } from '../../../shared/adapters/webhooks/webhook-sender.ts';
+import {
+  createWebhookSender,
+  retryAfterMs,
+  WebhookSendError,
+} from '../../../shared/adapters/webhooks/webhook-sender.ts';
 import { newWebhookSecret, signWebhook } from '../../../shared/adapters/webhooks/webhook-signature.ts';
 
 let base = '';
@@ -91,6 +95,15 @@ test("an answer whose body does not end within the deadline is the answer its st
     assert.deepEqual([answer.statusCode, answer.body], [status, 'o'], path);
     assert.ok(Date.now() - started >= 900, 'read until the deadline');
   }
+});
+
+test('Retry-After is read as seconds or as a date to come; anything else is nothing', () => {
+  const now = Date.parse('2026-11-29T12:00:00Z');
+  assert.equal(retryAfterMs('120', now), 120_000);
+  assert.equal(retryAfterMs(' 0 ', now), 0);
+  assert.equal(retryAfterMs('Sun, 29 Nov 2026 12:01:00 GMT', now), 60_000);
+  for (const header of [undefined, '', 'soon', '-5', '1.5', 'Sun, 29 Nov 2026 11:59:00 GMT'])
+    assert.equal(retryAfterMs(header, now), undefined, String(header));
 });
 
 test('signatures verify with standardwebhooks, each of a rotation alone', () => {

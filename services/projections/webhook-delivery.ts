@@ -76,6 +76,8 @@ export interface WebhookDeliveryOptions {
   dealRecordLongWaitMs?: number;
   /** Test seam. */
   send?: SendWebhook;
+  /** How much of a lease is left for the checks before sending, beyond the attempt's timeout; default 5 s. Test seam. */
+  leaseMarginMs?: number;
 }
 
 /** Notification types whose body holds a call's personal fields (its subject is the call id). */
@@ -95,6 +97,8 @@ export class WebhookDeliveryWorker {
   private readonly concurrency: number;
   private readonly perTeam: number;
   private readonly leaseMs: number;
+  /** Latest a claimed delivery is sent, ms after its claim: its attempt then ends within the lease. */
+  private readonly sendBy: number;
   private readonly dealRecordWaits: DealRecordWaits;
   private readonly inFlight = new Map<string, number>();
   private readonly attempts = new Set<Promise<void>>();
@@ -123,7 +127,8 @@ export class WebhookDeliveryWorker {
     this.perTeam = options.perTeam ?? 4;
     this.dealRecordWaits = new DealRecordWaits(log, options.dealRecordLongWaitMs);
     // Longer than an attempt can take, so a lease outlives its attempt; a killed process's lease lapses.
-    this.leaseMs = timeoutMs + 5_000;
+    this.sendBy = options.leaseMarginMs ?? 5_000;
+    this.leaseMs = timeoutMs + this.sendBy;
     this.webhooks = new AggregateRepository(eventStore, webhookDecider, webhookEvents);
     this.loop = new OutboxLoop(() => this.claimAndSend(), log, {
       failed: 'webhook delivery cannot read its outbox; retrying every second',
@@ -171,7 +176,7 @@ export class WebhookDeliveryWorker {
     });
     for (const delivery of claimed) {
       this.inFlight.set(delivery.teamId, (this.inFlight.get(delivery.teamId) ?? 0) + 1);
-      const attempt = this.attempt(delivery).finally(() => {
+      const attempt = this.attempt(delivery, now.getTime()).finally(() => {
         const left = (this.inFlight.get(delivery.teamId) ?? 1) - 1;
         if (left === 0) this.inFlight.delete(delivery.teamId);
         else this.inFlight.set(delivery.teamId, left);
@@ -184,7 +189,7 @@ export class WebhookDeliveryWorker {
     return undefined;
   }
 
-  private async attempt(delivery: ClaimedDelivery): Promise<void> {
+  private async attempt(delivery: ClaimedDelivery, claimedAt: number): Promise<void> {
     // Every line of the attempt names what it delivers: the event, its type and its call (the
     // subject: a call id, or the webhook's own id for a test delivery).
     const log = this.log.child({
@@ -197,6 +202,16 @@ export class WebhookDeliveryWorker {
     });
     try {
       if (!(await this.mayBeSent(delivery))) return;
+      // Checks that took so long (a database answering slowly) that the attempt could outlive the
+      // lease are not followed by a send: once the lease lapses another claim may send it too, and
+      // the receiver would get it twice at once. Its lease lapses; it is claimed and checked again.
+      if (Date.now() - claimedAt > this.sendBy) {
+        log.warn(
+          { checkedInMs: Date.now() - claimedAt },
+          'a webhook delivery was checked too slowly to be sent within its lease; it will be tried again',
+        );
+        return;
+      }
     } catch (error) {
       if (isDataAtFault(error)) {
         // Checked again it would fail the same way (a stored event of its call that does not

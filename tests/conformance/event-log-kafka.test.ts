@@ -54,10 +54,10 @@ describe('Kafka event log: a topic that keeps its records', { skip: b.skip }, ()
       // the start says so, with the command that mends it.
       const warnings: string[] = [];
       const write = process.stderr.write.bind(process.stderr);
-      process.stderr.write = ((chunk: string | Uint8Array, ...rest: never[]) => {
+      process.stderr.write = (chunk: string | Uint8Array, ...rest: never[]) => {
         if (String(chunk).includes(plain)) warnings.push(String(chunk));
         return write(chunk, ...rest);
-      });
+      };
       try {
         await log.ensureTopics([{ name: plain, partitions: 1, keepRecords: true }]);
       } finally {

@@ -42,6 +42,8 @@ describe('GET /api/calls: a query it refuses is one 400 entry naming the paramet
       ['limit=0', [{ field: 'limit', message: 'at least 1' }]],
       ['limit=101', [{ field: 'limit', message: 'at most 100' }]],
       ['limit=abc', [{ field: 'limit', message: 'must be an integer' }]],
+      ['status=pending&status=failed', [{ field: 'status', message: 'must be given once' }]],
+      ['limit=1&limit=2', [{ field: 'limit', message: 'must be given once' }]],
     ] as const) {
       const { status, body } = await list(query);
       assert.equal(status, 400, query);

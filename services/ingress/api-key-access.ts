@@ -23,10 +23,14 @@ declare module 'fastify' {
  */
 export const AUTH_FAILURE_RULE: RateLimitRule = { limit: 100, windowMs: 60_000 };
 
-/** What `X-API-Key` carries, trimmed; undefined when it is missing or blank. */
+/**
+ * What `X-API-Key` carries, without the spaces and tabs HTTP allows around a header's value;
+ * undefined when it is missing or empty. Nothing else is trimmed: a key followed by U+00A0 is not
+ * the key (JavaScript's trim() took it off, and such a key was accepted).
+ */
 const xApiKey = (headers: FastifyRequest['headers']): string | undefined => {
   const header = headers['x-api-key'];
-  return (Array.isArray(header) ? header[0] : header)?.trim() || undefined;
+  return (Array.isArray(header) ? header[0] : header)?.replace(/^[ \t]+|[ \t]+$/g, '') || undefined;
 };
 
 /** The key from `X-API-Key` (preferred) or `Authorization: Bearer`; never from the query or body. */

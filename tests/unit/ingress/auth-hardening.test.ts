@@ -53,6 +53,25 @@ describe('authentication edges', () => {
     );
   });
 
+  test('an API key is taken as sent: only the spaces and tabs HTTP allows around a header are dropped, not U+00A0', async () => {
+    const { key } = await h.team();
+    const body = { transcript: 'Rep: hi\nDana: hello' };
+    for (const [headers, status] of [
+      [{ 'x-api-key': ` \t${key}\t ` }, 201],
+      [{ authorization: `Bearer \t${key} ` }, 201],
+      [{ 'x-api-key': `${key}\u00a0` }, 401],
+      [{ authorization: `Bearer ${key}\u00a0` }, 401],
+    ] as const) {
+      const answer = await h.ingress.app.inject({
+        method: 'POST',
+        url: '/api/integrations/push-api/ingest',
+        headers: { 'content-type': 'application/json', ...headers },
+        payload: body,
+      });
+      assert.equal(answer.statusCode, status, `${JSON.stringify(headers).replace(key, 'KEY')}: ${answer.body}`);
+    }
+  });
+
   test('a request refused for its key is answered and its socket closed, however much body it announced', async () => {
     const started = Date.now();
     const answer = await new Promise<{ text: string; closedAfterMs: number }>((resolve, reject) => {

@@ -9,6 +9,12 @@ test('the token of a Bearer header: scheme in any case, white space around the t
   assert.equal(bearerToken('BEARER \t pk_abc  '), 'pk_abc');
 });
 
+test('only spaces and tabs are white space around it: a token with U+00A0 or another space is not the token', () => {
+  assert.equal(bearerToken('Bearer pk_abc\u00a0'), 'pk_abc\u00a0');
+  assert.equal(bearerToken('Bearer\u00a0pk_abc'), undefined);
+  assert.equal(bearerToken('Bearer pk_abc\u2003'), 'pk_abc\u2003');
+});
+
 test('no token: another scheme, no token, two tokens, a missing or repeated header', () => {
   for (const header of [
     'Basic dXNlcjpwYXNz',

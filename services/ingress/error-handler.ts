@@ -170,6 +170,13 @@ const refusalOf = (
   }
 };
 
+/**
+ * Whether an error is answered 503 + Retry-After (`installErrorHandler`): a backend's transient
+ * unavailability, or a version conflict that outlived its retries.
+ */
+export const answeredUnavailable = (error: unknown): boolean =>
+  isBackendUnavailable(error) || error instanceof ExpectedVersionConflictError || isRetriableError(error);
+
 /** Installs the one place where errors become problem+json responses. */
 export const installErrorHandler = (app: FastifyInstance): void => {
   app.decorateRequest('retryAfterAtLeast', 0);
@@ -191,7 +198,7 @@ export const installErrorHandler = (app: FastifyInstance): void => {
     }
     // Every backend's transient unavailability (event log, event store, read models, …) and a version
     // conflict that outlived its retries: the request was valid, so 503 + Retry-After, never a 500.
-    if (isBackendUnavailable(error) || error instanceof ExpectedVersionConflictError || isRetriableError(error)) {
+    if (answeredUnavailable(error)) {
       const contention = error instanceof ExpectedVersionConflictError;
       const outcomeUnknown = isBackendUnavailable(error) && error.outcomeUnknown;
       request.log.warn(

@@ -44,6 +44,7 @@ import { inSpan, SpanKind, traceContextFrom, traceHeaders } from '../../shared/o
 import { capacityRefusals } from '../../shared/observability/metrics.ts';
 import { rawBodyOf } from './raw-body.ts';
 import { capacityExhausted, ProblemError } from './errors.ts';
+import { answeredUnavailable } from './error-handler.ts';
 import type { KeyOwner } from './teams/team-directory.ts';
 import type { TeamService } from './teams/team-service.ts';
 import type { TypedApp } from './typed-app.ts';
@@ -444,8 +445,8 @@ export const registerIngestRoute = (app: TypedApp, deps: IngestDeps): void => {
             // Until its release is stored the key answers 409: a 503 asks for no retry before then.
             if (releasePending) request.retryAfterAtLeast = secondsUntil(leaseEndsAt);
             // Another attempt of this request, earlier or later, may have put the call on the log:
-            // the 503 must not say that nothing was accepted.
-            if (isBackendUnavailable(error) && !outcomeUnknown && (tookOver || keyLost))
+            // no 503 may say that nothing was accepted (a conflict on the team's stream included).
+            if (answeredUnavailable(error) && !outcomeUnknown && (tookOver || keyLost))
               throw new EventLogUnavailableError('another attempt of this request may have published the call', {
                 cause: error,
                 outcomeUnknown: true,

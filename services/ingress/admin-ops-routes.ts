@@ -66,20 +66,23 @@ export const registerAdminOpsRoutes = (app: TypedApp, deps: AdminOpsDeps): void 
           'Messages in (partition, offset) order, at most `limit`, and no more than fit in 16 MiB of keys, values and headers (one at least): a record may be as large as a call. Read on from the last offset in its partition.',
         security,
         params: Type.Object({ topic: Type.String({ minLength: 1, maxLength: 249 }) }),
-        querystring: Type.Object({
-          fromOffset: Type.Optional(
-            Type.Integer({
-              minimum: 0,
-              maximum: Number.MAX_SAFE_INTEGER,
-              default: 0,
-              description: 'First offset to read, in each partition.',
-            }),
-          ),
-          limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
-          partition: Type.Optional(
-            Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'Only this partition; default all.' }),
-          ),
-        }),
+        querystring: Type.Object(
+          {
+            fromOffset: Type.Optional(
+              Type.Integer({
+                minimum: 0,
+                maximum: Number.MAX_SAFE_INTEGER,
+                default: 0,
+                description: 'First offset to read, in each partition.',
+              }),
+            ),
+            limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
+            partition: Type.Optional(
+              Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'Only this partition; default all.' }),
+            ),
+          },
+          { additionalProperties: false },
+        ),
         response: {
           200: Type.Object({
             messages: Type.Array(

@@ -56,40 +56,45 @@ export const registerCallsRoutes = (app: TypedApp, deps: CallsDeps): void => {
           'updatedSince with order=updated_asc: incremental sync, least recently changed first by (updatedAt, callId), every call whose row changed at or after that instant. ' +
           'Cursor pagination: pass nextCursor back as cursor, with the same order.',
         security,
-        querystring: Type.Object({
-          // As long as the longest title a call can carry: any displayed title can be searched for.
-          search: Type.Optional(Type.String({ maxLength: SUBMISSION_LIMITS.maxCallTitleChars })),
-          // Repeatable: one tag=… arrives as an array of one (the app coerces query values to arrays).
-          tag: Type.Optional(Type.Array(Type.String({ maxLength: 50 }), { maxItems: 20 })),
-          status: Type.Optional(
-            Type.Union([Type.Literal('pending'), Type.Literal('completed'), Type.Literal('failed')]),
-          ),
-          from: Type.Optional(Type.String({ maxLength: 40, description: 'Call date at or after (ISO 8601).' })),
-          to: Type.Optional(
-            Type.String({
-              maxLength: 40,
-              description: 'Call date at or before (ISO 8601; a bare date includes that whole day, UTC).',
-            }),
-          ),
-          repEmail: Type.Optional(Type.String({ maxLength: 320 })),
-          updatedSince: Type.Optional(
-            Type.String({
-              maxLength: 40,
-              description: 'Only calls whose row changed at or after this instant (ISO 8601).',
-            }),
-          ),
-          order: Type.Optional(
-            Type.Union([Type.Literal('created_desc'), Type.Literal('updated_asc')], { default: 'created_desc' }),
-          ),
-          limit: Type.Optional(
-            Type.Integer({
-              minimum: 1,
-              maximum: CALL_HISTORY_LIMITS.maxLimit,
-              default: CALL_HISTORY_LIMITS.defaultLimit,
-            }),
-          ),
-          cursor: Type.Optional(Type.String({ maxLength: 500 })),
-        }),
+        querystring: Type.Object(
+          {
+            // As long as the longest title a call can carry: any displayed title can be searched for.
+            search: Type.Optional(Type.String({ maxLength: SUBMISSION_LIMITS.maxCallTitleChars })),
+            // Repeatable: one tag=… arrives as an array of one (the app coerces query values to arrays).
+            tag: Type.Optional(Type.Array(Type.String({ maxLength: 50 }), { maxItems: 20 })),
+            status: Type.Optional(
+              Type.Union([Type.Literal('pending'), Type.Literal('completed'), Type.Literal('failed')]),
+            ),
+            from: Type.Optional(Type.String({ maxLength: 40, description: 'Call date at or after (ISO 8601).' })),
+            to: Type.Optional(
+              Type.String({
+                maxLength: 40,
+                description: 'Call date at or before (ISO 8601; a bare date includes that whole day, UTC).',
+              }),
+            ),
+            repEmail: Type.Optional(Type.String({ maxLength: 320 })),
+            updatedSince: Type.Optional(
+              Type.String({
+                maxLength: 40,
+                description: 'Only calls whose row changed at or after this instant (ISO 8601).',
+              }),
+            ),
+            order: Type.Optional(
+              Type.Union([Type.Literal('created_desc'), Type.Literal('updated_asc')], { default: 'created_desc' }),
+            ),
+            limit: Type.Optional(
+              Type.Integer({
+                minimum: 1,
+                maximum: CALL_HISTORY_LIMITS.maxLimit,
+                default: CALL_HISTORY_LIMITS.defaultLimit,
+              }),
+            ),
+            cursor: Type.Optional(Type.String({ maxLength: 500 })),
+          },
+          // A parameter it does not know is a 400 naming it: a mistyped filter (tags=, rep_email=)
+          // would otherwise list every call, unfiltered.
+          { additionalProperties: false },
+        ),
         response: {
           200: Type.Object({ calls: Type.Array(CallListItem), nextCursor: Nullable(Type.String()) }),
           ...problems,

@@ -83,14 +83,17 @@ export const registerTranscriptRoute = (
           "409 TRANSCRIPT_NOT_READY while the call has no transcript (pending, or failed before transcription); 404 for an unknown call or another team's.",
         security: [{ apiKeyHeader: [] }, { bearer: [] }],
         params: Type.Object({ callId: Type.String({ maxLength: 100 }) }),
-        querystring: Type.Object({
-          format: Type.Optional(
-            Type.Union(
-              TRANSCRIPT_FORMATS.map((f) => Type.Literal(f)),
-              { default: 'json' },
+        querystring: Type.Object(
+          {
+            format: Type.Optional(
+              Type.Union(
+                TRANSCRIPT_FORMATS.map((f) => Type.Literal(f)),
+                { default: 'json' },
+              ),
             ),
-          ),
-        }),
+          },
+          { additionalProperties: false },
+        ),
         response: {
           200: {
             description: 'The transcript in the format asked for.',

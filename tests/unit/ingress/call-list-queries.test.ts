@@ -43,6 +43,9 @@ describe('GET /api/calls: a query it refuses is one 400 entry naming the paramet
       ['limit=101', [{ field: 'limit', message: 'at most 100' }]],
       ['limit=abc', [{ field: 'limit', message: 'must be an integer' }]],
       ['status=pending&status=failed', [{ field: 'status', message: 'must be given once' }]],
+      // A parameter it does not know (a mistyped filter) would list every call unfiltered.
+      ['tags=demo', [{ field: 'tags', message: 'is not a field of this request' }]],
+      ['rep_email=dana%40acme.test', [{ field: 'rep_email', message: 'is not a field of this request' }]],
       ['limit=1&limit=2', [{ field: 'limit', message: 'must be given once' }]],
     ] as const) {
       const { status, body } = await list(query);

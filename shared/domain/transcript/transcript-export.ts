@@ -8,7 +8,10 @@
  * - WebVTT: `WEBVTT`, then cues `00:01:02.500 --> 00:01:04.000` with the speaker as a voice span,
  *   `<v Speaker>text`; `&`, `<` and `>` are written as entities so no text is read as markup.
  * Both timed formats need every segment's times (`segmentsAreTimed`); a blank line inside a
- * segment would end its cue, so cue text has none.
+ * segment would end its cue, so cue text has none. Their cues are in order of start, and each ends
+ * at least a millisecond after it starts (a cue of equal or reversed times, which a transcript may
+ * hold, is no valid WebVTT cue). SubRip cannot escape, so `-->` in its text is written `-- >`:
+ * a reader would take the line for a cue's timing.
  */
 import { isWhiteSpaceOnly } from '../white-space.ts';
 import type { TranscriptSegment } from './transcript-segments.ts';
@@ -36,8 +39,12 @@ const cueLines = (text: string): string[] => text.split(/\r\n|\r|\n/).filter((li
 const timesOf = (segment: TranscriptSegment): { start: number; end: number } => {
   if (segment.start === null || segment.end === null)
     throw new RangeError('a timed format needs every segment to have its times');
-  return { start: segment.start, end: segment.end };
+  return { start: segment.start, end: Math.max(segment.end, segment.start + 0.001) };
 };
+
+/** The segments as cues: every one timed, in order of start (the same start: as they came). */
+const cuesOf = (segments: readonly TranscriptSegment[]) =>
+  segments.map((segment) => ({ segment, ...timesOf(segment) })).sort((a, b) => a.start - b.start);
 
 /** Plain text: `Speaker: text` a line, or the text alone; ends with a line break unless empty. */
 export const renderText = (segments: readonly TranscriptSegment[]): string =>
@@ -46,12 +53,12 @@ export const renderText = (segments: readonly TranscriptSegment[]): string =>
 
 /** SubRip. @throws RangeError when a segment has no times. */
 export const renderSrt = (segments: readonly TranscriptSegment[]): string =>
-  segments
-    .map((segment, i) => {
-      const { start, end } = timesOf(segment);
+  cuesOf(segments)
+    .map(({ segment, start, end }, i) => {
       const lines = cueLines(segment.text);
       if (segment.speaker !== null) lines[0] = `${segment.speaker}: ${lines[0]}`;
-      return `${i + 1}\n${timestamp(start, ',')} --> ${timestamp(end, ',')}\n${lines.join('\n')}\n`;
+      const text = lines.map((line) => line.replaceAll('-->', '-- >'));
+      return `${i + 1}\n${timestamp(start, ',')} --> ${timestamp(end, ',')}\n${text.join('\n')}\n`;
     })
     .join('\n');
 
@@ -59,10 +66,14 @@ const escapeVtt = (text: string): string => text.replace(/&/g, '&amp;').replace(
 
 /** WebVTT. @throws RangeError when a segment has no times. */
 export const renderVtt = (segments: readonly TranscriptSegment[]): string => {
-  const cues = segments.map((segment) => {
-    const { start, end } = timesOf(segment);
+  const cues = cuesOf(segments).map(({ segment, start, end }) => {
     const lines = cueLines(segment.text).map(escapeVtt);
-    if (segment.speaker !== null) lines[0] = `<v ${escapeVtt(segment.speaker)}>${lines[0]}`;
+    // A name ending in '-' would close its tag as `-->`, which ends no tag but starts a timing:
+    // a space before `>` keeps the voice's name (WebVTT strips it).
+    if (segment.speaker !== null) {
+      const voice = escapeVtt(segment.speaker);
+      lines[0] = `<v ${voice}${voice.endsWith('-') ? ' ' : ''}>${lines[0]}`;
+    }
     return `${timestamp(start, '.')} --> ${timestamp(end, '.')}\n${lines.join('\n')}\n`;
   });
   return ['WEBVTT\n', ...cues].join('\n');

@@ -90,3 +90,47 @@ test('round trip: segments written as SubRip, WebVTT or text read back as the sa
     { start: null, end: null, speaker: 'Rep', text: 'Great.' },
   ]);
 });
+
+test("WebVTT: a speaker whose name ends in '-' keeps its voice span whole (no `-->` in it), read back as the name", () => {
+  const segments: TranscriptSegment[] = [
+    { start: 1, end: 2, speaker: 'Dana--', text: 'the price is fine' },
+    { start: 3, end: 4, speaker: 'Sam', text: 'great' },
+  ];
+  const vtt = renderVtt(segments);
+  assert.ok(vtt.includes('<v Dana-- >the price is fine'), vtt);
+  assert.ok(!vtt.split('\n').some((line) => line.includes('-->') && !/^\d\d:\d\d:\d\d\.\d{3} --> /.test(line)), vtt);
+  assert.deepEqual(segmentsFromText(vtt), segments);
+});
+
+test("SubRip: `-->` in a cue's text is written `-- >`, so no reader takes the line for a cue's timing", () => {
+  const srt = renderSrt([{ start: 1, end: 2, speaker: null, text: '2\n10000:00:02,000 --> 10000:00:03,000' }]);
+  assert.equal(srt, '1\n00:00:01,000 --> 00:00:02,000\n2\n10000:00:02,000 -- > 10000:00:03,000\n');
+});
+
+test('timed formats: cues in order of start, each ending at least a millisecond after it starts', () => {
+  const segments: TranscriptSegment[] = [
+    { start: 5, end: 5, speaker: null, text: 'instant' },
+    { start: 2, end: 1, speaker: null, text: 'reversed' },
+    { start: 0, end: 1, speaker: null, text: 'first' },
+  ];
+  assert.equal(
+    renderVtt(segments),
+    [
+      'WEBVTT',
+      '',
+      '00:00:00.000 --> 00:00:01.000',
+      'first',
+      '',
+      '00:00:02.000 --> 00:00:02.001',
+      'reversed',
+      '',
+      '00:00:05.000 --> 00:00:05.001',
+      'instant',
+      '',
+    ].join('\n'),
+  );
+  assert.match(
+    renderSrt(segments),
+    /^1\n00:00:00,000 --> 00:00:01,000\nfirst\n\n2\n00:00:02,000 --> 00:00:02,001\nreversed\n/,
+  );
+});

@@ -126,7 +126,9 @@ const withoutCueScaffolding = (raw: string): KeptLine[] => {
   let cue: CueTimes | undefined;
   lines.forEach((line, i) => {
     const trimmed = line.trim();
-    if (trimmed === '') {
+    // Only an empty line (spaces and tabs at most) ends a cue, as in WebVTT and SubRip: a line of
+    // U+00A0 or U+2028 alone is no text, but its cue goes on.
+    if (/^[ \t]*$/.test(line)) {
       skippingBlock = false;
       blockStart = true;
       cue = undefined;

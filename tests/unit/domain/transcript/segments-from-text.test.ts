@@ -208,3 +208,8 @@ test('segments keep U+FEFF: it is not white space (shared/domain/white-space.ts)
   assert.ok(renderSrt(segments).endsWith('2\n00:00:01,000 --> 00:00:02,000\n\ufeff\n'));
   assert.ok(renderVtt(segments).endsWith('00:00:01.000 --> 00:00:02.000\n\ufeff\n'));
 });
+
+test('only an empty line ends a cue: a line of U+00A0 or U+2028 alone is no text, and its cue goes on', () => {
+  const vtt = 'WEBVTT\n\n00:00:01.000 --> 00:00:02.000\nalpha\n\u00a0\nbeta\n\u2028\ngamma';
+  assert.deepEqual(segmentsFromText(vtt), [{ start: 1, end: 2, speaker: null, text: 'alpha\nbeta\ngamma' }]);
+});

@@ -148,6 +148,9 @@ export const answerClientError = (error: Error & { code?: string; reason?: strin
   socket.destroy(error);
 };
 
+/** The longest path parameter the router takes (an id); a longer one is a 400 naming the rule. */
+const MAX_PARAM_LENGTH = 100;
+
 /** Builds the HTTP app; starts nothing (tests call `app.inject()`, main.ts calls `listen`). */
 export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
   // The logger's test, and this app's tokens even where no one registered them with the logger.
@@ -161,6 +164,7 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
     trustProxy: false,
     // Query strings are text: coerce them (a single ?tag= becomes an array); unknown body fields stay errors.
     ajv: { customOptions: { coerceTypes: 'array', removeAdditional: false } },
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     // While closing, answer 503 ourselves: problem+json with Retry-After, like every other 503.
     return503OnClosing: false,
     // A request must arrive whole within a minute, an idle socket closes after one: a slow body
@@ -171,13 +175,18 @@ export const buildIngressApp = async (deps: IngressDeps): Promise<TypedApp> => {
     // Errors below the router answer problem+json too, with the request's id: the onRequest hook
     // that sets it on every other answer does not run for them.
     frameworkErrors: (error, request, reply: FastifyReply) => {
+      // The router refuses a path parameter past its length (an id of more than 100 characters):
+      // that is the rule broken, not the URL's encoding.
+      const tooLong = (error as { code?: string }).code === 'FST_ERR_MAX_PARAM_LENGTH';
       void reply
         .code(400)
         .header('x-request-id', request.id)
         .type(PROBLEM_JSON)
         .send(
           problem('BAD_REQUEST', `The request URL is not valid: ${error.message}`, [
-            { field: 'url', message: 'must decode as UTF-8: its %-escapes must spell whole UTF-8 characters' },
+            tooLong
+              ? { field: 'url', message: `each path parameter is at most ${MAX_PARAM_LENGTH} characters` }
+              : { field: 'url', message: 'must decode as UTF-8: its %-escapes must spell whole UTF-8 characters' },
           ]),
         );
     },

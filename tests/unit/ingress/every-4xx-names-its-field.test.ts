@@ -481,6 +481,11 @@ describe('every 4xx names the field and the rule', () => {
         { field: 'url', message: 'must decode as UTF-8: its %-escapes must spell whole UTF-8 characters' },
       ],
       [
+        'a path parameter over 100 characters',
+        `GET /api/calls/${'a'.repeat(101)} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
+        { field: 'url', message: 'each path parameter is at most 100 characters' },
+      ],
+      [
         'headers over 16 KB',
         `GET /api/calls HTTP/1.1\r\nHost: x\r\nX-Filler: ${'a'.repeat(20_000)}\r\n\r\n`,
         { field: 'headers', message: 'the request line (the URL included) and headers together at most 16 KB' },

@@ -616,10 +616,13 @@ export const operatorSuite = (
       assert.equal(problem.code, 'CALL_NOT_RETRIABLE');
       assert.match(problem.detail, /failed with transcript_empty/);
       assert.equal((await h.eventStore.readStream(`call-${callId}`)).at(-1)!.type, 'CallFailed', 'nothing recorded');
-      const reserved = (await h.eventStore.readStream(`team-${team.teamId}`))
-        .filter((e) => (e.data as { callId?: string }).callId === callId)
-        .map((e) => e.type);
-      assert.deepEqual(reserved, ['CapacityReserved', 'CapacityReleased'], 'a refused retry reserves nothing');
+      // The failure gives the reservation back once CallFailed is stored: a moment after it shows.
+      await eventually(async () => {
+        const reserved = (await h.eventStore.readStream(`team-${team.teamId}`))
+          .filter((e) => (e.data as { callId?: string }).callId === callId)
+          .map((e) => e.type);
+        assert.deepEqual(reserved, ['CapacityReserved', 'CapacityReleased'], 'a refused retry reserves nothing');
+      });
     });
 
     test('retry: 402 when the team has no capacity left, like an ingest; after capacity is added the retry goes through', async () => {

@@ -33,6 +33,9 @@ export interface CallRetryDeps {
 
 export type RetriedCall = { callId: string; teamId: string; status: 'pending' } & CallRetried['data'];
 
+/** Longest a retry waits for the failed call's own reservation to be given back. */
+const RELEASE_WAIT_MS = 1_000;
+
 export const createCallRetry = (deps: CallRetryDeps) => {
   const calls = new AggregateRepository(deps.eventStore, callDecider, callEvents);
   const now = deps.now ?? (() => new Date());
@@ -53,7 +56,17 @@ export const createCallRetry = (deps: CallRetryDeps) => {
     const reservedMinutes = estimateCallMinutes(submission);
     let autoRechargedMinutes: number;
     try {
-      ({ autoRechargedMinutes } = await deps.teams.reserve(teamId, callId, reservedMinutes));
+      let reservation = await deps.teams.reserve(teamId, callId, reservedMinutes);
+      // The failed call still holds a reservation: its failure gives it back a moment after
+      // CallFailed is stored. Taken over, it would then be released under the retried call, which
+      // would run uncharged: wait for that release (a second at most) and reserve anew. One left
+      // by a process that stopped between the two writes stays; the orphan sweep judges it.
+      for (let waited = 0; !reservation.reserved && waited < RELEASE_WAIT_MS; waited += 50) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        if (!(await deps.teams.load(teamId))?.reservations.has(callId))
+          reservation = await deps.teams.reserve(teamId, callId, reservedMinutes);
+      }
+      ({ autoRechargedMinutes } = reservation);
     } catch (error) {
       if (isDomainError(error, 'CAPACITY_EXHAUSTED')) {
         capacityRefusals.inc();

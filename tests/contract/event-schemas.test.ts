@@ -177,6 +177,15 @@ const schemasContract = (
       const dealEvents = await h.callEvents(dealCall);
       assert.equal(dealEvents.at(-1)!.type, 'CallCompleted');
       await h.callEvents(retriedCall, lastIs('CallFailed'));
+      // Its reservation comes back once CallFailed is stored, a moment after it shows in the store
+      // (the API shows the failure later, from the call history): the retry then reserves anew.
+      await eventually(async () =>
+        assert.ok(
+          (await h.eventStore.readStream(`team-${team.teamId}`)).some(
+            (e) => e.type === 'CapacityReleased' && (e.data as { callId?: string }).callId === retriedCall,
+          ),
+        ),
+      );
       recording = Buffer.alloc(4096, 1);
       const retry = await h.admin('POST', `/api/admin/calls/${retriedCall}/retry`);
       assert.equal(retry.statusCode, 202, retry.body);

@@ -630,6 +630,14 @@ export const operatorSuite = (
       const hour = { duration: 3600, durationUnit: 'seconds' };
       const failing = await submit({ transcript: `${TRANSCRIPT}\nRep: REJECT-ONCE`, ...hour }, small.key);
       await h.callEvents(failing, lastIs('CallFailed'));
+      // Its hour comes back once CallFailed is stored: a moment after it shows.
+      await eventually(async () =>
+        assert.ok(
+          (await h.eventStore.readStream(`team-${small.teamId}`)).some(
+            (e) => e.type === 'CapacityReleased' && (e.data as { callId?: string }).callId === failing,
+          ),
+        ),
+      );
       // Another call holds the team's hour while it waits at analysis.
       const holding = await submit({ transcript: `${TRANSCRIPT}\nRep: HOLD`, ...hour }, small.key);
       await h.callEvents(holding, (events) => events.some((e) => e.type === 'TranscriptRecorded'));

@@ -63,6 +63,7 @@ export const createCallRetry = (deps: CallRetryDeps) => {
       // by a process that stopped between the two writes stays; the orphan sweep judges it.
       for (let waited = 0; !reservation.reserved && waited < RELEASE_WAIT_MS; waited += 50) {
         await new Promise((resolve) => setTimeout(resolve, 50));
+        // Read as stored now: the release is written by the processor, maybe in another process.
         if (!(await deps.teams.load(teamId))?.reservations.has(callId))
           reservation = await deps.teams.reserve(teamId, callId, reservedMinutes);
       }

@@ -7,6 +7,7 @@ import { createSqliteEventLog } from '../../shared/adapters/event-log/sql-event-
 import { createSqliteEventStore } from '../../shared/adapters/event-store/sqlite-event-store.ts';
 import { createSqliteReadModels } from '../../shared/adapters/read-models/sqlite-read-models.ts';
 import { openSqlite } from '../../shared/adapters/sqlite/sqlite-database.ts';
+import type { TestContext } from 'node:test';
 import { tempDir } from './temp-dir.ts';
 
 export const openEmbeddedBackends = (dir: { path: string; remove(): void } = tempDir()) => {
@@ -26,4 +27,17 @@ export const openEmbeddedBackends = (dir: { path: string; remove(): void } = tem
       dir.remove();
     },
   };
+};
+
+/** An embedded event store alone, for one test: closed, and its directory removed, after it. */
+export const openEmbeddedStore = (t: TestContext) => {
+  const dir = tempDir();
+  const opened = openSqlite(dir.path);
+  const store = createSqliteEventStore(opened.db);
+  t.after(async () => {
+    await store.close();
+    opened.close();
+    dir.remove();
+  });
+  return store;
 };

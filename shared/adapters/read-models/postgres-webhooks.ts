@@ -62,6 +62,9 @@ const TABLES = `
   CREATE INDEX IF NOT EXISTS webhook_deliveries_by_subject ON webhook_deliveries (subject);
 `;
 
+/** A call's deliveries but its call.erased notice, deleted; the leases of those being sent come back. */
+const FORGET_SUBJECT =
+  "DELETE FROM webhook_deliveries WHERE subject = $1 AND type <> 'call.erased' RETURNING lease_until";
 export const createPostgresWebhooks = async (pool: pg.Pool): Promise<WebhookStore> => {
   await translated(() =>
     inTransaction(pool, async (client) => {
@@ -93,10 +96,7 @@ export const createPostgresWebhooks = async (pool: pg.Pool): Promise<WebhookStor
               // delivery after the other, so a receiver never has call.erased before what it erases.
               let notBefore = now;
               if (n.type === 'call.erased') {
-                const { rows: gone } = await client.query<{ lease_until: string | null }>(
-                  "DELETE FROM webhook_deliveries WHERE subject = $1 AND type <> 'call.erased' RETURNING lease_until",
-                  [n.subject],
-                );
+                const { rows: gone } = await client.query<{ lease_until: string | null }>(FORGET_SUBJECT, [n.subject]);
                 for (const { lease_until } of gone)
                   if (lease_until !== null) notBefore = Math.max(notBefore, Number(lease_until));
               }
@@ -244,9 +244,7 @@ export const createPostgresWebhooks = async (pool: pg.Pool): Promise<WebhookStor
       );
     },
     async forgetSubject(subject) {
-      await translated(() =>
-        pool.query("DELETE FROM webhook_deliveries WHERE subject = $1 AND type <> 'call.erased'", [subject]),
-      );
+      await translated(() => pool.query(FORGET_SUBJECT, [subject]));
     },
     deliveries: (webhookId, { status, limit, cursor }) =>
       translated(async () => {

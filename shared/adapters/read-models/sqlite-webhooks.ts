@@ -68,8 +68,8 @@ export const createSqliteWebhooks = (db: SqliteDb, versions: SqliteVersions): We
   versions.ensure(MODEL);
 
   const q = {
-    forgetSubject: db.prepare("DELETE FROM webhook_deliveries WHERE subject = ? AND type <> 'call.erased'"),
-    forgetSubjectLeases: db.prepare<[string], { lease_until: number | null }>(
+    // The leases of what it deleted: one being sent holds the call's call.erased back.
+    forgetSubject: db.prepare<[string], { lease_until: number | null }>(
       "DELETE FROM webhook_deliveries WHERE subject = ? AND type <> 'call.erased' RETURNING lease_until",
     ),
     register: db.prepare(
@@ -167,7 +167,7 @@ export const createSqliteWebhooks = (db: SqliteDb, versions: SqliteVersions): We
           // delivery after the other, so a receiver never has call.erased before what it erases.
           let notBefore = now;
           if (step.notification.type === 'call.erased') {
-            for (const { lease_until } of q.forgetSubjectLeases.all(step.notification.subject))
+            for (const { lease_until } of q.forgetSubject.all(step.notification.subject))
               if (lease_until !== null) notBefore = Math.max(notBefore, lease_until);
             requestWalScrub(db);
           }
@@ -248,7 +248,7 @@ export const createSqliteWebhooks = (db: SqliteDb, versions: SqliteVersions): We
     },
     async forgetSubject(subject) {
       await write(() => {
-        q.forgetSubject.run(subject);
+        q.forgetSubject.all(subject);
         requestWalScrub(db);
       });
     },

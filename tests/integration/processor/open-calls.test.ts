@@ -6,26 +6,17 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { type TestContext, test } from 'node:test';
-import { createSqliteEventStore } from '../../../shared/adapters/event-store/sqlite-event-store.ts';
-import { openSqlite } from '../../../shared/adapters/sqlite/sqlite-database.ts';
 import { callEvents } from '../../../shared/domain/call/call-catalogue.ts';
 import type { EventDecodeError } from '../../../shared/domain/event-catalogue.ts';
 import { OPEN_CALLS_SNAPSHOT, OpenCalls } from '../../../services/processor/open-calls.ts';
 import { submittedData } from '../../conformance/read-models-fixtures.ts';
-import { tempDir } from '../../support/temp-dir.ts';
 import { overriding } from '../../support/embedded-ingress.ts';
+import { openEmbeddedStore } from '../../support/embedded-backends.ts';
 import { eventually } from '../../support/eventually.ts';
 
 /** A fresh embedded event store, closed after the test, and a way to submit a call of one team to it. */
 const embeddedStore = (t: TestContext) => {
-  const dir = tempDir();
-  const opened = openSqlite(dir.path);
-  const store = createSqliteEventStore(opened.db);
-  t.after(async () => {
-    await store.close();
-    opened.close();
-    dir.remove();
-  });
+  const store = openEmbeddedStore(t);
   const teamId = randomUUID();
   const submit = (callId: string) =>
     store.append(callEvents.streamId(callId), [

@@ -6,9 +6,7 @@
  * completes rather than starting over at every read.
  */
 import assert from 'node:assert/strict';
-import { type TestContext, test } from 'node:test';
-import { createSqliteEventStore } from '../../../shared/adapters/event-store/sqlite-event-store.ts';
-import { openSqlite } from '../../../shared/adapters/sqlite/sqlite-database.ts';
+import { test } from 'node:test';
 import { EventDecodeError } from '../../../shared/domain/event-catalogue.ts';
 import { EventStoreUnavailableError } from '../../../shared/ports/event-store.ts';
 import type { CallHistoryStore } from '../../../shared/ports/read-models.ts';
@@ -17,21 +15,8 @@ import { CallsNotInHistoryError, createErasureRequests } from '../../../services
 import type { TeamService } from '../../../services/ingress/teams/team-service.ts';
 import { callEvents } from '../../../shared/domain/call/call-catalogue.ts';
 import { submittedData } from '../../conformance/read-models-fixtures.ts';
+import { openEmbeddedStore } from '../../support/embedded-backends.ts';
 import { eventually } from '../../support/eventually.ts';
-import { tempDir } from '../../support/temp-dir.ts';
-
-/** An embedded event store for one test, closed and removed after it. */
-const openStore = (t: TestContext) => {
-  const dir = tempDir();
-  const opened = openSqlite(dir.path);
-  const store = createSqliteEventStore(opened.db);
-  t.after(async () => {
-    await store.close();
-    opened.close();
-    dir.remove();
-  });
-  return store;
-};
 
 /** Teams that hold no reservation: every call they accepted is finished. */
 const noReservations = { load: async () => ({ reservations: new Map() }) } as unknown as Pick<TeamService, 'load'>;
@@ -48,7 +33,7 @@ const reserving = (reserved: Set<string>) =>
   }) as unknown as Pick<TeamService, 'load'>;
 
 test('an erasure request erases its calls and completes; a failed one is taken up again when read', async (t) => {
-  const store = openStore(t);
+  const store = openEmbeddedStore(t);
   const callHistory = {
     callsOfEmail: async (teamId: string, email: string) =>
       teamId === 't1' && email === 'dana@acme.test' ? ['c1', 'c2'] : [],
@@ -95,14 +80,8 @@ test('an erasure request erases its calls and completes; a failed one is taken u
   );
 });
 
-/** An embedded event store for one test, closed after it. */
-const embeddedStore = (t: TestContext) => {
-  const store = openStore(t);
-  return store;
-};
-
 test('a call that cannot be erased is named as failed with its code; the others are erased and the request completes, once', async (t) => {
-  const store = embeddedStore(t);
+  const store = openEmbeddedStore(t);
   const callHistory = {
     callsOfEmail: async () => ['c1', 'unreadable', 'c3'],
   } as unknown as CallHistoryStore;
@@ -152,7 +131,7 @@ test('a call that cannot be erased is named as failed with its code; the others 
 });
 
 test('a request waits until the call history holds every call the team accepted and has not finished, so it misses none', async (t) => {
-  const store = openStore(t);
+  const store = openEmbeddedStore(t);
   // c3 was accepted (its reservation held) while the processors were down: not in the history yet.
   const inHistory = new Set(['c1']);
   const callHistory = {
@@ -211,7 +190,7 @@ test('a request waits until the call history holds every call the team accepted 
 });
 
 test('a pending request nobody reads again is taken up by a scan, in this process or another', async (t) => {
-  const store = openStore(t);
+  const store = openEmbeddedStore(t);
   const callHistory = {
     callsOfEmail: async (_teamId: string, email: string) => (email === 'dana@acme.test' ? ['c1'] : ['c9']),
   } as unknown as CallHistoryStore;
